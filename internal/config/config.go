@@ -1,0 +1,123 @@
+// Package config loads the service's settings from the environment once,
+// at start-up. Nothing else in the service reads environment variables.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Config is the whole service configuration.
+type Config struct {
+	Addr           string         // WAITROOM_ADDR
+	RedisURL       string         // WAITROOM_REDIS_URL
+	Queues         []string       // WAITROOM_QUEUES
+	Defaults       queue.Settings // WAITROOM_REFILL_SIZE, _REFILL_INTERVAL, _SESSION_TTL
+	AdminToken     string         // WAITROOM_ADMIN_TOKEN; empty disables the admin API
+	TargetURL      string         // WAITROOM_TARGET_URL; where admitted users go
+	RequestTimeout time.Duration  // WAITROOM_REQUEST_TIMEOUT: bound on the Redis work of one request
+	LogLevel       slog.Level     // WAITROOM_LOG_LEVEL
+}
+
+// MinRefillInterval keeps the scheduler sane: ticks are checked ten times
+// per interval.
+const MinRefillInterval = 50 * time.Millisecond
+
+// Load reads the configuration through getenv and validates it.
+func Load(getenv func(string) string) (Config, error) {
+	get := func(key, def string) string {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			return v
+		}
+		return def
+	}
+	var errs []error
+	duration := func(key, def string) time.Duration {
+		d, err := time.ParseDuration(get(key, def))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
+		return d
+	}
+
+	c := Config{
+		Addr:           get("WAITROOM_ADDR", ":8080"),
+		RedisURL:       get("WAITROOM_REDIS_URL", "redis://localhost:6379/0"),
+		AdminToken:     getenv("WAITROOM_ADMIN_TOKEN"),
+		TargetURL:      get("WAITROOM_TARGET_URL", ""),
+		RequestTimeout: duration("WAITROOM_REQUEST_TIMEOUT", "2s"),
+		Defaults: queue.Settings{
+			RefillInterval: duration("WAITROOM_REFILL_INTERVAL", "5s"),
+			SessionTTL:     duration("WAITROOM_SESSION_TTL", "10m"),
+		},
+	}
+
+	size, err := strconv.Atoi(get("WAITROOM_REFILL_SIZE", "10"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("WAITROOM_REFILL_SIZE: %w", err))
+	}
+	c.Defaults.RefillSize = size
+	if err := queue.ValidateSettings(c.Defaults); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Defaults.RefillInterval < MinRefillInterval {
+		errs = append(errs, fmt.Errorf("WAITROOM_REFILL_INTERVAL: must be at least %s", MinRefillInterval))
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("WAITROOM_REQUEST_TIMEOUT: must be positive"))
+	}
+
+	for _, name := range strings.Split(get("WAITROOM_QUEUES", "default"), ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if err := queue.ValidateQueueName(name); err != nil {
+			errs = append(errs, fmt.Errorf("WAITROOM_QUEUES: %w", err))
+		}
+		c.Queues = append(c.Queues, name)
+	}
+	if len(c.Queues) == 0 {
+		errs = append(errs, errors.New("WAITROOM_QUEUES: no queue named"))
+	}
+
+	if c.TargetURL != "" {
+		u, err := url.Parse(c.TargetURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, errors.New("WAITROOM_TARGET_URL: must be an absolute http(s) URL"))
+		}
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(get("WAITROOM_LOG_LEVEL", "info"))); err != nil {
+		errs = append(errs, fmt.Errorf("WAITROOM_LOG_LEVEL: %w", err))
+	}
+	if _, err := c.RedisOptions(); err != nil {
+		errs = append(errs, err)
+	}
+	return c, errors.Join(errs...)
+}
+
+// RedisOptions turns WAITROOM_REDIS_URL into client options with bounded
+// timeouts, so a dead or stalled Redis fails a request quickly instead of
+// hanging it. Request contexts carry a deadline too (RequestTimeout), and
+// the client honours it.
+func (c Config) RedisOptions() (*redis.Options, error) {
+	opts, err := redis.ParseURL(c.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("WAITROOM_REDIS_URL: %w", err)
+	}
+	opts.DialTimeout = time.Second
+	opts.ReadTimeout = time.Second
+	opts.WriteTimeout = time.Second
+	opts.PoolTimeout = time.Second
+	opts.ContextTimeoutEnabled = true
+	return opts, nil
+}

@@ -1,0 +1,28 @@
+package queue
+
+// keys holds the Redis keys of one queue. Every key carries the queue name
+// as a hash tag ("wr:{name}:..."), so all of them live in one Cluster slot
+// and a script may touch them together. Scripts get them through KEYS and
+// never build key names themselves.
+type keys struct {
+	waiting string // ZSET member=user id, score=arrival number from seq
+	entered string // ZSET member=user id, score=admission time (Redis clock, ms)
+	tokens  string // STRING tokens left in the bucket; unset means full
+	seq     string // STRING arrival counter (INCR), the FIFO order of the line
+	config  string // HASH refill_size, refill_interval_ms, session_ttl_ms
+	tick    string // HASH next_at_ms, at_ms, moved, direct (see tick.lua)
+	history string // LIST "at_ms:admitted:waiting", one entry per ended interval
+}
+
+func keysFor(queue string) keys {
+	p := "wr:{" + queue + "}:"
+	return keys{
+		waiting: p + "waiting",
+		entered: p + "entered",
+		tokens:  p + "tokens",
+		seq:     p + "seq",
+		config:  p + "config",
+		tick:    p + "tick",
+		history: p + "history",
+	}
+}

@@ -1,0 +1,38 @@
+package queue
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Each state change is one Lua script, run atomically with EVALSHA (go-redis
+// falls back to EVAL and caches the script when Redis does not know it yet,
+// e.g. after a restart). common.lua is prepended to each so the scripts
+// share one definition of the clock, the config and the ETA.
+
+//go:embed scripts/common.lua
+var commonLua string
+
+//go:embed scripts/enter.lua
+var enterLua string
+
+//go:embed scripts/status.lua
+var statusLua string
+
+//go:embed scripts/leave.lua
+var leaveLua string
+
+//go:embed scripts/tick.lua
+var tickLua string
+
+//go:embed scripts/info.lua
+var infoLua string
+
+var (
+	enterScript  = redis.NewScript(commonLua + enterLua)
+	statusScript = redis.NewScript(commonLua + statusLua)
+	leaveScript  = redis.NewScript(leaveLua)
+	tickScript   = redis.NewScript(commonLua + tickLua)
+	infoScript   = redis.NewScript(commonLua + infoLua)
+)

@@ -1,0 +1,419 @@
+// Package queue owns the waiting room's state in Redis: the line, the
+// entered set and the token bucket of each queue, changed only by the Lua
+// scripts in scripts/.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel errors. The HTTP layer maps each to a status and a stable code.
+var (
+	ErrUnknownQueue     = errors.New("queue: unknown queue")
+	ErrInvalidUserID    = errors.New("queue: user id must be 1-128 bytes of UTF-8 without control characters")
+	ErrInvalidRefill    = fmt.Errorf("queue: refill size must be between 1 and %d", MaxRefillSize)
+	ErrInvalidQueueName = errors.New("queue: queue name must be 1-64 of A-Z a-z 0-9 _ -")
+)
+
+// Limits of the inputs a store accepts.
+const (
+	MaxUserIDBytes = 128
+	MaxRefillSize  = 100000
+	// HistoryLen is how many applied ticks the history list keeps: an hour
+	// at the default 5 s interval.
+	HistoryLen = 720
+	// purgeBatch bounds the expired sessions one tick removes, so a tick
+	// never blocks Redis for long after a crowd's sessions all expire.
+	purgeBatch = 1000
+)
+
+// Status is where a user stands in a queue.
+type Status string
+
+// The statuses a Ticket can carry.
+const (
+	Entered    Status = "ENTERED"
+	Waiting    Status = "WAITING"
+	NotWaiting Status = "NOT_WAITING"
+)
+
+// Settings are one queue's admission settings.
+type Settings struct {
+	RefillSize     int           // users admitted per interval
+	RefillInterval time.Duration // time between ticks
+	SessionTTL     time.Duration // how long an admission stays valid
+}
+
+// Ticket is a user's place, as the scripts computed it at one instant.
+type Ticket struct {
+	Status   Status
+	Position int64 // 1-based place in the line; 0 unless Waiting
+	Waiting  int64 // people in the line
+	// ETA is the time until the tick that admits this user: the time left
+	// in the current interval plus one interval per full refill ahead.
+	ETA time.Duration
+	// UntilNextTick is the time left in the current interval.
+	UntilNextTick time.Duration
+	// Settings in force when the ticket was computed.
+	RefillSize     int
+	RefillInterval time.Duration
+}
+
+// TickResult reports one call of Tick.
+type TickResult struct {
+	Applied bool  // false when this interval's tick had already been applied
+	Moved   int64 // users moved from the line to the entered set
+	Waiting int64 // people left in the line
+	Tokens  int64 // tokens in the bucket after the tick
+	Purged  int64 // expired sessions removed
+	// Admitted counts the admissions of the interval that just ended: the
+	// users the previous tick moved plus those who entered on its tokens.
+	Admitted int64
+}
+
+// Info is a snapshot of one queue.
+type Info struct {
+	Queue      string
+	Waiting    int64
+	Entered    int64 // admissions still within the session TTL
+	Tokens     int64
+	Settings   Settings
+	LastTickAt time.Time // zero when no tick was applied yet
+	Now        time.Time // Redis time of the snapshot
+}
+
+// HistoryPoint is one ended interval.
+type HistoryPoint struct {
+	At       time.Time // when the interval's tick was applied
+	Admitted int64     // admitted during the interval (never above refill_size)
+	Waiting  int64     // people in the line at its end
+}
+
+// Redis is the part of a go-redis client the store uses; *redis.Client and
+// *redis.ClusterClient both satisfy it.
+type Redis interface {
+	redis.Scripter
+	HSet(ctx context.Context, key string, values ...any) *redis.IntCmd
+	HSetNX(ctx context.Context, key, field string, value any) *redis.BoolCmd
+	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
+}
+
+// Store runs the queue scripts for a fixed set of queues.
+type Store struct {
+	rdb      Redis
+	defaults Settings
+	queues   map[string]*queueRef
+	names    []string
+	// defaultArgs are the defaults as script arguments, formatted once.
+	defaultArgs [3]string
+}
+
+// queueRef holds one queue's keys, and the KEYS list of each script, built
+// once so the request path allocates nothing for them.
+type queueRef struct {
+	keys       keys
+	enterKeys  []string
+	statusKeys []string
+	leaveKeys  []string
+	tickKeys   []string
+	infoKeys   []string
+}
+
+var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidateQueueName reports whether name can be a queue: the name goes in
+// a hash tag, so braces and the like are out.
+func ValidateQueueName(name string) error {
+	if !queueNameRE.MatchString(name) {
+		return fmt.Errorf("%w: %q", ErrInvalidQueueName, name)
+	}
+	return nil
+}
+
+// ValidateUserID reports whether id is acceptable as a user id.
+func ValidateUserID(id string) error {
+	if id == "" || len(id) > MaxUserIDBytes || !utf8.ValidString(id) {
+		return ErrInvalidUserID
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return ErrInvalidUserID
+		}
+	}
+	return nil
+}
+
+// ValidateSettings checks settings before they are used or stored.
+func ValidateSettings(s Settings) error {
+	if s.RefillSize < 1 || s.RefillSize > MaxRefillSize {
+		return ErrInvalidRefill
+	}
+	if s.RefillInterval < time.Millisecond {
+		return errors.New("queue: refill interval must be at least 1ms")
+	}
+	if s.SessionTTL < time.Millisecond {
+		return errors.New("queue: session TTL must be at least 1ms")
+	}
+	return nil
+}
+
+// NewStore returns a store for the named queues. defaults are the settings
+// a queue has until its config is stored in Redis (see Seed).
+func NewStore(rdb Redis, queues []string, defaults Settings) (*Store, error) {
+	if err := ValidateSettings(defaults); err != nil {
+		return nil, err
+	}
+	if len(queues) == 0 {
+		return nil, errors.New("queue: no queues")
+	}
+	s := &Store{
+		rdb:      rdb,
+		defaults: defaults,
+		queues:   make(map[string]*queueRef, len(queues)),
+		defaultArgs: [3]string{
+			strconv.Itoa(defaults.RefillSize),
+			strconv.FormatInt(defaults.RefillInterval.Milliseconds(), 10),
+			strconv.FormatInt(defaults.SessionTTL.Milliseconds(), 10),
+		},
+	}
+	for _, name := range queues {
+		if err := ValidateQueueName(name); err != nil {
+			return nil, err
+		}
+		if _, dup := s.queues[name]; dup {
+			return nil, fmt.Errorf("queue: %q declared twice", name)
+		}
+		k := keysFor(name)
+		s.queues[name] = &queueRef{
+			keys:       k,
+			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick},
+			statusKeys: []string{k.waiting, k.entered, k.config},
+			leaveKeys:  []string{k.waiting, k.entered},
+			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history},
+			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick},
+		}
+		s.names = append(s.names, name)
+	}
+	return s, nil
+}
+
+// Queues returns the declared queue names in declaration order.
+func (s *Store) Queues() []string { return append([]string(nil), s.names...) }
+
+func (s *Store) queue(name string) (*queueRef, error) {
+	q, ok := s.queues[name]
+	if !ok {
+		return nil, ErrUnknownQueue
+	}
+	return q, nil
+}
+
+// Seed stores the default settings of every queue in Redis where none are
+// stored yet, so the first replica to start decides and later replicas, and
+// later restarts, keep what operators set.
+func (s *Store) Seed(ctx context.Context) error {
+	for _, name := range s.names {
+		cfg := s.queues[name].keys.config
+		for i, field := range []string{"refill_size", "refill_interval_ms", "session_ttl_ms"} {
+			if err := s.rdb.HSetNX(ctx, cfg, field, s.defaultArgs[i]).Err(); err != nil {
+				return fmt.Errorf("queue: seed %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Enter puts user into the queue: admitted at once while tokens remain and
+// nobody waits, else at the back of the line. Entering again goes to the
+// back.
+func (s *Store) Enter(ctx context.Context, queue, user string) (Ticket, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return Ticket{}, err
+	}
+	if err := ValidateUserID(user); err != nil {
+		return Ticket{}, err
+	}
+	v, err := enterScript.Run(ctx, s.rdb, q.enterKeys, user, s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2]).Int64Slice()
+	if err != nil {
+		return Ticket{}, fmt.Errorf("queue: enter: %w", err)
+	}
+	return ticketFrom(v)
+}
+
+// Status reports where user stands.
+func (s *Store) Status(ctx context.Context, queue, user string) (Ticket, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return Ticket{}, err
+	}
+	if err := ValidateUserID(user); err != nil {
+		return Ticket{}, err
+	}
+	v, err := statusScript.Run(ctx, s.rdb, q.statusKeys, user, s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2]).Int64Slice()
+	if err != nil {
+		return Ticket{}, fmt.Errorf("queue: status: %w", err)
+	}
+	return ticketFrom(v)
+}
+
+// Leave removes user from the line and from the entered set. It is not an
+// error when the user is in neither.
+func (s *Store) Leave(ctx context.Context, queue, user string) error {
+	q, err := s.queue(queue)
+	if err != nil {
+		return err
+	}
+	if err := ValidateUserID(user); err != nil {
+		return err
+	}
+	if err := leaveScript.Run(ctx, s.rdb, q.leaveKeys, user).Err(); err != nil {
+		return fmt.Errorf("queue: leave: %w", err)
+	}
+	return nil
+}
+
+// Tick applies the refill tick of the current interval if no replica has
+// applied it yet. It is safe, and expected, to call it from every replica
+// several times per interval.
+func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return TickResult{}, err
+	}
+	v, err := tickScript.Run(ctx, s.rdb, q.tickKeys,
+		s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2], purgeBatch, HistoryLen).Int64Slice()
+	if err != nil {
+		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
+	}
+	if len(v) != 6 {
+		return TickResult{}, fmt.Errorf("queue: tick: unexpected reply %v", v)
+	}
+	return TickResult{Applied: v[0] == 1, Moved: v[1], Waiting: v[2], Tokens: v[3], Purged: v[4], Admitted: v[5]}, nil
+}
+
+// Info returns counts and settings of a queue.
+func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return Info{}, err
+	}
+	v, err := infoScript.Run(ctx, s.rdb, q.infoKeys, s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2]).Int64Slice()
+	if err != nil {
+		return Info{}, fmt.Errorf("queue: info: %w", err)
+	}
+	if len(v) != 8 {
+		return Info{}, fmt.Errorf("queue: info: unexpected reply %v", v)
+	}
+	info := Info{
+		Queue:   queue,
+		Waiting: v[0],
+		Entered: v[1],
+		Tokens:  v[2],
+		Settings: Settings{
+			RefillSize:     int(v[3]),
+			RefillInterval: time.Duration(v[4]) * time.Millisecond,
+			SessionTTL:     time.Duration(v[5]) * time.Millisecond,
+		},
+		Now: time.UnixMilli(v[7]),
+	}
+	if v[6] > 0 {
+		info.LastTickAt = time.UnixMilli(v[6])
+	}
+	return info, nil
+}
+
+// SetRefillSize stores a new refill size. Every replica's next tick reads
+// it from Redis, so the change takes effect at the next tick everywhere.
+func (s *Store) SetRefillSize(ctx context.Context, queue string, n int) error {
+	q, err := s.queue(queue)
+	if err != nil {
+		return err
+	}
+	if n < 1 || n > MaxRefillSize {
+		return ErrInvalidRefill
+	}
+	if err := s.rdb.HSet(ctx, q.keys.config, "refill_size", n).Err(); err != nil {
+		return fmt.Errorf("queue: set refill size: %w", err)
+	}
+	return nil
+}
+
+// History returns the applied ticks kept for a queue, oldest first.
+func (s *Store) History(ctx context.Context, queue string) ([]HistoryPoint, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.rdb.LRange(ctx, q.keys.history, 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: history: %w", err)
+	}
+	points := make([]HistoryPoint, 0, len(raw))
+	for _, entry := range raw {
+		p, err := parseHistoryEntry(entry)
+		if err != nil {
+			return nil, err
+		}
+		points = append(points, p)
+	}
+	return points, nil
+}
+
+func parseHistoryEntry(entry string) (HistoryPoint, error) {
+	parts := strings.Split(entry, ":")
+	if len(parts) != 3 {
+		return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
+	}
+	var n [3]int64
+	for i, p := range parts {
+		v, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
+		}
+		n[i] = v
+	}
+	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2]}, nil
+}
+
+// ticketFrom decodes the reply shared by enter.lua and status.lua.
+func ticketFrom(v []int64) (Ticket, error) {
+	if len(v) != 7 {
+		return Ticket{}, fmt.Errorf("queue: unexpected reply %v", v)
+	}
+	t := Ticket{
+		Position:       v[1],
+		Waiting:        v[2],
+		ETA:            time.Duration(v[3]) * time.Millisecond,
+		UntilNextTick:  time.Duration(v[4]) * time.Millisecond,
+		RefillInterval: time.Duration(v[5]) * time.Millisecond,
+		RefillSize:     int(v[6]),
+	}
+	switch v[0] {
+	case 1:
+		t.Status = Entered
+	case 2:
+		t.Status = Waiting
+	case 3:
+		t.Status = NotWaiting
+	default:
+		return Ticket{}, fmt.Errorf("queue: unknown status code %d", v[0])
+	}
+	return t, nil
+}
+
+// Has reports whether name is a declared queue.
+func (s *Store) Has(name string) bool {
+	_, ok := s.queues[name]
+	return ok
+}
