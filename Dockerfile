@@ -1,0 +1,22 @@
+# Multi-stage build of the waitroom service for machines with normal registry
+# access: `docker build -t waitroom/waitroom:local .` or `docker compose up --build`.
+# (Where golang images cannot be pulled, scripts/build-images.sh app compiles on
+# the host and uses scripts/Dockerfile.local instead.)
+
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+# Modules in their own layer: source edits do not re-download dependencies.
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+# Static binary: the final image has no libc. web/static is embedded by go:embed.
+RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/waitroom ./cmd/waitroom
+
+FROM scratch
+# CA roots for TLS to Redis (rediss://) or other HTTPS endpoints.
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY --from=build /out/waitroom /waitroom
+# Same unprivileged uid/gid as distroless "nonroot".
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/waitroom"]

@@ -1,0 +1,156 @@
+// Command waitroom runs the virtual waiting room service.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/config"
+	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/scheduler"
+	"github.com/waitroom/waitroom/web"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Getenv, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "waitroom:", err)
+		os.Exit(1)
+	}
+}
+
+// shutdownTimeout bounds how long in-flight requests may take to finish.
+const shutdownTimeout = 10 * time.Second
+
+// run wires config → Redis → store → scheduler → HTTP, serves until ctx
+// ends, and shuts them down in reverse.
+func run(ctx context.Context, getenv func(string) string, logOut io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	redis.SetLogger(redisLogger{log})
+
+	opts, err := cfg.RedisOptions()
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+
+	store, err := queue.NewStore(rdb, cfg.Queues, cfg.Defaults)
+	if err != nil {
+		return err
+	}
+	// The stored settings decide the tick period, so wait for Redis at
+	// start-up rather than guess; later outages are survived (503s).
+	interval, err := seed(ctx, store, log)
+	if err != nil {
+		return err
+	}
+
+	sched, err := scheduler.Start(store, scheduler.Period(interval), log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := sched.Stop(); err != nil {
+			log.Warn("scheduler stop", "err", err)
+		}
+	}()
+
+	static, err := fs.Sub(web.Static, "static")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Addr: cfg.Addr,
+		Handler: httpapi.New(httpapi.Options{
+			Store:          store,
+			Ping:           func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+			AdminToken:     cfg.AdminToken,
+			TargetURL:      cfg.TargetURL,
+			RequestTimeout: cfg.RequestTimeout,
+			Logger:         log,
+			Static:         static,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	errc := make(chan error, 1)
+	go func() {
+		log.Info("listening", "addr", cfg.Addr, "queues", cfg.Queues, "admin_api", cfg.AdminToken != "")
+		errc <- srv.ListenAndServe()
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// seed stores the default settings where none are stored yet, retrying
+// until Redis answers, and returns the refill interval in force (the
+// smallest over the queues, so every queue is checked often enough).
+func seed(ctx context.Context, store *queue.Store, log *slog.Logger) (time.Duration, error) {
+	for {
+		err := store.Seed(ctx)
+		if err == nil {
+			break
+		}
+		log.Warn("waiting for redis", "err", err)
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	var interval time.Duration
+	for _, q := range store.Queues() {
+		info, err := store.Info(ctx, q)
+		if err != nil {
+			return 0, err
+		}
+		if interval == 0 || info.Settings.RefillInterval < interval {
+			interval = info.Settings.RefillInterval
+		}
+	}
+	return interval, nil
+}
+
+// redisLogger sends go-redis's internal messages (failed dials and the
+// like) to the service log instead of bare stderr.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+}

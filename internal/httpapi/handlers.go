@@ -1,0 +1,317 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/scheduler"
+)
+
+// ticketResponse is the answer of enter and status.
+type ticketResponse struct {
+	Queue       string       `json:"queue"`
+	UserID      string       `json:"user_id"`
+	Status      queue.Status `json:"status"`
+	Position    int64        `json:"position"`
+	Waiting     int64        `json:"waiting"`
+	ETASeconds  int64        `json:"eta_seconds"`
+	PollAfterMS int64        `json:"poll_after_ms"`
+	TargetURL   string       `json:"target_url,omitempty"`
+}
+
+type enterRequest struct {
+	UserID string `json:"user_id"`
+}
+
+func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
+	req, err := decode[enterRequest](w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := chi.URLParam(r, "queue")
+	t, err := s.store.Enter(r.Context(), q, req.UserID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.ticket(q, req.UserID, t))
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	q, user := chi.URLParam(r, "queue"), r.URL.Query().Get("user_id")
+	t, err := s.store.Status(r.Context(), q, user)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.ticket(q, user, t))
+}
+
+func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
+	user, err := pathParam(r, "user_id")
+	if err != nil {
+		s.fail(w, r, queue.ErrInvalidUserID)
+		return
+	}
+	if err := s.store.Leave(r.Context(), chi.URLParam(r, "queue"), user); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type queueInfoResponse struct {
+	Queue            string `json:"queue"`
+	Waiting          int64  `json:"waiting"`
+	Entered          int64  `json:"entered"`
+	RefillSize       int    `json:"refill_size"`
+	RefillIntervalMS int64  `json:"refill_interval_ms"`
+}
+
+func (s *Server) queueInfo(w http.ResponseWriter, r *http.Request) {
+	info, err := s.store.Info(r.Context(), chi.URLParam(r, "queue"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, queueInfoResponse{
+		Queue:            info.Queue,
+		Waiting:          info.Waiting,
+		Entered:          info.Entered,
+		RefillSize:       info.Settings.RefillSize,
+		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
+	})
+}
+
+// adminQueueResponse is one queue as the back office sees it.
+type adminQueueResponse struct {
+	Queue              string `json:"queue"`
+	Waiting            int64  `json:"waiting"`
+	Entered            int64  `json:"entered"`
+	Tokens             int64  `json:"tokens"`
+	RefillSize         int    `json:"refill_size"`
+	RefillIntervalMS   int64  `json:"refill_interval_ms"`
+	SessionTTLMS       int64  `json:"session_ttl_ms"`
+	LastTickAtMS       int64  `json:"last_tick_at_ms"`
+	AdmittedLastMinute int64  `json:"admitted_last_minute"`
+}
+
+func (s *Server) adminQueues(w http.ResponseWriter, r *http.Request) {
+	var resp struct {
+		Queues []adminQueueResponse `json:"queues"`
+	}
+	for _, q := range s.store.Queues() {
+		aq, err := s.adminQueueInfo(r.Context(), q)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		resp.Queues = append(resp.Queues, aq)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) adminQueue(w http.ResponseWriter, r *http.Request) {
+	aq, err := s.adminQueueInfo(r.Context(), chi.URLParam(r, "queue"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, aq)
+}
+
+type refillSizeRequest struct {
+	RefillSize *int `json:"refill_size"`
+}
+
+func (s *Server) setRefillSize(w http.ResponseWriter, r *http.Request) {
+	req, err := decode[refillSizeRequest](w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.RefillSize == nil {
+		s.fail(w, r, queue.ErrInvalidRefill)
+		return
+	}
+	q := chi.URLParam(r, "queue")
+	if err := s.store.SetRefillSize(r.Context(), q, *req.RefillSize); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	logger(r, s.log).Info("refill size changed", "queue", q, "refill_size", *req.RefillSize)
+	aq, err := s.adminQueueInfo(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, aq)
+}
+
+type historyPoint struct {
+	AtMS     int64 `json:"at_ms"`
+	Admitted int64 `json:"admitted"`
+	Waiting  int64 `json:"waiting"`
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	q := chi.URLParam(r, "queue")
+	info, err := s.store.Info(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	points, err := s.store.History(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := struct {
+		Queue            string         `json:"queue"`
+		RefillIntervalMS int64          `json:"refill_interval_ms"`
+		Points           []historyPoint `json:"points"`
+	}{Queue: q, RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(), Points: make([]historyPoint, len(points))}
+	for i, p := range points {
+		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueResponse, error) {
+	info, err := s.store.Info(ctx, q)
+	if err != nil {
+		return adminQueueResponse{}, err
+	}
+	points, err := s.store.History(ctx, q)
+	if err != nil {
+		return adminQueueResponse{}, err
+	}
+	aq := adminQueueResponse{
+		Queue:            q,
+		Waiting:          info.Waiting,
+		Entered:          info.Entered,
+		Tokens:           info.Tokens,
+		RefillSize:       info.Settings.RefillSize,
+		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
+		SessionTTLMS:     info.Settings.SessionTTL.Milliseconds(),
+	}
+	if !info.LastTickAt.IsZero() {
+		aq.LastTickAtMS = info.LastTickAt.UnixMilli()
+	}
+	// Intervals that ended within the last minute of the Redis clock. An
+	// interval ends where the next begins; the last one at the last tick.
+	since := info.Now.Add(-time.Minute)
+	for i, p := range points {
+		end := info.LastTickAt
+		if i+1 < len(points) {
+			end = points[i+1].At
+		}
+		if end.After(since) {
+			aq.AdmittedLastMinute += p.Admitted
+		}
+	}
+	return aq, nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
+	defer cancel()
+	if err := s.ping(ctx); err != nil {
+		s.fail(w, r, errUnavailable)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// Pages.
+
+func (s *Server) home(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, "/q/"+url.PathEscape(s.store.Queues()[0]), http.StatusFound)
+}
+
+func (s *Server) waitingPage(w http.ResponseWriter, r *http.Request) {
+	if !s.store.Has(chi.URLParam(r, "queue")) {
+		s.fail(w, r, queue.ErrUnknownQueue)
+		return
+	}
+	s.page(w, r, "waiting.html")
+}
+
+func (s *Server) adminPage(w http.ResponseWriter, r *http.Request) {
+	s.page(w, r, "admin.html")
+}
+
+func (s *Server) page(w http.ResponseWriter, r *http.Request, name string) {
+	w.Header().Set("Cache-Control", "no-cache")
+	http.ServeFileFS(w, r, s.static, name)
+}
+
+// ticket builds the enter/status answer.
+func (s *Server) ticket(q, user string, t queue.Ticket) ticketResponse {
+	resp := ticketResponse{
+		Queue:       q,
+		UserID:      user,
+		Status:      t.Status,
+		Position:    t.Position,
+		Waiting:     t.Waiting,
+		ETASeconds:  int64((t.ETA + time.Second - 1) / time.Second),
+		PollAfterMS: pollAfter(t).Milliseconds(),
+	}
+	if t.Status == queue.Entered && s.targetURL != "" {
+		resp.TargetURL = targetURL(s.targetURL, q, user)
+	}
+	return resp
+}
+
+// maxPoll caps the suggested polling interval.
+const maxPoll = 30 * time.Second
+
+// pollAfter suggests when a waiting user should ask again: just after the
+// next tick has been applied (the scheduler applies it within one check
+// period). Users far back, whose place moves little per tick, skip whole
+// intervals, up to maxPoll, so a large crowd does not flood status.
+func pollAfter(t queue.Ticket) time.Duration {
+	if t.Status != queue.Waiting {
+		return 0
+	}
+	d := t.UntilNextTick + scheduler.Period(t.RefillInterval) + 100*time.Millisecond
+	ticksAhead := (t.Position - 1) / int64(t.RefillSize)
+	if skip := min(ticksAhead/10, int64((maxPoll-d)/t.RefillInterval)); skip > 0 {
+		d += time.Duration(skip) * t.RefillInterval
+	}
+	return d
+}
+
+// targetURL is the order page's address with the queue and user id added.
+func targetURL(base, q, user string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base // validated at start-up; cannot happen
+	}
+	v := u.Query()
+	v.Set("queue", q)
+	v.Set("user_id", user)
+	u.RawQuery = v.Encode()
+	return u.String()
+}
+
+// pathParam returns a path parameter decoded. chi matches on the raw path
+// when the URL has escapes Go would write differently (e.g. %2F), and then
+// the parameter is still escaped.
+func pathParam(r *http.Request, name string) (string, error) {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath == "" {
+		return v, nil
+	}
+	return url.PathUnescape(v)
+}

@@ -1,0 +1,46 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// routes is the whole HTTP surface at a glance.
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, s.logRequests, s.recoverPanics, securityHeaders, middleware.GetHead)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, errNotFound)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, errMethodNotAllowed)
+	})
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+
+	// Pages.
+	r.Get("/", s.home)
+	r.Get("/q/{queue}", s.waitingPage)
+	r.Get("/admin", s.adminPage)
+	r.Handle("/static/*", http.StripPrefix("/static/", http.FileServerFS(s.static)))
+
+	r.Route("/api/v1/queues/{queue}", func(r chi.Router) {
+		r.Use(s.withTimeout)
+		r.Get("/", s.queueInfo)
+		r.Post("/enter", s.enter)
+		r.Get("/status", s.status)
+		r.Delete("/users/{user_id}", s.leave)
+	})
+
+	r.Route("/admin/v1", func(r chi.Router) {
+		r.Use(s.requireAdmin, s.withTimeout)
+		r.Get("/queues", s.adminQueues)
+		r.Get("/queues/{queue}", s.adminQueue)
+		r.Put("/queues/{queue}/refill-size", s.setRefillSize)
+		r.Get("/queues/{queue}/history", s.history)
+	})
+	return r
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Build waitroom's local Docker images without pulling anything from a registry.
+#
+#   scripts/build-images.sh [--force] [redis|app|all]    (default: all)
+#
+#   waitroom/redis:local     redis-server + redis-cli copied from this host
+#                            (with their shared libraries) into a FROM scratch
+#                            image; for tests and docker-compose where
+#                            redis:7-alpine cannot be pulled.
+#   waitroom/waitroom:local  ./cmd/waitroom built on the host (static, CGO off)
+#                            and wrapped by scripts/Dockerfile.local.
+#
+# The redis image is skipped when an image built from the same files already
+# exists (fingerprint label), unless --force. The app image is rebuilt every
+# time; Docker's layer cache makes that cheap when the binary did not change.
+# Machines with registry access can use the multi-stage ./Dockerfile instead.
+set -euo pipefail
+
+REDIS_IMAGE=waitroom/redis:local
+APP_IMAGE=waitroom/waitroom:local
+# Bump when the image layout below changes, so existing images get rebuilt.
+REDIS_RECIPE=1
+REDIS_UID=999
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+force=0
+what=all
+for arg in "$@"; do
+	case "$arg" in
+	--force) force=1 ;;
+	redis | app | all) what=$arg ;;
+	-h | --help)
+		sed -n '2,16p' "$0"
+		exit 0
+		;;
+	*)
+		echo "usage: $0 [--force] [redis|app|all]" >&2
+		exit 2
+		;;
+	esac
+done
+
+# Without the buildx plugin, DOCKER_BUILDKIT=1 (set by some CI setups) makes
+# `docker build` fail; the classic builder handles these FROM scratch images.
+if ! docker buildx version >/dev/null 2>&1; then
+	export DOCKER_BUILDKIT=0
+fi
+
+workdir=$(mktemp -d)
+trap 'rm -rf "$workdir"' EXIT
+
+install_redis() {
+	local sudo=
+	if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+	echo "redis-server not found; installing it with apt" >&2
+	# Only refresh apt lists when the plain install fails: it is the slow part.
+	if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; then
+		$sudo apt-get update -qq
+		$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server
+	fi
+}
+
+# libs_of <elf>: the shared libraries and dynamic loader <elf> needs, one path a line.
+libs_of() {
+	ldd "$1" | awk '
+		$2 == "=>" && $3 ~ /^\// { print $3 }
+		$1 ~ /^\// { print $1 }'
+}
+
+build_redis() {
+	if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+		install_redis
+	fi
+
+	local server cli
+	# Debian ships redis-server as a symlink; copy the real file.
+	server=$(readlink -f "$(command -v redis-server)")
+	cli=$(readlink -f "$(command -v redis-cli)")
+
+	local files
+	files=$( (libs_of "$server" && libs_of "$cli") | sort -u)
+
+	local ctx=$workdir/redis rootfs=$workdir/redis/rootfs
+	mkdir -p "$rootfs/usr/bin" "$rootfs/etc" "$rootfs/tmp" "$ctx/data"
+	chmod 1777 "$rootfs/tmp"
+	cp "$server" "$rootfs/usr/bin/redis-server"
+	cp "$cli" "$rootfs/usr/bin/redis-cli"
+	local f
+	for f in $files; do
+		# Keep each library at the path ldd reports: that is where the loader looks.
+		mkdir -p "$rootfs$(dirname "$f")"
+		cp -L "$f" "$rootfs$f"
+	done
+	# redis-server only needs the user for log output; nothing reads nsswitch.
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nredis:x:%s:%s:redis:/data:/sbin/nologin\n' \
+		"$REDIS_UID" "$REDIS_UID" >"$rootfs/etc/passwd"
+	printf 'root:x:0:\nredis:x:%s:\n' "$REDIS_UID" >"$rootfs/etc/group"
+
+	# No VOLUME line: it would leave an anonymous volume behind every test
+	# container. docker-compose mounts a named volume on /data instead, and a
+	# new named volume copies the redis-owned /data from the image.
+	cat >"$ctx/Dockerfile" <<DOCKERFILE
+FROM scratch
+COPY rootfs/ /
+COPY --chown=$REDIS_UID:$REDIS_UID data/ /data/
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+WORKDIR /data
+USER $REDIS_UID:$REDIS_UID
+EXPOSE 6379
+# Throwaway defaults for tests: reachable from the host, no persistence.
+# docker-compose overrides the command to turn on AOF.
+CMD ["redis-server", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "", "--appendonly", "no"]
+DOCKERFILE
+
+	# Fingerprint every copied file plus the recipe: a changed redis-server,
+	# a library upgrade or a new layout all force a rebuild.
+	local server_sum version fingerprint current
+	# Ask through the redis-server name: the real file's name picks another mode.
+	version=$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
+	server_sum=$(sha256sum "$server" | cut -d' ' -f1)
+	fingerprint=$( (cd "$ctx" && find rootfs -type f -print0 | sort -z | xargs -0 sha256sum && cat Dockerfile && echo "recipe=$REDIS_RECIPE") |
+		sha256sum | cut -d' ' -f1)
+	current=$(docker image inspect -f '{{index .Config.Labels "org.waitroom.fingerprint"}}' "$REDIS_IMAGE" 2>/dev/null || true)
+	if [ "$force" = 0 ] && [ "$current" = "$fingerprint" ]; then
+		echo "$REDIS_IMAGE is up to date (redis-server sha256 $server_sum)"
+		return
+	fi
+
+	docker build -q -t "$REDIS_IMAGE" \
+		--label "org.waitroom.fingerprint=$fingerprint" \
+		--label "org.waitroom.redis-server.sha256=$server_sum" \
+		--label "org.waitroom.redis-server.version=$version" \
+		"$ctx" >/dev/null
+	echo "built $REDIS_IMAGE from $server (redis $version, sha256 $server_sum)"
+}
+
+build_app() {
+	local ctx=$workdir/app
+	mkdir -p "$ctx"
+	# golang base images cannot be pulled everywhere, so compile on the host.
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/waitroom" ./cmd/waitroom)
+	# CA roots for TLS to Redis (rediss://) or other HTTPS endpoints.
+	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+		cp /etc/ssl/certs/ca-certificates.crt "$ctx/ca-certificates.crt"
+	else
+		echo "warning: no /etc/ssl/certs/ca-certificates.crt on this host; image gets no CA roots" >&2
+		: >"$ctx/ca-certificates.crt"
+	fi
+	cp "$root/scripts/Dockerfile.local" "$ctx/Dockerfile"
+	docker build -q -t "$APP_IMAGE" "$ctx" >/dev/null
+	echo "built $APP_IMAGE"
+}
+
+case "$what" in
+redis) build_redis ;;
+app) build_app ;;
+all)
+	build_redis
+	build_app
+	;;
+esac

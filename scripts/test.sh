@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The test command: vet, format check and every Go test with the race
+# detector, against a real Redis in a container (and headless Chromium for
+# the page tests). Installs what it needs first.
+#
+#   scripts/test.sh [extra go test flags, e.g. -run TestReference]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-tools.sh test
+
+# Tests start Redis with testcontainers, from the public image where it can
+# be pulled, else from one built from this host's redis-server.
+WAITROOM_TEST_REDIS_IMAGE=$(WAITROOM_REDIS_IMAGE="${WAITROOM_TEST_REDIS_IMAGE:-}" scripts/redis-image.sh)
+export WAITROOM_TEST_REDIS_IMAGE
+if [ "$WAITROOM_TEST_REDIS_IMAGE" = waitroom/redis:local ]; then
+	# The reaper's image cannot be pulled here either. Without it, every
+	# test package removes its own containers (redistest.Main, CleanupContainer).
+	export TESTCONTAINERS_RYUK_DISABLED=true
+fi
+# Inside a container testcontainers takes the default gateway for the
+# Docker host; with a local socket the mapped ports are on localhost.
+case "${DOCKER_HOST:-unix://}" in
+unix://*) export TESTCONTAINERS_HOST_OVERRIDE="${TESTCONTAINERS_HOST_OVERRIDE:-localhost}" ;;
+esac
+
+unformatted=$(gofmt -l cmd internal web)
+if [ -n "$unformatted" ]; then
+	echo "test.sh: gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 30m "$@" ./...
