@@ -165,3 +165,49 @@ func (c *Container) Unpause(ctx context.Context) error {
 	_, err = cli.ContainerUnpause(ctx, c.ctr.GetContainerID(), client.ContainerUnpauseOptions{})
 	return err
 }
+
+// NewClusterNode starts Redis in cluster mode as a one-node cluster that
+// owns all 16384 slots, and returns a cluster client of it. Cluster mode
+// makes Redis refuse scripts and commands whose keys span slots, which is
+// what the queue's hash tags must get right. The client is given the slot
+// map itself, because the node announces its address inside Docker's
+// network, which the host may not reach.
+func NewClusterNode(tb testing.TB) *redis.ClusterClient {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ctr, err := tcredis.Run(ctx, Image(), testcontainers.WithCmd(
+		"redis-server", "--cluster-enabled", "yes", "--protected-mode", "no", "--save", "", "--appendonly", "no"))
+	testcontainers.CleanupContainer(tb, ctr)
+	if err != nil {
+		tb.Fatalf("redistest: start redis cluster node (image %s): %v", Image(), err)
+	}
+	addr, err := endpoint(ctx, ctr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	node := redis.NewClient(&redis.Options{Addr: addr})
+	defer node.Close()
+	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		tb.Fatalf("redistest: assign slots: %v", err)
+	}
+	for {
+		info, err := node.ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("redistest: cluster never became ok: %v %q", err, info)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: []string{addr},
+		ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) {
+			return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: addr}}}}, nil
+		},
+	})
+	tb.Cleanup(func() { rdb.Close() })
+	return rdb
+}

@@ -1,0 +1,249 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+)
+
+// Benchmarks of each script against a real Redis. Besides ns/op (a round
+// trip from this process) each reports redis-µs/op: the Redis CPU time of
+// the script per call, from INFO commandstats, which is what limits a
+// shared Redis. Run:
+//
+//	scripts/test.sh -run '^$' -bench . -benchtime 2000x ./internal/queue/
+//
+// or with REDIS_ADDR pointing at a local redis-server.
+
+func benchStore(b *testing.B, settings Settings) (*Store, string, *redis.Client) {
+	b.Helper()
+	rdb := redistest.Client(b)
+	name := fmt.Sprintf("b%d", time.Now().UnixNano())
+	s, err := NewStore(rdb, []string{name}, settings)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		k := keysFor(name)
+		rdb.Del(context.Background(), k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.history)
+	})
+	return s, name, rdb
+}
+
+// scriptStats returns the calls and total µs Redis spent in EVALSHA.
+func scriptStats(b *testing.B, rdb *redis.Client) (calls, usec float64) {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				calls = f
+			case "usec":
+				usec = f
+			}
+		}
+	}
+	return calls, usec
+}
+
+// measureRedis reports the Redis CPU µs per script call made by fn.
+func measureRedis(b *testing.B, rdb *redis.Client, fn func()) {
+	b.Helper()
+	c0, u0 := scriptStats(b, rdb)
+	fn()
+	c1, u1 := scriptStats(b, rdb)
+	if c1 > c0 {
+		b.ReportMetric((u1-u0)/(c1-c0), "redis-µs/op")
+	}
+}
+
+// fill puts n users in the line the way enter.lua would, pipelined, so a
+// line of a million takes seconds rather than minutes.
+func fill(b *testing.B, rdb *redis.Client, q string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	k := keysFor(q)
+	const batch = 10000
+	for start := 0; start < n; start += batch {
+		members := make([]redis.Z, 0, batch)
+		for i := start; i < min(start+batch, n); i++ {
+			members = append(members, redis.Z{Score: float64(i + 1), Member: userID(i)})
+		}
+		if err := rdb.ZAdd(ctx, k.waiting, members...).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := rdb.Set(ctx, k.seq, n, 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	if err := rdb.Set(ctx, k.tokens, 0, 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// userID is a 16-byte id, about the size of what sites pass.
+func userID(i int) string { return fmt.Sprintf("user-%011d", i) }
+
+var benchSettings = Settings{RefillSize: 10, RefillInterval: time.Hour, SessionTTL: time.Hour}
+
+func BenchmarkEnter(b *testing.B) {
+	s, q, rdb := benchStore(b, benchSettings)
+	ctx := context.Background()
+	i := 0
+	measureRedis(b, rdb, func() {
+		for b.Loop() {
+			if _, err := s.Enter(ctx, q, userID(i)); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkEnterParallel shows throughput with concurrent callers over the
+// client's connection pool.
+func BenchmarkEnterParallel(b *testing.B) {
+	s, q, rdb := benchStore(b, benchSettings)
+	ctx := context.Background()
+	var n atomic.Int64
+	measureRedis(b, rdb, func() {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := s.Enter(ctx, q, userID(int(n.Add(1)))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+func BenchmarkStatus(b *testing.B) {
+	s, q, rdb := benchStore(b, benchSettings)
+	fill(b, rdb, q, 10000)
+	ctx := context.Background()
+	measureRedis(b, rdb, func() {
+		for b.Loop() {
+			if _, err := s.Status(ctx, q, userID(rand.IntN(10000))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkLeave(b *testing.B) {
+	s, q, rdb := benchStore(b, benchSettings)
+	fill(b, rdb, q, 10000)
+	ctx := context.Background()
+	measureRedis(b, rdb, func() {
+		for b.Loop() {
+			if err := s.Leave(ctx, q, userID(rand.IntN(10000))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkTick measures one applied tick moving refill_size users from a
+// long line: 10 (the default) and 10,000.
+func BenchmarkTick(b *testing.B) {
+	for _, refill := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("moves=%d", refill), func(b *testing.B) {
+			s, q, rdb := benchStore(b, Settings{RefillSize: refill, RefillInterval: time.Hour, SessionTTL: time.Hour})
+			ctx := context.Background()
+			k := keysFor(q)
+			// Enough users for every iteration; b.Loop runs the body at
+			// least b.N times, so fill by a generous bound.
+			filled := 0
+			measureRedis(b, rdb, func() {
+				for b.Loop() {
+					b.StopTimer()
+					if filled < refill {
+						fill(b, rdb, q, 20*refill)
+						filled = 20 * refill
+					}
+					rdb.HDel(ctx, k.tick, "next_at_ms")
+					b.StartTimer()
+					res, err := s.Tick(ctx, q)
+					if err != nil || !res.Applied || res.Moved != int64(refill) {
+						b.Fatalf("tick: %+v %v", res, err)
+					}
+					filled -= refill
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkScale shows how enter, status and tick grow with the line, and
+// Redis memory per waiting user (bytes/user, from MEMORY USAGE of the line
+// with all elements sampled).
+func BenchmarkScale(b *testing.B) {
+	for _, n := range []int{10000, 100000, 1000000} {
+		b.Run(fmt.Sprintf("waiting=%d", n), func(b *testing.B) {
+			s, q, rdb := benchStore(b, benchSettings)
+			ctx := context.Background()
+			fill(b, rdb, q, n)
+			mem, err := rdb.MemoryUsage(ctx, keysFor(q).waiting, 0).Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run("enter", func(b *testing.B) {
+				i := n
+				measureRedis(b, rdb, func() {
+					for b.Loop() {
+						if _, err := s.Enter(ctx, q, userID(i)); err != nil {
+							b.Fatal(err)
+						}
+						i++
+					}
+				})
+			})
+			b.Run("status", func(b *testing.B) {
+				measureRedis(b, rdb, func() {
+					for b.Loop() {
+						if _, err := s.Status(ctx, q, userID(rand.IntN(n))); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			})
+			b.Run("tick", func(b *testing.B) {
+				measureRedis(b, rdb, func() {
+					for b.Loop() {
+						b.StopTimer()
+						rdb.HDel(ctx, keysFor(q).tick, "next_at_ms")
+						b.StartTimer()
+						if _, err := s.Tick(ctx, q); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			})
+			b.Run("memory", func(b *testing.B) {
+				for b.Loop() {
+				}
+				b.ReportMetric(float64(mem)/float64(n), "bytes/user")
+			})
+		})
+	}
+}
