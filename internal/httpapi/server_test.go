@@ -442,4 +442,3 @@ func TestPollAfter(t *testing.T) {
 		t.Errorf("entered: %s", got)
 	}
 }
-
