@@ -3,7 +3,7 @@
 # already present, so CI can call it unconditionally.
 #
 #   scripts/install-tools.sh [test|bench|all]    (default: all)
-#     test  -> redis-server, redis-cli, chromium   (integration + browser tests)
+#     test  -> redis-server, redis-cli, chromium, a Korean font (integration + browser tests)
 #     bench -> wrk, k6                              (load tests)
 #
 # Debian/Ubuntu only (apt). k6 is built from source with `go install` because
@@ -53,6 +53,12 @@ if [ "$mode" = test ] || [ "$mode" = all ]; then
 	need_pkg redis-tools redis-cli
 	# chromedp finds any of these; a preinstalled Chrome is as good as chromium.
 	need_pkg chromium chromium chromium-browser google-chrome google-chrome-stable
+	# A Hangul font, so the Korean waiting page renders in screenshots.
+	if dpkg -s fonts-nanum >/dev/null 2>&1 || fc-list :lang=ko 2>/dev/null | grep -q .; then
+		present_list+=("Korean font")
+	else
+		missing_pkgs+=(fonts-nanum)
+	fi
 fi
 if [ "$mode" = bench ] || [ "$mode" = all ]; then
 	need_pkg wrk wrk

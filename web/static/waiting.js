@@ -43,9 +43,10 @@
       errorTitle: 'Something went wrong',
       joining: 'Joining the line…',
       resuming: 'Checking your place in line…',
-      summary: (n, count, m) =>
+      // n and m are formatted; count and minutes are the numbers, for plurals.
+      summary: (n, count, m, minutes) =>
         (count === 1 ? '1 person is waiting' : n + ' people are waiting') +
-        '; up to ' + (m === 1 ? '1 minute' : m + ' minutes'),
+        '; up to ' + (minutes === 1 ? '1 minute' : m + ' minutes'),
       reconnecting: (s) => 'Connection lost. Reconnecting… (next try in ' + s + ' s)',
       live: (n) => 'You are number ' + n + ' in line',
       rejoined: 'Your earlier place had expired, so you joined the line again at the back.',
@@ -466,8 +467,8 @@
 
     let status;
     if (state === 'waiting' && ticket) {
-      status = t('summary', fmt(ticket.waiting), ticket.waiting,
-        fmt(Math.max(1, Math.ceil(ticket.eta_seconds / 60))));
+      const minutes = Math.max(1, Math.ceil(ticket.eta_seconds / 60));
+      status = t('summary', fmt(ticket.waiting), ticket.waiting, fmt(minutes), minutes);
     } else if (state === 'loading') {
       status = resuming ? t('resuming') : t('joining');
     } else if (state === 'entered') {

@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// testTimeout bounds everything one test does in its browser, so a hung
+// page fails the test instead of the whole run.
+const testTimeout = 90 * time.Second
+
+// chromiumPath finds the browser or skips the test (fails it on CI).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("CHROMIUM_PATH")
+	if path == "" {
+		path = "/usr/bin/chromium"
+		if _, err := os.Stat(path); err != nil {
+			if p, err := exec.LookPath("chromium"); err == nil {
+				path = p
+			}
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		msg := fmt.Sprintf("chromium not found at %s; run scripts/install-tools.sh test (or set CHROMIUM_PATH)", path)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
+// browser is one headless Chromium with one tab, closed when the test ends.
+// Tests find the binary with chromiumPath before they start the stack, so
+// a machine without Chromium skips without starting Redis.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu       sync.Mutex
+	problems []string // exceptions, console errors, CSP reports
+	shots    int
+}
+
+func newBrowser(t *testing.T, chromium string) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], // headless, disable-background-networking, ...
+		chromedp.ExecPath(chromium),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1000, 800),
+		chromedp.Flag("lang", "en-US"),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	ctx, cancelTab := chromedp.NewContext(ctx)
+	b := &browser{t: t, ctx: ctx}
+
+	// Start the browser and the tab now, so the console subscription below
+	// sees the first page.
+	if err := chromedp.Do(ctx); err != nil {
+		cancelTab()
+		cancelAlloc()
+		cancel()
+		t.Fatalf("start chromium: %v", err)
+	}
+	consoleCtx, stopConsole := context.WithCancel(ctx)
+	messages := chromedp.Console(consoleCtx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			// The browser logs failed requests (such as the expected 401 of a
+			// wrong admin token) with source "network"; those are not page bugs.
+			if m.Source == "network" || (m.Type != chromedp.ConsoleError && m.Type != chromedp.ConsoleWarning && !m.IsException()) {
+				continue
+			}
+			b.mu.Lock()
+			b.problems = append(b.problems, fmt.Sprintf("%s (%s:%d)", m, m.URL, m.Line+1))
+			b.mu.Unlock()
+		}
+	}()
+
+	t.Cleanup(func() {
+		stopConsole()
+		<-done
+		cancelTab()
+		cancelAlloc()
+		cancel()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, p := range b.problems {
+			t.Errorf("browser console: %s", p)
+		}
+	})
+	return b
+}
+
+// do runs actions and fails the test on error.
+func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.fail("%s: %v", what, err)
+	}
+}
+
+func (b *browser) navigate(url string) {
+	b.t.Helper()
+	b.do("navigate to "+url, chromedp.Navigate(url))
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](b *browser, js string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		b.fail("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// text is the trimmed text of the first element matching a CSS selector,
+// or "" when there is none.
+func (b *browser) text(css string) string {
+	b.t.Helper()
+	return strings.TrimSpace(eval[string](b, fmt.Sprintf(`(document.querySelector(%s) || {}).textContent || ''`, strconv.Quote(css))))
+}
+
+// number reads an element's text as a whole number ("1,234" -> 1234).
+func (b *browser) number(css string) int64 {
+	b.t.Helper()
+	s := b.text(css)
+	n, err := strconv.ParseInt(strings.ReplaceAll(s, ",", ""), 10, 64)
+	if err != nil {
+		b.fail("%s: %q is not a number", css, s)
+	}
+	return n
+}
+
+// waitJS polls a JavaScript condition until it is true. Errors count as
+// false: the page may be between two documents while it navigates.
+func (b *browser) waitJS(timeout time.Duration, what, js string) {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		lastErr = err
+		if b.ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.fail("timed out after %v waiting for %s (last error: %v); page: %s", timeout, what, lastErr, b.describe())
+}
+
+// describe summarises the page for failure messages.
+func (b *browser) describe() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`location.href + ' state=' + document.body.dataset.state + ' status="' +
+		 ((document.getElementById('status-text') || {}).textContent || '') + '"'`))
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return s
+}
+
+// fail saves a screenshot of the page and stops the test.
+func (b *browser) fail(format string, args ...any) {
+	b.t.Helper()
+	if b.ctx.Err() == nil {
+		b.screenshot("FAILED")
+	}
+	b.t.Fatalf(format, args...)
+}
+
+// screenshot saves a full-page PNG as a test artifact, named after the test
+// and the state it shows.
+func (b *browser) screenshot(state string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	png, err := fullPage(ctx)
+	if err != nil {
+		b.t.Errorf("screenshot %s: %v", state, err)
+		return
+	}
+	b.mu.Lock()
+	b.shots++
+	n := b.shots
+	b.mu.Unlock()
+	dir := artifactsDir(b.t)
+	name := fmt.Sprintf("%s-%02d-%s.png", strings.TrimPrefix(b.t.Name(), "Test"), n, state)
+	path := filepath.Join(dir, unsafeChars.ReplaceAllString(strings.TrimSuffix(name, ".png"), "-")+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Errorf("screenshot %s: %v", state, err)
+		return
+	}
+	b.t.Logf("screenshot: %s", path)
+}
+
+var artifacts struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// artifactsDir is $WAITROOM_ARTIFACTS, or artifacts/e2e under the
+// repository root (the nearest directory up with a go.mod).
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	artifacts.once.Do(func() {
+		dir := os.Getenv("WAITROOM_ARTIFACTS")
+		if dir == "" {
+			root, err := repoRoot()
+			if err != nil {
+				artifacts.err = err
+				return
+			}
+			dir = filepath.Join(root, "artifacts", "e2e")
+		}
+		artifacts.dir, artifacts.err = dir, os.MkdirAll(dir, 0o755)
+	})
+	if artifacts.err != nil {
+		t.Fatalf("artifacts dir: %v", artifacts.err)
+	}
+	return artifacts.dir
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// fullPage captures the whole page as a PNG. Like Puppeteer's fullPage, it
+// grows the viewport to the page for the capture: Chrome's capture beyond
+// the viewport leaves fixed layers (a dialog's backdrop) at viewport size.
+func fullPage(ctx context.Context) ([]byte, error) {
+	size, err := chromedp.Run(ctx, chromedp.Evaluate[[]int64](
+		`[document.documentElement.scrollWidth, Math.max(document.documentElement.scrollHeight, innerHeight)]`))
+	if err != nil {
+		return nil, err
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(size[0], size[1])); err != nil {
+		return nil, err
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if _, cerr := chromedp.Call(ctx, emulation.ClearDeviceMetricsOverride, cdp.Empty{}); err == nil {
+		err = cerr
+	}
+	return png, err
+}
