@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -52,7 +53,11 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 
-	store, err := queue.NewStore(rdb, cfg.Queues, cfg.Defaults)
+	scripts, err := queue.Pipelined(rdb)
+	if err != nil {
+		return err
+	}
+	store, err := queue.NewStore(scripts, cfg.Queues, cfg.Defaults)
 	if err != nil {
 		return err
 	}
@@ -93,6 +98,17 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 		WriteTimeout:      10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	if cfg.DebugAddr != "" {
+		// Profiling endpoints on their own listener, never on the public one.
+		debugSrv := &http.Server{Addr: cfg.DebugAddr, Handler: debugMux(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := debugSrv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+				log.Error("debug listener", "err", err)
+			}
+		}()
+		defer debugSrv.Close()
 	}
 
 	errc := make(chan error, 1)
@@ -153,4 +169,15 @@ type redisLogger struct{ log *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.log.WarnContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+}
+
+// debugMux serves the pprof handlers.
+func debugMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

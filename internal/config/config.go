@@ -26,6 +26,9 @@ type Config struct {
 	TargetURL      string         // WAITROOM_TARGET_URL; where admitted users go
 	RequestTimeout time.Duration  // WAITROOM_REQUEST_TIMEOUT: bound on the Redis work of one request
 	LogLevel       slog.Level     // WAITROOM_LOG_LEVEL
+	// DebugAddr, when set, serves net/http/pprof there (WAITROOM_DEBUG_ADDR);
+	// keep it on a private interface.
+	DebugAddr string
 }
 
 // MinRefillInterval keeps the scheduler sane: ticks are checked ten times
@@ -54,6 +57,7 @@ func Load(getenv func(string) string) (Config, error) {
 		RedisURL:       get("WAITROOM_REDIS_URL", "redis://localhost:6379/0"),
 		AdminToken:     getenv("WAITROOM_ADMIN_TOKEN"),
 		TargetURL:      get("WAITROOM_TARGET_URL", ""),
+		DebugAddr:      get("WAITROOM_DEBUG_ADDR", ""),
 		RequestTimeout: duration("WAITROOM_REQUEST_TIMEOUT", "2s"),
 		Defaults: queue.Settings{
 			RefillInterval: duration("WAITROOM_REFILL_INTERVAL", "5s"),
@@ -107,8 +111,9 @@ func Load(getenv func(string) string) (Config, error) {
 
 // RedisOptions turns WAITROOM_REDIS_URL into client options with bounded
 // timeouts, so a dead or stalled Redis fails a request quickly instead of
-// hanging it. Request contexts carry a deadline too (RequestTimeout), and
-// the client honours it.
+// hanging it. Request contexts carry a deadline too (RequestTimeout); the
+// plain client honours it, the pipelined one (queue.Pipelined) relies on
+// these timeouts.
 func (c Config) RedisOptions() (*redis.Options, error) {
 	opts, err := redis.ParseURL(c.RedisURL)
 	if err != nil {
@@ -119,5 +124,8 @@ func (c Config) RedisOptions() (*redis.Options, error) {
 	opts.WriteTimeout = time.Second
 	opts.PoolTimeout = time.Second
 	opts.ContextTimeoutEnabled = true
+	// A script is sent at most once: retrying after a network error could
+	// run enter twice. Clients retry at the HTTP level instead.
+	opts.MaxRetries = -1
 	return opts, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
@@ -33,11 +34,16 @@ type env struct {
 	rdb   *redis.Client
 }
 
-// newEnv serves the real router over a store with one fresh queue.
+// newEnv serves the real router over a store with one fresh queue, running
+// its scripts through the pipelined client as the service does.
 func newEnv(t *testing.T, rdb *redis.Client, settings queue.Settings, opts Options) *env {
 	t.Helper()
 	name := fmt.Sprintf("h%d", time.Now().UnixNano())
-	store, err := queue.NewStore(rdb, []string{name}, settings)
+	scripts, err := queue.Pipelined(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := queue.NewStore(scripts, []string{name}, settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,17 +349,22 @@ func TestPagesAndHeaders(t *testing.T) {
 // timeout (no hang, no panic), and the service recovers by itself.
 func TestRedisOutage(t *testing.T) {
 	ctr := redistest.NewContainer(t)
-	rdb := redis.NewClient(&redis.Options{
-		Addr:                  "redistest-container",
-		Dialer:                ctr.Dialer(),
-		DialTimeout:           time.Second,
-		ReadTimeout:           time.Second,
-		WriteTimeout:          time.Second,
-		PoolTimeout:           time.Second,
-		ContextTimeoutEnabled: true,
-	})
+	// The service's own client options, dialling the container wherever
+	// Docker maps it now.
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisOpts, err := cfg.RedisOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisOpts.Dialer = ctr.Dialer()
+	rdb := redis.NewClient(redisOpts)
 	t.Cleanup(func() { rdb.Close() })
 	e := newEnv(t, rdb, slow, Options{AdminToken: adminToken, RequestTimeout: 500 * time.Millisecond})
+	// A request must fail well within the test client's 20s timeout, however
+	// Redis fails: the request deadline or the client's 1s timeouts end it.
 	ctx := context.Background()
 	for _, u := range []string{"a", "b", "c"} {
 		e.enter(u)
@@ -368,7 +379,9 @@ func TestRedisOutage(t *testing.T) {
 			{"GET", "/api/v1/queues/" + e.queue, ""},
 			{"GET", "/readyz", ""},
 		} {
+			start := time.Now()
 			r := e.do(req[0], req[1], req[2])
+			t.Logf("%s: %s %s answered %d in %s", phase, req[0], req[1], r.status, time.Since(start).Round(time.Millisecond))
 			wantError(t, r, 503, "unavailable")
 			if strings.Contains(string(r.body), "dial") || strings.Contains(string(r.body), "i/o") {
 				t.Fatalf("%s: Redis error leaked to the client: %s", phase, r.body)

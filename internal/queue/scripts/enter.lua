@@ -1,8 +1,9 @@
--- enter.lua: put a user into the queue. Re-entry first removes the user from
--- the line and the entered set, so it always goes to the back. The user is
--- admitted at once only while tokens remain and nobody is waiting (so a
--- missing token key can never let a newcomer jump the line); otherwise the
--- user joins the tail with the next arrival number from Redis.
+-- enter.lua: put a user into the queue. The user is admitted at once only
+-- while tokens remain and nobody is waiting (so a missing token key can
+-- never let a newcomer jump the line); otherwise the user joins the tail
+-- with the next arrival number from Redis. Re-entry always goes to the back:
+-- an admission is given up, and a place in the line is replaced by the new
+-- arrival number (ZADD updates the score of a member already there).
 --
 -- KEYS[1] -> waiting (ZSET member=user, score=arrival seq)
 -- KEYS[2] -> entered (ZSET member=user, score=admission time ms)
@@ -17,7 +18,6 @@ local user = ARGV[1]
 local now = now_ms()
 local refill, interval = queue_config(KEYS[5], ARGV[2], ARGV[3], ARGV[4])
 
-redis.call('ZREM', KEYS[1], user)
 redis.call('ZREM', KEYS[2], user)
 
 local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
@@ -35,6 +35,6 @@ if tokens > 0 and waiting == 0 then
 end
 
 local seq = redis.call('INCR', KEYS[4])
-redis.call('ZADD', KEYS[1], seq, user)
-local position = waiting + 1
+-- 1 for a newcomer, 0 for a user moved from their old place to the back.
+local position = waiting + redis.call('ZADD', KEYS[1], seq, user)
 return {WAITING, position, position, eta_ms(now, interval, refill, position), next_tick, interval, refill}
