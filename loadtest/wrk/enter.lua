@@ -1,0 +1,58 @@
+-- enter.lua: POST /api/v1/queues/{QUEUE}/enter, a new user id per request.
+--
+--   WRK_THREADS=2 wrk -t2 -c64 -d10s --latency -s loadtest/wrk/enter.lua http://127.0.0.1:8080
+--
+-- env: QUEUE (default "default"), ID_PREFIX (default "bench-"),
+--      WRK_THREADS = the -t value (default 256; see below),
+--      WRK_CONNECTIONS = the -c value (optional; see below).
+--
+-- Thread i (0-based) sends ids ID_PREFIX..(i + WRK_THREADS*k) for k = 0,1,2...
+-- so ids never repeat as long as -t <= WRK_THREADS, and with WRK_THREADS
+-- equal to -t they are dense: done() then prints
+--   ENTER_IDS prefix=bench- dense_below=N
+-- meaning every id ID_PREFIX..n with n < N was sent; the last request of
+-- each connection (WRK_CONNECTIONS/-t per thread) is left out, as it may
+-- have been cut off at the end. status.lua reads those ids back.
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "report.lua")
+
+local queue = os.getenv("QUEUE") or "default"
+local prefix = os.getenv("ID_PREFIX") or "bench-"
+local stride = tonumber(os.getenv("WRK_THREADS") or "256")
+
+-- setup runs in the main Lua state once per thread, before that thread starts.
+local threads = {}
+function setup(thread)
+  thread:set("tid", #threads)
+  table.insert(threads, thread)
+end
+
+local path = "/api/v1/queues/" .. queue .. "/enter"
+local headers = { ["Content-Type"] = "application/json" }
+-- globals, so that done() can read them with thread:get
+sent = 0
+
+function init(args)
+  if tid >= stride then
+    error(string.format("enter.lua: -t exceeds WRK_THREADS=%d, ids would repeat", stride))
+  end
+end
+
+function request()
+  local id = prefix .. (tid + stride * sent)
+  sent = sent + 1
+  return wrk.format("POST", path, headers, '{"user_id":"' .. id .. '"}')
+end
+
+function report_extra()
+  local min = nil
+  for _, t in ipairs(threads) do
+    local n = t:get("sent")
+    if min == nil or n < min then min = n end
+  end
+  local cut = math.ceil(tonumber(os.getenv("WRK_CONNECTIONS") or "0") / #threads)
+  local dense = 0
+  if #threads == stride and min then
+    dense = stride * math.max(0, min - cut)
+  end
+  io.write(string.format("ENTER_IDS prefix=%s dense_below=%d\n", prefix, dense))
+end

@@ -1,0 +1,176 @@
+# shellcheck shell=bash
+# Shared start/stop for scripts/bench.sh and scripts/loadtest.sh: a private
+# redis-server and a waitroom server on free loopback ports, both stopped
+# (and the temp dir removed) when the calling script exits. Source it after
+# `set -euo pipefail`; do not run it.
+#
+# Knobs (env):
+#   WAITROOM_BIN  use this binary instead of building ./cmd/waitroom
+#   WR_PIN        1: pin server+redis to CPU WR_SERVER_CPUS and the load
+#                 generator to WR_LOAD_CPUS with taskset; 0: no pinning.
+#                 Default 1 when the machine has 2+ CPUs.
+#   WR_SERVER_CPUS / WR_LOAD_CPUS  taskset CPU lists (default 1 / 0)
+#   WR_KEEP=1     keep the temp dir (logs) after exit
+
+# Set here, read by the scripts that source this file.
+# shellcheck disable=SC2034
+WR_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WR_TMP=""
+WR_PIDS=()
+WR_REDIS_PORT=""
+WR_REDIS_PID=""
+WR_SERVER_PORT=""
+WR_SERVER_PID=""
+WR_BASE_URL=""
+WR_BIN=""
+WR_PIN_SERVER=()
+# shellcheck disable=SC2034
+WR_PIN_LOAD=()
+
+wr_log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+wr_die() { wr_log "error: $*"; exit 1; }
+
+# wr_init makes the temp dir, installs the cleanup trap and works out pinning.
+wr_init() {
+	WR_TMP=$(mktemp -d "${TMPDIR:-/tmp}/waitroom-run.XXXXXX")
+	trap wr_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	local ncpu
+	ncpu=$(nproc)
+	local pin=${WR_PIN:-}
+	if [[ -z $pin ]]; then
+		if ((ncpu >= 2)); then pin=1; else pin=0; fi
+	fi
+	if [[ $pin == 1 ]]; then
+		command -v taskset >/dev/null || wr_die "WR_PIN=1 needs taskset (util-linux)"
+		WR_PIN_SERVER=(taskset -c "${WR_SERVER_CPUS:-1}")
+		WR_PIN_LOAD=(taskset -c "${WR_LOAD_CPUS:-0}")
+		wr_log "pinning: server+redis on CPU ${WR_SERVER_CPUS:-1}, load generator on CPU ${WR_LOAD_CPUS:-0}"
+	else
+		wr_log "pinning: off"
+	fi
+}
+
+# wr_cleanup stops what we started, newest first: TERM, then KILL after 5 s.
+wr_cleanup() {
+	local rc=$?
+	local i pid
+	for ((i = ${#WR_PIDS[@]} - 1; i >= 0; i--)); do
+		pid=${WR_PIDS[i]}
+		kill -TERM "$pid" 2>/dev/null || continue
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	if [[ -n $WR_TMP && -d $WR_TMP ]]; then
+		if [[ ${WR_KEEP:-0} == 1 || $rc -ne 0 ]]; then
+			wr_log "logs kept in $WR_TMP"
+		else
+			rm -rf "$WR_TMP"
+		fi
+	fi
+	exit "$rc"
+}
+
+# wr_free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+wr_free_port() {
+	local p
+	for _ in $(seq 200); do
+		p=$((20000 + RANDOM % 40000))
+		[[ $p == "$WR_REDIS_PORT" || $p == "$WR_SERVER_PORT" ]] && continue
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	wr_die "no free port found"
+}
+
+# wr_build builds ./cmd/waitroom into the temp dir (or takes WAITROOM_BIN).
+wr_build() {
+	if [[ -n ${WAITROOM_BIN:-} ]]; then
+		WR_BIN=$WAITROOM_BIN
+		[[ -x $WR_BIN ]] || wr_die "WAITROOM_BIN=$WR_BIN is not executable"
+		return
+	fi
+	wr_log "building ./cmd/waitroom"
+	(cd "$WR_ROOT" && go build -o "$WR_TMP/waitroom" ./cmd/waitroom) || wr_die "go build failed"
+	WR_BIN=$WR_TMP/waitroom
+}
+
+# wr_start_redis starts a throwaway redis-server: loopback only, no RDB, no AOF.
+wr_start_redis() {
+	command -v redis-server >/dev/null || wr_die "redis-server not found"
+	WR_REDIS_PORT=$(wr_free_port)
+	"${WR_PIN_SERVER[@]}" redis-server --bind 127.0.0.1 --port "$WR_REDIS_PORT" \
+		--save '' --appendonly no --dir "$WR_TMP" --logfile "$WR_TMP/redis.log" \
+		--daemonize no --protected-mode yes &
+	WR_REDIS_PID=$!
+	WR_PIDS+=("$WR_REDIS_PID")
+	for _ in $(seq 100); do
+		if [[ $(redis-cli -p "$WR_REDIS_PORT" ping 2>/dev/null) == PONG ]]; then
+			wr_log "redis-server pid $WR_REDIS_PID on 127.0.0.1:$WR_REDIS_PORT"
+			return
+		fi
+		kill -0 "$WR_REDIS_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	tail -20 "$WR_TMP/redis.log" >&2 || true
+	wr_die "redis-server did not start"
+}
+
+# wr_redis runs redis-cli against the private redis.
+wr_redis() { redis-cli -p "$WR_REDIS_PORT" "$@"; }
+
+# wr_start_server NAME=VALUE... starts the server with the given extra env
+# (on top of WAITROOM_ADDR and WAITROOM_REDIS_URL) and waits for /readyz.
+wr_start_server() {
+	WR_SERVER_PORT=$(wr_free_port)
+	WR_BASE_URL=http://127.0.0.1:$WR_SERVER_PORT
+	env WAITROOM_ADDR="127.0.0.1:$WR_SERVER_PORT" \
+		WAITROOM_REDIS_URL="redis://127.0.0.1:$WR_REDIS_PORT/0" \
+		"$@" "${WR_PIN_SERVER[@]}" "$WR_BIN" >"$WR_TMP/server.log" 2>&1 &
+	WR_SERVER_PID=$!
+	WR_PIDS+=("$WR_SERVER_PID")
+	for _ in $(seq 150); do
+		if curl -fsS -o /dev/null --max-time 1 "$WR_BASE_URL/readyz" 2>/dev/null; then
+			wr_log "waitroom pid $WR_SERVER_PID on $WR_BASE_URL ($*)"
+			return
+		fi
+		kill -0 "$WR_SERVER_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	tail -20 "$WR_TMP/server.log" >&2 || true
+	wr_die "waitroom did not become ready"
+}
+
+# wr_cpu_ticks PID prints utime+stime of a process (all its threads) in clock
+# ticks, from /proc/PID/stat fields 14 and 15.
+wr_cpu_ticks() {
+	local stat
+	stat=$(<"/proc/$1/stat")
+	stat=${stat##*) } # drop "pid (comm) ": comm may hold spaces
+	local -a f
+	read -ra f <<<"$stat"
+	# f[0] is field 3 (state), so utime (14) is f[11] and stime (15) is f[12].
+	echo $((f[11] + f[12]))
+}
+
+# wr_seconds turns a wrk/k6 style duration (30s, 2m, 1h, 90) into seconds.
+wr_seconds() {
+	local d=$1
+	case $d in
+	*ms) echo 1 ;;
+	*s) echo "${d%s}" ;;
+	*m) echo $((${d%m} * 60)) ;;
+	*h) echo $((${d%h} * 3600)) ;;
+	*) echo "$d" ;;
+	esac
+}
+
+# wr_token prints a random admin token.
+wr_token() { head -c 18 /dev/urandom | base64 | tr '+/' '-_'; }
