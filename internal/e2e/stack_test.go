@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
@@ -37,14 +39,23 @@ type stack struct {
 
 type stackOptions struct {
 	settings  queue.Settings
-	targetURL string // where admitted users go; empty shows the turn panel
+	targetURL string        // where admitted users go; empty shows the turn panel
+	redis     *redis.Client // nil: the package's shared Redis
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
 	t.Helper()
-	rdb := redistest.Client(t)
+	rdb := o.redis
+	if rdb == nil {
+		rdb = redistest.Client(t)
+	}
 	name := queueName(t)
-	store, err := queue.NewStore(rdb, []string{name}, o.settings)
+	// Scripts go through the pipelined client, as in the service.
+	scripts, err := queue.Pipelined(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := queue.NewStore(scripts, []string{name}, o.settings)
 	if err != nil {
 		t.Fatal(err)
 	}

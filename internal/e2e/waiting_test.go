@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // fastTicks admits refill users per second: the tests see ticks quickly.
@@ -228,4 +231,72 @@ func TestLeaveRemovesUser(t *testing.T) {
 		t.Error("the saved place is still in localStorage after leaving")
 	}
 	b.screenshot("left")
+}
+
+// Redis freezes while a user waits: the page shows that it is reconnecting,
+// keeps polling status (never entering again, which would send the user to
+// the back) and carries on in the same place once Redis answers. The page
+// also switches to Korean on request.
+func TestReconnectKeepsPlace(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	ctr := redistest.NewContainer(t)
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := cfg.RedisOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := queue.Settings{RefillSize: 1, RefillInterval: 10 * time.Second, SessionTTL: time.Minute}
+	s := newStack(t, stackOptions{settings: settings, redis: ctr.Client(t, opts)})
+	b := newBrowser(t, chromium)
+	const user = "e2e-carol"
+	s.fillWaiting("ahead", 4)
+
+	b.navigate(s.url + "/q/" + s.queue + "?user_id=" + user)
+	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	before := s.status(user)
+	if before.Status != queue.Waiting {
+		t.Fatalf("store: %+v", before)
+	}
+
+	b.do("switch to Korean", chromedp.Click(chromedp.CSS("#lang-ko")))
+	b.waitJS(5*time.Second, "Korean", `document.documentElement.lang === 'ko'`)
+	if txt := b.text("#status-text"); !strings.ContainsFunc(txt, func(r rune) bool { return r >= 0xAC00 && r <= 0xD7A3 }) {
+		t.Errorf("status text after switching to Korean has no Hangul: %q", txt)
+	}
+	b.screenshot("korean")
+
+	if err := ctr.Pause(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS(40*time.Second, "the reconnecting notice", `!document.getElementById('reconnecting').hidden`)
+	if got := b.text("#position"); got == "" {
+		t.Error("position vanished while reconnecting")
+	}
+	b.screenshot("reconnecting")
+	if err := ctr.Unpause(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS(60*time.Second, "the page to reconnect",
+		`document.getElementById('reconnecting').hidden && document.body.dataset.state === 'waiting'`)
+	b.screenshot("reconnected")
+
+	enters := s.calls.count(func(c call) bool { return c.method == "POST" && strings.HasSuffix(c.path, "/enter") })
+	failed := s.calls.count(func(c call) bool { return c.status == 503 })
+	if enters != 1 {
+		t.Errorf("%d enter requests, want 1: a failed poll must not re-enter", enters)
+	}
+	if failed == 0 {
+		t.Error("no request failed while Redis was frozen; the test did not test anything")
+	}
+	after := s.status(user)
+	if after.Status != queue.Waiting && after.Status != queue.Entered {
+		t.Fatalf("after the outage the user is %s", after.Status)
+	}
+	if after.Status == queue.Waiting && after.Position > before.Position {
+		t.Fatalf("position went from %d to %d across the outage", before.Position, after.Position)
+	}
 }

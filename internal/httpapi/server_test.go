@@ -359,9 +359,7 @@ func TestRedisOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redisOpts.Dialer = ctr.Dialer()
-	rdb := redis.NewClient(redisOpts)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := ctr.Client(t, redisOpts)
 	e := newEnv(t, rdb, slow, Options{AdminToken: adminToken, RequestTimeout: 500 * time.Millisecond})
 	// A request must fail well within the test client's 20s timeout, however
 	// Redis fails: the request deadline or the client's 1s timeouts end it.

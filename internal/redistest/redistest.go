@@ -143,6 +143,18 @@ func endpoint(ctx context.Context, ctr *tcredis.RedisContainer) (string, error) 
 	return strings.TrimPrefix(s, "redis://"), nil
 }
 
+// Client returns a client with opts (the caller's timeouts and retries)
+// that follows the container across Stop and Start; it is closed when the
+// test ends.
+func (c *Container) Client(tb testing.TB, opts *redis.Options) *redis.Client {
+	tb.Helper()
+	o := *opts
+	o.Dialer = c.Dialer()
+	rdb := redis.NewClient(&o)
+	tb.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
 // Pause freezes the container: Redis keeps its connections open but never
 // answers, the hardest failure for a client (no error, just silence).
 func (c *Container) Pause(ctx context.Context) error {
