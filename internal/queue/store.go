@@ -122,6 +122,8 @@ type Store struct {
 // once so the request path allocates nothing for them.
 type queueRef struct {
 	keys       keys
+	enters     batcher // enter.lua calls, see batch.go
+	statuses   batcher // status.lua calls
 	enterKeys  []string
 	statusKeys []string
 	leaveKeys  []string
@@ -194,7 +196,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings) (*Store, error) {
 			return nil, fmt.Errorf("queue: %q declared twice", name)
 		}
 		k := keysFor(name)
-		s.queues[name] = &queueRef{
+		q := &queueRef{
 			keys:       k,
 			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick},
 			statusKeys: []string{k.waiting, k.entered, k.config},
@@ -202,6 +204,13 @@ func NewStore(rdb Redis, queues []string, defaults Settings) (*Store, error) {
 			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history},
 			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick},
 		}
+		q.enters.run = func(ctx context.Context, calls []*batchCall) error {
+			return s.runBatch(ctx, "enter", enterScript, q.enterKeys, calls)
+		}
+		q.statuses.run = func(ctx context.Context, calls []*batchCall) error {
+			return s.runBatch(ctx, "status", statusScript, q.statusKeys, calls)
+		}
+		s.queues[name] = q
 		s.names = append(s.names, name)
 	}
 	return s, nil
@@ -235,23 +244,23 @@ func (s *Store) Seed(ctx context.Context) error {
 
 // Enter puts user into the queue: admitted at once while tokens remain and
 // nobody waits, else at the back of the line. Entering again goes to the
-// back.
+// back. Concurrent calls for one queue are gathered into one script call
+// (batch.go); ctx bounds this caller's wait.
 func (s *Store) Enter(ctx context.Context, queue, user string) (Ticket, error) {
 	q, err := s.queue(queue)
 	if err != nil {
 		return Ticket{}, err
 	}
+	// Validated before joining a batch, so one bad id never fails the
+	// others' call.
 	if err := ValidateUserID(user); err != nil {
 		return Ticket{}, err
 	}
-	v, err := enterScript.Run(ctx, s.rdb, q.enterKeys, user, s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2]).Int64Slice()
-	if err != nil {
-		return Ticket{}, fmt.Errorf("queue: enter: %w", err)
-	}
-	return ticketFrom(v)
+	return q.enters.do(ctx, user)
 }
 
-// Status reports where user stands.
+// Status reports where user stands. Concurrent calls for one queue are
+// gathered into one script call (batch.go).
 func (s *Store) Status(ctx context.Context, queue, user string) (Ticket, error) {
 	q, err := s.queue(queue)
 	if err != nil {
@@ -260,11 +269,7 @@ func (s *Store) Status(ctx context.Context, queue, user string) (Ticket, error) 
 	if err := ValidateUserID(user); err != nil {
 		return Ticket{}, err
 	}
-	v, err := statusScript.Run(ctx, s.rdb, q.statusKeys, user, s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2]).Int64Slice()
-	if err != nil {
-		return Ticket{}, fmt.Errorf("queue: status: %w", err)
-	}
-	return ticketFrom(v)
+	return q.statuses.do(ctx, user)
 }
 
 // Leave removes user from the line and from the entered set. It is not an
@@ -386,28 +391,30 @@ func parseHistoryEntry(entry string) (HistoryPoint, error) {
 	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2]}, nil
 }
 
-// ticketFrom decodes the reply shared by enter.lua and status.lua.
-func ticketFrom(v []int64) (Ticket, error) {
-	if len(v) != 7 {
-		return Ticket{}, fmt.Errorf("queue: unexpected reply %v", v)
-	}
+// newTicket builds a ticket from the scripts' integers (durations in ms)
+// and computes the ETA: the time left in the current interval plus one
+// interval for every full refill ahead of the user.
+func newTicket(status, position, waiting, untilNextTick, interval, refill int64) (Ticket, error) {
 	t := Ticket{
-		Position:       v[1],
-		Waiting:        v[2],
-		ETA:            time.Duration(v[3]) * time.Millisecond,
-		UntilNextTick:  time.Duration(v[4]) * time.Millisecond,
-		RefillInterval: time.Duration(v[5]) * time.Millisecond,
-		RefillSize:     int(v[6]),
+		Position:       position,
+		Waiting:        waiting,
+		UntilNextTick:  time.Duration(untilNextTick) * time.Millisecond,
+		RefillInterval: time.Duration(interval) * time.Millisecond,
+		RefillSize:     int(refill),
 	}
-	switch v[0] {
+	switch status {
 	case 1:
 		t.Status = Entered
 	case 2:
 		t.Status = Waiting
+		if refill > 0 {
+			fullRefillsAhead := (position+refill-1)/refill - 1
+			t.ETA = t.UntilNextTick + time.Duration(fullRefillsAhead)*t.RefillInterval
+		}
 	case 3:
 		t.Status = NotWaiting
 	default:
-		return Ticket{}, fmt.Errorf("queue: unknown status code %d", v[0])
+		return Ticket{}, fmt.Errorf("queue: unknown status code %d", status)
 	}
 	return t, nil
 }

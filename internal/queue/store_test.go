@@ -332,6 +332,39 @@ func TestConcurrentEnter(t *testing.T) {
 	if entered != refill || len(seen) != users-refill {
 		t.Fatalf("entered %d, waiting %d; want %d and %d", entered, len(seen), refill, users-refill)
 	}
+	// Concurrent status calls, gathered into shared script calls, each get
+	// their own user's answer.
+	statuses := make([]Ticket, users+100)
+	next = make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				tk, err := s.Status(ctx, q, fmt.Sprintf("user-%d", i)) // i >= users: never entered
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				statuses[i] = tk
+			}
+		}()
+	}
+	for i := range statuses {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, st := range statuses {
+		want := NotWaiting
+		if i < users {
+			want = tickets[i].Status
+		}
+		if st.Status != want || (want == Waiting && st.Position != tickets[i].Position) {
+			t.Fatalf("status of user-%d = %+v, want %s at %d", i, st, want, tickets[min(i, users-1)].Position)
+		}
+	}
+
 	k := keysFor(q)
 	if n := rdb.ZCard(ctx, k.waiting).Val(); n != users-refill {
 		t.Fatalf("line holds %d, want %d", n, users-refill)

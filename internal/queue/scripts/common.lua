@@ -19,15 +19,10 @@ local function queue_config(key, def_size, def_interval, def_ttl)
 end
 
 -- until_next_tick_ms: time left in the current interval. Ticks are aligned
--- to multiples of the interval on the Redis clock (see tick.lua).
+-- to multiples of the interval on the Redis clock (see tick.lua). The ETA
+-- is built from it in Go (Ticket.ETA).
 local function until_next_tick_ms(now, interval)
   return interval - (now % interval)
-end
-
--- eta_ms: the documented estimate for a user at a 1-based position:
--- time to the next tick plus one interval for every full refill ahead.
-local function eta_ms(now, interval, refill, position)
-  return until_next_tick_ms(now, interval) + (math.ceil(position / refill) - 1) * interval
 end
 
 -- Status codes shared with store.go.
