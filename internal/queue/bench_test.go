@@ -16,13 +16,14 @@ import (
 )
 
 // Benchmarks of each script against a real Redis. Besides ns/op (a round
-// trip from this process) each reports redis-µs/op: the Redis CPU time of
-// the script per call, from INFO commandstats, which is what limits a
-// shared Redis. Run:
+// trip from this process) each reports redis-µs/op, the Redis CPU time in
+// scripts per operation, from INFO commandstats, which is what limits a
+// shared Redis, and calls/op. Run with a Redis for the tests (redistest),
+// e.g. REDIS_ADDR=127.0.0.1:6379:
 //
-//	scripts/test.sh -run '^$' -bench . -benchtime 2000x ./internal/queue/
+//	go test -run '^$' -bench . -benchtime 2000x ./internal/queue/
 //
-// or with REDIS_ADDR pointing at a local redis-server.
+// docs/PERFORMANCE.md has the commands and figures.
 
 func benchStore(b *testing.B, settings Settings) (*Store, string, *redis.Client) {
 	b.Helper()
@@ -65,15 +66,15 @@ func scriptStats(b *testing.B, rdb *redis.Client) (calls, usec float64) {
 	return calls, usec
 }
 
-// measureRedis reports the Redis CPU µs per script call made by fn.
+// measureRedis reports the Redis CPU µs spent in scripts per operation of
+// fn, and script calls per operation (below 1 when calls were batched).
 func measureRedis(b *testing.B, rdb *redis.Client, fn func()) {
 	b.Helper()
 	c0, u0 := scriptStats(b, rdb)
 	fn()
 	c1, u1 := scriptStats(b, rdb)
-	if c1 > c0 {
-		b.ReportMetric((u1-u0)/(c1-c0), "redis-µs/op")
-	}
+	b.ReportMetric((u1-u0)/float64(b.N), "redis-µs/op")
+	b.ReportMetric((c1-c0)/float64(b.N), "calls/op")
 }
 
 // fill puts n users in the line the way enter.lua would, pipelined, so a
@@ -119,12 +120,13 @@ func BenchmarkEnter(b *testing.B) {
 	})
 }
 
-// BenchmarkEnterParallel shows throughput with concurrent callers over the
-// client's connection pool.
+// BenchmarkEnterParallel has 32 callers per CPU enter at once, as under
+// load; their enters are gathered into shared script calls (batch.go).
 func BenchmarkEnterParallel(b *testing.B) {
 	s, q, rdb := benchStore(b, benchSettings)
 	ctx := context.Background()
 	var n atomic.Int64
+	b.SetParallelism(32)
 	measureRedis(b, rdb, func() {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
