@@ -361,8 +361,6 @@ func TestRedisOutage(t *testing.T) {
 	}
 	rdb := ctr.Client(t, redisOpts)
 	e := newEnv(t, rdb, slow, Options{AdminToken: adminToken, RequestTimeout: 500 * time.Millisecond})
-	// A request must fail well within the test client's 20s timeout, however
-	// Redis fails: the request deadline or the client's 1s timeouts end it.
 	ctx := context.Background()
 	for _, u := range []string{"a", "b", "c"} {
 		e.enter(u)
@@ -373,14 +371,23 @@ func TestRedisOutage(t *testing.T) {
 		for _, req := range [][3]string{
 			{"POST", "/api/v1/queues/" + e.queue + "/enter", `{"user_id":"d"}`},
 			{"GET", "/api/v1/queues/" + e.queue + "/status?user_id=c", ""},
-			{"DELETE", "/api/v1/queues/" + e.queue + "/users/c", ""},
+			// A request that timed out may still take effect once Redis
+			// answers again, so leave someone who is not in line.
+			{"DELETE", "/api/v1/queues/" + e.queue + "/users/nobody", ""},
 			{"GET", "/api/v1/queues/" + e.queue, ""},
 			{"GET", "/readyz", ""},
 		} {
 			start := time.Now()
 			r := e.do(req[0], req[1], req[2])
-			t.Logf("%s: %s %s answered %d in %s", phase, req[0], req[1], r.status, time.Since(start).Round(time.Millisecond))
+			took := time.Since(start)
+			t.Logf("%s: %s %s answered %d in %s", phase, req[0], req[1], r.status, took.Round(time.Millisecond))
 			wantError(t, r, 503, "unavailable")
+			// Not a performance figure: a request must end by its deadline
+			// (500ms here), not by however long Redis stays away. The
+			// margin is wide for a loaded machine.
+			if took > 5*time.Second {
+				t.Fatalf("%s: %s %s took %s with a 500ms request timeout", phase, req[0], req[1], took)
+			}
 			if strings.Contains(string(r.body), "dial") || strings.Contains(string(r.body), "i/o") {
 				t.Fatalf("%s: Redis error leaked to the client: %s", phase, r.body)
 			}

@@ -15,9 +15,10 @@ import (
 // only the transport is shared.
 //
 // Two things differ from a plain client, and both are bounded:
-//   - a command's context deadline is not honoured once it is queued; the
-//     client's read and write timeouts bound how long a batch may take, so
-//     rdb must have them set (config.RedisOptions does);
+//   - a command's context is not watched once it is queued; the client's
+//     read and write timeouts end it, so rdb must have them set
+//     (config.RedisOptions does), and the store's callers stop waiting at
+//     their own deadline (waitFor, batcher);
 //   - at most maxQueued commands wait at once; beyond that a call fails at
 //     once (and the API answers 503) instead of piling up behind a stalled
 //     Redis.

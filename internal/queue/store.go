@@ -234,7 +234,8 @@ func (s *Store) Seed(ctx context.Context) error {
 	for _, name := range s.names {
 		cfg := s.queues[name].keys.config
 		for i, field := range []string{"refill_size", "refill_interval_ms", "session_ttl_ms"} {
-			if err := s.rdb.HSetNX(ctx, cfg, field, s.defaultArgs[i]).Err(); err != nil {
+			_, err := waitFor(ctx, func() (bool, error) { return s.rdb.HSetNX(ctx, cfg, field, s.defaultArgs[i]).Result() })
+			if err != nil {
 				return fmt.Errorf("queue: seed %s: %w", name, err)
 			}
 		}
@@ -282,7 +283,8 @@ func (s *Store) Leave(ctx context.Context, queue, user string) error {
 	if err := ValidateUserID(user); err != nil {
 		return err
 	}
-	if err := leaveScript.Run(ctx, s.rdb, q.leaveKeys, user).Err(); err != nil {
+	_, err = waitFor(ctx, func() (any, error) { return leaveScript.Run(ctx, s.rdb, q.leaveKeys, user).Result() })
+	if err != nil {
 		return fmt.Errorf("queue: leave: %w", err)
 	}
 	return nil
@@ -296,8 +298,10 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 	if err != nil {
 		return TickResult{}, err
 	}
-	v, err := tickScript.Run(ctx, s.rdb, q.tickKeys,
-		s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2], purgeBatch, HistoryLen).Int64Slice()
+	v, err := waitFor(ctx, func() ([]int64, error) {
+		return tickScript.Run(ctx, s.rdb, q.tickKeys,
+			s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2], purgeBatch, HistoryLen).Int64Slice()
+	})
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
 	}
@@ -313,7 +317,9 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	v, err := infoScript.Run(ctx, s.rdb, q.infoKeys, s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2]).Int64Slice()
+	v, err := waitFor(ctx, func() ([]int64, error) {
+		return infoScript.Run(ctx, s.rdb, q.infoKeys, s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2]).Int64Slice()
+	})
 	if err != nil {
 		return Info{}, fmt.Errorf("queue: info: %w", err)
 	}
@@ -348,7 +354,8 @@ func (s *Store) SetRefillSize(ctx context.Context, queue string, n int) error {
 	if n < 1 || n > MaxRefillSize {
 		return ErrInvalidRefill
 	}
-	if err := s.rdb.HSet(ctx, q.keys.config, "refill_size", n).Err(); err != nil {
+	_, err = waitFor(ctx, func() (int64, error) { return s.rdb.HSet(ctx, q.keys.config, "refill_size", n).Result() })
+	if err != nil {
 		return fmt.Errorf("queue: set refill size: %w", err)
 	}
 	return nil
@@ -360,7 +367,7 @@ func (s *Store) History(ctx context.Context, queue string) ([]HistoryPoint, erro
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.rdb.LRange(ctx, q.keys.history, 0, -1).Result()
+	raw, err := waitFor(ctx, func() ([]string, error) { return s.rdb.LRange(ctx, q.keys.history, 0, -1).Result() })
 	if err != nil {
 		return nil, fmt.Errorf("queue: history: %w", err)
 	}
@@ -423,4 +430,28 @@ func newTicket(status, position, waiting, untilNextTick, interval, refill int64)
 func (s *Store) Has(name string) bool {
 	_, ok := s.queues[name]
 	return ok
+}
+
+// waitFor runs call and returns its result, or ctx's error if ctx ends
+// first. The pipelined client (Pipelined) stops watching a command's
+// context once the command is queued; waiting here makes every store call
+// end by its caller's deadline all the same, while the command itself ends
+// by the client's timeouts. Enter and Status wait in their batcher instead.
+func waitFor[T any](ctx context.Context, call func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := call()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
