@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -33,6 +34,7 @@ type batchCall struct {
 	done chan struct{} // closed once t or err is set
 	t    Ticket
 	err  error
+	gone bool // the caller stopped waiting; guarded by batcher.mu
 }
 
 const (
@@ -42,12 +44,22 @@ const (
 	// batchTimeout bounds one script call; callers stop waiting sooner
 	// when their own context ends.
 	batchTimeout = 5 * time.Second
+	// maxPending bounds the calls waiting for a batch while Redis is slow
+	// or away; beyond it a call fails at once (503) instead of queueing.
+	maxPending = 20000
 )
+
+// ErrOverloaded is returned when too many calls already wait for Redis.
+var ErrOverloaded = errors.New("queue: too many calls waiting for redis")
 
 // do queues user for the next batch and waits for its ticket.
 func (b *batcher) do(ctx context.Context, user string) (Ticket, error) {
 	c := &batchCall{user: user, done: make(chan struct{})}
 	b.mu.Lock()
+	if len(b.pending) >= maxPending {
+		b.mu.Unlock()
+		return Ticket{}, ErrOverloaded
+	}
 	b.pending = append(b.pending, c)
 	start := !b.running
 	b.running = true
@@ -59,8 +71,11 @@ func (b *batcher) do(ctx context.Context, user string) (Ticket, error) {
 	case <-c.done:
 		return c.t, c.err
 	case <-ctx.Done():
-		// The batch may still run for this user; a status call tells
-		// where they stand.
+		// A call not yet sent is dropped from its batch; one already sent
+		// may still take effect, and a status call tells.
+		b.mu.Lock()
+		c.gone = true
+		b.mu.Unlock()
 		return Ticket{}, ctx.Err()
 	}
 }
@@ -69,15 +84,27 @@ func (b *batcher) do(ctx context.Context, user string) (Ticket, error) {
 func (b *batcher) drain() {
 	for {
 		b.mu.Lock()
-		n := min(len(b.pending), maxBatch)
-		if n == 0 {
+		calls := make([]*batchCall, 0, min(len(b.pending), maxBatch))
+		taken := 0
+		for _, c := range b.pending {
+			if len(calls) == maxBatch {
+				break
+			}
+			taken++
+			if !c.gone {
+				calls = append(calls, c)
+			}
+		}
+		b.pending = b.pending[taken:]
+		if len(calls) == 0 && len(b.pending) == 0 {
 			b.running = false
 			b.mu.Unlock()
 			return
 		}
-		calls := b.pending[:n:n]
-		b.pending = b.pending[n:]
 		b.mu.Unlock()
+		if len(calls) == 0 {
+			continue
+		}
 
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 		err := b.run(ctx, calls)

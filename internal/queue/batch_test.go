@@ -1,0 +1,178 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// These tests drive the batcher with a run function of their own (no Redis
+// is involved in gathering calls), so each interleaving is forced.
+
+// blockingRun records each batch and blocks it until released.
+type blockingRun struct {
+	batches chan []string
+	release chan error
+}
+
+func newBlockingRun() *blockingRun {
+	return &blockingRun{batches: make(chan []string, 16), release: make(chan error)}
+}
+
+func (r *blockingRun) run(_ context.Context, calls []*batchCall) error {
+	users := make([]string, len(calls))
+	for i, c := range calls {
+		users[i] = c.user
+		c.t = Ticket{Status: Waiting, Position: int64(i + 1)}
+	}
+	r.batches <- users
+	return <-r.release
+}
+
+func TestBatcherGathersCallsWhileOneIsInFlight(t *testing.T) {
+	r := newBlockingRun()
+	b := &batcher{run: r.run}
+	ctx := context.Background()
+
+	first := make(chan Ticket)
+	go func() {
+		tk, err := b.do(ctx, "first")
+		if err != nil {
+			t.Error(err)
+		}
+		first <- tk
+	}()
+	if got := <-r.batches; len(got) != 1 || got[0] != "first" {
+		t.Fatalf("first batch %v", got)
+	}
+
+	// While it is in flight, ten more callers arrive.
+	var wg sync.WaitGroup
+	results := make([]Ticket, 10)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tk, err := b.do(ctx, fmt.Sprintf("u%d", i))
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = tk
+		}()
+	}
+	waitPending(t, b, 10)
+	r.release <- nil
+	<-first
+
+	second := <-r.batches
+	if len(second) != 10 {
+		t.Fatalf("second batch has %d users, want all 10 waiting: %v", len(second), second)
+	}
+	r.release <- nil
+	wg.Wait()
+	// Each caller got the ticket of its own place in the batch.
+	for i, tk := range results {
+		want := int64(-1)
+		for j, u := range second {
+			if u == fmt.Sprintf("u%d", i) {
+				want = int64(j + 1)
+			}
+		}
+		if tk.Position != want {
+			t.Fatalf("u%d got position %d, want %d", i, tk.Position, want)
+		}
+	}
+}
+
+func TestBatcherDropsCallsWhoseCallerGaveUp(t *testing.T) {
+	r := newBlockingRun()
+	b := &batcher{run: r.run}
+	go b.do(context.Background(), "in-flight")
+	<-r.batches
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error)
+	go func() {
+		_, err := b.do(ctx, "gave-up")
+		gaveUp <- err
+	}()
+	waitPending(t, b, 1)
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("gave-up: %v", err)
+	}
+	stays := make(chan error)
+	go func() {
+		_, err := b.do(context.Background(), "stays")
+		stays <- err
+	}()
+	waitPending(t, b, 2)
+
+	r.release <- nil
+	if got := <-r.batches; len(got) != 1 || got[0] != "stays" {
+		t.Fatalf("next batch %v, want only the caller still waiting", got)
+	}
+	r.release <- nil
+	if err := <-stays; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBatcherErrorReachesEveryCaller(t *testing.T) {
+	r := newBlockingRun()
+	b := &batcher{run: r.run}
+	go b.do(context.Background(), "in-flight")
+	<-r.batches
+
+	errs := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		go func() {
+			_, err := b.do(context.Background(), fmt.Sprintf("u%d", i))
+			errs <- err
+		}()
+	}
+	waitPending(t, b, 3)
+	r.release <- nil
+	<-r.batches
+	boom := errors.New("redis went away")
+	r.release <- boom
+	for i := 0; i < 3; i++ {
+		if err := <-errs; !errors.Is(err, boom) {
+			t.Fatalf("caller got %v, want the batch's error", err)
+		}
+	}
+}
+
+func TestBatcherRefusesBeyondMaxPending(t *testing.T) {
+	b := &batcher{run: func(context.Context, []*batchCall) error { return nil }}
+	b.running = true // as if a batch were in flight: nothing drains
+	for i := 0; i < maxPending; i++ {
+		b.pending = append(b.pending, &batchCall{user: "x", done: make(chan struct{})})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := b.do(ctx, "one-too-many"); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("got %v, want ErrOverloaded", err)
+	}
+}
+
+// waitPending waits until n calls wait for the next batch.
+func waitPending(t *testing.T, b *batcher, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		got := len(b.pending)
+		b.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls pending, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
