@@ -285,8 +285,7 @@ func pollAfter(t queue.Ticket) time.Duration {
 		return 0
 	}
 	d := t.UntilNextTick + scheduler.Period(t.RefillInterval) + 100*time.Millisecond
-	ticksAhead := (t.Position - 1) / int64(t.RefillSize)
-	if skip := min(ticksAhead/10, int64((maxPoll-d)/t.RefillInterval)); skip > 0 {
+	if skip := min(t.TicksAhead/10, int64((maxPoll-d)/t.RefillInterval)); skip > 0 {
 		d += time.Duration(skip) * t.RefillInterval
 	}
 	return d

@@ -452,6 +452,7 @@ func TestPollAfter(t *testing.T) {
 	} {
 		tk := base
 		tk.Position = tc.position
+		tk.TicksAhead = (tc.position - 1) / int64(base.RefillSize)
 		if got := pollAfter(tk); got != tc.want {
 			t.Errorf("position %d: poll after %s, want %s", tc.position, got, tc.want)
 		}

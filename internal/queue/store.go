@@ -59,6 +59,9 @@ type Ticket struct {
 	Status   Status
 	Position int64 // 1-based place in the line; 0 unless Waiting
 	Waiting  int64 // people in the line
+	// TicksAhead is how many full refills go in before the tick that
+	// admits this user; 0 when the next tick does.
+	TicksAhead int64
 	// ETA is the time until the tick that admits this user: the time left
 	// in the current interval plus one interval per full refill ahead.
 	ETA time.Duration
@@ -415,8 +418,8 @@ func newTicket(status, position, waiting, untilNextTick, interval, refill int64)
 	case 2:
 		t.Status = Waiting
 		if refill > 0 {
-			fullRefillsAhead := (position+refill-1)/refill - 1
-			t.ETA = t.UntilNextTick + time.Duration(fullRefillsAhead)*t.RefillInterval
+			t.TicksAhead = (position - 1) / refill
+			t.ETA = t.UntilNextTick + time.Duration(t.TicksAhead)*t.RefillInterval
 		}
 	case 3:
 		t.Status = NotWaiting
