@@ -127,6 +127,14 @@ func (s *stack) fillWaiting(prefix string, n int) {
 	}
 }
 
+// enterRequests counts the enter requests the pages made: a page that
+// holds a place must never make a second one.
+func (s *stack) enterRequests() int {
+	return s.calls.count(func(c call) bool {
+		return c.method == http.MethodPost && strings.HasSuffix(c.path, "/enter")
+	})
+}
+
 func (s *stack) status(user string) queue.Ticket {
 	s.t.Helper()
 	tk, err := s.store.Status(context.Background(), s.queue, user)

@@ -171,8 +171,7 @@ func TestReloadKeepsPlace(t *testing.T) {
 	if statusCalls() <= callsBefore {
 		t.Errorf("no status request for %s after the reload", user)
 	}
-	enters := s.calls.count(func(c call) bool { return c.method == http.MethodPost && strings.HasSuffix(c.path, "/enter") })
-	if enters != 1 {
+	if enters := s.enterRequests(); enters != 1 {
 		t.Errorf("%d enter requests, want 1 (a reload must not enter again)", enters)
 	}
 	tk := s.status(user)
@@ -224,7 +223,7 @@ func TestLeaveRemovesUser(t *testing.T) {
 		})
 		return n == 1, fmt.Sprintf("%d", n)
 	})
-	if enters := s.calls.count(func(c call) bool { return strings.HasSuffix(c.path, "/enter") }); enters != 1 {
+	if enters := s.enterRequests(); enters != 1 {
 		t.Errorf("%d enter requests, want 1", enters)
 	}
 	if place := eval[bool](b, fmt.Sprintf(`localStorage.getItem(%q) === null`, "waitroom:place:"+s.queue)); !place {
@@ -284,9 +283,8 @@ func TestReconnectKeepsPlace(t *testing.T) {
 		`document.getElementById('reconnecting').hidden && document.body.dataset.state === 'waiting'`)
 	b.screenshot("reconnected")
 
-	enters := s.calls.count(func(c call) bool { return c.method == "POST" && strings.HasSuffix(c.path, "/enter") })
 	failed := s.calls.count(func(c call) bool { return c.status == 503 })
-	if enters != 1 {
+	if enters := s.enterRequests(); enters != 1 {
 		t.Errorf("%d enter requests, want 1: a failed poll must not re-enter", enters)
 	}
 	if failed == 0 {
