@@ -152,6 +152,25 @@ func BenchmarkStatus(b *testing.B) {
 	})
 }
 
+// BenchmarkStatusParallel has 32 callers per CPU ask at once, as a crowd
+// polling does; their calls are gathered like enters.
+func BenchmarkStatusParallel(b *testing.B) {
+	s, q, rdb := benchStore(b, benchSettings)
+	fill(b, rdb, q, 10000)
+	ctx := context.Background()
+	b.SetParallelism(32)
+	measureRedis(b, rdb, func() {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := s.Status(ctx, q, userID(rand.IntN(10000))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
 func BenchmarkLeave(b *testing.B) {
 	s, q, rdb := benchStore(b, benchSettings)
 	fill(b, rdb, q, 10000)

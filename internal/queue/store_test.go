@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -565,4 +566,110 @@ func TestKeysShareOneHashTag(t *testing.T) {
 			t.Errorf("key %q does not carry the hash tag {q1} exactly once", key)
 		}
 	}
+}
+
+// One enter.lua call for many users ends in the same state, and gives the
+// same statuses, as one call per user in the same order. Its positions are
+// the users' places once the whole call is done (one call per user answers
+// with the place at that user's step, which a later user of the same call
+// moving to the back can still lower), so a user given twice in one call
+// gets the same, final, place both times. status.lua likewise answers for
+// many users at once exactly as it does for each alone.
+func TestOneCallForManyUsersMatchesOneCallEach(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		setup []string // entered one by one first
+		batch []string
+	}{
+		{"empty queue, more users than tokens", nil, []string{"a", "b", "c", "d", "e"}},
+		{"line already waiting", []string{"x", "y", "z"}, []string{"a", "b"}},
+		{"re-entry from the line and from admission", []string{"x", "y", "z", "w"}, []string{"a", "z", "x", "b"}},
+		{"duplicates in the line part", []string{"x", "y", "z"}, []string{"a", "b", "a", "y", "b", "c"}},
+		{"duplicate across admission and line", nil, []string{"a", "b", "a", "c"}},
+		{"duplicate within admission", nil, []string{"a", "a", "b"}},
+		{"one token left", []string{"x"}, []string{"a", "b", "c"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			one, qOne, rdb := newStore(t, Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour})
+			each, qEach, _ := newStore(t, Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour})
+			for _, u := range tc.setup {
+				enter(t, one, qOne, u)
+				enter(t, each, qEach, u)
+			}
+
+			got := runEnterCall(t, one, qOne, tc.batch...)
+			want := make([]Ticket, len(tc.batch))
+			for i, u := range tc.batch {
+				want[i] = runEnterCall(t, each, qEach, u)[0]
+			}
+			line := rdb.ZRange(ctx, keysFor(qOne).waiting, 0, -1).Val()
+			for i, u := range tc.batch {
+				w := want[i]
+				if w.Status == Waiting {
+					w.Position = int64(slices.Index(line, u) + 1)
+				}
+				w.Waiting = int64(len(line))
+				if got[i].Status != w.Status || got[i].Position != w.Position || got[i].Waiting != w.Waiting {
+					t.Errorf("user %d (%s): one call gave %s at %d of %d, want %s at %d of %d",
+						i, u, got[i].Status, got[i].Position, got[i].Waiting, w.Status, w.Position, w.Waiting)
+				}
+			}
+
+			kOne, kEach := keysFor(qOne), keysFor(qEach)
+			for _, set := range [][2]string{{kOne.waiting, kEach.waiting}, {kOne.entered, kEach.entered}} {
+				a, b := rdb.ZRange(ctx, set[0], 0, -1).Val(), rdb.ZRange(ctx, set[1], 0, -1).Val()
+				if !slices.Equal(a, b) {
+					t.Errorf("%s holds %v after one call, %v after one call each", set[0], a, b)
+				}
+			}
+			if a, b := rdb.Get(ctx, kOne.tokens).Val(), rdb.Get(ctx, kEach.tokens).Val(); a != b {
+				t.Errorf("tokens %q after one call, %q after one call each", a, b)
+			}
+			if a, b := rdb.HGet(ctx, kOne.tick, "direct").Val(), rdb.HGet(ctx, kEach.tick, "direct").Val(); a != b {
+				t.Errorf("direct admissions %q after one call, %q after one call each", a, b)
+			}
+
+			users := append(slices.Clone(tc.batch), tc.setup...)
+			users = append(users, "never-came")
+			gotStatus := runStatusCall(t, one, qOne, users...)
+			for i, u := range users {
+				w := status(t, one, qOne, u)
+				if gotStatus[i].Status != w.Status || gotStatus[i].Position != w.Position {
+					t.Errorf("status of %s: one call %+v, alone %+v", u, gotStatus[i], w)
+				}
+			}
+		})
+	}
+}
+
+// runEnterCall runs enter.lua once for users, bypassing the batcher.
+func runEnterCall(t *testing.T, s *Store, q string, users ...string) []Ticket {
+	t.Helper()
+	return runCall(t, s.queues[q].enters.run, users)
+}
+
+// runStatusCall runs status.lua once for users, bypassing the batcher.
+func runStatusCall(t *testing.T, s *Store, q string, users ...string) []Ticket {
+	t.Helper()
+	return runCall(t, s.queues[q].statuses.run, users)
+}
+
+func runCall(t *testing.T, run func(context.Context, []*batchCall) error, users []string) []Ticket {
+	t.Helper()
+	calls := make([]*batchCall, len(users))
+	for i, u := range users {
+		calls[i] = &batchCall{user: u}
+	}
+	if err := run(context.Background(), calls); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]Ticket, len(calls))
+	for i, c := range calls {
+		out[i] = c.t
+	}
+	return out
 }

@@ -5,8 +5,11 @@
 -- tail with the next arrival number from Redis. Re-entry always goes to the
 -- back: an admission is given up, and a place in the line is replaced by the
 -- new arrival number (ZADD updates the score of a member already there).
+--
 -- Taking many users per call spreads the script's fixed cost (clock,
--- config, bucket) over all of them; each call is still atomic.
+-- config, bucket) over all of them, and each step below is one command for
+-- the whole call, not one per user; each call is still atomic. A user given
+-- twice in one call holds the later place, and both answers give it.
 --
 -- KEYS[1] -> waiting (ZSET member=user, score=arrival seq)
 -- KEYS[2] -> entered (ZSET member=user, score=admission time ms)
@@ -27,30 +30,56 @@ local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
 if tokens > refill then
   tokens = refill -- refill_size was lowered since the last tick
 end
-local tokens_before = tokens
 local waiting = redis.call('ZCARD', KEYS[1])
-
+local n = #ARGV - 3
 local out = {0, until_next_tick_ms(now, interval), interval, refill}
-for i = 4, #ARGV do
-  local user = ARGV[i]
-  redis.call('ZREM', KEYS[2], user)
-  if tokens > 0 and waiting == 0 then
-    redis.call('ZADD', KEYS[2], now, user)
-    tokens = tokens - 1
-    out[#out + 1] = ENTERED
-    out[#out + 1] = 0
-  else
-    -- ZADD returns 1 for a newcomer, 0 for a user moved to the back; either
-    -- way the user is now last.
-    waiting = waiting + redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[4]), user)
-    out[#out + 1] = WAITING
-    out[#out + 1] = waiting
+
+-- The first users go straight in while tokens remain, if nobody waits.
+local direct = 0
+if waiting == 0 then
+  direct = math.min(tokens, n)
+end
+if direct > 0 then
+  local args = {}
+  for i = 1, direct do
+    args[2 * i - 1] = now
+    args[2 * i] = ARGV[3 + i]
+    out[3 + 2 * i] = ENTERED
+    out[4 + 2 * i] = 0
+  end
+  redis.call('ZADD', KEYS[2], unpack(args))
+  redis.call('SET', KEYS[3], tokens - direct)
+  redis.call('HINCRBY', KEYS[6], 'direct', direct)
+end
+
+-- The others join the tail in the order given, each with its own arrival
+-- number, giving up any admission they held.
+local rest = n - direct
+if rest > 0 then
+  local users, args = {}, {}
+  local first = redis.call('INCRBY', KEYS[4], rest) - rest
+  for j = 1, rest do
+    local user = ARGV[3 + direct + j]
+    users[j] = user
+    args[2 * j - 1] = first + j
+    args[2 * j] = user
+  end
+  redis.call('ZREM', KEYS[2], unpack(users))
+  -- ZADD counts newcomers only: a user already waiting moves to the back.
+  waiting = waiting + redis.call('ZADD', KEYS[1], unpack(args))
+  -- These users are now the last of the line, in the order given; walking
+  -- back from the end, each distinct user is one place further forward.
+  local place, behind = {}, 0
+  for j = rest, 1, -1 do
+    local user = users[j]
+    if not place[user] then
+      place[user] = waiting - behind
+      behind = behind + 1
+    end
+    out[3 + 2 * (direct + j)] = WAITING
+    out[4 + 2 * (direct + j)] = place[user]
   end
 end
 
-if tokens < tokens_before then
-  redis.call('SET', KEYS[3], tokens)
-  redis.call('HINCRBY', KEYS[6], 'direct', tokens_before - tokens)
-end
 out[1] = waiting
 return out

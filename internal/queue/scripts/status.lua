@@ -1,5 +1,6 @@
 -- status.lua: where users stand. Read-only. Takes many users per call, so
 -- the fixed cost (clock, config, line length) is paid once for all of them.
+-- Needs Redis 6.2 or later (ZMSCORE).
 --
 -- KEYS[1] -> waiting (ZSET)
 -- KEYS[2] -> entered (ZSET)
@@ -13,11 +14,17 @@ local now = now_ms()
 local refill, interval, ttl = queue_config(KEYS[3], ARGV[1], ARGV[2], ARGV[3])
 local out = {redis.call('ZCARD', KEYS[1]), until_next_tick_ms(now, interval), interval, refill}
 
+-- One ZMSCORE answers "admitted?" for every user of the call.
+local users = {}
 for i = 4, #ARGV do
-  local user = ARGV[i]
+  users[i - 3] = ARGV[i]
+end
+local admitted = redis.call('ZMSCORE', KEYS[2], unpack(users))
+
+for i, user in ipairs(users) do
   -- An admission older than the session TTL no longer counts, even before
   -- the tick has purged it.
-  local admitted_at = tonumber(redis.call('ZSCORE', KEYS[2], user))
+  local admitted_at = tonumber(admitted[i])
   if admitted_at and admitted_at > now - ttl then
     out[#out + 1] = ENTERED
     out[#out + 1] = 0
