@@ -152,8 +152,7 @@ for rep in $(seq "$REPEAT"); do
 	run_wrk status "$rep"
 done
 
-pin="off"
-((${#WR_PIN_LOAD[@]} > 0)) && pin="wrk on CPU ${WR_LOAD_CPUS:-0}, server+redis on CPU ${WR_SERVER_CPUS:-1}"
+pin=$(wr_pinning)
 echo
 echo "waitroom bench: wrk -t$THREADS -c$CONNS -d$DURATION, medians of $REPEAT interleaved runs; pinning: $pin; log level $LOG_LEVEL"
 echo "line: users waiting at the end of the run (status reads random ones)"

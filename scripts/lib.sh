@@ -6,10 +6,11 @@
 #
 # Knobs (env):
 #   WAITROOM_BIN  use this binary instead of building ./cmd/waitroom
-#   WR_PIN        1: pin server+redis to CPU WR_SERVER_CPUS and the load
-#                 generator to WR_LOAD_CPUS with taskset; 0: no pinning.
-#                 Default 1 when the machine has 2+ CPUs.
-#   WR_SERVER_CPUS / WR_LOAD_CPUS  taskset CPU lists (default 1 / 0)
+#   WR_PIN        1: pin the server to CPU WR_SERVER_CPUS, redis-server to
+#                 WR_REDIS_CPUS and the load generator to WR_LOAD_CPUS with
+#                 taskset; 0: no pinning. Default 1 when the machine has 2+ CPUs.
+#   WR_SERVER_CPUS / WR_REDIS_CPUS / WR_LOAD_CPUS  taskset CPU lists
+#                 (default 1 / same as the server / 0)
 #   WR_KEEP=1     keep the temp dir (logs) after exit
 
 # Set here, read by the scripts that source this file.
@@ -24,6 +25,7 @@ WR_SERVER_PID=""
 WR_BASE_URL=""
 WR_BIN=""
 WR_PIN_SERVER=()
+WR_PIN_REDIS=()
 # shellcheck disable=SC2034
 WR_PIN_LOAD=()
 
@@ -45,10 +47,20 @@ wr_init() {
 	if [[ $pin == 1 ]]; then
 		command -v taskset >/dev/null || wr_die "WR_PIN=1 needs taskset (util-linux)"
 		WR_PIN_SERVER=(taskset -c "${WR_SERVER_CPUS:-1}")
+		WR_PIN_REDIS=(taskset -c "${WR_REDIS_CPUS:-${WR_SERVER_CPUS:-1}}")
 		WR_PIN_LOAD=(taskset -c "${WR_LOAD_CPUS:-0}")
-		wr_log "pinning: server+redis on CPU ${WR_SERVER_CPUS:-1}, load generator on CPU ${WR_LOAD_CPUS:-0}"
+		wr_log "pinning: $(wr_pinning)"
 	else
 		wr_log "pinning: off"
+	fi
+}
+
+# wr_pinning describes the pinning in force.
+wr_pinning() {
+	if ((${#WR_PIN_LOAD[@]} == 0)); then
+		echo "off"
+	else
+		echo "server on CPU ${WR_SERVER_CPUS:-1}, redis on CPU ${WR_REDIS_CPUS:-${WR_SERVER_CPUS:-1}}, load generator on CPU ${WR_LOAD_CPUS:-0}"
 	fi
 }
 
@@ -106,7 +118,7 @@ wr_build() {
 wr_start_redis() {
 	command -v redis-server >/dev/null || wr_die "redis-server not found"
 	WR_REDIS_PORT=$(wr_free_port)
-	"${WR_PIN_SERVER[@]}" redis-server --bind 127.0.0.1 --port "$WR_REDIS_PORT" \
+	"${WR_PIN_REDIS[@]}" redis-server --bind 127.0.0.1 --port "$WR_REDIS_PORT" \
 		--save '' --appendonly no --dir "$WR_TMP" --logfile "$WR_TMP/redis.log" \
 		--daemonize no --protected-mode yes &
 	WR_REDIS_PID=$!

@@ -27,8 +27,9 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 const adminToken = "s3cret-token"
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
+	h     http.Handler // the router srv serves
 	queue string
 	store *queue.Store
 	rdb   *redis.Client
@@ -36,7 +37,7 @@ type env struct {
 
 // newEnv serves the real router over a store with one fresh queue, running
 // its scripts through the pipelined client as the service does.
-func newEnv(t *testing.T, rdb *redis.Client, settings queue.Settings, opts Options) *env {
+func newEnv(t testing.TB, rdb *redis.Client, settings queue.Settings, opts Options) *env {
 	t.Helper()
 	name := fmt.Sprintf("h%d", time.Now().UnixNano())
 	scripts, err := queue.Pipelined(rdb)
@@ -58,9 +59,10 @@ func newEnv(t *testing.T, rdb *redis.Client, settings queue.Settings, opts Optio
 		"admin.html":   {Data: []byte("<!doctype html><title>admin</title>")},
 		"style.css":    {Data: []byte("body{}")},
 	}
-	srv := httptest.NewServer(New(opts))
+	h := New(opts)
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, queue: name, store: store, rdb: rdb}
+	return &env{t: t, srv: srv, h: h, queue: name, store: store, rdb: rdb}
 }
 
 type response struct {
@@ -107,7 +109,7 @@ func (e *env) status(user string) ticketResponse {
 	return decodeTicket(e.t, r)
 }
 
-func decodeTicket(t *testing.T, r response) ticketResponse {
+func decodeTicket(t testing.TB, r response) ticketResponse {
 	t.Helper()
 	if r.status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.status, r.body)
