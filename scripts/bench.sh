@@ -34,13 +34,15 @@
 # pinned against 9.1-69 ms unpinned; unpinned, enter/status peaked ~20%
 # higher, as server and Redis then spill onto the wrk core. Steadier figures
 # win for side-by-side comparisons; WR_PIN=0 turns pinning off.
+# WR_REDIS_CPUS=0 puts Redis on wrk's core instead, leaving the server a core
+# of its own, as when Redis runs on its own host (docs/PERFORMANCE.md).
 #
 # Env: THREADS (2), CONNS (64), DURATION (10s), REPEAT (3), WARMUP (5s; an
 # enter+status run before the measured ones, which also fills the line),
 # QUEUE (default), LOG_LEVEL (warn: no per-request access log, which would
 # write ~200 bytes per request; LOG_LEVEL=info measures with it), RESULTS_DIR
 # (keep raw wrk output and results.tsv there), plus WAITROOM_BIN, WR_PIN,
-# WR_SERVER_CPUS, WR_LOAD_CPUS, WR_KEEP (lib.sh).
+# WR_SERVER_CPUS, WR_REDIS_CPUS, WR_LOAD_CPUS, WR_KEEP (lib.sh).
 # Exits 1 if any measured run saw a non-2xx response or a socket error.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
