@@ -8,8 +8,10 @@
 --
 -- Taking many users per call spreads the script's fixed cost (clock,
 -- config, bucket) over all of them, and each step below is one command for
--- the whole call, not one per user; each call is still atomic. A user given
--- twice in one call holds the later place, and both answers give it.
+-- the whole call, not one per user; each call is still atomic. Positions
+-- are the places once the whole call is done: a user given twice in one
+-- call ends where the later entry puts them, and if both entries queue,
+-- both answers give that one place.
 --
 -- KEYS[1] -> waiting (ZSET member=user, score=arrival seq)
 -- KEYS[2] -> entered (ZSET member=user, score=admission time ms)
