@@ -39,8 +39,9 @@ func decode[T any](w http.ResponseWriter, r *http.Request) (T, error) {
 
 // writeJSON answers with v as JSON.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
+	h := w.Header()
+	h["Content-Type"] = jsonHeader
+	h["Cache-Control"] = noStoreHeader
 	w.WriteHeader(status)
 	// The status is sent; an encoding error here can only be a gone client.
 	_ = json.NewEncoder(w).Encode(v)

@@ -117,8 +117,9 @@ type Store struct {
 	defaults Settings
 	queues   map[string]*queueRef
 	names    []string
-	// defaultArgs are the defaults as script arguments, formatted once.
-	defaultArgs [3]string
+	// defaultArgs are the defaults as script arguments, formatted and
+	// boxed once: a string turned into an interface value allocates.
+	defaultArgs [3]any
 }
 
 // queueRef holds one queue's keys, and the KEYS list of each script, built
@@ -185,7 +186,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings) (*Store, error) {
 		rdb:      rdb,
 		defaults: defaults,
 		queues:   make(map[string]*queueRef, len(queues)),
-		defaultArgs: [3]string{
+		defaultArgs: [3]any{
 			strconv.Itoa(defaults.RefillSize),
 			strconv.FormatInt(defaults.RefillInterval.Milliseconds(), 10),
 			strconv.FormatInt(defaults.SessionTTL.Milliseconds(), 10),
