@@ -120,22 +120,32 @@ func BenchmarkEnter(b *testing.B) {
 	})
 }
 
-// BenchmarkEnterParallel has 32 callers per CPU enter at once, as under
-// load; their enters are gathered into shared script calls (batch.go).
-func BenchmarkEnterParallel(b *testing.B) {
-	s, q, rdb := benchStore(b, benchSettings)
-	ctx := context.Background()
-	var n atomic.Int64
+// measureParallel runs call from 32 callers per CPU at once, as under
+// load, where their calls are gathered into shared script calls
+// (batch.go), and reports the Redis time per call like measureRedis.
+func measureParallel(b *testing.B, rdb *redis.Client, call func() error) {
+	b.Helper()
 	b.SetParallelism(32)
 	measureRedis(b, rdb, func() {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if _, err := s.Enter(ctx, q, userID(int(n.Add(1)))); err != nil {
+				if err := call(); err != nil {
 					b.Error(err)
 					return
 				}
 			}
 		})
+	})
+}
+
+// BenchmarkEnterParallel has many callers enter at once (measureParallel).
+func BenchmarkEnterParallel(b *testing.B) {
+	s, q, rdb := benchStore(b, benchSettings)
+	ctx := context.Background()
+	var n atomic.Int64
+	measureParallel(b, rdb, func() error {
+		_, err := s.Enter(ctx, q, userID(int(n.Add(1))))
+		return err
 	})
 }
 
@@ -152,22 +162,15 @@ func BenchmarkStatus(b *testing.B) {
 	})
 }
 
-// BenchmarkStatusParallel has 32 callers per CPU ask at once, as a crowd
-// polling does; their calls are gathered like enters.
+// BenchmarkStatusParallel has many callers ask at once, as a polling crowd
+// does (measureParallel).
 func BenchmarkStatusParallel(b *testing.B) {
 	s, q, rdb := benchStore(b, benchSettings)
 	fill(b, rdb, q, 10000)
 	ctx := context.Background()
-	b.SetParallelism(32)
-	measureRedis(b, rdb, func() {
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if _, err := s.Status(ctx, q, userID(rand.IntN(10000))); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+	measureParallel(b, rdb, func() error {
+		_, err := s.Status(ctx, q, userID(rand.IntN(10000)))
+		return err
 	})
 }
 
