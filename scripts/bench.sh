@@ -154,9 +154,8 @@ for rep in $(seq "$REPEAT"); do
 	run_wrk status "$rep"
 done
 
-pin=$(wr_pinning)
 echo
-echo "waitroom bench: wrk -t$THREADS -c$CONNS -d$DURATION, medians of $REPEAT interleaved runs; pinning: $pin; log level $LOG_LEVEL"
+echo "waitroom bench: wrk -t$THREADS -c$CONNS -d$DURATION, medians of $REPEAT interleaved runs; pinning: $WR_PINNING; log level $LOG_LEVEL"
 echo "line: users waiting at the end of the run (status reads random ones)"
 awk -F'\t' '
 function median(s, k,   a, n, i, j, t) {

@@ -26,6 +26,7 @@ WR_BASE_URL=""
 WR_BIN=""
 WR_PIN_SERVER=()
 WR_PIN_REDIS=()
+WR_PINNING="off" # the pinning in force, in words
 # shellcheck disable=SC2034
 WR_PIN_LOAD=()
 
@@ -46,21 +47,15 @@ wr_init() {
 	fi
 	if [[ $pin == 1 ]]; then
 		command -v taskset >/dev/null || wr_die "WR_PIN=1 needs taskset (util-linux)"
-		WR_PIN_SERVER=(taskset -c "${WR_SERVER_CPUS:-1}")
-		WR_PIN_REDIS=(taskset -c "${WR_REDIS_CPUS:-${WR_SERVER_CPUS:-1}}")
-		WR_PIN_LOAD=(taskset -c "${WR_LOAD_CPUS:-0}")
-		wr_log "pinning: $(wr_pinning)"
+		local server=${WR_SERVER_CPUS:-1} load=${WR_LOAD_CPUS:-0}
+		local redis=${WR_REDIS_CPUS:-$server}
+		WR_PIN_SERVER=(taskset -c "$server")
+		WR_PIN_REDIS=(taskset -c "$redis")
+		WR_PIN_LOAD=(taskset -c "$load")
+		WR_PINNING="server on CPU $server, redis on CPU $redis, load generator on CPU $load"
+		wr_log "pinning: $WR_PINNING"
 	else
 		wr_log "pinning: off"
-	fi
-}
-
-# wr_pinning describes the pinning in force.
-wr_pinning() {
-	if ((${#WR_PIN_LOAD[@]} == 0)); then
-		echo "off"
-	else
-		echo "server on CPU ${WR_SERVER_CPUS:-1}, redis on CPU ${WR_REDIS_CPUS:-${WR_SERVER_CPUS:-1}}, load generator on CPU ${WR_LOAD_CPUS:-0}"
 	fi
 }
 
@@ -123,16 +118,24 @@ wr_start_redis() {
 		--daemonize no --protected-mode yes &
 	WR_REDIS_PID=$!
 	WR_PIDS+=("$WR_REDIS_PID")
-	for _ in $(seq 100); do
-		if [[ $(redis-cli -p "$WR_REDIS_PORT" ping 2>/dev/null) == PONG ]]; then
-			wr_log "redis-server pid $WR_REDIS_PID on 127.0.0.1:$WR_REDIS_PORT"
-			return
-		fi
-		kill -0 "$WR_REDIS_PID" 2>/dev/null || break
+	wr_await 100 "$WR_REDIS_PID" "$WR_TMP/redis.log" "redis-server did not start" wr_redis_pong
+	wr_log "redis-server pid $WR_REDIS_PID on 127.0.0.1:$WR_REDIS_PORT"
+}
+
+wr_redis_pong() { [[ $(redis-cli -p "$WR_REDIS_PORT" ping 2>/dev/null) == PONG ]]; }
+
+# wr_await TRIES PID LOG MESSAGE CHECK...: runs CHECK every 0.1 s until it
+# succeeds; dies with MESSAGE and LOG's tail if PID exits or TRIES run out.
+wr_await() {
+	local tries=$1 pid=$2 log=$3 msg=$4
+	shift 4
+	for _ in $(seq "$tries"); do
+		"$@" && return
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	tail -20 "$WR_TMP/redis.log" >&2 || true
-	wr_die "redis-server did not start"
+	tail -20 "$log" >&2 || true
+	wr_die "$msg"
 }
 
 # wr_redis runs redis-cli against the private redis.
@@ -148,16 +151,9 @@ wr_start_server() {
 		"$@" "${WR_PIN_SERVER[@]}" "$WR_BIN" >"$WR_TMP/server.log" 2>&1 &
 	WR_SERVER_PID=$!
 	WR_PIDS+=("$WR_SERVER_PID")
-	for _ in $(seq 150); do
-		if curl -fsS -o /dev/null --max-time 1 "$WR_BASE_URL/readyz" 2>/dev/null; then
-			wr_log "waitroom pid $WR_SERVER_PID on $WR_BASE_URL ($*)"
-			return
-		fi
-		kill -0 "$WR_SERVER_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	tail -20 "$WR_TMP/server.log" >&2 || true
-	wr_die "waitroom did not become ready"
+	wr_await 150 "$WR_SERVER_PID" "$WR_TMP/server.log" "waitroom did not become ready" \
+		curl -fsS -o /dev/null --max-time 1 "$WR_BASE_URL/readyz"
+	wr_log "waitroom pid $WR_SERVER_PID on $WR_BASE_URL ($*)"
 }
 
 # wr_cpu_ticks PID prints utime+stime of a process (all its threads) in clock
