@@ -29,7 +29,7 @@ type enterRequest struct {
 }
 
 func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
-	req, err := decode[enterRequest](w, r)
+	req, err := decodeEnter(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -40,7 +40,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.ticket(q, req.UserID, t))
+	writeTicket(w, s.ticket(q, req.UserID, t))
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +50,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.ticket(q, user, t))
+	writeTicket(w, s.ticket(q, user, t))
 }
 
 func (s *Server) leave(w http.ResponseWriter, r *http.Request) {

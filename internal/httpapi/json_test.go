@@ -1,0 +1,86 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+func TestPlainUserIDTakesTheUsualBodies(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"user_id":"user-1"}`:                 "user-1",
+		" {\n\t\"user_id\" : \"u 2\" }\r\n":    "u 2",
+		`{"user_id":"김철수"}`:                    "김철수",
+		`{"user_id":"a<b>&'c/"}`:               "a<b>&'c/",
+		`{"user_id":""}`:                       "", // refused later, by the store
+		`{"user_id":"` + "\u2028" + `x"}`:      "\u2028x",
+		`{"user_id":"1234567890123456789012"}`: "1234567890123456789012",
+	} {
+		if got, ok := plainUserID([]byte(body)); !ok || got != want {
+			t.Errorf("plainUserID(%q) = %q, %v; want %q, true", body, got, ok, want)
+		}
+	}
+	for _, body := range []string{
+		``, `{}`, `{"user_id":"a\"b"}`, `{"user_id":"a\\b"}`, `{"user_id":"a\u0041"}`,
+		`{"USER_ID":"a"}`, `{"user_id":"a","user_id":"b"}`, `{"user_id":"a"}x`, `{"user_id":"a"}{}`,
+		`{"user_id":null}`, `{"user_id":1}`, `{"user_id":"a"`, "{\"user_id\":\"a\x01\"}",
+		"{\"user_id\":\"\xff\"}", "\v{\"user_id\":\"a\"}",
+	} {
+		if got, ok := plainUserID([]byte(body)); ok {
+			t.Errorf("plainUserID(%q) = %q, true; want it left to encoding/json", body, got)
+		}
+	}
+}
+
+// FuzzDecodeEnter checks that every body the fast path takes, encoding/json
+// takes too, with the same user id.
+func FuzzDecodeEnter(f *testing.F) {
+	for _, s := range []string{
+		`{"user_id":"user-1"}`, ` { "user_id" : "x" } `, `{"user_id":"a\"b"}`, `{"user_id":"é"}`,
+		"{\"user_id\":\"\xc3\"}", `{"user_id":"a"}  {}`, `{"user_id":"a",}`, `{"user_id":"\u00e9"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fast, ok := plainUserID(body)
+		if !ok {
+			return
+		}
+		slow, err := unmarshal[enterRequest](body)
+		if err != nil || slow.UserID != fast {
+			t.Fatalf("body %q: fast path %q, encoding/json %q (%v)", body, fast, slow.UserID, err)
+		}
+	})
+}
+
+func TestAppendTicketMatchesEncodingJSON(t *testing.T) {
+	for _, tk := range []ticketResponse{
+		{},
+		{Queue: "default", UserID: "user-1", Status: queue.Waiting, Position: 12, Waiting: 300, ETASeconds: 6, PollAfterMS: 5400},
+		{Queue: "q_1-x", UserID: "김<&>\"\\'\u2028\u2029", Status: queue.Entered, TargetURL: "https://shop.example/order?queue=q&user_id=%EA%B9%80"},
+		{Queue: "q", UserID: "u", Status: queue.NotWaiting, Position: math.MinInt64, Waiting: math.MaxInt64, ETASeconds: -1, PollAfterMS: 0},
+	} {
+		checkTicketBytes(t, tk)
+	}
+}
+
+func FuzzAppendTicket(f *testing.F) {
+	f.Add("default", "user-1", "WAITING", int64(3), int64(10), int64(5), int64(5100), "")
+	f.Add("q", "a\"b\\c<d>&e\x01\xff\u2028", "ENTERED", int64(0), int64(-1), int64(0), int64(0), "https://x/?a=1&b=2")
+	f.Fuzz(func(t *testing.T, q, user, status string, pos, waiting, eta, poll int64, target string) {
+		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), pos, waiting, eta, poll, target})
+	})
+}
+
+func checkTicketBytes(t *testing.T, tk ticketResponse) {
+	t.Helper()
+	want, err := json.Marshal(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appendTicket(nil, tk); string(got) != string(want)+"\n" {
+		t.Fatalf("appendTicket(%+v)\n got %s\nwant %s", tk, got, want)
+	}
+}
