@@ -57,7 +57,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	if err != nil {
 		return err
 	}
-	store, err := queue.NewStore(scripts, cfg.Queues, cfg.Defaults)
+	store, err := queue.NewStore(scripts, cfg.Queues, cfg.Defaults, cfg.RequestTimeout)
 	if err != nil {
 		return err
 	}
@@ -85,13 +85,16 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	srv := &http.Server{
 		Addr: cfg.Addr,
 		Handler: httpapi.New(httpapi.Options{
-			Store:          store,
-			Ping:           func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-			AdminToken:     cfg.AdminToken,
-			TargetURL:      cfg.TargetURL,
-			RequestTimeout: cfg.RequestTimeout,
-			Logger:         log,
-			Static:         static,
+			Store: store,
+			Ping: func(ctx context.Context) error {
+				ctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+				defer cancel()
+				return rdb.Ping(ctx).Err()
+			},
+			AdminToken: cfg.AdminToken,
+			TargetURL:  cfg.TargetURL,
+			Logger:     log,
+			Static:     static,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

@@ -24,7 +24,7 @@ type Config struct {
 	Defaults       queue.Settings // WAITROOM_REFILL_SIZE, _REFILL_INTERVAL, _SESSION_TTL
 	AdminToken     string         // WAITROOM_ADMIN_TOKEN; empty disables the admin API
 	TargetURL      string         // WAITROOM_TARGET_URL; where admitted users go
-	RequestTimeout time.Duration  // WAITROOM_REQUEST_TIMEOUT: bound on the Redis work of one request
+	RequestTimeout time.Duration  // WAITROOM_REQUEST_TIMEOUT: bound on each wait for Redis (queue.NewStore)
 	LogLevel       slog.Level     // WAITROOM_LOG_LEVEL
 	// DebugAddr, when set, serves net/http/pprof there (WAITROOM_DEBUG_ADDR);
 	// keep it on a private interface.
@@ -111,9 +111,9 @@ func Load(getenv func(string) string) (Config, error) {
 
 // RedisOptions turns WAITROOM_REDIS_URL into client options with bounded
 // timeouts, so a dead or stalled Redis fails a request quickly instead of
-// hanging it. Request contexts carry a deadline too (RequestTimeout); the
-// plain client honours it, the pipelined one (queue.Pipelined) relies on
-// these timeouts.
+// hanging it. Every store call ends by RequestTimeout too (queue.NewStore)
+// whatever the client does; the pipelined client (queue.Pipelined) ends a
+// stalled command only by these timeouts.
 func (c Config) RedisOptions() (*redis.Options, error) {
 	opts, err := redis.ParseURL(c.RedisURL)
 	if err != nil {

@@ -55,7 +55,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := queue.NewStore(scripts, []string{name}, o.settings)
+	store, err := queue.NewStore(scripts, []string{name}, o.settings, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +81,12 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	calls := &recorder{}
 	api := httpapi.New(httpapi.Options{
-		Store:          store,
-		Ping:           func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		AdminToken:     adminToken,
-		TargetURL:      o.targetURL,
-		RequestTimeout: 5 * time.Second,
-		Logger:         log,
-		Static:         static,
+		Store:      store,
+		Ping:       func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		AdminToken: adminToken,
+		TargetURL:  o.targetURL,
+		Logger:     log,
+		Static:     static,
 	})
 	srv := httptest.NewServer(calls.wrap(api))
 	// Registered after the scheduler's cleanup, so it runs before it: no

@@ -224,9 +224,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
-	defer cancel()
-	if err := s.ping(ctx); err != nil {
+	if err := s.ping(r.Context()); err != nil {
 		s.fail(w, r, errUnavailable)
 		return
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
@@ -90,16 +89,6 @@ func securityHeaders(next http.Handler) http.Handler {
 		h["Referrer-Policy"] = noReferrerHeader
 		h["X-Frame-Options"] = denyHeader
 		next.ServeHTTP(w, r)
-	})
-}
-
-// withTimeout bounds the Redis work of a request, so a dead or stalled
-// Redis answers 503 instead of hanging the client.
-func (s *Server) withTimeout(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
-		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -28,7 +28,6 @@ func (s *Server) routes() http.Handler {
 	r.Handle("/static/*", http.StripPrefix("/static/", http.FileServerFS(s.static)))
 
 	r.Route("/api/v1/queues/{queue}", func(r chi.Router) {
-		r.Use(s.withTimeout)
 		r.Get("/", s.queueInfo)
 		r.Post("/enter", s.enter)
 		r.Get("/status", s.status)
@@ -36,7 +35,7 @@ func (s *Server) routes() http.Handler {
 	})
 
 	r.Route("/admin/v1", func(r chi.Router) {
-		r.Use(s.requireAdmin, s.withTimeout)
+		r.Use(s.requireAdmin)
 		r.Get("/queues", s.adminQueues)
 		r.Get("/queues/{queue}", s.adminQueue)
 		r.Put("/queues/{queue}/refill-size", s.setRefillSize)

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -17,16 +16,15 @@ import (
 // TargetURL is required.
 type Options struct {
 	Store *queue.Store
-	// Ping checks that Redis answers, for /readyz.
+	// Ping checks that Redis answers, for /readyz, within a bounded time
+	// (the store bounds its own calls; see queue.NewStore).
 	Ping func(ctx context.Context) error
 	// AdminToken is the bearer token of the admin API; empty disables it.
 	AdminToken string
 	// TargetURL is where admitted users go (the order page); it gets the
 	// queue and user id as query parameters.
 	TargetURL string
-	// RequestTimeout bounds the Redis work of one request.
-	RequestTimeout time.Duration
-	Logger         *slog.Logger
+	Logger    *slog.Logger
 	// Static holds the pages and their assets (web/static).
 	Static fs.FS
 }
@@ -38,7 +36,6 @@ type Server struct {
 	adminEnabled bool
 	adminHash    [sha256.Size]byte
 	targetURL    string
-	timeout      time.Duration
 	log          *slog.Logger
 	static       fs.FS
 	handler      http.Handler
@@ -54,7 +51,6 @@ func New(o Options) *Server {
 		// token's length.
 		adminHash: sha256.Sum256([]byte(o.AdminToken)),
 		targetURL: o.TargetURL,
-		timeout:   o.RequestTimeout,
 		log:       o.Logger,
 		static:    o.Static,
 	}

@@ -37,22 +37,22 @@ type env struct {
 
 // newEnv serves the real router over a store with one fresh queue, running
 // its scripts through the pipelined client as the service does.
-func newEnv(t testing.TB, rdb *redis.Client, settings queue.Settings, opts Options) *env {
+// testTimeout bounds each store call in these tests.
+const testTimeout = 2 * time.Second
+
+func newEnv(t testing.TB, rdb *redis.Client, settings queue.Settings, timeout time.Duration, opts Options) *env {
 	t.Helper()
 	name := fmt.Sprintf("h%d", time.Now().UnixNano())
 	scripts, err := queue.Pipelined(rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := queue.NewStore(scripts, []string{name}, settings)
+	store, err := queue.NewStore(scripts, []string{name}, settings, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.Store = store
 	opts.Ping = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
-	if opts.RequestTimeout == 0 {
-		opts.RequestTimeout = 2 * time.Second
-	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.Static = fstest.MapFS{
 		"waiting.html": {Data: []byte("<!doctype html><title>waiting</title>")},
@@ -140,7 +140,7 @@ var slow = queue.Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: 
 
 func TestEnterStatusLeave(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Client(t), slow, Options{AdminToken: adminToken, TargetURL: "https://shop.example/order?event=7"})
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, TargetURL: "https://shop.example/order?event=7"})
 
 	a := e.enter("alice")
 	if a.Status != queue.Entered || a.Position != 0 || a.ETASeconds != 0 || a.PollAfterMS != 0 {
@@ -194,7 +194,7 @@ func TestEnterStatusLeave(t *testing.T) {
 
 func TestAdmin(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Client(t), slow, Options{AdminToken: adminToken})
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
 	auth := []string{"Authorization", "Bearer " + adminToken}
 	path := "/admin/v1/queues/" + e.queue
 
@@ -262,7 +262,7 @@ func TestAdmin(t *testing.T) {
 
 func TestAdminDisabledWithoutToken(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Client(t), slow, Options{})
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{})
 	wantError(t, e.do("GET", "/admin/v1/queues", ""), 403, "admin_disabled")
 	wantError(t, e.do("GET", "/admin/v1/queues", "", "Authorization", "Bearer "), 403, "admin_disabled")
 }
@@ -271,7 +271,7 @@ func TestAdminDisabledWithoutToken(t *testing.T) {
 // people already in line keep their places.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Client(t), slow, Options{AdminToken: adminToken})
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
 	for _, u := range []string{"in1", "in2", "w1", "w2", "w3"} {
 		e.enter(u)
 	}
@@ -324,7 +324,7 @@ func TestBadInput(t *testing.T) {
 
 func TestPagesAndHeaders(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Client(t), slow, Options{})
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{})
 	r := e.do("GET", "/", "")
 	if r.status != http.StatusFound || r.header.Get("Location") != "/q/"+e.queue {
 		t.Fatalf("/ = %d to %q", r.status, r.header.Get("Location"))
@@ -362,7 +362,7 @@ func TestRedisOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := ctr.Client(t, redisOpts)
-	e := newEnv(t, rdb, slow, Options{AdminToken: adminToken, RequestTimeout: 500 * time.Millisecond})
+	e := newEnv(t, rdb, slow, 500*time.Millisecond, Options{AdminToken: adminToken})
 	ctx := context.Background()
 	for _, u := range []string{"a", "b", "c"} {
 		e.enter(u)

@@ -19,41 +19,59 @@ import (
 // order in which they reached this replica, and each call of the script is
 // atomic as ever.
 //
+// Every call ends by its deadline, timeout after it was made, even when
+// Redis stalls. One timer per batcher, set for the oldest unfinished call,
+// enforces that: a timer per call (context.WithTimeout) cost the server
+// about 5 % of its CPU per request and a tenth of its allocations.
+//
 // No goroutine lives longer than the work: the first caller to find no
 // batch running starts one, which runs batches until none is pending.
 type batcher struct {
-	mu      sync.Mutex
-	pending []*batchCall
-	running bool
-	// run calls the script once for calls and sets each call's ticket, or
-	// returns the error all of them get.
-	run func(ctx context.Context, calls []*batchCall) error
+	// run calls the script once for users and returns their tickets in
+	// order, or the error all of them get.
+	run     func(ctx context.Context, users []string) ([]Ticket, error)
+	timeout time.Duration
+
+	mu       sync.Mutex
+	pending  []*batchCall
+	inflight []*batchCall // the batch being run
+	running  bool
+	timer    *time.Timer // fires expire; nil until the first call
+	armed    bool        // timer is set for an unfinished call's deadline
 }
 
 type batchCall struct {
-	user string
-	done chan struct{} // closed once t or err is set
-	t    Ticket
-	err  error
-	gone bool // the caller stopped waiting; guarded by batcher.mu
+	user     string
+	deadline time.Time
+	done     chan struct{} // closed once t or err is set
+	t        Ticket
+	err      error
+	finished bool // t or err set and done closed; guarded by batcher.mu
+	gone     bool // the caller stopped waiting; guarded by batcher.mu
 }
 
 const (
 	// maxBatch bounds the users of one script call, so that one call stays
 	// short (a few µs of Redis time per user).
 	maxBatch = 256
-	// batchTimeout bounds one script call; callers stop waiting sooner
-	// when their own context ends.
+	// batchTimeout bounds one script call; callers stop waiting at their
+	// own deadline.
 	batchTimeout = 5 * time.Second
 	// maxPending bounds the calls waiting for a batch while Redis is slow
 	// or away; beyond it a call fails at once (503) instead of queueing.
 	maxPending = 20000
 )
 
-// ErrOverloaded is returned when too many calls already wait for Redis.
-var ErrOverloaded = errors.New("queue: too many calls waiting for redis")
+var (
+	// ErrOverloaded is returned when too many calls already wait for Redis.
+	ErrOverloaded = errors.New("queue: too many calls waiting for redis")
+	// ErrTimeout is returned when Redis did not answer a call in time; the
+	// call may still take effect, and a status call tells.
+	ErrTimeout = fmt.Errorf("queue: no answer from redis in time: %w", context.DeadlineExceeded)
+)
 
-// do queues user for the next batch and waits for its ticket.
+// do queues user for the next batch and waits for its ticket, until the
+// call's deadline or until ctx ends.
 func (b *batcher) do(ctx context.Context, user string) (Ticket, error) {
 	c := &batchCall{user: user, done: make(chan struct{})}
 	b.mu.Lock()
@@ -61,7 +79,12 @@ func (b *batcher) do(ctx context.Context, user string) (Ticket, error) {
 		b.mu.Unlock()
 		return Ticket{}, ErrOverloaded
 	}
+	// Taken under the lock, so deadlines grow along pending.
+	c.deadline = time.Now().Add(b.timeout)
 	b.pending = append(b.pending, c)
+	if !b.armed {
+		b.arm(c.deadline)
+	}
 	start := !b.running
 	b.running = true
 	b.mu.Unlock()
@@ -99,7 +122,7 @@ func (b *batcher) drain() {
 				break
 			}
 			taken++
-			if !c.gone {
+			if !c.gone && !c.finished {
 				calls = append(calls, c)
 			}
 		}
@@ -109,49 +132,104 @@ func (b *batcher) drain() {
 			b.mu.Unlock()
 			return
 		}
+		b.inflight = calls
 		b.mu.Unlock()
 		if len(calls) == 0 {
 			continue
 		}
 
-		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-		err := b.run(ctx, calls)
-		cancel()
-		for _, c := range calls {
-			if err != nil {
-				c.err = err
-			}
-			close(c.done)
+		users := make([]string, len(calls))
+		for i, c := range calls {
+			users[i] = c.user
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+		tickets, err := b.run(ctx, users)
+		cancel()
+		b.mu.Lock()
+		for i, c := range calls {
+			if err != nil {
+				b.finish(c, Ticket{}, err)
+			} else {
+				b.finish(c, tickets[i], nil)
+			}
+		}
+		b.inflight = nil
+		b.mu.Unlock()
+	}
+}
+
+// finish gives c its outcome, unless it has one already (it timed out
+// first). b.mu must be held.
+func (b *batcher) finish(c *batchCall, t Ticket, err error) {
+	if c.finished {
+		return
+	}
+	c.t, c.err, c.finished = t, err, true
+	close(c.done)
+}
+
+// arm sets the timer for deadline. b.mu must be held.
+func (b *batcher) arm(deadline time.Time) {
+	b.armed = true
+	if b.timer == nil {
+		b.timer = time.AfterFunc(time.Until(deadline), b.expire)
+		return
+	}
+	b.timer.Reset(time.Until(deadline))
+}
+
+// expire ends every call past its deadline, in flight or pending, and sets
+// the timer for the oldest call left.
+func (b *batcher) expire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.armed = false
+	now := time.Now()
+	var next time.Time
+	for _, calls := range [][]*batchCall{b.inflight, b.pending} {
+		for _, c := range calls {
+			if c.finished || c.gone {
+				continue
+			}
+			if !c.deadline.After(now) {
+				b.finish(c, Ticket{}, ErrTimeout)
+			} else if next.IsZero() || c.deadline.Before(next) {
+				next = c.deadline
+			}
+		}
+	}
+	if !next.IsZero() {
+		b.arm(next)
 	}
 }
 
 // userArgs returns the script arguments: the replica's defaults, then the
-// users of calls.
-func (s *Store) userArgs(calls []*batchCall) []any {
-	args := make([]any, 0, 3+len(calls))
+// users.
+func (s *Store) userArgs(users []string) []any {
+	args := make([]any, 0, 3+len(users))
 	args = append(args, s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2])
-	for _, c := range calls {
-		args = append(args, c.user)
+	for _, u := range users {
+		args = append(args, u)
 	}
 	return args
 }
 
-// runBatch runs script once for calls. Both batched scripts (enter.lua and
+// runBatch runs script once for users. Both batched scripts (enter.lua and
 // status.lua) reply {waiting, until_next_tick_ms, interval_ms, refill_size}
 // and then a status and position per user.
-func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, keys []string, calls []*batchCall) error {
-	v, err := script.Run(ctx, s.rdb, keys, s.userArgs(calls)...).Int64Slice()
+func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, keys []string, users []string) ([]Ticket, error) {
+	v, err := script.Run(ctx, s.rdb, keys, s.userArgs(users)...).Int64Slice()
 	if err != nil {
-		return fmt.Errorf("queue: %s: %w", name, err)
+		return nil, fmt.Errorf("queue: %s: %w", name, err)
 	}
-	if len(v) != 4+2*len(calls) {
-		return fmt.Errorf("queue: %s: reply of %d values for %d users", name, len(v), len(calls))
+	if len(v) != 4+2*len(users) {
+		return nil, fmt.Errorf("queue: %s: reply of %d values for %d users", name, len(v), len(users))
 	}
-	for i, c := range calls {
-		if c.t, c.err = newTicket(v[4+2*i], v[5+2*i], v[0], v[1], v[2], v[3]); c.err != nil {
-			return c.err
+	tickets := make([]Ticket, len(users))
+	for i := range users {
+		if tickets[i], err = newTicket(v[4+2*i], v[5+2*i], v[0], v[1], v[2], v[3]); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return tickets, nil
 }

@@ -22,19 +22,23 @@ func newBlockingRun() *blockingRun {
 	return &blockingRun{batches: make(chan []string, 16), release: make(chan error)}
 }
 
-func (r *blockingRun) run(_ context.Context, calls []*batchCall) error {
-	users := make([]string, len(calls))
-	for i, c := range calls {
-		users[i] = c.user
-		c.t = Ticket{Status: Waiting, Position: int64(i + 1)}
+func (r *blockingRun) run(_ context.Context, users []string) ([]Ticket, error) {
+	tickets := make([]Ticket, len(users))
+	for i := range users {
+		tickets[i] = Ticket{Status: Waiting, Position: int64(i + 1)}
 	}
 	r.batches <- users
-	return <-r.release
+	return tickets, <-r.release
+}
+
+// newBatcher returns a batcher whose calls time out long after any test.
+func newBatcher(run func(context.Context, []string) ([]Ticket, error)) *batcher {
+	return &batcher{run: run, timeout: time.Minute}
 }
 
 func TestBatcherGathersCallsWhileOneIsInFlight(t *testing.T) {
 	r := newBlockingRun()
-	b := &batcher{run: r.run}
+	b := newBatcher(r.run)
 	ctx := context.Background()
 
 	first := make(chan Ticket)
@@ -89,7 +93,7 @@ func TestBatcherGathersCallsWhileOneIsInFlight(t *testing.T) {
 
 func TestBatcherDropsCallsWhoseCallerGaveUp(t *testing.T) {
 	r := newBlockingRun()
-	b := &batcher{run: r.run}
+	b := newBatcher(r.run)
 	go b.do(context.Background(), "in-flight")
 	<-r.batches
 
@@ -123,7 +127,7 @@ func TestBatcherDropsCallsWhoseCallerGaveUp(t *testing.T) {
 
 func TestBatcherErrorReachesEveryCaller(t *testing.T) {
 	r := newBlockingRun()
-	b := &batcher{run: r.run}
+	b := newBatcher(r.run)
 	go b.do(context.Background(), "in-flight")
 	<-r.batches
 
@@ -147,7 +151,7 @@ func TestBatcherErrorReachesEveryCaller(t *testing.T) {
 }
 
 func TestBatcherRefusesBeyondMaxPending(t *testing.T) {
-	b := &batcher{run: func(context.Context, []*batchCall) error { return nil }}
+	b := newBatcher(func(context.Context, []string) ([]Ticket, error) { return nil, nil })
 	b.running = true // as if a batch were in flight: nothing drains
 	for i := 0; i < maxPending; i++ {
 		b.pending = append(b.pending, &batchCall{user: "x", done: make(chan struct{})})
@@ -156,6 +160,46 @@ func TestBatcherRefusesBeyondMaxPending(t *testing.T) {
 	defer cancel()
 	if _, err := b.do(ctx, "one-too-many"); !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("got %v, want ErrOverloaded", err)
+	}
+}
+
+func TestBatcherEndsCallsAtTheirDeadline(t *testing.T) {
+	r := newBlockingRun()
+	b := &batcher{run: r.run, timeout: 50 * time.Millisecond}
+	ctx := context.Background()
+	type outcome struct {
+		user string
+		err  error
+	}
+	out := make(chan outcome, 2)
+	call := func(user string) {
+		_, err := b.do(ctx, user)
+		out <- outcome{user, err}
+	}
+	go call("in-flight")
+	<-r.batches // Redis stalls on this batch: it is never released in time
+	go call("pending")
+	// Both end by their deadline, the one in flight and the one behind it.
+	for range 2 {
+		select {
+		case o := <-out:
+			if !errors.Is(o.err, ErrTimeout) || !errors.Is(o.err, context.DeadlineExceeded) {
+				t.Fatalf("%s: got %v, want ErrTimeout", o.user, o.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call outlived its deadline by 10 s")
+		}
+	}
+	// Redis answers at last: the timed-out call is not sent again, and a
+	// new call goes through.
+	r.release <- nil
+	go call("later")
+	if got := <-r.batches; len(got) != 1 || got[0] != "later" {
+		t.Fatalf("next batch %v, want only the new call", got)
+	}
+	r.release <- nil
+	if o := <-out; o.err != nil {
+		t.Fatalf("%s: %v", o.user, o.err)
 	}
 }
 

@@ -29,7 +29,7 @@ func benchStore(b *testing.B, settings Settings) (*Store, string, *redis.Client)
 	b.Helper()
 	rdb := redistest.Client(b)
 	name := fmt.Sprintf("b%d", time.Now().UnixNano())
-	s, err := NewStore(rdb, []string{name}, settings)
+	s, err := NewStore(rdb, []string{name}, settings, 5*time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestRunsOnRedisCluster(t *testing.T) {
 		t.Fatalf("cross-slot script: %v, want CROSSSLOT", err)
 	}
 
-	s, err := NewStore(rdb, []string{"default", "other"}, Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	s, err := NewStore(rdb, []string{"default", "other"}, Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,6 +120,8 @@ type Store struct {
 	// defaultArgs are the defaults as script arguments, formatted and
 	// boxed once: a string turned into an interface value allocates.
 	defaultArgs [3]any
+	// timeout bounds every call of the store, however Redis behaves.
+	timeout time.Duration
 }
 
 // queueRef holds one queue's keys, and the KEYS list of each script, built
@@ -174,10 +176,15 @@ func ValidateSettings(s Settings) error {
 }
 
 // NewStore returns a store for the named queues. defaults are the settings
-// a queue has until its config is stored in Redis (see Seed).
-func NewStore(rdb Redis, queues []string, defaults Settings) (*Store, error) {
+// a queue has until its config is stored in Redis (see Seed). Every call of
+// the store ends within timeout, with ErrTimeout (or ctx's error, when ctx
+// ends first) if Redis has not answered.
+func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Duration) (*Store, error) {
 	if err := ValidateSettings(defaults); err != nil {
 		return nil, err
+	}
+	if timeout <= 0 {
+		return nil, errors.New("queue: timeout must be positive")
 	}
 	if len(queues) == 0 {
 		return nil, errors.New("queue: no queues")
@@ -191,6 +198,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings) (*Store, error) {
 			strconv.FormatInt(defaults.RefillInterval.Milliseconds(), 10),
 			strconv.FormatInt(defaults.SessionTTL.Milliseconds(), 10),
 		},
+		timeout: timeout,
 	}
 	for _, name := range queues {
 		if err := ValidateQueueName(name); err != nil {
@@ -208,12 +216,12 @@ func NewStore(rdb Redis, queues []string, defaults Settings) (*Store, error) {
 			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history},
 			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick},
 		}
-		q.enters.run = func(ctx context.Context, calls []*batchCall) error {
-			return s.runBatch(ctx, "enter", enterScript, q.enterKeys, calls)
-		}
-		q.statuses.run = func(ctx context.Context, calls []*batchCall) error {
-			return s.runBatch(ctx, "status", statusScript, q.statusKeys, calls)
-		}
+		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, users []string) ([]Ticket, error) {
+			return s.runBatch(ctx, "enter", enterScript, q.enterKeys, users)
+		}}
+		q.statuses = batcher{timeout: timeout, run: func(ctx context.Context, users []string) ([]Ticket, error) {
+			return s.runBatch(ctx, "status", statusScript, q.statusKeys, users)
+		}}
 		s.queues[name] = q
 		s.names = append(s.names, name)
 	}
@@ -238,7 +246,9 @@ func (s *Store) Seed(ctx context.Context) error {
 	for _, name := range s.names {
 		cfg := s.queues[name].keys.config
 		for i, field := range []string{"refill_size", "refill_interval_ms", "session_ttl_ms"} {
-			_, err := waitFor(ctx, func() (bool, error) { return s.rdb.HSetNX(ctx, cfg, field, s.defaultArgs[i]).Result() })
+			_, err := waitFor(ctx, s.timeout, func(ctx context.Context) (bool, error) {
+				return s.rdb.HSetNX(ctx, cfg, field, s.defaultArgs[i]).Result()
+			})
 			if err != nil {
 				return fmt.Errorf("queue: seed %s: %w", name, err)
 			}
@@ -250,7 +260,7 @@ func (s *Store) Seed(ctx context.Context) error {
 // Enter puts user into the queue: admitted at once while tokens remain and
 // nobody waits, else at the back of the line. Entering again goes to the
 // back. Concurrent calls for one queue are gathered into one script call
-// (batch.go); ctx bounds this caller's wait.
+// (batch.go); ctx can end this caller's wait early.
 func (s *Store) Enter(ctx context.Context, queue, user string) (Ticket, error) {
 	q, err := s.queue(queue)
 	if err != nil {
@@ -287,7 +297,9 @@ func (s *Store) Leave(ctx context.Context, queue, user string) error {
 	if err := ValidateUserID(user); err != nil {
 		return err
 	}
-	_, err = waitFor(ctx, func() (any, error) { return leaveScript.Run(ctx, s.rdb, q.leaveKeys, user).Result() })
+	_, err = waitFor(ctx, s.timeout, func(ctx context.Context) (any, error) {
+		return leaveScript.Run(ctx, s.rdb, q.leaveKeys, user).Result()
+	})
 	if err != nil {
 		return fmt.Errorf("queue: leave: %w", err)
 	}
@@ -302,7 +314,7 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 	if err != nil {
 		return TickResult{}, err
 	}
-	v, err := waitFor(ctx, func() ([]int64, error) {
+	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return tickScript.Run(ctx, s.rdb, q.tickKeys,
 			s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2], purgeBatch, HistoryLen).Int64Slice()
 	})
@@ -321,7 +333,7 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	v, err := waitFor(ctx, func() ([]int64, error) {
+	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return infoScript.Run(ctx, s.rdb, q.infoKeys, s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2]).Int64Slice()
 	})
 	if err != nil {
@@ -358,7 +370,9 @@ func (s *Store) SetRefillSize(ctx context.Context, queue string, n int) error {
 	if n < 1 || n > MaxRefillSize {
 		return ErrInvalidRefill
 	}
-	_, err = waitFor(ctx, func() (int64, error) { return s.rdb.HSet(ctx, q.keys.config, "refill_size", n).Result() })
+	_, err = waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
+		return s.rdb.HSet(ctx, q.keys.config, "refill_size", n).Result()
+	})
 	if err != nil {
 		return fmt.Errorf("queue: set refill size: %w", err)
 	}
@@ -371,7 +385,9 @@ func (s *Store) History(ctx context.Context, queue string) ([]HistoryPoint, erro
 	if err != nil {
 		return nil, err
 	}
-	raw, err := waitFor(ctx, func() ([]string, error) { return s.rdb.LRange(ctx, q.keys.history, 0, -1).Result() })
+	raw, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]string, error) {
+		return s.rdb.LRange(ctx, q.keys.history, 0, -1).Result()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("queue: history: %w", err)
 	}
@@ -436,19 +452,22 @@ func (s *Store) Has(name string) bool {
 	return ok
 }
 
-// waitFor runs call and returns its result, or ctx's error if ctx ends
-// first. The pipelined client (Pipelined) stops watching a command's
-// context once the command is queued; waiting here makes every store call
-// end by its caller's deadline all the same, while the command itself ends
-// by the client's timeouts. Enter and Status wait in their batcher instead.
-func waitFor[T any](ctx context.Context, call func() (T, error)) (T, error) {
+// waitFor runs call with ctx bounded by timeout and returns its result, or
+// an error when that ends first: ErrTimeout, or ctx's own error. The
+// pipelined client (Pipelined) stops watching a command's context once the
+// command is queued; waiting here makes every store call end in time all
+// the same, while the command itself ends by the client's timeouts. Enter
+// and Status wait in their batcher instead.
+func waitFor[T any](ctx context.Context, timeout time.Duration, call func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := call()
+		v, err := call(ctx)
 		done <- result{v, err}
 	}()
 	select {
@@ -456,6 +475,9 @@ func waitFor[T any](ctx context.Context, call func() (T, error)) (T, error) {
 		return r.v, r.err
 	case <-ctx.Done():
 		var zero T
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return zero, ErrTimeout
+		}
 		return zero, ctx.Err()
 	}
 }

@@ -27,7 +27,7 @@ func newStore(t *testing.T, settings Settings) (*Store, string, *redis.Client) {
 	if len(name) > 64 {
 		name = name[:64]
 	}
-	s, err := NewStore(rdb, []string{name}, settings)
+	s, err := NewStore(rdb, []string{name}, settings, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -663,18 +663,11 @@ func runStatusCall(t *testing.T, s *Store, q string, users ...string) []Ticket {
 	return runCall(t, s.queues[q].statuses.run, users)
 }
 
-func runCall(t *testing.T, run func(context.Context, []*batchCall) error, users []string) []Ticket {
+func runCall(t *testing.T, run func(context.Context, []string) ([]Ticket, error), users []string) []Ticket {
 	t.Helper()
-	calls := make([]*batchCall, len(users))
-	for i, u := range users {
-		calls[i] = &batchCall{user: u}
-	}
-	if err := run(context.Background(), calls); err != nil {
+	tickets, err := run(context.Background(), users)
+	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]Ticket, len(calls))
-	for i, c := range calls {
-		out[i] = c.t
-	}
-	return out
+	return tickets
 }

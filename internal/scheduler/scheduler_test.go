@@ -32,7 +32,7 @@ func TestThreeReplicasTickOncePerInterval(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	newReplica := func() *queue.Store {
-		s, err := queue.NewStore(rdb, []string{name}, settings)
+		s, err := queue.NewStore(rdb, []string{name}, settings, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
