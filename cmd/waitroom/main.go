@@ -64,11 +64,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 
-	scripts, err := queue.Pipelined(rdb)
-	if err != nil {
-		return err
-	}
-	store, err := queue.NewStore(scripts, cfg.Queues, cfg.Defaults, cfg.RequestTimeout)
+	store, err := queue.NewStore(rdb, cfg.Queues, cfg.Defaults, cfg.RequestTimeout)
 	if err != nil {
 		return err
 	}

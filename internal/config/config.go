@@ -111,9 +111,8 @@ func Load(getenv func(string) string) (Config, error) {
 
 // RedisOptions turns WAITROOM_REDIS_URL into client options with bounded
 // timeouts, so a dead or stalled Redis fails a request quickly instead of
-// hanging it. Every store call ends by RequestTimeout too (queue.NewStore)
-// whatever the client does; the pipelined client (queue.Pipelined) ends a
-// stalled command only by these timeouts.
+// hanging it. Every store call ends by RequestTimeout too (queue.NewStore),
+// whatever the client does.
 func (c Config) RedisOptions() (*redis.Options, error) {
 	opts, err := redis.ParseURL(c.RedisURL)
 	if err != nil {

@@ -50,12 +50,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		rdb = redistest.Client(t)
 	}
 	name := queueName(t)
-	// Scripts go through the pipelined client, as in the service.
-	scripts, err := queue.Pipelined(rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := queue.NewStore(scripts, []string{name}, o.settings, 5*time.Second)
+	store, err := queue.NewStore(rdb, []string{name}, o.settings, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

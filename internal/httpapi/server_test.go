@@ -43,11 +43,7 @@ const testTimeout = 2 * time.Second
 func newEnv(t testing.TB, rdb *redis.Client, settings queue.Settings, timeout time.Duration, opts Options) *env {
 	t.Helper()
 	name := fmt.Sprintf("h%d", time.Now().UnixNano())
-	scripts, err := queue.Pipelined(rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := queue.NewStore(scripts, []string{name}, settings, timeout)
+	store, err := queue.NewStore(rdb, []string{name}, settings, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -453,11 +453,11 @@ func (s *Store) Has(name string) bool {
 }
 
 // waitFor runs call with ctx bounded by timeout and returns its result, or
-// an error when that ends first: ErrTimeout, or ctx's own error. The
-// pipelined client (Pipelined) stops watching a command's context once the
-// command is queued; waiting here makes every store call end in time all
-// the same, while the command itself ends by the client's timeouts. Enter
-// and Status wait in their batcher instead.
+// an error when that ends first: ErrTimeout, or ctx's own error. A client
+// without ContextTimeoutEnabled ends a stalled command only by its read
+// and write timeouts; waiting here makes every store call end in time
+// whatever the client's options. Enter and Status wait in their batcher
+// instead.
 func waitFor[T any](ctx context.Context, timeout time.Duration, call func(ctx context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
