@@ -24,6 +24,7 @@ WR_SERVER_PORT=""
 WR_SERVER_PID=""
 WR_BASE_URL=""
 WR_BIN=""
+WR_INSTANCE="" # suffix of the log files, when a script starts more than one pair
 WR_PIN_SERVER=()
 WR_PIN_REDIS=()
 WR_PINNING="off" # the pinning in force, in words
@@ -114,11 +115,11 @@ wr_start_redis() {
 	command -v redis-server >/dev/null || wr_die "redis-server not found"
 	WR_REDIS_PORT=$(wr_free_port)
 	"${WR_PIN_REDIS[@]}" redis-server --bind 127.0.0.1 --port "$WR_REDIS_PORT" \
-		--save '' --appendonly no --dir "$WR_TMP" --logfile "$WR_TMP/redis.log" \
+		--save '' --appendonly no --dir "$WR_TMP" --logfile "$WR_TMP/redis$WR_INSTANCE.log" \
 		--daemonize no --protected-mode yes &
 	WR_REDIS_PID=$!
 	WR_PIDS+=("$WR_REDIS_PID")
-	wr_await 100 "$WR_REDIS_PID" "$WR_TMP/redis.log" "redis-server did not start" wr_redis_pong
+	wr_await 100 "$WR_REDIS_PID" "$WR_TMP/redis$WR_INSTANCE.log" "redis-server did not start" wr_redis_pong
 	wr_log "redis-server pid $WR_REDIS_PID on 127.0.0.1:$WR_REDIS_PORT"
 }
 
@@ -148,10 +149,10 @@ wr_start_server() {
 	WR_BASE_URL=http://127.0.0.1:$WR_SERVER_PORT
 	env WAITROOM_ADDR="127.0.0.1:$WR_SERVER_PORT" \
 		WAITROOM_REDIS_URL="redis://127.0.0.1:$WR_REDIS_PORT/0" \
-		"$@" "${WR_PIN_SERVER[@]}" "$WR_BIN" >"$WR_TMP/server.log" 2>&1 &
+		"$@" "${WR_PIN_SERVER[@]}" "$WR_BIN" >"$WR_TMP/server$WR_INSTANCE.log" 2>&1 &
 	WR_SERVER_PID=$!
 	WR_PIDS+=("$WR_SERVER_PID")
-	wr_await 150 "$WR_SERVER_PID" "$WR_TMP/server.log" "waitroom did not become ready" \
+	wr_await 150 "$WR_SERVER_PID" "$WR_TMP/server$WR_INSTANCE.log" "waitroom did not become ready" \
 		curl -fsS -o /dev/null --max-time 1 "$WR_BASE_URL/readyz"
 	wr_log "waitroom pid $WR_SERVER_PID on $WR_BASE_URL ($*)"
 }
