@@ -35,11 +35,11 @@ type env struct {
 	rdb   *redis.Client
 }
 
-// newEnv serves the real router over a store with one fresh queue, running
-// its scripts through the pipelined client as the service does.
 // testTimeout bounds each store call in these tests.
 const testTimeout = 2 * time.Second
 
+// newEnv serves the real router over a store with one fresh queue whose
+// calls end within timeout.
 func newEnv(t testing.TB, rdb *redis.Client, settings queue.Settings, timeout time.Duration, opts Options) *env {
 	t.Helper()
 	name := fmt.Sprintf("h%d", time.Now().UnixNano())
