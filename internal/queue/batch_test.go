@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -200,6 +202,58 @@ func TestBatcherEndsCallsAtTheirDeadline(t *testing.T) {
 	r.release <- nil
 	if o := <-out; o.err != nil {
 		t.Fatalf("%s: %v", o.user, o.err)
+	}
+}
+
+// TestBatcherDeadlinesUnderConcurrency has many callers race batches that
+// are sometimes slower than the callers' deadline: every call must end,
+// with its own ticket or ErrTimeout, and none may be answered twice (a
+// second close of its channel would panic).
+func TestBatcherDeadlinesUnderConcurrency(t *testing.T) {
+	var batches atomic.Int64
+	b := &batcher{timeout: 100 * time.Millisecond, run: func(_ context.Context, users []string) ([]Ticket, error) {
+		// Every third batch stalls past the deadline.
+		if batches.Add(1)%3 == 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		tickets := make([]Ticket, len(users))
+		for i, u := range users {
+			tickets[i] = Ticket{Status: Waiting, Position: int64(len(u))}
+		}
+		return tickets, nil
+	}}
+	var wg sync.WaitGroup
+	var answered, timedOut atomic.Int64
+	// 50 callers make 20 calls each, one after the other, so that calls
+	// arrive throughout, while batches run and while they stall.
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				user := strings.Repeat("u", 1+(i+j)%7)
+				tk, err := b.do(context.Background(), user)
+				switch {
+				case err == nil && tk.Position == int64(len(user)):
+					answered.Add(1)
+				case errors.Is(err, ErrTimeout):
+					timedOut.Add(1)
+				default:
+					t.Errorf("%s: ticket %+v, error %v", user, tk, err)
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("calls still waiting after 30 s")
+	}
+	t.Logf("%d answered, %d timed out, %d batches", answered.Load(), timedOut.Load(), batches.Load())
+	if answered.Load() == 0 || timedOut.Load() == 0 {
+		t.Fatal("want both answered and timed-out calls")
 	}
 }
 
