@@ -92,12 +92,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	srv := &http.Server{
 		Addr: cfg.Addr,
 		Handler: httpapi.New(httpapi.Options{
-			Store: store,
-			Ping: func(ctx context.Context) error {
-				ctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
-				defer cancel()
-				return rdb.Ping(ctx).Err()
-			},
+			Store:      store,
 			AdminToken: cfg.AdminToken,
 			TargetURL:  cfg.TargetURL,
 			Logger:     log,

@@ -77,7 +77,6 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	calls := &recorder{}
 	api := httpapi.New(httpapi.Options{
 		Store:      store,
-		Ping:       func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		AdminToken: adminToken,
 		TargetURL:  o.targetURL,
 		Logger:     log,

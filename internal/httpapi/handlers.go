@@ -224,7 +224,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.ping(r.Context()); err != nil {
+	if err := s.store.Ping(r.Context()); err != nil {
 		s.fail(w, r, errUnavailable)
 		return
 	}

@@ -3,7 +3,6 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/sha256"
 	"io/fs"
 	"log/slog"
@@ -16,9 +15,6 @@ import (
 // TargetURL is required.
 type Options struct {
 	Store *queue.Store
-	// Ping checks that Redis answers, for /readyz, within a bounded time
-	// (the store bounds its own calls; see queue.NewStore).
-	Ping func(ctx context.Context) error
 	// AdminToken is the bearer token of the admin API; empty disables it.
 	AdminToken string
 	// TargetURL is where admitted users go (the order page); it gets the
@@ -32,7 +28,6 @@ type Options struct {
 // Server serves the HTTP API.
 type Server struct {
 	store        *queue.Store
-	ping         func(ctx context.Context) error
 	adminEnabled bool
 	adminHash    [sha256.Size]byte
 	targetURL    string
@@ -45,7 +40,6 @@ type Server struct {
 func New(o Options) *Server {
 	s := &Server{
 		store:        o.Store,
-		ping:         o.Ping,
 		adminEnabled: o.AdminToken != "",
 		// Comparing hashes keeps the comparison constant-time even in the
 		// token's length.

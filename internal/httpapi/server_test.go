@@ -48,7 +48,6 @@ func newEnv(t testing.TB, rdb *redis.Client, settings queue.Settings, timeout ti
 		t.Fatal(err)
 	}
 	opts.Store = store
-	opts.Ping = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.Static = fstest.MapFS{
 		"waiting.html": {Data: []byte("<!doctype html><title>waiting</title>")},

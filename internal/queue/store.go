@@ -109,6 +109,7 @@ type Redis interface {
 	HSet(ctx context.Context, key string, values ...any) *redis.IntCmd
 	HSetNX(ctx context.Context, key, field string, value any) *redis.BoolCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
+	Ping(ctx context.Context) *redis.StatusCmd
 }
 
 // Store runs the queue scripts for a fixed set of queues.
@@ -444,6 +445,13 @@ func newTicket(status, position, waiting, untilNextTick, interval, refill int64)
 		return Ticket{}, fmt.Errorf("queue: unknown status code %d", status)
 	}
 	return t, nil
+}
+
+// Ping checks that Redis answers, within the store's timeout like every
+// other call (for /readyz).
+func (s *Store) Ping(ctx context.Context) error {
+	_, err := waitFor(ctx, s.timeout, func(ctx context.Context) (string, error) { return s.rdb.Ping(ctx).Result() })
+	return err
 }
 
 // Has reports whether name is a declared queue.
