@@ -80,7 +80,7 @@ run() {
 		r1=$(wr_cpu_ticks "${RPID[$x]}")
 		res=$(grep '^WRK_RESULT ' "$WR_TMP/wrk-$x.txt") || wr_die "no WRK_RESULT from wrk $name ($x)"
 		if [[ $name == enter && $round == w ]]; then
-			IDS[$x]=$(sed -n 's/^ENTER_IDS .*dense_below=\([0-9]*\).*/\1/p' "$WR_TMP/wrk-$x.txt")
+			IDS[$x]=$(wr_enter_ids "$WR_TMP/wrk-$x.txt")
 		fi
 		[[ $round == w ]] && continue
 		awk -v x="$x" -v name="$name" -v round="$round" -v res="$res" -v clk="$CLK_TCK" \

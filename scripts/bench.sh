@@ -118,7 +118,7 @@ run_wrk() {
 	sockerr=$(field socket_errors)
 	if [[ $name == enter && -z $STATUS_PREFIX ]]; then
 		STATUS_PREFIX=bench-$rep-
-		STATUS_IDS=$(sed -n 's/^ENTER_IDS .*dense_below=\([0-9]*\).*/\1/p' "$log")
+		STATUS_IDS=$(wr_enter_ids "$log")
 		wr_log "status runs will ask for ${STATUS_PREFIX}n, n < $STATUS_IDS"
 	fi
 	local line="-"

@@ -181,5 +181,9 @@ wr_seconds() {
 	esac
 }
 
+# wr_enter_ids LOG prints N from the ENTER_IDS line of a wrk run of
+# loadtest/wrk/enter.lua: every id ID_PREFIXn with n < N was sent.
+wr_enter_ids() { sed -n 's/^ENTER_IDS .*dense_below=\([0-9]*\).*/\1/p' "$1"; }
+
 # wr_token prints a random admin token.
 wr_token() { head -c 18 /dev/urandom | base64 | tr '+/' '-_'; }
