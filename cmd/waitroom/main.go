@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +21,11 @@ import (
 
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/scheduler"
+	"github.com/waitroom/waitroom/internal/secrets"
 	"github.com/waitroom/waitroom/web"
 )
 
@@ -68,11 +72,35 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	if err != nil {
 		return err
 	}
-	// The stored settings decide the tick period, so wait for Redis at
-	// start-up rather than guess; later outages are survived (503s).
-	interval, err := seed(ctx, store, log)
+	// The stored settings decide the tick period, and shared secrets may
+	// live in Redis, so wait for Redis at start-up rather than guess;
+	// later outages are survived (503s).
+	var (
+		interval time.Duration
+		places   *place.Credentials
+		passes   *pass.Passes
+	)
+	err = untilRedisAnswers(ctx, log, func() (err error) {
+		if interval, err = seed(ctx, store); err != nil {
+			return err
+		}
+		places, passes, err = loadTrust(ctx, cfg, rdb)
+		return err
+	})
 	if err != nil {
 		return err
+	}
+	var join *place.Join
+	if len(cfg.JoinSecret) > 0 {
+		if join, err = place.NewJoin(cfg.JoinSecret); err != nil {
+			return err
+		}
+	}
+	if cfg.InsecureUserIDs {
+		log.Warn("WAITROOM_INSECURE_USER_IDS=true: anyone who names a user id owns its place; never use this in production")
+	}
+	if !cfg.CookieSecure {
+		log.Warn("WAITROOM_COOKIE_SECURE=false: place cookies travel over plain http; never use this in production")
 	}
 
 	sched, err := scheduler.Start(store, scheduler.Period(interval), log)
@@ -92,11 +120,16 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	srv := &http.Server{
 		Addr: cfg.Addr,
 		Handler: httpapi.New(httpapi.Options{
-			Store:      store,
-			AdminToken: cfg.AdminToken,
-			TargetURL:  cfg.TargetURL,
-			Logger:     log,
-			Static:     static,
+			Store:           store,
+			Places:          places,
+			Passes:          passes,
+			Join:            join,
+			CookieSecure:    cfg.CookieSecure,
+			InsecureUserIDs: cfg.InsecureUserIDs,
+			AdminToken:      cfg.AdminToken,
+			TargetURL:       cfg.TargetURL,
+			Logger:          log,
+			Static:          static,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -139,21 +172,39 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	return nil
 }
 
-// seed stores the default settings where none are stored yet, retrying
-// until Redis answers, and returns the refill interval in force (the
-// smallest over the queues, so every queue is checked often enough).
-func seed(ctx context.Context, store *queue.Store, log *slog.Logger) (time.Duration, error) {
+// untilRedisAnswers runs step until it succeeds, once a second, for as
+// long as ctx lasts: at start-up Redis may not be up yet. A bad key file
+// or secret fails at once instead (errFatal).
+func untilRedisAnswers(ctx context.Context, log *slog.Logger, step func() error) error {
 	for {
-		err := store.Seed(ctx)
+		err := step()
 		if err == nil {
-			break
+			return nil
+		}
+		var fatal errFatal
+		if errors.As(err, &fatal) {
+			return fatal.err
 		}
 		log.Warn("waiting for redis", "err", err)
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return ctx.Err()
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// errFatal marks an error that waiting for Redis cannot mend.
+type errFatal struct{ err error }
+
+func (e errFatal) Error() string { return e.err.Error() }
+
+// seed stores the default settings where none are stored yet and returns
+// the refill interval in force (the smallest over the queues, so every
+// queue is checked often enough).
+func seed(ctx context.Context, store *queue.Store) (time.Duration, error) {
+	if err := store.Seed(ctx); err != nil {
+		return 0, err
 	}
 	var interval time.Duration
 	for _, q := range store.Queues() {
@@ -166,6 +217,55 @@ func seed(ctx context.Context, store *queue.Store, log *slog.Logger) (time.Durat
 		}
 	}
 	return interval, nil
+}
+
+// Fields of secrets.Key that hold what replicas share when the operator
+// configured none.
+const (
+	placeSecretField = "place_secret"
+	signingKeyField  = "pass_signing_key"
+)
+
+// loadTrust builds the place credentials and entry passes from the
+// configured secret and key file, or from the ones the first replica
+// generated and keeps in Redis.
+func loadTrust(ctx context.Context, cfg config.Config, rdb secrets.Redis) (*place.Credentials, *pass.Passes, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+	defer cancel()
+	secret := cfg.Secret
+	if len(secret) == 0 {
+		var err error
+		secret, err = secrets.Shared(ctx, rdb, placeSecretField, func() ([]byte, error) {
+			b := make([]byte, place.MinSecretBytes)
+			_, err := rand.Read(b)
+			return b, err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	places, err := place.New(secret)
+	if err != nil {
+		return nil, nil, errFatal{err}
+	}
+
+	var keyPEM []byte
+	if cfg.SigningKeyFile != "" {
+		if keyPEM, err = os.ReadFile(cfg.SigningKeyFile); err != nil {
+			return nil, nil, errFatal{fmt.Errorf("WAITROOM_SIGNING_KEY_FILE: %w", err)}
+		}
+	} else if keyPEM, err = secrets.Shared(ctx, rdb, signingKeyField, pass.GenerateKeyPEM); err != nil {
+		return nil, nil, err
+	}
+	keys, err := pass.ParseKeys(keyPEM)
+	if err != nil {
+		return nil, nil, errFatal{fmt.Errorf("signing keys: %w", err)}
+	}
+	passes, err := pass.New(keys, cfg.Issuer)
+	if err != nil {
+		return nil, nil, errFatal{err}
+	}
+	return places, passes, nil
 }
 
 // redisLogger sends go-redis's internal messages (failed dials and the

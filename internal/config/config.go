@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -29,6 +30,26 @@ type Config struct {
 	// DebugAddr, when set, serves net/http/pprof there (WAITROOM_DEBUG_ADDR);
 	// keep it on a private interface.
 	DebugAddr string
+
+	// Secret keys place credentials (WAITROOM_SECRET); empty: the first
+	// replica generates one and keeps it in Redis (secrets package).
+	Secret []byte
+	// JoinSecret verifies sites' join tokens (WAITROOM_JOIN_SECRET); empty
+	// refuses join tokens.
+	JoinSecret []byte
+	// SigningKeyFile holds the entry pass keys as PEM
+	// (WAITROOM_SIGNING_KEY_FILE); empty: the first replica generates one
+	// and keeps it in Redis.
+	SigningKeyFile string
+	// Issuer is the entry passes' iss (WAITROOM_ISSUER).
+	Issuer string
+	// CookieSecure marks cookies Secure (WAITROOM_COOKIE_SECURE); only
+	// local development over plain http turns it off.
+	CookieSecure bool
+	// InsecureUserIDs lets callers name places by a plain user_id
+	// (WAITROOM_INSECURE_USER_IDS): anyone who knows an id owns its place.
+	// For load tests only, never in production.
+	InsecureUserIDs bool
 }
 
 // MinRefillInterval keeps the scheduler sane: ticks are checked ten times
@@ -50,6 +71,15 @@ func Load(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 		}
 		return d
+	}
+
+	boolean := func(key string, def bool) bool {
+		v := get(key, strconv.FormatBool(def))
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: want true or false, got %q", key, v))
+		}
+		return b
 	}
 
 	c := Config{
@@ -100,6 +130,19 @@ func Load(getenv func(string) string) (Config, error) {
 			errs = append(errs, errors.New("WAITROOM_TARGET_URL: must be an absolute http(s) URL"))
 		}
 	}
+	c.Secret = []byte(getenv("WAITROOM_SECRET"))
+	if len(c.Secret) > 0 && len(c.Secret) < place.MinSecretBytes {
+		errs = append(errs, fmt.Errorf("WAITROOM_SECRET: must be at least %d bytes", place.MinSecretBytes))
+	}
+	c.JoinSecret = []byte(getenv("WAITROOM_JOIN_SECRET"))
+	if len(c.JoinSecret) > 0 && len(c.JoinSecret) < place.MinSecretBytes {
+		errs = append(errs, fmt.Errorf("WAITROOM_JOIN_SECRET: must be at least %d bytes", place.MinSecretBytes))
+	}
+	c.SigningKeyFile = get("WAITROOM_SIGNING_KEY_FILE", "")
+	c.Issuer = get("WAITROOM_ISSUER", "waitroom")
+	c.CookieSecure = boolean("WAITROOM_COOKIE_SECURE", true)
+	c.InsecureUserIDs = boolean("WAITROOM_INSECURE_USER_IDS", false)
+
 	if err := c.LogLevel.UnmarshalText([]byte(get("WAITROOM_LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, fmt.Errorf("WAITROOM_LOG_LEVEL: %w", err))
 	}

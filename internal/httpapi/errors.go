@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -29,6 +31,12 @@ var (
 	errAdminDisabled    = &apiError{http.StatusForbidden, "admin_disabled", "the admin API is disabled: set WAITROOM_ADMIN_TOKEN to enable it"}
 	errUnavailable      = &apiError{http.StatusServiceUnavailable, "unavailable", "the waiting room cannot reach its store; try again shortly"}
 	errInternal         = &apiError{http.StatusInternalServerError, "internal", "internal error"}
+
+	errUserIDsDisabled  = &apiError{http.StatusBadRequest, "user_ids_disabled", "plain user ids are disabled: enter without one and keep the place_token (or cookie) you get"}
+	errInvalidPlace     = &apiError{http.StatusUnauthorized, "invalid_place", "missing or invalid place credential for this queue"}
+	errInvalidJoinToken = &apiError{http.StatusBadRequest, "invalid_join_token", "the join token is invalid, expired, for another queue, or join tokens are not enabled"}
+	errInvalidPass      = &apiError{http.StatusUnauthorized, "invalid_pass", "missing, invalid, expired or revoked entry pass"}
+	errTwoIdentities    = &apiError{http.StatusBadRequest, "invalid_json", "give user_id or join_token, not both"}
 )
 
 type errorBody struct {
@@ -50,8 +58,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if e.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	if e.status == http.StatusUnauthorized {
+	switch e {
+	case errUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom-admin"`)
+	case errInvalidPlace, errInvalidPass:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
 	}
 	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message}})
 }
@@ -65,6 +76,10 @@ func classify(err error) *apiError {
 		return &apiError{http.StatusNotFound, "queue_not_found", "no such queue"}
 	case errors.Is(err, queue.ErrInvalidUserID):
 		return &apiError{http.StatusBadRequest, "invalid_user_id", "user_id must be 1-128 bytes of UTF-8 without control characters"}
+	case errors.Is(err, place.ErrInvalidJoin):
+		return errInvalidJoinToken
+	case errors.Is(err, pass.ErrInvalid):
+		return errInvalidPass
 	case errors.Is(err, queue.ErrInvalidRefill):
 		return &apiError{http.StatusBadRequest, "invalid_refill_size", fmt.Sprintf("refill_size must be an integer from 1 to %d", queue.MaxRefillSize)}
 	case storeUnavailable(err):

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/scheduler"
 )
@@ -15,17 +16,23 @@ import (
 // ticketResponse is the answer of enter and status.
 type ticketResponse struct {
 	Queue       string       `json:"queue"`
-	UserID      string       `json:"user_id"`
+	UserID      string       `json:"user_id"` // the member id holding the place
 	Status      queue.Status `json:"status"`
 	Position    int64        `json:"position"`
 	Waiting     int64        `json:"waiting"`
 	ETASeconds  int64        `json:"eta_seconds"`
 	PollAfterMS int64        `json:"poll_after_ms"`
+	PlaceToken  string       `json:"place_token,omitempty"` // enter only: the place credential
+	Pass        string       `json:"pass,omitempty"`        // ENTERED only: the entry pass
 	TargetURL   string       `json:"target_url,omitempty"`
 }
 
+// enterRequest is the enter body: empty (or {}) for a browser or app
+// that proves no identity, a site's join token, or, in insecure mode
+// only, a plain user id.
 type enterRequest struct {
-	UserID string `json:"user_id"`
+	UserID    *string `json:"user_id"`
+	JoinToken string  `json:"join_token"`
 }
 
 func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
@@ -35,25 +42,105 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := chi.URLParam(r, "queue")
-	t, err := s.store.Enter(r.Context(), q, req.UserID)
+	if !s.store.Has(q) {
+		s.fail(w, r, queue.ErrUnknownQueue)
+		return
+	}
+	var member, token string
+	enter := s.store.Enter
+	switch {
+	case req.UserID != nil && req.JoinToken != "":
+		s.fail(w, r, errTwoIdentities)
+		return
+	case req.UserID != nil:
+		if !s.insecureIDs {
+			s.fail(w, r, errUserIDsDisabled)
+			return
+		}
+		member = *req.UserID
+	case req.JoinToken != "":
+		if member, err = s.join.Member(q, req.JoinToken); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		// The account may already hold a place from another device.
+		enter = s.store.Join
+	default:
+		// Re-entering with a credential keeps the member id (and goes to
+		// the back, as any re-entry does); otherwise this is a new place.
+		if member, err = s.placeOf(r, q); err != nil {
+			if _, sent := bearer(r); sent {
+				s.fail(w, r, err) // an app that claims a place must prove it
+				return
+			}
+			member = place.NewMember() // no cookie, or a stale one
+		}
+	}
+	if req.UserID == nil {
+		token = s.places.Issue(q, member)
+		// Set before the store is asked: even a 503 (outcome unknown)
+		// leaves the browser able to ask for the place it may have got.
+		s.setPlaceCookie(w, q, token, placeCookieAge)
+	}
+	t, err := enter(r.Context(), q, member)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeTicket(w, s.ticket(q, req.UserID, t))
+	s.writeTicket(w, r, q, member, token, t)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	q, user := chi.URLParam(r, "queue"), r.URL.Query().Get("user_id")
-	t, err := s.store.Status(r.Context(), q, user)
+	q := chi.URLParam(r, "queue")
+	if !s.store.Has(q) {
+		s.fail(w, r, queue.ErrUnknownQueue)
+		return
+	}
+	member, err := s.memberOf(r, q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeTicket(w, s.ticket(q, user, t))
+	t, err := s.store.Status(r.Context(), q, member)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeTicket(w, r, q, member, "", t)
 }
 
-func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
+// leavePlace gives up the place the caller proves, and forgets the cookie.
+func (s *Server) leavePlace(w http.ResponseWriter, r *http.Request) {
+	q := chi.URLParam(r, "queue")
+	if !s.store.Has(q) {
+		s.fail(w, r, queue.ErrUnknownQueue)
+		return
+	}
+	member, err := s.placeOf(r, q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.store.Leave(r.Context(), q, member); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.setPlaceCookie(w, q, "", -1)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// leaveUser removes a user named by a plain id: insecure mode only.
+func (s *Server) leaveUser(w http.ResponseWriter, r *http.Request) {
+	if !s.insecureIDs {
+		s.fail(w, r, errUserIDsDisabled)
+		return
+	}
+	s.removeUser(w, r)
+}
+
+// removeUser takes the user named in the path out of the line and ends
+// their admission (the admin API's removal, and insecure mode's leave).
+func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) {
 	user, err := pathParam(r, "user_id")
 	if err != nil {
 		s.fail(w, r, queue.ErrInvalidUserID)
@@ -254,21 +341,31 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, name string) {
 	http.ServeFileFS(w, r, s.static, name)
 }
 
-// ticket builds the enter/status answer.
-func (s *Server) ticket(q, user string, t queue.Ticket) ticketResponse {
+// writeTicket answers enter and status: the ticket, the place token when
+// one was issued, and for an admitted user a freshly signed entry pass.
+func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, placeToken string, t queue.Ticket) {
 	resp := ticketResponse{
 		Queue:       q,
-		UserID:      user,
+		UserID:      member,
 		Status:      t.Status,
 		Position:    t.Position,
 		Waiting:     t.Waiting,
 		ETASeconds:  int64((t.ETA + time.Second - 1) / time.Second),
 		PollAfterMS: pollAfter(t).Milliseconds(),
+		PlaceToken:  placeToken,
 	}
-	if t.Status == queue.Entered && s.targetURL != "" {
-		resp.TargetURL = targetURL(s.targetURL, q, user)
+	if t.Status == queue.Entered {
+		p, err := s.passes.Issue(q, member, t.AdmittedAt, t.AdmissionEnds())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		resp.Pass = p
+		if s.targetURL != "" {
+			resp.TargetURL = targetURL(s.targetURL, p)
+		}
 	}
-	return resp
+	writeTicketJSON(w, resp)
 }
 
 // maxPoll caps the suggested polling interval.
@@ -289,15 +386,15 @@ func pollAfter(t queue.Ticket) time.Duration {
 	return d
 }
 
-// targetURL is the order page's address with the queue and user id added.
-func targetURL(base, q, user string) string {
+// targetURL is the order page's address with the entry pass added as
+// wr_pass. No user id: the pass is the only thing that opens the page.
+func targetURL(base, pass string) string {
 	u, err := url.Parse(base)
 	if err != nil {
 		return base // validated at start-up; cannot happen
 	}
 	v := u.Query()
-	v.Set("queue", q)
-	v.Set("user_id", user)
+	v.Set("wr_pass", pass)
 	u.RawQuery = v.Encode()
 	return u.String()
 }

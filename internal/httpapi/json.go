@@ -51,18 +51,23 @@ func unmarshal[T any](body []byte) (T, error) {
 	return v, nil
 }
 
-// decodeEnter reads an enter body. Nearly every one is exactly
-// {"user_id":"<id>"}, spaces aside, with no escapes in the id; those are
-// read directly, which costs a fraction of encoding/json (change 6 in
-// docs/PERFORMANCE.md). Anything else goes through unmarshal, so both
-// accept and refuse the same bodies (FuzzDecodeEnter checks it).
+// decodeEnter reads an enter body. An empty body is an enter with no
+// fields (an app that proves nothing yet). With plain user ids (load
+// tests) nearly every body is exactly {"user_id":"<id>"}, spaces aside,
+// with no escapes in the id; those are read directly, which costs a
+// fraction of encoding/json (change 6 in docs/PERFORMANCE.md). Anything
+// else goes through unmarshal, so both accept and refuse the same bodies
+// (FuzzDecodeEnter checks it).
 func decodeEnter(w http.ResponseWriter, r *http.Request) (enterRequest, error) {
 	body, err := readBody(w, r)
 	if err != nil {
 		return enterRequest{}, err
 	}
+	if len(skipSpace(body)) == 0 {
+		return enterRequest{}, nil
+	}
 	if id, ok := plainUserID(body); ok {
-		return enterRequest{UserID: id}, nil
+		return enterRequest{UserID: &id}, nil
 	}
 	return unmarshal[enterRequest](body)
 }
@@ -131,10 +136,10 @@ func setJSONHeaders(w http.ResponseWriter, status int) {
 	w.WriteHeader(status)
 }
 
-// writeTicket answers 200 with t: the bytes writeJSON would write, built
+// writeTicketJSON answers 200 with t: the bytes writeJSON would write, built
 // without reflection, as enter and status answer most of the service's
 // requests (TestAppendTicketMatchesEncodingJSON checks the bytes).
-func writeTicket(w http.ResponseWriter, t ticketResponse) {
+func writeTicketJSON(w http.ResponseWriter, t ticketResponse) {
 	setJSONHeaders(w, http.StatusOK)
 	_, _ = w.Write(appendTicket(make([]byte, 0, 256), t))
 }
@@ -154,6 +159,14 @@ func appendTicket(b []byte, t ticketResponse) []byte {
 	b = strconv.AppendInt(b, t.ETASeconds, 10)
 	b = append(b, `,"poll_after_ms":`...)
 	b = strconv.AppendInt(b, t.PollAfterMS, 10)
+	if t.PlaceToken != "" {
+		b = append(b, `,"place_token":`...)
+		b = appendString(b, t.PlaceToken)
+	}
+	if t.Pass != "" {
+		b = append(b, `,"pass":`...)
+		b = appendString(b, t.Pass)
+	}
 	if t.TargetURL != "" {
 		b = append(b, `,"target_url":`...)
 		b = appendString(b, t.TargetURL)

@@ -49,8 +49,8 @@ func FuzzDecodeEnter(f *testing.F) {
 			return
 		}
 		slow, err := unmarshal[enterRequest](body)
-		if err != nil || slow.UserID != fast {
-			t.Fatalf("body %q: fast path %q, encoding/json %q (%v)", body, fast, slow.UserID, err)
+		if err != nil || slow.UserID == nil || *slow.UserID != fast || slow.JoinToken != "" {
+			t.Fatalf("body %q: fast path %q, encoding/json %+v (%v)", body, fast, slow, err)
 		}
 	})
 }
@@ -59,7 +59,8 @@ func TestAppendTicketMatchesEncodingJSON(t *testing.T) {
 	for _, tk := range []ticketResponse{
 		{},
 		{Queue: "default", UserID: "user-1", Status: queue.Waiting, Position: 12, Waiting: 300, ETASeconds: 6, PollAfterMS: 5400},
-		{Queue: "q_1-x", UserID: "김<&>\"\\'\u2028\u2029", Status: queue.Entered, TargetURL: "https://shop.example/order?queue=q&user_id=%EA%B9%80"},
+		{Queue: "q_1-x", UserID: "김<&>\"\\'\u2028\u2029", Status: queue.Entered, Pass: "eyJhbGciOiJFZERTQSJ9.e30.c2ln", TargetURL: "https://shop.example/order?event=7&wr_pass=eyJ"},
+		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, Position: 1, PlaceToken: "v1.default.YTpB.bWFj"},
 		{Queue: "q", UserID: "u", Status: queue.NotWaiting, Position: math.MinInt64, Waiting: math.MaxInt64, ETASeconds: -1, PollAfterMS: 0},
 	} {
 		checkTicketBytes(t, tk)
@@ -67,10 +68,10 @@ func TestAppendTicketMatchesEncodingJSON(t *testing.T) {
 }
 
 func FuzzAppendTicket(f *testing.F) {
-	f.Add("default", "user-1", "WAITING", int64(3), int64(10), int64(5), int64(5100), "")
-	f.Add("q", "a\"b\\c<d>&e\x01\xff\u2028", "ENTERED", int64(0), int64(-1), int64(0), int64(0), "https://x/?a=1&b=2")
-	f.Fuzz(func(t *testing.T, q, user, status string, pos, waiting, eta, poll int64, target string) {
-		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), pos, waiting, eta, poll, target})
+	f.Add("default", "user-1", "WAITING", int64(3), int64(10), int64(5), int64(5100), "v1.default.YTpB.bWFj", "", "")
+	f.Add("q", "a\"b\\c<d>&e\x01\xff\u2028", "ENTERED", int64(0), int64(-1), int64(0), int64(0), "", "e.y.J", "https://x/?a=1&b=2")
+	f.Fuzz(func(t *testing.T, q, user, status string, pos, waiting, eta, poll int64, token, pass, target string) {
+		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), pos, waiting, eta, poll, token, pass, target})
 	})
 }
 

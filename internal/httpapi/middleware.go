@@ -99,7 +99,7 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 			s.fail(w, r, errAdminDisabled)
 			return
 		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token, ok := bearer(r)
 		sum := sha256.Sum256([]byte(token))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.adminHash[:]) != 1 {
 			s.fail(w, r, errUnauthorized)

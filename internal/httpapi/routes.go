@@ -19,6 +19,8 @@ func (s *Server) routes() http.Handler {
 	})
 
 	r.Get("/healthz", s.healthz)
+	r.Get("/.well-known/jwks.json", s.jwks)
+	r.Get("/api/v1/verify", s.verify)
 	r.Get("/readyz", s.readyz)
 
 	// Pages.
@@ -35,7 +37,8 @@ func (s *Server) routes() http.Handler {
 	r.Get(api+"/", s.queueInfo)
 	r.Post(api+"/enter", s.enter)
 	r.Get(api+"/status", s.status)
-	r.Delete(api+"/users/{user_id}", s.leave)
+	r.Delete(api+"/place", s.leavePlace)
+	r.Delete(api+"/users/{user_id}", s.leaveUser) // insecure mode only
 
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(s.requireAdmin)
@@ -43,6 +46,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/queues/{queue}", s.adminQueue)
 		r.Put("/queues/{queue}/refill-size", s.setRefillSize)
 		r.Get("/queues/{queue}/history", s.history)
+		r.Delete("/queues/{queue}/users/{user_id}", s.removeUser) // every admin call is logged at info
 	})
 	return r
 }

@@ -8,17 +8,32 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// Options are what the server needs; every field but AdminToken and
-// TargetURL is required.
+// Options are what the server needs; Store, Places, Passes, Logger and
+// Static are required.
 type Options struct {
 	Store *queue.Store
+	// Places issues and verifies place credentials.
+	Places *place.Credentials
+	// Passes issues and checks entry passes and publishes their keys.
+	Passes *pass.Passes
+	// Join verifies sites' join tokens; nil refuses them.
+	Join *place.Join
+	// CookieSecure marks the place cookie Secure; off only for local
+	// development over plain http.
+	CookieSecure bool
+	// InsecureUserIDs accepts plain user ids ({"user_id"}, ?user_id=,
+	// DELETE .../users/{id}): whoever names an id owns its place. For load
+	// tests only.
+	InsecureUserIDs bool
 	// AdminToken is the bearer token of the admin API; empty disables it.
 	AdminToken string
 	// TargetURL is where admitted users go (the order page); it gets the
-	// queue and user id as query parameters.
+	// entry pass as the query parameter wr_pass.
 	TargetURL string
 	Logger    *slog.Logger
 	// Static holds the pages and their assets (web/static).
@@ -28,6 +43,11 @@ type Options struct {
 // Server serves the HTTP API.
 type Server struct {
 	store        *queue.Store
+	places       *place.Credentials
+	passes       *pass.Passes
+	join         *place.Join
+	cookieSecure bool
+	insecureIDs  bool
 	adminEnabled bool
 	adminHash    [sha256.Size]byte
 	targetURL    string
@@ -40,6 +60,11 @@ type Server struct {
 func New(o Options) *Server {
 	s := &Server{
 		store:        o.Store,
+		places:       o.Places,
+		passes:       o.Passes,
+		join:         o.Join,
+		cookieSecure: o.CookieSecure,
+		insecureIDs:  o.InsecureUserIDs,
 		adminEnabled: o.AdminToken != "",
 		// Comparing hashes keeps the comparison constant-time even in the
 		// token's length.

@@ -48,6 +48,9 @@ func newEnv(t testing.TB, rdb *redis.Client, settings queue.Settings, timeout ti
 		t.Fatal(err)
 	}
 	opts.Store = store
+	if opts.Places == nil {
+		opts.Places, opts.Passes = newTrust(t, rdb)
+	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.Static = fstest.MapFS{
 		"waiting.html": {Data: []byte("<!doctype html><title>waiting</title>")},
@@ -91,9 +94,11 @@ func (e *env) do(method, path, body string, header ...string) response {
 	return response{resp.StatusCode, resp.Header, b}
 }
 
+// enter and status name users by plain ids: the env must be in insecure
+// mode (Options.InsecureUserIDs).
 func (e *env) enter(user string) ticketResponse {
 	e.t.Helper()
-	body, _ := json.Marshal(enterRequest{UserID: user})
+	body, _ := json.Marshal(enterRequest{UserID: &user})
 	r := e.do("POST", "/api/v1/queues/"+e.queue+"/enter", string(body))
 	return decodeTicket(e.t, r)
 }
@@ -135,13 +140,13 @@ var slow = queue.Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: 
 
 func TestEnterStatusLeave(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, TargetURL: "https://shop.example/order?event=7"})
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, TargetURL: "https://shop.example/order?event=7", InsecureUserIDs: true})
 
 	a := e.enter("alice")
-	if a.Status != queue.Entered || a.Position != 0 || a.ETASeconds != 0 || a.PollAfterMS != 0 {
+	if a.Status != queue.Entered || a.Position != 0 || a.ETASeconds != 0 || a.PollAfterMS != 0 || a.Pass == "" || a.PlaceToken != "" {
 		t.Fatalf("alice = %+v", a)
 	}
-	wantTarget := "https://shop.example/order?event=7&queue=" + e.queue + "&user_id=alice"
+	wantTarget := "https://shop.example/order?event=7&wr_pass=" + a.Pass
 	if a.TargetURL != wantTarget {
 		t.Fatalf("target url %q, want %q", a.TargetURL, wantTarget)
 	}
@@ -189,7 +194,7 @@ func TestEnterStatusLeave(t *testing.T) {
 
 func TestAdmin(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, InsecureUserIDs: true})
 	auth := []string{"Authorization", "Bearer " + adminToken}
 	path := "/admin/v1/queues/" + e.queue
 
@@ -236,6 +241,19 @@ func TestAdmin(t *testing.T) {
 	if aq.Waiting != 0 || aq.Entered != 8 || aq.Tokens != 5 || aq.LastTickAtMS == 0 || aq.AdmittedLastMinute != 8 {
 		t.Fatalf("admin queue = %+v", aq)
 	}
+	// The operator removes a user: out of the entered set, idempotent.
+	for i := 0; i < 2; i++ {
+		if r := e.do("DELETE", path+"/users/u1", "", auth...); r.status != http.StatusNoContent {
+			t.Fatalf("admin remove: %d %s", r.status, r.body)
+		}
+	}
+	if st := e.status("u1"); st.Status != queue.NotWaiting {
+		t.Fatalf("u1 after removal: %+v", st)
+	}
+	wantError(t, e.do("DELETE", path+"/users/u2", ""), 401, "unauthorized")
+	if st := e.status("u2"); st.Status != queue.Entered {
+		t.Fatalf("u2 after an unauthorised removal: %+v", st)
+	}
 	var hist struct {
 		Queue            string         `json:"queue"`
 		RefillIntervalMS int64          `json:"refill_interval_ms"`
@@ -266,7 +284,7 @@ func TestAdminDisabledWithoutToken(t *testing.T) {
 // people already in line keep their places.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, InsecureUserIDs: true})
 	for _, u := range []string{"in1", "in2", "w1", "w2", "w3"} {
 		e.enter(u)
 	}
@@ -278,7 +296,6 @@ func TestBadInput(t *testing.T) {
 		code                     string
 	}{
 		{"empty user", "POST", enter, `{"user_id":""}`, 400, "invalid_user_id"},
-		{"missing user", "POST", enter, `{}`, 400, "invalid_user_id"},
 		{"long user", "POST", enter, `{"user_id":"` + strings.Repeat("x", 129) + `"}`, 400, "invalid_user_id"},
 		{"control char", "POST", enter, `{"user_id":"a\u0000b"}`, 400, "invalid_user_id"},
 		{"newline", "POST", enter, `{"user_id":"a\nb"}`, 400, "invalid_user_id"},
@@ -287,14 +304,15 @@ func TestBadInput(t *testing.T) {
 		{"not an object", "POST", enter, `"w1"`, 400, "invalid_json"},
 		{"unknown field", "POST", enter, `{"user_id":"x","admin":true}`, 400, "invalid_json"},
 		{"two objects", "POST", enter, `{"user_id":"x"}{"user_id":"y"}`, 400, "invalid_json"},
-		{"empty body", "POST", enter, ``, 400, "invalid_json"},
+		{"user id and join token", "POST", enter, `{"user_id":"x","join_token":"y"}`, 400, "invalid_json"},
+		{"join token when joins are off", "POST", enter, `{"join_token":"a.b.c"}`, 400, "invalid_join_token"},
 		{"too large", "POST", enter, `{"user_id":"` + strings.Repeat("x", 5000) + `"}`, 413, "body_too_large"},
 		{"unknown queue enter", "POST", "/api/v1/queues/nope/enter", `{"user_id":"x"}`, 404, "queue_not_found"},
 		{"unknown queue status", "GET", "/api/v1/queues/nope/status?user_id=x", "", 404, "queue_not_found"},
 		{"unknown queue info", "GET", "/api/v1/queues/nope", "", 404, "queue_not_found"},
 		{"unknown queue leave", "DELETE", "/api/v1/queues/nope/users/x", "", 404, "queue_not_found"},
 		{"braces queue", "POST", "/api/v1/queues/%7Bx%7D/enter", `{"user_id":"x"}`, 404, "queue_not_found"},
-		{"status without user", "GET", status, "", 400, "invalid_user_id"},
+		{"status without user or place", "GET", status, "", 401, "invalid_place"},
 		{"status invalid utf8", "GET", status + "?user_id=%FF%FE", "", 400, "invalid_user_id"},
 		{"status too long", "GET", status + "?user_id=" + strings.Repeat("y", 129), "", 400, "invalid_user_id"},
 		{"leave control char", "DELETE", "/api/v1/queues/" + e.queue + "/users/a%01b", "", 400, "invalid_user_id"},
@@ -357,7 +375,7 @@ func TestRedisOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := ctr.Client(t, redisOpts)
-	e := newEnv(t, rdb, slow, 500*time.Millisecond, Options{AdminToken: adminToken})
+	e := newEnv(t, rdb, slow, 500*time.Millisecond, Options{AdminToken: adminToken, InsecureUserIDs: true})
 	ctx := context.Background()
 	for _, u := range []string{"a", "b", "c"} {
 		e.enter(u)

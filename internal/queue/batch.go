@@ -214,19 +214,20 @@ func (s *Store) userArgs(users []string) []any {
 }
 
 // runBatch runs script once for users. Both batched scripts (enter.lua and
-// status.lua) reply {waiting, until_next_tick_ms, interval_ms, refill_size}
-// and then a status and position per user.
+// status.lua) reply {waiting, until_next_tick_ms, interval_ms, refill_size,
+// ttl_ms} and then a status and place per user.
 func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, keys []string, users []string) ([]Ticket, error) {
 	v, err := script.Run(ctx, s.rdb, keys, s.userArgs(users)...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("queue: %s: %w", name, err)
 	}
-	if len(v) != 4+2*len(users) {
+	const head = 5
+	if len(v) != head+2*len(users) {
 		return nil, fmt.Errorf("queue: %s: reply of %d values for %d users", name, len(v), len(users))
 	}
 	tickets := make([]Ticket, len(users))
 	for i := range users {
-		if tickets[i], err = newTicket(v[4+2*i], v[5+2*i], v[0], v[1], v[2], v[3]); err != nil {
+		if tickets[i], err = newTicket(v[:head], v[head+2*i], v[head+1+2*i]); err != nil {
 			return nil, err
 		}
 	}

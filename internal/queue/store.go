@@ -67,10 +67,18 @@ type Ticket struct {
 	ETA time.Duration
 	// UntilNextTick is the time left in the current interval.
 	UntilNextTick time.Duration
+	// AdmittedAt is when the admission began (Redis clock); zero unless
+	// Entered. It identifies the admission: entering again, or being
+	// admitted again later, gives a new one.
+	AdmittedAt time.Time
 	// Settings in force when the ticket was computed.
 	RefillSize     int
 	RefillInterval time.Duration
+	SessionTTL     time.Duration
 }
+
+// AdmissionEnds is when an Entered ticket's admission runs out.
+func (t Ticket) AdmissionEnds() time.Time { return t.AdmittedAt.Add(t.SessionTTL) }
 
 // TickResult reports one call of Tick.
 type TickResult struct {
@@ -288,6 +296,34 @@ func (s *Store) Status(ctx context.Context, queue, user string) (Ticket, error) 
 	return q.statuses.do(ctx, user)
 }
 
+// Join is Enter for a user who may already hold a place from another
+// device (a site's join token names the same account everywhere): a place
+// in the line or an admission is kept as it is, and only a user holding
+// neither enters. Two devices joining at the same instant may both enter;
+// the later one then goes to the back, next to where both arrived.
+func (s *Store) Join(ctx context.Context, queue, user string) (Ticket, error) {
+	t, err := s.Status(ctx, queue, user)
+	if err != nil || t.Status != NotWaiting {
+		return t, err
+	}
+	return s.Enter(ctx, queue, user)
+}
+
+// Admission returns the start of user's current admission to queue, or
+// ok = false when the user holds none (or queue is not one of this
+// store's). It is what makes an entry pass revocable (pass.Admissions):
+// leaving, entering again, expiry and removal all end the admission.
+func (s *Store) Admission(ctx context.Context, queue, user string) (start time.Time, ok bool, err error) {
+	if !s.Has(queue) || ValidateUserID(user) != nil {
+		return time.Time{}, false, nil
+	}
+	t, err := s.Status(ctx, queue, user)
+	if err != nil || t.Status != Entered {
+		return time.Time{}, false, err
+	}
+	return t.AdmittedAt, true, nil
+}
+
 // Leave removes user from the line and from the entered set. It is not an
 // error when the user is in neither.
 func (s *Store) Leave(ctx context.Context, queue, user string) error {
@@ -419,24 +455,29 @@ func parseHistoryEntry(entry string) (HistoryPoint, error) {
 	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2]}, nil
 }
 
-// newTicket builds a ticket from the scripts' integers (durations in ms)
-// and computes the ETA: the time left in the current interval plus one
-// interval for every full refill ahead of the user.
-func newTicket(status, position, waiting, untilNextTick, interval, refill int64) (Ticket, error) {
+// newTicket builds a ticket from the scripts' integers (durations and
+// times in ms): head is {waiting, until_next_tick_ms, interval_ms,
+// refill_size, ttl_ms}, then the user's status code and place (position
+// when waiting, admission time when entered). The ETA is the time left in
+// the current interval plus one interval for every full refill ahead.
+func newTicket(head []int64, status, place int64) (Ticket, error) {
+	waiting, untilNextTick, interval, refill, ttl := head[0], head[1], head[2], head[3], head[4]
 	t := Ticket{
-		Position:       position,
 		Waiting:        waiting,
 		UntilNextTick:  time.Duration(untilNextTick) * time.Millisecond,
 		RefillInterval: time.Duration(interval) * time.Millisecond,
 		RefillSize:     int(refill),
+		SessionTTL:     time.Duration(ttl) * time.Millisecond,
 	}
 	switch status {
 	case 1:
 		t.Status = Entered
+		t.AdmittedAt = time.UnixMilli(place)
 	case 2:
 		t.Status = Waiting
+		t.Position = place
 		if refill > 0 {
-			t.TicksAhead = (position - 1) / refill
+			t.TicksAhead = (place - 1) / refill
 			t.ETA = t.UntilNextTick + time.Duration(t.TicksAhead)*t.RefillInterval
 		}
 	case 3:

@@ -21,12 +21,12 @@
 -- KEYS[6] -> tick    (HASH; field "direct" counts admissions since the last tick)
 -- ARGV[1..3] -> default refill_size, refill_interval_ms, session_ttl_ms
 -- ARGV[4..]  -> user ids
--- Returns {waiting, until_next_tick_ms, interval_ms, refill_size,
---          status1, position1, status2, position2, ...}
--- where waiting is the line after the last user and position is 0 unless
--- the status is WAITING.
+-- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms,
+--          status1, place1, status2, place2, ...}
+-- where waiting is the line after the last user and place is the position
+-- when WAITING and the admission time (ms) when ENTERED.
 local now = now_ms()
-local refill, interval = queue_config(KEYS[5], ARGV[1], ARGV[2], ARGV[3])
+local refill, interval, ttl = queue_config(KEYS[5], ARGV[1], ARGV[2], ARGV[3])
 
 local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
 if tokens > refill then
@@ -34,7 +34,7 @@ if tokens > refill then
 end
 local waiting = redis.call('ZCARD', KEYS[1])
 local n = #ARGV - 3
-local out = {0, until_next_tick_ms(now, interval), interval, refill}
+local out = {0, until_next_tick_ms(now, interval), interval, refill, ttl}
 
 -- The first users go straight in while tokens remain, if nobody waits.
 local direct = 0
@@ -46,8 +46,8 @@ if direct > 0 then
   for i = 1, direct do
     args[2 * i - 1] = now
     args[2 * i] = ARGV[3 + i]
-    out[3 + 2 * i] = ENTERED
-    out[4 + 2 * i] = 0
+    out[4 + 2 * i] = ENTERED
+    out[5 + 2 * i] = now
   end
   redis.call('ZADD', KEYS[2], unpack(args))
   redis.call('SET', KEYS[3], tokens - direct)
@@ -78,8 +78,8 @@ if rest > 0 then
       place[user] = waiting - behind
       behind = behind + 1
     end
-    out[3 + 2 * (direct + j)] = WAITING
-    out[4 + 2 * (direct + j)] = place[user]
+    out[4 + 2 * (direct + j)] = WAITING
+    out[5 + 2 * (direct + j)] = place[user]
   end
 end
 

@@ -7,12 +7,14 @@
 -- KEYS[3] -> config  (HASH)
 -- ARGV[1..3] -> default refill_size, refill_interval_ms, session_ttl_ms
 -- ARGV[4..]  -> user ids
--- Returns {waiting, until_next_tick_ms, interval_ms, refill_size,
---          status1, position1, status2, position2, ...}
--- where position is 0 unless the status is WAITING.
+-- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms,
+--          status1, place1, status2, place2, ...}
+-- where place is the position when WAITING, the admission time (ms) when
+-- ENTERED (an entry pass names it, so a pass ends with its admission),
+-- and 0 when NOT_WAITING.
 local now = now_ms()
 local refill, interval, ttl = queue_config(KEYS[3], ARGV[1], ARGV[2], ARGV[3])
-local out = {redis.call('ZCARD', KEYS[1]), until_next_tick_ms(now, interval), interval, refill}
+local out = {redis.call('ZCARD', KEYS[1]), until_next_tick_ms(now, interval), interval, refill, ttl}
 
 -- One ZMSCORE answers "admitted?" for every user of the call.
 local users = {}
@@ -27,7 +29,7 @@ for i, user in ipairs(users) do
   local admitted_at = tonumber(admitted[i])
   if admitted_at and admitted_at > now - ttl then
     out[#out + 1] = ENTERED
-    out[#out + 1] = 0
+    out[#out + 1] = admitted_at
   else
     local rank = redis.call('ZRANK', KEYS[1], user)
     if rank then

@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/place"
+)
+
+// placeCookieAge is how long a browser keeps its place cookie: a day, so
+// a user who closes the browser during a long wait keeps the place.
+const placeCookieAge = 24 * 60 * 60
+
+// placeOf returns the member whose place in queue q the request proves:
+// the credential in Authorization: Bearer (apps), else in the queue's
+// cookie (browsers). errInvalidPlace when there is none or it is not
+// valid for q.
+func (s *Server) placeOf(r *http.Request, q string) (string, error) {
+	token, ok := bearer(r)
+	if !ok {
+		c, err := r.Cookie(place.CookieName(q))
+		if err != nil {
+			return "", errInvalidPlace
+		}
+		token = c.Value
+	}
+	member, err := s.places.Verify(q, token)
+	if err != nil {
+		return "", errInvalidPlace
+	}
+	return member, nil
+}
+
+// memberOf returns the member a status call asks about: the place the
+// caller proves, or in insecure mode a plain ?user_id=.
+func (s *Server) memberOf(r *http.Request, q string) (string, error) {
+	if r.URL.RawQuery != "" {
+		if v := r.URL.Query(); v.Has("user_id") {
+			if !s.insecureIDs {
+				return "", errUserIDsDisabled
+			}
+			return v.Get("user_id"), nil
+		}
+	}
+	return s.placeOf(r, q)
+}
+
+// setPlaceCookie sets (maxAge > 0) or deletes (maxAge < 0) the cookie
+// that carries queue q's place credential in browsers. HttpOnly keeps it
+// from page scripts; SameSite=Lax from other sites' posts.
+func (s *Server) setPlaceCookie(w http.ResponseWriter, q, token string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{
+		Name:     place.CookieName(q),
+		Value:    token,
+		Path:     "/",
+		MaxAge:   maxAge,
+		HttpOnly: true,
+		Secure:   s.cookieSecure,
+		SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header;
+// the scheme is case-insensitive (RFC 9110, section 11.1).
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const scheme = "bearer "
+	if len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return "", false
+	}
+	return strings.TrimSpace(h[len(scheme):]), true
+}
+
+type verifyResponse struct {
+	Queue   string `json:"queue"`
+	Sub     string `json:"sub"`
+	Expires int64  `json:"exp"`
+}
+
+// verify is the order page's server-to-server check of an entry pass:
+// signature, validity and that its admission has not ended.
+func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
+	token, ok := bearer(r)
+	if !ok {
+		s.fail(w, r, errInvalidPass)
+		return
+	}
+	c, err := s.passes.Check(r.Context(), token, s.store)
+	if err != nil {
+		if !errors.Is(err, pass.ErrInvalid) {
+			s.fail(w, r, err) // Redis away: 503, not a verdict on the pass
+			return
+		}
+		s.fail(w, r, errInvalidPass)
+		return
+	}
+	writeJSON(w, http.StatusOK, verifyResponse{Queue: c.Queue, Sub: c.Subject, Expires: c.Expires.Unix()})
+}
+
+// jwksMaxAge is how long verifiers may cache the JWKS: a new key must be
+// published at least this long before it signs (README, key rotation).
+const jwksMaxAge = "300"
+
+func (s *Server) jwks(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "public, max-age="+jwksMaxAge)
+	_, _ = w.Write(s.passes.Keys().JWKS())
+}

@@ -1,0 +1,69 @@
+package place
+
+import (
+	"errors"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// ErrInvalidJoin means a join token is malformed, not signed with the join
+// secret, expired, not yet valid, for another queue, or join tokens are
+// not enabled.
+var ErrInvalidJoin = errors.New("place: invalid join token")
+
+// MaxSubjectBytes bounds the site's user id in a join token, so that the
+// member id ("u:" + sub) fits the queue store's 128 bytes.
+const MaxSubjectBytes = 126
+
+// Join verifies the join tokens that a site mints for its signed-in users,
+// so one account holds one place on every device: a JWT signed with
+// HS256 and the shared join secret, with sub = the site's user id,
+// aud = the queue and exp.
+type Join struct {
+	key []byte
+}
+
+// NewJoin returns a verifier for tokens signed with secret (at least
+// MinSecretBytes).
+func NewJoin(secret []byte) (*Join, error) {
+	if len(secret) < MinSecretBytes {
+		return nil, errors.New("place: join secret must be at least 32 bytes")
+	}
+	return &Join{key: append([]byte(nil), secret...)}, nil
+}
+
+// Member returns the member id of the site user that token names for
+// queue: "u:" + sub.
+func (j *Join) Member(queue, token string) (string, error) {
+	if j == nil {
+		return "", fmt.Errorf("%w: join tokens are not enabled (WAITROOM_JOIN_SECRET)", ErrInvalidJoin)
+	}
+	var claims jwt.RegisteredClaims
+	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return j.key, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithAudience(queue))
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidJoin, err)
+	}
+	if !validSubject(claims.Subject) {
+		return "", fmt.Errorf("%w: sub must be 1-%d bytes of UTF-8 without control characters", ErrInvalidJoin, MaxSubjectBytes)
+	}
+	return "u:" + claims.Subject, nil
+}
+
+func validSubject(sub string) bool {
+	if sub == "" || len(sub) > MaxSubjectBytes || !utf8.ValidString(sub) {
+		return false
+	}
+	for _, r := range sub {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
