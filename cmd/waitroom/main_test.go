@@ -2,94 +2,237 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
-// The whole service starts from its environment, serves, and stops
-// cleanly when its context ends (SIGTERM in production).
-func TestRunServesAndShutsDown(t *testing.T) {
+// replica is one run() of the service, started from env on a free port.
+type replica struct {
+	base string
+	stop func() error // ends run's context and returns what run returned
+}
+
+func startReplica(t *testing.T, env map[string]string) *replica {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	queue := fmt.Sprintf("run%d", time.Now().UnixNano())
-	env := map[string]string{
-		"WAITROOM_ADDR":            addr,
-		"WAITROOM_REDIS_URL":       "redis://" + redistest.Addr(t) + "/0",
-		"WAITROOM_QUEUES":          queue + ",other",
-		"WAITROOM_REFILL_SIZE":     "1",
-		"WAITROOM_REFILL_INTERVAL": "100ms",
-		"WAITROOM_ADMIN_TOKEN":     "t",
+	full := map[string]string{"WAITROOM_ADDR": addr, "WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0"}
+	for k, v := range env {
+		full[k] = v
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(k string) string { return env[k] }, io.Discard) }()
-
-	base := "http://" + addr
+	go func() { done <- run(ctx, func(k string) string { return full[k] }, io.Discard) }()
+	r := &replica{base: "http://" + addr}
+	stopped := false
+	r.stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(15 * time.Second):
+			return fmt.Errorf("run did not return after its context ended")
+		}
+	}
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			t.Errorf("replica %s: %v", addr, err)
+		}
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(base + "/readyz")
+		resp, err := http.Get(r.base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				break
+				return r
 			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run ended before it was ready: %v", err)
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("service never became ready")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
 
-	// Two users, one token: the scheduler's ticks admit the second.
-	for _, u := range []string{"a", "b"} {
-		resp, err := http.Post(base+"/api/v1/queues/"+queue+"/enter", "application/json", strings.NewReader(`{"user_id":"`+u+`"}`))
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("enter %s: %v %v", u, err, resp)
-		}
-		resp.Body.Close()
+type ticket struct {
+	UserID     string `json:"user_id"`
+	Status     string `json:"status"`
+	Position   int    `json:"position"`
+	PlaceToken string `json:"place_token"`
+	Pass       string `json:"pass"`
+}
+
+// call makes a request with an optional bearer token and decodes a 200
+// answer into out; it returns the status code.
+func (r *replica) call(t *testing.T, method, path, bearer string, out any) int {
+	t.Helper()
+	var body io.Reader
+	if method == "POST" {
+		body = strings.NewReader("{}")
 	}
-	for {
-		resp, err := http.Get(base + "/api/v1/queues/" + queue + "/status?user_id=b")
-		if err != nil {
-			t.Fatal(err)
+	req, err := http.NewRequest(method, r.base+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == 200 && out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %s: %v", method, path, b, err)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if strings.Contains(string(body), `"ENTERED"`) {
+	}
+	return resp.StatusCode
+}
+
+// The whole service starts from its environment, with the production
+// defaults (no plain user ids), serves, and stops cleanly when its context
+// ends (SIGTERM in production).
+func TestRunServesAndShutsDown(t *testing.T) {
+	queue := fmt.Sprintf("run%d", time.Now().UnixNano())
+	r := startReplica(t, map[string]string{
+		"WAITROOM_QUEUES":          queue + ",other",
+		"WAITROOM_REFILL_SIZE":     "1",
+		"WAITROOM_REFILL_INTERVAL": "100ms",
+		"WAITROOM_ADMIN_TOKEN":     "t",
+	})
+	api := "/api/v1/queues/" + queue
+	// Two users, one token: the scheduler's ticks admit the second.
+	var b ticket
+	for range 2 {
+		if code := r.call(t, "POST", api+"/enter", "", &b); code != 200 || b.PlaceToken == "" {
+			t.Fatalf("enter: %d %+v", code, b)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var st ticket
+		if code := r.call(t, "GET", api+"/status", b.PlaceToken, &st); code != 200 {
+			t.Fatalf("status: %d", code)
+		}
+		if st.Status == "ENTERED" && st.Pass != "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("b never admitted: %s", body)
+			t.Fatalf("b never admitted: %+v", st)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	if code := r.call(t, "GET", api+"/status?user_id="+b.UserID, "", nil); code != 400 {
+		t.Fatalf("plain user id on a production config: %d, want 400", code)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v", err)
+// Replicas sharing one Redis, with no secret or key configured, share the
+// ones the first generated: each accepts the others' place credentials and
+// entry passes. A replica with another secret or key file accepts neither.
+func TestReplicasShareCredentialsAndPasses(t *testing.T) {
+	// Generated secrets live in one global Redis hash: this test's Redis
+	// is shared with the package's other tests, which is what replicas do.
+	queue := fmt.Sprintf("share%d", time.Now().UnixNano())
+	env := map[string]string{"WAITROOM_QUEUES": queue, "WAITROOM_REFILL_SIZE": "1", "WAITROOM_REFILL_INTERVAL": "1h"}
+	a, b := startReplica(t, env), startReplica(t, env)
+	api := "/api/v1/queues/" + queue
+
+	var in, waiting ticket
+	if a.call(t, "POST", api+"/enter", "", &in); in.Status != "ENTERED" || in.Pass == "" {
+		t.Fatalf("first enter on a: %+v", in)
+	}
+	if b.call(t, "POST", api+"/enter", "", &waiting); waiting.Status != "WAITING" {
+		t.Fatalf("second enter on b: %+v", waiting)
+	}
+	for _, tc := range []struct {
+		r    *replica
+		tk   ticket
+		want string
+	}{{b, in, "ENTERED"}, {a, waiting, "WAITING"}} {
+		var st ticket
+		if code := tc.r.call(t, "GET", api+"/status", tc.tk.PlaceToken, &st); code != 200 || st.UserID != tc.tk.UserID || st.Status != tc.want {
+			t.Fatalf("status on the other replica: %d %+v, want %s for %s", code, st, tc.want, tc.tk.UserID)
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not return after its context ended")
+	}
+	var v struct {
+		Queue, Sub string
+	}
+	if code := b.call(t, "GET", "/api/v1/verify", in.Pass, &v); code != 200 || v.Sub != in.UserID || v.Queue != queue {
+		t.Fatalf("b verifying a's pass: %d %+v", code, v)
+	}
+	var jwksA, jwksB json.RawMessage
+	a.call(t, "GET", "/.well-known/jwks.json", "", &jwksA)
+	b.call(t, "GET", "/.well-known/jwks.json", "", &jwksB)
+	if string(jwksA) != string(jwksB) || len(jwksA) < 50 {
+		t.Fatalf("JWKS differ: %s vs %s", jwksA, jwksB)
+	}
+
+	// A replica configured with its own secret and key file.
+	keyPEM, err := pass.GenerateKeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "signing.pem")
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]string{"WAITROOM_SECRET": strings.Repeat("s", 32), "WAITROOM_SIGNING_KEY_FILE": keyFile}
+	for k, v := range env {
+		own[k] = v
+	}
+	c := startReplica(t, own)
+	if code := c.call(t, "GET", api+"/status", in.PlaceToken, nil); code != 401 {
+		t.Fatalf("a credential of the generated secret on a replica with its own: %d", code)
+	}
+	if code := c.call(t, "GET", "/api/v1/verify", in.Pass, nil); code != 401 {
+		t.Fatalf("a pass of the generated key on a replica with its own: %d", code)
+	}
+	var mine ticket
+	c.call(t, "POST", api+"/enter", "", &mine)
+	if code := c.call(t, "GET", api+"/status", mine.PlaceToken, nil); code != 200 {
+		t.Fatalf("its own credential: %d", code)
 	}
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	notKey := filepath.Join(dir, "not-a-key.pem")
+	if err := os.WriteFile(notKey, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, env := range []map[string]string{
 		{"WAITROOM_REFILL_SIZE": "0"},
 		{"WAITROOM_REFILL_SIZE": "ten"},
@@ -102,10 +245,19 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"WAITROOM_TARGET_URL": "/relative"},
 		{"WAITROOM_LOG_LEVEL": "loud"},
 		{"WAITROOM_REQUEST_TIMEOUT": "0s"},
+		{"WAITROOM_SECRET": "too-short"},
+		{"WAITROOM_JOIN_SECRET": "too-short"},
+		{"WAITROOM_COOKIE_SECURE": "maybe"},
+		{"WAITROOM_INSECURE_USER_IDS": "yes please"},
+		{"WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0", "WAITROOM_SIGNING_KEY_FILE": filepath.Join(dir, "missing.pem")},
+		{"WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0", "WAITROOM_SIGNING_KEY_FILE": notKey},
 	} {
-		err := run(context.Background(), func(k string) string { return env[k] }, io.Discard)
-		if err == nil {
-			t.Errorf("run with %v: no error", env)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := run(ctx, func(k string) string { return env[k] }, io.Discard)
+		timedOut := ctx.Err() != nil
+		cancel()
+		if err == nil || timedOut {
+			t.Errorf("run with %v: %v (want a configuration error before the deadline)", env, err)
 		}
 	}
 }

@@ -671,3 +671,88 @@ func runCall(t *testing.T, run func(context.Context, []string) ([]Ticket, error)
 	}
 	return tickets
 }
+
+// An admission is named by its start on the Redis clock: enter and status
+// report the same one, a tick's admission starts at the tick, and entering
+// again ends it (Admission is what revokes entry passes).
+func TestAdmissionTimes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ttl := time.Hour
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: ttl})
+	redisNow := func() time.Time {
+		t.Helper()
+		now, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return now
+	}
+
+	before := redisNow().Truncate(time.Millisecond)
+	a := enter(t, s, q, "a")
+	after := redisNow()
+	if a.Status != Entered || a.AdmittedAt.Before(before) || a.AdmittedAt.After(after) || a.SessionTTL != ttl {
+		t.Fatalf("a = %+v, want admitted between %v and %v with TTL %s", a, before, after, ttl)
+	}
+	if !a.AdmissionEnds().Equal(a.AdmittedAt.Add(ttl)) {
+		t.Fatalf("admission ends %v", a.AdmissionEnds())
+	}
+	if st := status(t, s, q, "a"); !st.AdmittedAt.Equal(a.AdmittedAt) || st.SessionTTL != ttl {
+		t.Fatalf("status of a = %+v, enter said %v", st, a.AdmittedAt)
+	}
+	if start, ok, err := s.Admission(ctx, q, "a"); err != nil || !ok || !start.Equal(a.AdmittedAt) {
+		t.Fatalf("Admission(a) = %v, %v, %v", start, ok, err)
+	}
+
+	b := enter(t, s, q, "b")
+	if b.Status != Waiting || !b.AdmittedAt.IsZero() {
+		t.Fatalf("b = %+v", b)
+	}
+	if _, ok, err := s.Admission(ctx, q, "b"); ok || err != nil {
+		t.Fatalf("Admission of a waiting user: %v, %v", ok, err)
+	}
+	tickAt := redisNow().Truncate(time.Millisecond)
+	tick(t, s, rdb, q)
+	bIn := status(t, s, q, "b")
+	if bIn.Status != Entered || bIn.AdmittedAt.Before(tickAt) || bIn.AdmittedAt.After(redisNow()) {
+		t.Fatalf("b after the tick = %+v (tick at %v)", bIn, tickAt)
+	}
+
+	// a enters again: the admission ends (no token left, so a waits).
+	if again := enter(t, s, q, "a"); again.Status != Waiting {
+		t.Fatalf("a again = %+v", again)
+	}
+	if _, ok, _ := s.Admission(ctx, q, "a"); ok {
+		t.Fatal("re-entry kept the admission")
+	}
+	for _, tc := range []struct{ queue, user string }{{"not-declared", "b"}, {q, ""}, {q, "nobody"}} {
+		if _, ok, err := s.Admission(ctx, tc.queue, tc.user); ok || err != nil {
+			t.Errorf("Admission(%q, %q) = %v, %v; want none", tc.queue, tc.user, ok, err)
+		}
+	}
+}
+
+// Join keeps the place of a user who already holds one (a second device of
+// the same account) and enters one who holds none.
+func TestJoinKeepsAPlaceHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	in, err := s.Join(ctx, q, "in")
+	if err != nil || in.Status != Entered {
+		t.Fatalf("join in = %+v, %v", in, err)
+	}
+	if again, err := s.Join(ctx, q, "in"); err != nil || again.Status != Entered || !again.AdmittedAt.Equal(in.AdmittedAt) {
+		t.Fatalf("join in again = %+v, %v; want the same admission", again, err)
+	}
+	for _, u := range []string{"w1", "w2", "w3"} {
+		enter(t, s, q, u)
+	}
+	if tk, err := s.Join(ctx, q, "w1"); err != nil || tk.Status != Waiting || tk.Position != 1 {
+		t.Fatalf("join w1 = %+v, %v; want it kept at 1", tk, err)
+	}
+	if tk, err := s.Join(ctx, q, "new"); err != nil || tk.Status != Waiting || tk.Position != 4 {
+		t.Fatalf("join new = %+v, %v; want the back (4)", tk, err)
+	}
+}
