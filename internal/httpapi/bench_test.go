@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -44,6 +45,28 @@ func BenchmarkHandlers(b *testing.B) {
 	b.Run("status", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			serve(b, httptest.NewRequest("GET", api+"/status?user_id=user-"+strconv.Itoa(i%max(n, 1)), nil))
+		}
+	})
+	// The same with place credentials, as browsers and apps enter.
+	var tokens []string
+	b.Run("enter-place", func(b *testing.B) {
+		for b.Loop() {
+			w := httptest.NewRecorder()
+			e.h.ServeHTTP(w, httptest.NewRequest("POST", api+"/enter", strings.NewReader(`{}`)))
+			var tk ticketResponse
+			if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &tk) != nil || tk.PlaceToken == "" {
+				b.Fatalf("enter: %d %s", w.Code, w.Body)
+			}
+			if len(tokens) < 10000 {
+				tokens = append(tokens, tk.PlaceToken)
+			}
+		}
+	})
+	b.Run("status-place", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			req := httptest.NewRequest("GET", api+"/status", nil)
+			req.Header.Set("Authorization", "Bearer "+tokens[i%len(tokens)])
+			serve(b, req)
 		}
 	})
 }

@@ -232,7 +232,13 @@ func TestJoinToken(t *testing.T) {
 	e.enterAnon()
 	e.enterAnon() // one waits ahead
 	exp := time.Now().Add(time.Hour).Unix()
-	token := mintJoin(t, jwt.SigningMethodHS256, []byte(joinSecret), jwt.MapClaims{"sub": "alice", "aud": e.queue, "exp": exp})
+	// Minted as the README's Go example does (aud as an array there).
+	claims := jwt.RegisteredClaims{Subject: "alice", Audience: jwt.ClaimStrings{e.queue},
+		ExpiresAt: jwt.NewNumericDate(time.Now().Add(5 * time.Minute))}
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(joinSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
 	body := `{"join_token":"` + token + `"}`
 	first := decodeTicket(t, e.do("POST", "/api/v1/queues/"+e.queue+"/enter", body))
 	if first.UserID != "u:alice" || first.Status != queue.Waiting || first.Position != 2 || first.PlaceToken == "" {
