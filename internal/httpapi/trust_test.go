@@ -147,7 +147,7 @@ func TestThirdPartyCannotTouchAPlace(t *testing.T) {
 	parts := strings.Split(attacker.PlaceToken, ".")
 	victimMember := base64.RawURLEncoding.EncodeToString([]byte(victim.UserID))
 	swapped := strings.Join([]string{parts[0], parts[1], victimMember, parts[3]}, ".")
-	tamperedMAC := attacker.PlaceToken[:len(attacker.PlaceToken)-2] + "AA"
+	tamperedMAC := flipChar(attacker.PlaceToken, len(attacker.PlaceToken)-20)
 	otherQueue := strings.Replace(elsewhere.PlaceToken, "."+other.queue+".", "."+e.queue+".", 1)
 	base := "/api/v1/queues/" + e.queue
 	cookie := place.CookieName(e.queue) + "="
@@ -199,6 +199,15 @@ func TestThirdPartyCannotTouchAPlace(t *testing.T) {
 	if st := decodeTicket(t, e.statusOf(bearerHeader(victim.PlaceToken)...)); st.Status != queue.NotWaiting {
 		t.Fatalf("victim after removal: %+v", st)
 	}
+}
+
+// flipChar changes the character of s at i to another base64url one.
+func flipChar(s string, i int) string {
+	c := byte('A')
+	if s[i] == 'A' {
+		c = 'B'
+	}
+	return s[:i] + string(c) + s[i+1:]
 }
 
 // srvPlaces returns the credentials e's server signs with.

@@ -10,6 +10,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // Keys is the ring of Ed25519 keys: the one that signs new passes and
@@ -117,6 +119,16 @@ func GenerateKeyPEM() ([]byte, error) {
 // JWKS returns the public keys as a JSON Web Key Set (RFC 7517, with the
 // Ed25519 "OKP" key type of RFC 8037), in the order of the PEM.
 func (k *Keys) JWKS() []byte { return k.jwks }
+
+// key finds the public key named by a token's kid (a jwt.Keyfunc).
+func (k *Keys) key(t *jwt.Token) (any, error) {
+	kid, _ := t.Header["kid"].(string)
+	kk, ok := k.byKID[kid]
+	if !ok {
+		return nil, fmt.Errorf("unknown kid %q", kid)
+	}
+	return kk.pub, nil
+}
 
 // SigningKID is the key id of the key that signs new passes.
 func (k *Keys) SigningKID() string { return k.signing.kid }

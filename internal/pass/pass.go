@@ -35,7 +35,7 @@ var (
 // Leeway is the clock skew tolerated between the replica that checks a
 // pass and the Redis clock that dated it. Check is exact whatever the
 // skew: it asks Redis whether the admission is current.
-const Leeway = 5 * time.Second
+const Leeway = time.Second
 
 // Claims are what a valid pass says.
 type Claims struct {
@@ -48,11 +48,12 @@ type Claims struct {
 	AdmittedAt time.Time // adm: the admission's start in ms, which names it
 }
 
-// Passes issues and verifies passes for one issuer with one key ring.
+// Passes issues passes for one issuer with one key ring, and verifies
+// them with the ring's keys.
 type Passes struct {
+	*Verifier
 	keys   *Keys
 	issuer string
-	parser *jwt.Parser
 }
 
 // New returns passes signed by keys' signing key, with iss = issuer.
@@ -60,9 +61,21 @@ func New(keys *Keys, issuer string) (*Passes, error) {
 	if keys == nil || issuer == "" {
 		return nil, errors.New("pass: keys and issuer are required")
 	}
-	return &Passes{
-		keys:   keys,
-		issuer: issuer,
+	return &Passes{Verifier: NewVerifier(issuer, keys.key), keys: keys, issuer: issuer}, nil
+}
+
+// Verifier checks passes of one issuer offline, with the public keys that
+// keyfunc finds by a token's kid: a local ring (Passes), or a remote JWKS
+// (the gate package).
+type Verifier struct {
+	parser  *jwt.Parser
+	keyfunc jwt.Keyfunc
+}
+
+// NewVerifier returns a verifier of issuer's passes.
+func NewVerifier(issuer string, keyfunc jwt.Keyfunc) *Verifier {
+	return &Verifier{
+		keyfunc: keyfunc,
 		parser: jwt.NewParser(
 			jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
 			jwt.WithIssuer(issuer),
@@ -70,7 +83,7 @@ func New(keys *Keys, issuer string) (*Passes, error) {
 			jwt.WithIssuedAt(),
 			jwt.WithLeeway(Leeway),
 		),
-	}, nil
+	}
 }
 
 // Keys returns the ring, for the JWKS.
@@ -103,9 +116,9 @@ func (p *Passes) Issue(queue, member string, admittedAt, ends time.Time) (string
 // Verify checks a pass offline: signature under a key of the ring named
 // by its kid, alg EdDSA, issuer, and validity now. It does not see
 // revocation; Check does.
-func (p *Passes) Verify(token string) (Claims, error) {
+func (v *Verifier) Verify(token string) (Claims, error) {
 	var c claims
-	_, err := p.parser.ParseWithClaims(token, &c, p.key)
+	_, err := v.parser.ParseWithClaims(token, &c, v.keyfunc)
 	if err != nil {
 		return Claims{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -138,8 +151,8 @@ type Admissions interface {
 // admission it names is still the member's current one: ErrRevoked when
 // it is not. Errors from adm (Redis away) are returned as they are, so
 // the caller can tell "not valid" from "cannot tell now".
-func (p *Passes) Check(ctx context.Context, token string, adm Admissions) (Claims, error) {
-	c, err := p.Verify(token)
+func (v *Verifier) Check(ctx context.Context, token string, adm Admissions) (Claims, error) {
+	c, err := v.Verify(token)
 	if err != nil {
 		return Claims{}, err
 	}
@@ -151,16 +164,6 @@ func (p *Passes) Check(ctx context.Context, token string, adm Admissions) (Claim
 		return Claims{}, ErrRevoked
 	}
 	return c, nil
-}
-
-// key finds the public key named by a token's kid.
-func (p *Passes) key(t *jwt.Token) (any, error) {
-	kid, _ := t.Header["kid"].(string)
-	k, ok := p.keys.byKID[kid]
-	if !ok {
-		return nil, fmt.Errorf("unknown kid %q", kid)
-	}
-	return k.pub, nil
 }
 
 // claims is the pass's payload. aud is a single string (the queue), which
