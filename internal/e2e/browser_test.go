@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -175,6 +176,22 @@ func (b *browser) waitJS(timeout time.Duration, what, js string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	b.fail("timed out after %v waiting for %s (last error: %v); page: %s", timeout, what, lastErr, b.describe())
+}
+
+// cookie returns the browser's cookie name for url, HttpOnly ones too
+// (which the page cannot read), or nil when it holds none.
+func (b *browser) cookie(url, name string) *network.Cookie {
+	b.t.Helper()
+	res, err := chromedp.Call(b.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{url}})
+	if err != nil {
+		b.fail("get cookies for %s: %v", url, err)
+	}
+	for _, c := range res.Cookies {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // describe summarises the page for failure messages.

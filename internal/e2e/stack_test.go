@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -14,9 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/scheduler"
@@ -25,22 +31,28 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
-const adminToken = "e2e-admin-token"
+const (
+	adminToken = "e2e-admin-token"
+	issuer     = "https://waitroom.e2e.test" // iss of the entry passes
+)
 
 // stack is one test's waitroom: a queue of its own on the shared Redis, a
 // scheduler ticking it and the real HTTP server in front.
 type stack struct {
-	t     *testing.T
-	queue string
-	store *queue.Store
-	url   string // base URL of the server, http://127.0.0.1:port
-	calls *recorder
+	t      *testing.T
+	queue  string
+	store  *queue.Store
+	places *place.Credentials // reads the place cookies the browsers hold
+	url    string             // base URL of the server, http://127.0.0.1:port
+	calls  *recorder
 }
 
 type stackOptions struct {
 	settings  queue.Settings
 	targetURL string        // where admitted users go; empty shows the turn panel
 	redis     *redis.Client // nil: the package's shared Redis
+	// joinSecret enables sites' join tokens (?join=); nil refuses them.
+	joinSecret []byte
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -74,19 +86,79 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := &recorder{}
+	places, passes := newTrust(t)
+	var join *place.Join
+	if o.joinSecret != nil {
+		if join, err = place.NewJoin(o.joinSecret); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := &recorder{queue: name, places: places}
 	api := httpapi.New(httpapi.Options{
-		Store:      store,
-		AdminToken: adminToken,
-		TargetURL:  o.targetURL,
-		Logger:     log,
-		Static:     static,
+		Store:  store,
+		Places: places,
+		Passes: passes,
+		Join:   join,
+		// The tests talk plain http to 127.0.0.1, where a browser drops a
+		// Secure cookie: the local-development setting.
+		CookieSecure: false,
+		AdminToken:   adminToken,
+		TargetURL:    o.targetURL,
+		Logger:       log,
+		Static:       static,
 	})
 	srv := httptest.NewServer(calls.wrap(api))
 	// Registered after the scheduler's cleanup, so it runs before it: no
 	// request is in flight when the scheduler and Redis client go.
 	t.Cleanup(srv.Close)
-	return &stack{t: t, queue: name, store: store, url: srv.URL, calls: calls}
+	return &stack{t: t, queue: name, store: store, places: places, url: srv.URL, calls: calls}
+}
+
+// newTrust returns place credentials and entry passes with a fresh secret
+// and signing key, as a replica with none configured would have.
+func newTrust(t *testing.T) (*place.Credentials, *pass.Passes) {
+	t.Helper()
+	places, err := place.New(newSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey, err := pass.GenerateKeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := pass.ParseKeys(pemKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passes, err := pass.New(keys, issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return places, passes
+}
+
+// newSecret returns a random secret of the length HMAC-SHA256 wants.
+func newSecret() []byte {
+	b := make([]byte, place.MinSecretBytes)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return b
+}
+
+// joinToken is what a site mints for its signed-in user sub: an HS256 JWT
+// with the join secret, aud = the queue, valid for ten minutes.
+func (s *stack) joinToken(secret []byte, sub string) string {
+	s.t.Helper()
+	now := time.Now()
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
+		Subject:   sub,
+		Audience:  jwt.ClaimStrings{s.queue},
+		IssuedAt:  jwt.NewNumericDate(now.Add(-time.Second)),
+		ExpiresAt: jwt.NewNumericDate(now.Add(10 * time.Minute)),
+	}).SignedString(secret)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return tok
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
@@ -128,26 +200,112 @@ func (s *stack) enterRequests() int {
 	})
 }
 
-func (s *stack) status(user string) queue.Ticket {
+// statusCalls counts the status requests that proved member's place.
+func (s *stack) statusCalls(member string) int {
+	return s.calls.count(func(c call) bool {
+		return c.method == http.MethodGet && strings.HasSuffix(c.path, "/status") && c.member == member
+	})
+}
+
+func (s *stack) status(member string) queue.Ticket {
 	s.t.Helper()
-	tk, err := s.store.Status(context.Background(), s.queue, user)
+	tk, err := s.store.Status(context.Background(), s.queue, member)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	return tk
 }
 
+// member is the member id whose place b's cookie for the queue proves; the
+// test fails when b holds no valid one.
+func (s *stack) member(b *browser) string {
+	s.t.Helper()
+	c := b.cookie(s.url, place.CookieName(s.queue))
+	if c == nil {
+		b.fail("no %s cookie in the browser", place.CookieName(s.queue))
+	}
+	m, err := s.places.Verify(s.queue, c.Value)
+	if err != nil {
+		b.fail("the browser's %s cookie: %v", c.Name, err)
+	}
+	return m
+}
+
+// verifyAnswer is what GET /api/v1/verify says about a pass.
+type verifyAnswer struct {
+	Status int
+	Queue  string `json:"queue"`
+	Sub    string `json:"sub"`
+	Exp    int64  `json:"exp"`
+}
+
+// verify asks the server about an entry pass, as an order page's server does.
+func verify(ctx context.Context, waitroomURL, token string) (verifyAnswer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, waitroomURL+"/api/v1/verify", nil)
+	if err != nil {
+		return verifyAnswer{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return verifyAnswer{}, err
+	}
+	defer resp.Body.Close()
+	a := verifyAnswer{Status: resp.StatusCode}
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+func (s *stack) verify(token string) verifyAnswer {
+	s.t.Helper()
+	a, err := verify(context.Background(), s.url, token)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return a
+}
+
+// remove takes member out of the line and ends their admission through the
+// admin API, as an operator does.
+func (s *stack) remove(member string) {
+	s.t.Helper()
+	u := s.url + "/admin/v1/queues/" + url.PathEscape(s.queue) + "/users/" + url.PathEscape(member)
+	req, err := http.NewRequest(http.MethodDelete, u, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		s.t.Fatalf("admin removal of %s: %s", member, resp.Status)
+	}
+}
+
 // call is one request the browser made to the server.
 type call struct {
 	method string
 	path   string
-	user   string // user_id query parameter, if any
+	// member is the place the request proved with its place cookie, or for
+	// a request that proved none, the one its answer's cookie names (a
+	// fresh enter); "" when neither.
+	member string
 	status int
 }
 
 // recorder keeps every request the server answered, so a test can check
 // which API calls the pages made (and how they were answered).
 type recorder struct {
+	queue  string
+	places *place.Credentials
+
 	mu    sync.Mutex
 	calls []call
 }
@@ -155,14 +313,20 @@ type recorder struct {
 func (r *recorder) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		member := ""
+		if c, err := req.Cookie(place.CookieName(r.queue)); err == nil {
+			member, _ = r.places.Verify(r.queue, c.Value)
+		}
 		next.ServeHTTP(sw, req)
+		if member == "" {
+			for _, line := range sw.Header().Values("Set-Cookie") {
+				if c, err := http.ParseSetCookie(line); err == nil && c.Name == place.CookieName(r.queue) {
+					member, _ = r.places.Verify(r.queue, c.Value)
+				}
+			}
+		}
 		r.mu.Lock()
-		r.calls = append(r.calls, call{
-			method: req.Method,
-			path:   req.URL.Path,
-			user:   req.URL.Query().Get("user_id"),
-			status: sw.status,
-		})
+		r.calls = append(r.calls, call{method: req.Method, path: req.URL.Path, member: member, status: sw.status})
 		r.mu.Unlock()
 	})
 }

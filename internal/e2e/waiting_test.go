@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/internal/config"
+	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
@@ -24,11 +27,21 @@ func fastTicks(refill int) queue.Settings {
 }
 
 // orderPage is a fake order page on another origin, where admitted users
-// are sent.
+// are sent. Like a real one, its server checks the entry pass it gets in
+// wr_pass with the waiting room (GET /api/v1/verify) before it lets
+// anyone in.
 type orderPage struct {
 	url string
-	mu  sync.Mutex
-	got []url.Values // query of each request to /order
+
+	mu       sync.Mutex
+	waitroom string // the waiting room's base URL
+	got      []orderVisit
+}
+
+// orderVisit is one request to /order and what verify said about its pass.
+type orderVisit struct {
+	query  url.Values
+	verify verifyAnswer
 }
 
 func newOrderPage(t *testing.T) *orderPage {
@@ -39,21 +52,43 @@ func newOrderPage(t *testing.T) *orderPage {
 			return
 		}
 		o.mu.Lock()
-		o.got = append(o.got, r.URL.Query())
+		waitroom := o.waitroom
+		o.mu.Unlock()
+		v := orderVisit{query: r.URL.Query()}
+		var err error
+		v.verify, err = verify(r.Context(), waitroom, v.query.Get("wr_pass"))
+		if err != nil {
+			t.Errorf("order page: verify: %v", err)
+		}
+		o.mu.Lock()
+		o.got = append(o.got, v)
 		o.mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Order</title></head>`+
-			`<body><h1 id="order">Order page</h1><p>Welcome in.</p></body></html>`)
+		const head = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Order</title></head><body>`
+		if v.verify.Status != http.StatusOK {
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, head+`<h1 id="refused">Entry pass refused (%d)</h1></body></html>`, v.verify.Status)
+			return
+		}
+		fmt.Fprintf(w, head+`<h1 id="order">Order page</h1><p id="who">Welcome in, %s.</p></body></html>`,
+			html.EscapeString(v.verify.Sub))
 	}))
 	t.Cleanup(srv.Close)
 	o.url = srv.URL + "/order"
 	return o
 }
 
-func (o *orderPage) requests() []url.Values {
+// checkWith makes the page verify passes with the waiting room at url.
+func (o *orderPage) checkWith(url string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]url.Values(nil), o.got...)
+	o.waitroom = url
+}
+
+func (o *orderPage) visits() []orderVisit {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]orderVisit(nil), o.got...)
 }
 
 // jsState is a condition on body[data-state].
@@ -62,18 +97,22 @@ func jsState(state string) string {
 }
 
 // A user who arrives after the tokens ran out sees their place and an
-// estimate, moves up with the ticks and is sent to the order page.
+// estimate, moves up with the ticks and is sent to the order page with an
+// entry pass and nothing else: no user id, no member id. The order page's
+// server checks the pass with the waiting room and lets the user in; once
+// the operator has removed the user, the same pass is refused.
 func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
 	order := newOrderPage(t)
 	s := newStack(t, stackOptions{settings: fastTicks(1), targetURL: order.url})
+	order.checkWith(s.url)
 	b := newBrowser(t, chromium)
-	const user = "e2e-alice"
 	s.fillWaiting("ahead", 5)
 
-	b.navigate(s.url + "/q/" + s.queue + "?user_id=" + user)
+	b.navigate(s.url + "/q/" + s.queue)
 	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	member := s.member(b)
 
 	first := b.number("#position")
 	if first < 2 {
@@ -93,7 +132,7 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 		t.Errorf("#status-text = %q, want the line summary ending in 'up to 1 minute'", st)
 	}
 	// The page shows what the store says (the store may be a tick ahead).
-	if tk := s.status(user); tk.Status != queue.Waiting || tk.Position > first {
+	if tk := s.status(member); tk.Status != queue.Waiting || tk.Position > first {
 		t.Errorf("store ticket %+v, page position %d", tk, first)
 	}
 	b.screenshot("waiting")
@@ -110,7 +149,7 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 
 	b.waitJS(20*time.Second, "the redirect to the order page",
 		fmt.Sprintf(`location.href.startsWith(%q)`, order.url))
-	b.waitJS(5*time.Second, "the order page to load", `document.getElementById('order') !== null`)
+	b.waitJS(5*time.Second, "the order page to let the user in", `document.getElementById('order') !== null`)
 	loc, err := chromedp.Run(b.ctx, chromedp.Location())
 	if err != nil {
 		t.Fatal(err)
@@ -119,22 +158,47 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q := u.Query(); q.Get("queue") != s.queue || q.Get("user_id") != user {
-		t.Errorf("landed on %s, want queue=%s and user_id=%s", loc, s.queue, user)
+	q := u.Query()
+	if len(q) != 1 || q.Get("wr_pass") == "" {
+		t.Errorf("landed on %s; want wr_pass as the only parameter", loc)
 	}
-	reqs := order.requests()
-	if len(reqs) != 1 || reqs[0].Get("user_id") != user || reqs[0].Get("queue") != s.queue {
-		t.Errorf("order page got %v, want one request for %s", reqs, user)
+	if strings.Contains(loc, member) || strings.Contains(loc, url.QueryEscape(member)) {
+		t.Errorf("the member id %s is in the order page's URL %s", member, loc)
 	}
-	if tk := s.status(user); tk.Status != queue.Entered {
+	visits := order.visits()
+	if len(visits) != 1 {
+		t.Fatalf("order page got %d requests, want 1", len(visits))
+	}
+	if v := visits[0].verify; v.Status != http.StatusOK || v.Sub != member || v.Queue != s.queue {
+		t.Errorf("verify of the pass answered %+v, want 200 for %s in %s", v, member, s.queue)
+	}
+	if who := b.text("#who"); !strings.Contains(who, member) {
+		t.Errorf("order page says %q, want it to name %s", who, member)
+	}
+	if tk := s.status(member); tk.Status != queue.Entered {
 		t.Errorf("store status %s after the redirect, want ENTERED", tk.Status)
 	}
+	if enters := s.enterRequests(); enters != 1 {
+		t.Errorf("%d enter requests, want 1", enters)
+	}
 	b.screenshot("order-page")
+
+	// The operator removes the user: the pass the page got is refused now.
+	s.remove(member)
+	b.do("reload the order page", chromedp.Reload())
+	b.waitJS(5*time.Second, "the order page to refuse the pass", `document.getElementById('refused') !== null`)
+	visits = order.visits()
+	if len(visits) != 2 || visits[1].verify.Status != http.StatusUnauthorized {
+		t.Errorf("order page visits %+v; want the second pass check answered 401", visits)
+	} else if visits[1].query.Get("wr_pass") != visits[0].query.Get("wr_pass") {
+		t.Error("the reload sent another pass")
+	}
+	b.screenshot("pass-refused")
 }
 
-// A reload resumes the same place: the page keeps the user id in
-// localStorage and asks for the status instead of entering again (which
-// would send the user to the back).
+// A reload resumes the same place: the place cookie names it, and the page
+// asks for the status instead of entering again (which would send the user
+// to the back).
 func TestReloadKeepsPlace(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
@@ -142,39 +206,45 @@ func TestReloadKeepsPlace(t *testing.T) {
 	b := newBrowser(t, chromium)
 	s.fillWaiting("ahead", 8)
 
-	b.navigate(s.url + "/q/" + s.queue) // no user_id: the page makes one up
+	b.navigate(s.url + "/q/" + s.queue)
 	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
-	userKey := fmt.Sprintf(`localStorage.getItem(%q)`, "waitroom:user:"+s.queue)
-	user := eval[string](b, userKey)
-	if user == "" {
-		t.Fatal("no user id in localStorage")
+	member := s.member(b)
+	if !strings.HasPrefix(member, "a:") {
+		t.Errorf("member %q, want a server-chosen a:... id", member)
 	}
-	if tk := s.status(user); tk.Status != queue.Waiting {
-		t.Fatalf("store status of %s = %s, want WAITING", user, tk.Status)
+	if c := b.cookie(s.url, place.CookieName(s.queue)); !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax {
+		t.Errorf("place cookie %+v, want HttpOnly and SameSite=Lax", c)
+	}
+	if page := eval[bool](b, `document.cookie.includes('wr_place_')`); page {
+		t.Error("the page script can read the place cookie")
+	}
+	// The first visit asked for its status, found no place, and entered.
+	if n := s.calls.count(func(c call) bool {
+		return strings.HasSuffix(c.path, "/status") && c.status == http.StatusUnauthorized
+	}); n != 1 {
+		t.Errorf("%d status requests answered 401 on the first visit, want 1", n)
+	}
+	if tk := s.status(member); tk.Status != queue.Waiting {
+		t.Fatalf("store status of %s = %s, want WAITING", member, tk.Status)
 	}
 	s.fillWaiting("behind", 5) // people behind: the tail is no longer our place
 	before := b.number("#position")
 	b.screenshot("before-reload")
 
-	statusCalls := func() int {
-		return s.calls.count(func(c call) bool {
-			return c.method == http.MethodGet && strings.HasSuffix(c.path, "/status") && c.user == user
-		})
-	}
-	callsBefore := statusCalls()
+	callsBefore := s.statusCalls(member)
 	b.do("reload", chromedp.Reload())
 	b.waitJS(10*time.Second, "the waiting state after the reload", jsState("waiting"))
 
-	if got := eval[string](b, userKey); got != user {
-		t.Errorf("user id after reload = %q, want %q", got, user)
+	if got := s.member(b); got != member {
+		t.Errorf("member after reload = %q, want %q", got, member)
 	}
-	if statusCalls() <= callsBefore {
-		t.Errorf("no status request for %s after the reload", user)
+	if s.statusCalls(member) <= callsBefore {
+		t.Errorf("no status request for %s after the reload", member)
 	}
 	if enters := s.enterRequests(); enters != 1 {
 		t.Errorf("%d enter requests, want 1 (a reload must not enter again)", enters)
 	}
-	tk := s.status(user)
+	tk := s.status(member)
 	if tk.Status != queue.Waiting || tk.Position > before || tk.Position >= tk.Waiting {
 		t.Errorf("after reload the store has %+v; want WAITING at or before position %d and not at the tail", tk, before)
 	}
@@ -184,17 +254,21 @@ func TestReloadKeepsPlace(t *testing.T) {
 	b.screenshot("after-reload")
 }
 
-// Leaving through the dialog removes the user from the line.
+// Leaving through the dialog gives up the place: DELETE .../place, the
+// store forgets the member and the browser the cookie. Joining again is a
+// new place.
 func TestLeaveRemovesUser(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
-	s := newStack(t, stackOptions{settings: fastTicks(1)})
+	// Slow ticks: the line must still be there when the user joins again.
+	settings := queue.Settings{RefillSize: 1, RefillInterval: 10 * time.Second, SessionTTL: time.Minute}
+	s := newStack(t, stackOptions{settings: settings})
 	b := newBrowser(t, chromium)
-	const user = "e2e-leaver"
 	s.fillWaiting("ahead", 8)
 
-	b.navigate(s.url + "/q/" + s.queue + "?user_id=" + user)
+	b.navigate(s.url + "/q/" + s.queue)
 	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	member := s.member(b)
 
 	dialogOpen := `document.getElementById('leave-dialog').open`
 	b.do("open the dialog", chromedp.Click(chromedp.CSS("#leave-btn")))
@@ -203,7 +277,7 @@ func TestLeaveRemovesUser(t *testing.T) {
 
 	b.do("stay in line", chromedp.Click(chromedp.CSS("#leave-cancel")))
 	b.waitJS(5*time.Second, "the dialog to close", `!`+dialogOpen+` && `+jsState("waiting"))
-	if tk := s.status(user); tk.Status != queue.Waiting {
+	if tk := s.status(member); tk.Status != queue.Waiting {
 		t.Fatalf("after 'stay in line' the store status is %s, want WAITING", tk.Status)
 	}
 
@@ -212,16 +286,24 @@ func TestLeaveRemovesUser(t *testing.T) {
 	b.do("confirm", chromedp.Click(chromedp.CSS("#leave-confirm")))
 	b.waitJS(5*time.Second, "the left state",
 		jsState("left")+` && !document.getElementById('left').hidden && !`+dialogOpen)
-	eventually(t, 5*time.Second, "the store to forget the user", func() (bool, string) {
-		tk := s.status(user)
+	eventually(t, 5*time.Second, "the store to forget the member", func() (bool, string) {
+		tk := s.status(member)
 		return tk.Status == queue.NotWaiting, string(tk.Status)
 	})
 	// The store changes before the handler returns and the call is recorded.
-	eventually(t, 5*time.Second, "one successful DELETE", func() (bool, string) {
+	eventually(t, 5*time.Second, "one successful DELETE .../place", func() (bool, string) {
 		n := s.calls.count(func(c call) bool {
-			return c.method == http.MethodDelete && strings.HasSuffix(c.path, "/users/"+user) && c.status == http.StatusNoContent
+			return c.method == http.MethodDelete && strings.HasSuffix(c.path, "/place") &&
+				c.member == member && c.status == http.StatusNoContent
 		})
 		return n == 1, fmt.Sprintf("%d", n)
+	})
+	if n := s.calls.count(func(c call) bool { return c.method == http.MethodDelete }); n != 1 {
+		t.Errorf("%d DELETE requests, want 1", n)
+	}
+	eventually(t, 5*time.Second, "the browser to drop the place cookie", func() (bool, string) {
+		c := b.cookie(s.url, place.CookieName(s.queue))
+		return c == nil, fmt.Sprintf("%+v", c)
 	})
 	if enters := s.enterRequests(); enters != 1 {
 		t.Errorf("%d enter requests, want 1", enters)
@@ -230,6 +312,191 @@ func TestLeaveRemovesUser(t *testing.T) {
 		t.Error("the saved place is still in localStorage after leaving")
 	}
 	b.screenshot("left")
+
+	b.do("join again", chromedp.Click(chromedp.CSS("#join-again")))
+	b.waitJS(10*time.Second, "the waiting state after joining again", jsState("waiting"))
+	again := s.member(b)
+	if again == member {
+		t.Errorf("joined again as %s, the member that left", member)
+	}
+	if tk := s.status(again); tk.Status != queue.Waiting || tk.Position != tk.Waiting {
+		t.Errorf("joined again: store has %+v, want WAITING at the back", tk)
+	}
+	if enters := s.enterRequests(); enters != 2 {
+		t.Errorf("%d enter requests after joining again, want 2", enters)
+	}
+}
+
+// An admitted user who reloads sees the turn again with an entry pass and
+// keeps the admission: the page asks for the status and does not enter
+// again, which would send the user to the back and revoke the pass.
+func TestAdmittedReloadKeepsTurn(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	s := newStack(t, stackOptions{settings: fastTicks(1)})
+	b := newBrowser(t, chromium)
+	s.fillWaiting("ahead", 2)
+
+	b.navigate(s.url + "/q/" + s.queue)
+	b.waitJS(15*time.Second, "the turn", jsState("entered")+` && !document.getElementById('turn').hidden`)
+	member := s.member(b)
+	start, ok, err := s.store.Admission(context.Background(), s.queue, member)
+	if err != nil || !ok {
+		t.Fatalf("store: admission of %s: %v, %v", member, ok, err)
+	}
+	first := eval[string](b, `document.getElementById('pass').value`)
+	if a := s.verify(first); a.Status != http.StatusOK || a.Sub != member {
+		t.Fatalf("verify of the page's pass: %+v, want 200 for %s", a, member)
+	}
+
+	callsBefore := s.statusCalls(member)
+	b.do("reload", chromedp.Reload())
+	b.waitJS(10*time.Second, "the turn after the reload",
+		jsState("entered")+` && !document.getElementById('turn').hidden && document.getElementById('pass').value !== ''`)
+	if st := b.text("#status-text"); st != "It's your turn" {
+		t.Errorf("#status-text = %q after the reload", st)
+	}
+	if enters := s.enterRequests(); enters != 1 {
+		t.Errorf("%d enter requests, want 1 (a reload must not enter again)", enters)
+	}
+	if s.statusCalls(member) <= callsBefore {
+		t.Errorf("no status request for %s after the reload", member)
+	}
+	if got := s.member(b); got != member {
+		t.Errorf("member after reload = %q, want %q", got, member)
+	}
+	again, ok, err := s.store.Admission(context.Background(), s.queue, member)
+	if err != nil || !ok || !again.Equal(start) {
+		t.Errorf("admission after the reload: %v (%v, %v), want the one from %v", again, ok, err, start)
+	}
+	second := eval[string](b, `document.getElementById('pass').value`)
+	for name, p := range map[string]string{"before": first, "after": second} {
+		if a := s.verify(p); a.Status != http.StatusOK || a.Sub != member {
+			t.Errorf("verify of the pass from %s the reload: %+v, want 200 for %s", name, a, member)
+		}
+	}
+	b.screenshot("turn-after-reload")
+
+	s.remove(member)
+	if a := s.verify(second); a.Status != http.StatusUnauthorized {
+		t.Errorf("verify after the removal: %d, want 401", a.Status)
+	}
+}
+
+// Without a target URL the turn offers no link (one back to this site
+// would only enter the line again as somebody new) and shows the entry
+// pass for the site to check, in both languages.
+func TestTurnWithoutTargetShowsPass(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	s := newStack(t, stackOptions{settings: fastTicks(1)})
+	b := newBrowser(t, chromium)
+	s.fillWaiting("ahead", 3)
+
+	b.navigate(s.url + "/q/" + s.queue)
+	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(15*time.Second, "the turn", jsState("entered")+` && !document.getElementById('turn').hidden`)
+	member := s.member(b)
+
+	if links := eval[[]string](b, `Array.from(document.querySelectorAll('a[href]'), (a) => a.href)`); len(links) != 0 {
+		t.Errorf("links on the turn page: %v; want none", links)
+	}
+	if shown := eval[bool](b, `document.getElementById('turn-link').checkVisibility()`); shown {
+		t.Error("#turn-link is visible without a target URL")
+	}
+	if shown := eval[bool](b, `document.getElementById('pass').checkVisibility()`); !shown {
+		t.Fatal("the entry pass is not shown")
+	}
+	if label := eval[string](b, `document.getElementById('pass').labels[0].textContent`); label != "Entry pass" {
+		t.Errorf("pass label %q, want \"Entry pass\"", label)
+	}
+	p := eval[string](b, `document.getElementById('pass').value`)
+	if a := s.verify(p); a.Status != http.StatusOK || a.Sub != member || a.Queue != s.queue {
+		t.Errorf("verify of the shown pass: %+v, want 200 for %s in %s", a, member, s.queue)
+	}
+	if enters := s.enterRequests(); enters != 1 {
+		t.Errorf("%d enter requests, want 1", enters)
+	}
+	b.screenshot("turn-pass")
+
+	b.do("switch to Korean", chromedp.Click(chromedp.CSS("#lang-ko")))
+	b.waitJS(5*time.Second, "Korean", `document.documentElement.lang === 'ko'`)
+	if label := eval[string](b, `document.getElementById('pass').labels[0].textContent`); label != "입장권" {
+		t.Errorf("pass label in Korean %q, want 입장권", label)
+	}
+	if got := eval[string](b, `document.getElementById('pass').value`); got != p {
+		t.Error("switching the language changed the pass")
+	}
+	b.screenshot("turn-pass-korean")
+}
+
+// A site's join token names the account, not the browser: the same user
+// joining from two browsers (two profiles, two cookie jars) holds one
+// place, and the second join keeps it where it is. A token the waiting
+// room cannot verify is refused and enters nobody.
+func TestJoinTokenOnePlacePerAccount(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	secret := newSecret()
+	settings := queue.Settings{RefillSize: 1, RefillInterval: 10 * time.Second, SessionTTL: time.Minute}
+	s := newStack(t, stackOptions{settings: settings, joinSecret: secret})
+	s.fillWaiting("ahead", 3)
+	const sub = "site-user-7"
+	token := s.joinToken(secret, sub)
+	page := s.url + "/q/" + s.queue + "?join="
+
+	phone := newBrowser(t, chromium)
+	phone.navigate(page + url.QueryEscape(token))
+	phone.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	member := s.member(phone)
+	if member != "u:"+sub {
+		t.Fatalf("member %q, want u:%s", member, sub)
+	}
+	if kept := eval[bool](phone, `new URLSearchParams(location.search).has('join')`); kept {
+		t.Error("the join token is still in the address after joining")
+	}
+	first := s.status(member)
+	if first.Status != queue.Waiting {
+		t.Fatalf("store: %+v", first)
+	}
+	s.fillWaiting("behind", 3)
+
+	laptop := newBrowser(t, chromium)
+	laptop.navigate(page + url.QueryEscape(s.joinToken(newSecret(), sub))) // signed with another secret
+	laptop.waitJS(10*time.Second, "the error for a bad join token", jsState("error"))
+	if msg := laptop.text("#error-text"); !strings.Contains(msg, "not valid or has expired") {
+		t.Errorf("#error-text = %q", msg)
+	}
+	if shown := eval[bool](laptop, `document.getElementById('retry').checkVisibility()`); shown {
+		t.Error("the error offers to join again with a link that cannot work")
+	}
+	if c := laptop.cookie(s.url, place.CookieName(s.queue)); c != nil {
+		t.Errorf("a refused join token left a place cookie: %+v", c)
+	}
+	laptop.screenshot("bad-join-token")
+
+	laptop.navigate(page + url.QueryEscape(token))
+	laptop.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	if got := s.member(laptop); got != member {
+		t.Errorf("second browser holds %q, want %q", got, member)
+	}
+	tk := s.status(member)
+	if tk.Status != queue.Waiting || tk.Position > first.Position || tk.Position >= tk.Waiting {
+		t.Errorf("after the second join the store has %+v; want WAITING at or before %d, not at the back", tk, first.Position)
+	}
+	if pos := laptop.number("#position"); pos > first.Position {
+		t.Errorf("second browser shows position %d, the place was %d", pos, first.Position)
+	}
+	joined := s.calls.count(func(c call) bool {
+		return strings.HasSuffix(c.path, "/enter") && c.status == http.StatusOK && c.member == member
+	})
+	refused := s.calls.count(func(c call) bool {
+		return strings.HasSuffix(c.path, "/enter") && c.status == http.StatusBadRequest
+	})
+	if joined != 2 || refused != 1 || s.enterRequests() != 3 {
+		t.Errorf("enter requests: %d joined as %s, %d refused, %d in all; want 2, 1, 3", joined, member, refused, s.enterRequests())
+	}
+	laptop.screenshot("second-browser")
 }
 
 // Redis freezes while a user waits: the page shows that it is reconnecting,
@@ -251,12 +518,12 @@ func TestReconnectKeepsPlace(t *testing.T) {
 	settings := queue.Settings{RefillSize: 1, RefillInterval: 10 * time.Second, SessionTTL: time.Minute}
 	s := newStack(t, stackOptions{settings: settings, redis: ctr.Client(t, opts)})
 	b := newBrowser(t, chromium)
-	const user = "e2e-carol"
 	s.fillWaiting("ahead", 4)
 
-	b.navigate(s.url + "/q/" + s.queue + "?user_id=" + user)
+	b.navigate(s.url + "/q/" + s.queue)
 	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
-	before := s.status(user)
+	member := s.member(b)
+	before := s.status(member)
 	if before.Status != queue.Waiting {
 		t.Fatalf("store: %+v", before)
 	}
@@ -290,7 +557,10 @@ func TestReconnectKeepsPlace(t *testing.T) {
 	if failed == 0 {
 		t.Error("no request failed while Redis was frozen; the test did not test anything")
 	}
-	after := s.status(user)
+	if got := s.member(b); got != member {
+		t.Errorf("member after the outage = %q, want %q", got, member)
+	}
+	after := s.status(member)
 	if after.Status != queue.Waiting && after.Status != queue.Entered {
 		t.Fatalf("after the outage the user is %s", after.Status)
 	}

@@ -1,9 +1,17 @@
 // Waiting page for /q/{queue}: joins the line, polls the user's place and
 // moves them on when it is their turn.
 //
+// The place belongs to whoever holds its credential, which the server keeps
+// in an HttpOnly cookie (wr_place_{queue}): this script never sees it and
+// names nobody. It asks for "my" status, enters with an empty body (or a
+// site's join token from ?join=) and leaves with DELETE .../place; the
+// browser sends the cookie with each. The member id in a ticket's user_id
+// only keys the progress kept in localStorage; it proves nothing.
+//
 // The rule that shapes this file: a failed request never re-enters the line.
 // Entering again puts the user at the back, so after any error we only ask
-// for the status, and only a successful NOT_WAITING answer may lead to a new
+// for the status, and only a successful answer that we hold no place
+// (NOT_WAITING, or a status that finds no valid cookie) may lead to a new
 // enter.
 'use strict';
 
@@ -37,6 +45,8 @@
       turnTitle: "It's your turn",
       turnBody: 'Thanks for waiting. You can go in now.',
       turnLink: 'Continue',
+      passLabel: 'Entry pass',
+      passHint: 'The site you are entering checks this pass. It works until your turn ends.',
       leftTitle: 'You left the line',
       leftBody: 'You gave up your place. If you join again, you start at the back of the line.',
       joinAgain: 'Join again',
@@ -51,7 +61,7 @@
       live: (n) => 'You are number ' + n + ' in line',
       rejoined: 'Your earlier place had expired, so you joined the line again at the back.',
       errQueue: 'This waiting line does not exist. Please check the address.',
-      errUser: 'The user id in this link is not valid.',
+      errJoin: 'This link to the waiting line is not valid or has expired. Go back to the site and open the waiting line again.',
       errLost: 'We could not keep your place in line.',
       errGeneric: (code) => 'The waiting room answered with an error (' + code + ').',
       etaSoon: 'less than a minute',
@@ -77,6 +87,8 @@
       turnTitle: '입장할 차례입니다',
       turnBody: '기다려 주셔서 감사합니다. 지금 입장할 수 있습니다.',
       turnLink: '입장하기',
+      passLabel: '입장권',
+      passHint: '입장할 사이트에서 이 입장권을 확인합니다. 입장 시간이 끝날 때까지 유효합니다.',
       leftTitle: '대기를 취소했습니다',
       leftBody: '순번을 반납했습니다. 다시 줄을 서면 맨 뒤에서부터 시작합니다.',
       joinAgain: '다시 줄 서기',
@@ -88,7 +100,7 @@
       live: (n) => '대기 순번 ' + n + '번입니다',
       rejoined: '이전 순번이 만료되어 맨 뒤에서 다시 줄을 섰습니다.',
       errQueue: '존재하지 않는 대기열입니다. 주소를 확인해 주세요.',
-      errUser: '링크의 사용자 ID가 올바르지 않습니다.',
+      errJoin: '대기열 링크가 올바르지 않거나 만료되었습니다. 사이트로 돌아가 대기열에 다시 들어와 주세요.',
       errLost: '대기 순번을 유지하지 못했습니다.',
       errGeneric: (code) => '대기열 서버가 오류로 응답했습니다 (' + code + ').',
       etaSoon: '1분 미만',
@@ -101,22 +113,29 @@
   const queue = queueFromPath(location.pathname);
   const base = '/api/v1/queues/' + encodeURIComponent(queue);
   const keys = {
-    user: 'waitroom:user:' + queue,
     place: 'waitroom:place:' + queue,
     lang: 'waitroom:lang',
+    oldUser: 'waitroom:user:' + queue, // the plain user id of earlier versions
   };
-  const userId = new URLSearchParams(location.search).get('user_id') || storedUserId();
 
   let lang = pickLang();
   let state = 'loading'; // mirrors body[data-state]: loading|waiting|entered|left|error
   let resuming = false; // loading text: checking an old place vs joining fresh
+  // A site's join token (?join=): the first enter sends it, so one account
+  // holds one place on every device. Dropped once an enter with it is
+  // answered; from then on the cookie names the place.
+  let joinToken = new URLSearchParams(location.search).get('join') || '';
+  let member = ''; // the member id of the last ticket: whose place we hold
   let ticket = null; // last WAITING ticket, kept on screen while reconnecting
+  let pass = ''; // the entry pass of an ENTERED ticket
+  let target = ''; // where an ENTERED ticket sends the user; '' when nowhere
   let updatedAt = null;
-  let place = readPlace(); // {user_id, initial_position, joined_at} while we hold a place
+  let place = null; // {user_id, initial_position, joined_at}: the progress of member's place
   let hadPlace = false; // seen WAITING/ENTERED since the last (re)join
   let reentered = false; // the single re-enter after losing a place is used up
   let notice = ''; // string key shown under the status line
   let errorText = '';
+  let canRetry = true; // the error panel offers "Join again"
   let failures = 0;
   let retryInMs = 0; // >0 while reconnecting
   let timer = 0;
@@ -131,39 +150,25 @@
     try { return localStorage.getItem(key); } catch (e) { return null; }
   }
   function storageSet(key, value) {
-    try { localStorage.setItem(key, value); } catch (e) { /* the page still works, only reload loses the place */ }
+    try { localStorage.setItem(key, value); } catch (e) { /* the page still works; a reload restarts the progress bar */ }
   }
   function storageRemove(key) {
     try { localStorage.removeItem(key); } catch (e) { /* see storageSet */ }
   }
 
-  function storedUserId() {
-    let id = storageGet(keys.user);
-    if (!id) {
-      id = randomId();
-      storageSet(keys.user, id);
-    }
-    return id;
-  }
-
-  // crypto.randomUUID only exists in secure contexts; getRandomValues works on
-  // plain http too (e.g. a test server on a LAN address).
-  function randomId() {
-    if (crypto.randomUUID) return crypto.randomUUID();
-    const b = crypto.getRandomValues(new Uint8Array(16));
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    const h = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
-    return h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' + h.slice(16, 20) + '-' + h.slice(20);
-  }
-
-  function readPlace() {
+  // storedPlace is the progress this browser saved for the queue, whoever's
+  // place it was; readPlace only member's.
+  function storedPlace() {
     try {
       const p = JSON.parse(storageGet(keys.place) || 'null');
-      return p && p.user_id === userId ? p : null;
+      return p && typeof p === 'object' ? p : null;
     } catch (e) {
       return null;
     }
+  }
+  function readPlace(id) {
+    const p = storedPlace();
+    return p && p.user_id === id ? p : null;
   }
   function savePlace(p) {
     place = p;
@@ -286,10 +291,19 @@
     let tk;
     try {
       tk = action === 'enter'
-        ? await api('POST', base + '/enter', { user_id: userId })
-        : await api('GET', base + '/status?user_id=' + encodeURIComponent(userId));
+        ? await api('POST', base + '/enter', joinToken ? { join_token: joinToken } : {})
+        : await api('GET', base + '/status');
     } catch (err) {
-      if (gen === generation) onError(err);
+      if (gen !== generation) return;
+      if (action === 'status' && err.code === 'invalid_place') {
+        // A definite answer: this browser proves no place (no cookie yet,
+        // or it expired). Not a failure to back off from.
+        failures = 0;
+        retryInMs = 0;
+        onNoPlace(action);
+        return;
+      }
+      onError(err);
       return;
     } finally {
       if (gen === generation) inFlight = false;
@@ -297,14 +311,31 @@
     if (gen !== generation) return;
     failures = 0;
     retryInMs = 0;
+    if (action === 'enter') dropJoinToken();
     onTicket(tk, action);
+  }
+
+  // dropJoinToken forgets the join token once the server has answered an
+  // enter with it: the cookie now names the account's place, and a reload
+  // (or a bookmark) must not send a token that may have expired meanwhile.
+  function dropJoinToken() {
+    if (!joinToken) return;
+    joinToken = '';
+    try {
+      const u = new URL(location.href);
+      u.searchParams.delete('join');
+      history.replaceState(history.state, '', u.pathname + u.search + u.hash);
+    } catch (e) { /* the address keeps the token; the page still works */ }
   }
 
   function onError(err) {
     if (!transient(err)) {
-      fail(err.code === 'queue_not_found' ? t('errQueue')
-        : err.code === 'invalid_user_id' ? t('errUser')
-          : t('errGeneric', err.code));
+      if (err.code === 'invalid_join_token') {
+        // Entering again with the same link would fail the same way.
+        fail(t('errJoin'), false);
+        return;
+      }
+      fail(err.code === 'queue_not_found' ? t('errQueue') : t('errGeneric', err.code));
       return;
     }
     failures++;
@@ -315,11 +346,15 @@
 
   function onTicket(tk, action) {
     updatedAt = new Date();
+    if (tk.user_id !== member) {
+      member = tk.user_id || '';
+      place = readPlace(member);
+    }
     switch (tk.status) {
       case 'WAITING':
         hadPlace = true;
         if (!place || tk.position > place.initial_position) {
-          savePlace({ queue: queue, user_id: userId, initial_position: tk.position, joined_at: Date.now() });
+          savePlace({ queue: queue, user_id: member, initial_position: tk.position, joined_at: Date.now() });
         }
         ticket = tk;
         state = 'waiting';
@@ -331,39 +366,48 @@
         enterTurn(tk);
         return;
       case 'NOT_WAITING':
-        // No place on the server. Before we ever held one in this attempt this
-        // is just the first join (or an expired place from an earlier visit);
-        // after holding one we allow exactly one re-enter. An enter answered
-        // with NOT_WAITING would loop, so it ends here too.
-        if ((hadPlace && reentered) || action === 'enter') {
-          clearPlace();
-          fail(t('errLost'));
-          return;
-        }
-        if (hadPlace || place) notice = 'rejoined';
-        if (hadPlace) reentered = true;
-        hadPlace = false;
-        clearPlace();
-        ticket = null;
-        resuming = false;
-        render();
-        step('enter');
+        onNoPlace(action);
         return;
       default:
         onError(Object.assign(new Error('unknown status'), { status: 0, code: 'bad_response' }));
     }
   }
 
-  function enterTurn(tk) {
+  // onNoPlace handles a successful answer that we hold no place. Before we
+  // ever held one in this attempt this is just the first join (or a place
+  // from an earlier visit that has gone); after holding one we allow exactly
+  // one re-enter. An enter answered with NOT_WAITING would loop, so it ends
+  // here too.
+  function onNoPlace(action) {
+    if ((hadPlace && reentered) || action === 'enter') {
+      clearPlace();
+      fail(t('errLost'));
+      return;
+    }
+    if (hadPlace || storedPlace()) notice = 'rejoined';
+    if (hadPlace) reentered = true;
+    hadPlace = false;
     clearPlace();
+    ticket = null;
+    resuming = false;
+    render();
+    step('enter');
+  }
+
+  // enterTurn shows the turn. The place stays ours (the server keeps the
+  // admission until the session ends), so a reload asks for the status and
+  // lands here again, with a fresh pass, instead of entering anew. The
+  // redirect replaces this page in the history: coming back to it would
+  // only send the user forward again.
+  function enterTurn(tk) {
     clearTimeout(timer);
+    hadPlace = true;
     state = 'entered';
-    const link = $('turn-link');
-    const target = safeUrl(tk.target_url);
-    if (target) link.href = target;
+    pass = tk.pass || '';
+    target = safeUrl(tk.target_url);
     render();
     $('live').textContent = t('turnTitle');
-    if (target) location.assign(target);
+    if (target) location.replace(target);
   }
 
   // target_url comes from server config; still refuse anything but http(s).
@@ -377,9 +421,10 @@
     }
   }
 
-  function fail(text) {
+  function fail(text, retry) {
     clearTimeout(timer);
     errorText = text;
+    canRetry = retry !== false;
     state = 'error';
     retryInMs = 0;
     render();
@@ -407,8 +452,9 @@
   }
 
   // DELETE is idempotent, so retrying it is safe; stop if the user joins again.
+  // The server clears the place cookie when it answers.
   async function deleteWithRetry(gen) {
-    const url = base + '/users/' + encodeURIComponent(userId);
+    const url = base + '/place';
     for (let i = 1; i <= DELETE_ATTEMPTS && gen === generation; i++) {
       try {
         await api('DELETE', url);
@@ -433,6 +479,8 @@
     failures = 0;
     retryInMs = 0;
     ticket = null;
+    pass = '';
+    target = '';
     notice = '';
     announced = 0;
     errorText = '';
@@ -457,6 +505,17 @@
     $('left').hidden = state !== 'left';
     $('error').hidden = state !== 'error';
     $('error-text').textContent = errorText;
+    $('retry').hidden = !canRetry;
+
+    // The turn: a link only to where the server sends us. Without a target
+    // there is nowhere to go from here (a link back to this site would only
+    // enter the line again), so show the pass for the site to check.
+    const link = $('turn-link');
+    link.hidden = !target;
+    if (target) link.href = target;
+    else link.removeAttribute('href');
+    $('pass-box').hidden = !!target || !pass;
+    if ($('pass').value !== pass) $('pass').value = pass;
 
     $('reconnecting').hidden = !(active && retryInMs > 0);
     $('reconnecting-text').textContent = t('reconnecting', fmt(Math.max(1, Math.round(retryInMs / 1000))));
@@ -529,16 +588,20 @@
     });
     $('join-again').addEventListener('click', joinAgain);
     $('retry').addEventListener('click', joinAgain);
+    $('pass').addEventListener('focus', (e) => e.target.select());
 
     document.addEventListener('visibilitychange', () => {
       if (document.visibilityState === 'visible') pollSoon();
     });
     window.addEventListener('online', pollSoon);
 
-    resuming = !!place;
+    storageRemove(keys.oldUser); // names no place any more
+    resuming = !joinToken && !!storedPlace();
     render();
-    // Holding a place from an earlier visit: ask first, never enter blindly.
-    step(place ? 'status' : 'enter');
+    // The cookie may hold a place from an earlier visit (or an admission):
+    // ask first, never enter blindly. A join token enters at once, which
+    // keeps the account's place if it holds one already.
+    step(joinToken ? 'enter' : 'status');
   }
 
   function closeDialog(dialog) {
