@@ -46,7 +46,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, queue.ErrUnknownQueue)
 		return
 	}
-	var member, token string
+	var member, token, replaced string
 	enter := s.store.Enter
 	switch {
 	case req.UserID != nil && req.JoinToken != "":
@@ -65,6 +65,12 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		}
 		// The account may already hold a place from another device.
 		enter = s.store.Join
+		// An anonymous place this browser held is given up for it (first,
+		// so the answer's position counts it out); else it would wait on,
+		// unclaimed, and take an admission later.
+		if old, err := s.placeOf(r, q); err == nil && old != member {
+			replaced = old
+		}
 	default:
 		// Re-entering with a credential keeps the member id (and goes to
 		// the back, as any re-entry does); otherwise this is a new place.
@@ -81,6 +87,12 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		// Set before the store is asked: even a 503 (outcome unknown)
 		// leaves the browser able to ask for the place it may have got.
 		s.setPlaceCookie(w, q, token, placeCookieAge)
+	}
+	if replaced != "" {
+		if err := s.store.Leave(r.Context(), q, replaced); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
 	t, err := enter(r.Context(), q, member)
 	if err != nil {

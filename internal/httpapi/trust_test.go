@@ -240,6 +240,7 @@ func TestJoinToken(t *testing.T) {
 	e.enterAnon()
 	e.enterAnon()
 	e.enterAnon() // one waits ahead
+	ghost, ghostResp := e.enterAnon() // this browser waits anonymously, then its user signs in
 	exp := time.Now().Add(time.Hour).Unix()
 	// Minted as the README's Go example does (aud as an array there).
 	claims := jwt.RegisteredClaims{Subject: "alice", Audience: jwt.ClaimStrings{e.queue},
@@ -249,9 +250,13 @@ func TestJoinToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := `{"join_token":"` + token + `"}`
-	first := decodeTicket(t, e.do("POST", "/api/v1/queues/"+e.queue+"/enter", body))
+	c := placeCookie(t, ghostResp, e.queue)
+	first := decodeTicket(t, e.do("POST", "/api/v1/queues/"+e.queue+"/enter", body, "Cookie", c.Name+"="+c.Value))
 	if first.UserID != "u:alice" || first.Status != queue.Waiting || first.Position != 2 || first.PlaceToken == "" {
 		t.Fatalf("first device: %+v", first)
+	}
+	if st := decodeTicket(t, e.statusOf(bearerHeader(ghost.PlaceToken)...)); st.Status != queue.NotWaiting {
+		t.Fatalf("the anonymous place the browser held before joining: %+v", st)
 	}
 	e.enterAnon() // someone joins behind alice
 	second := decodeTicket(t, e.do("POST", "/api/v1/queues/"+e.queue+"/enter", body))
