@@ -23,6 +23,7 @@ import (
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
+	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/scheduler"
 	"github.com/waitroom/waitroom/internal/secrets"
@@ -113,6 +114,16 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 		}
 	}()
 
+	g, err := proxy.NewGate(ctx, cfg.GateQueue, passes, store, cfg.GateBypass, !cfg.CookieSecure)
+	if err != nil {
+		return err
+	}
+	var upstream http.Handler
+	if cfg.Upstream != nil {
+		upstream = proxy.New(cfg.Upstream, cfg.UpstreamTimeout, log)
+		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "bypass", cfg.GateBypass)
+	}
+
 	static, err := fs.Sub(web.Static, "static")
 	if err != nil {
 		return err
@@ -130,6 +141,8 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 			TargetURL:       cfg.TargetURL,
 			Logger:          log,
 			Static:          static,
+			Gate:            g,
+			Upstream:        upstream,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +51,19 @@ type Config struct {
 	// (WAITROOM_INSECURE_USER_IDS): anyone who knows an id owns its place.
 	// For load tests only, never in production.
 	InsecureUserIDs bool
+
+	// Upstream turns on gate mode (WAITROOM_UPSTREAM): the order page
+	// that every request not for waitroom itself is proxied to.
+	Upstream *url.URL
+	// UpstreamTimeout bounds the wait for the upstream's response headers
+	// (WAITROOM_UPSTREAM_TIMEOUT).
+	UpstreamTimeout time.Duration
+	// GateQueue is the queue whose passes open the gate
+	// (WAITROOM_GATE_QUEUE; default the first queue).
+	GateQueue string
+	// GateBypass are path prefixes the gate lets through without a pass
+	// (WAITROOM_GATE_BYPASS).
+	GateBypass []string
 }
 
 // MinRefillInterval keeps the scheduler sane: ticks are checked ten times
@@ -142,6 +156,33 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Issuer = get("WAITROOM_ISSUER", "waitroom")
 	c.CookieSecure = boolean("WAITROOM_COOKIE_SECURE", true)
 	c.InsecureUserIDs = boolean("WAITROOM_INSECURE_USER_IDS", false)
+
+	if v := get("WAITROOM_UPSTREAM", ""); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, errors.New("WAITROOM_UPSTREAM: must be an absolute http(s) URL"))
+		}
+		c.Upstream = u
+	}
+	c.UpstreamTimeout = duration("WAITROOM_UPSTREAM_TIMEOUT", "30s")
+	if c.UpstreamTimeout <= 0 {
+		errs = append(errs, errors.New("WAITROOM_UPSTREAM_TIMEOUT: must be positive"))
+	}
+	if len(c.Queues) > 0 {
+		c.GateQueue = get("WAITROOM_GATE_QUEUE", c.Queues[0])
+		if !slices.Contains(c.Queues, c.GateQueue) {
+			errs = append(errs, fmt.Errorf("WAITROOM_GATE_QUEUE: %q is not in WAITROOM_QUEUES", c.GateQueue))
+		}
+	}
+	for _, p := range strings.Split(get("WAITROOM_GATE_BYPASS", ""), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !strings.HasPrefix(p, "/") {
+			errs = append(errs, fmt.Errorf("WAITROOM_GATE_BYPASS: %q must start with /", p))
+		}
+		c.GateBypass = append(c.GateBypass, p)
+	}
 
 	if err := c.LogLevel.UnmarshalText([]byte(get("WAITROOM_LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, fmt.Errorf("WAITROOM_LOG_LEVEL: %w", err))

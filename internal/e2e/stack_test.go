@@ -23,6 +23,7 @@ import (
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
+	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/scheduler"
@@ -53,6 +54,8 @@ type stackOptions struct {
 	redis     *redis.Client // nil: the package's shared Redis
 	// joinSecret enables sites' join tokens (?join=); nil refuses them.
 	joinSecret []byte
+	// upstream, when set, puts the stack in gate mode in front of it.
+	upstream *url.URL
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -93,12 +96,22 @@ func newStack(t *testing.T, o stackOptions) *stack {
 			t.Fatal(err)
 		}
 	}
+	g, err := proxy.NewGate(context.Background(), name, passes, store, []string{"/static/"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upstream http.Handler
+	if o.upstream != nil {
+		upstream = proxy.New(o.upstream, 10*time.Second, log)
+	}
 	calls := &recorder{queue: name, places: places}
 	api := httpapi.New(httpapi.Options{
-		Store:  store,
-		Places: places,
-		Passes: passes,
-		Join:   join,
+		Gate:     g,
+		Upstream: upstream,
+		Store:    store,
+		Places:   places,
+		Passes:   passes,
+		Join:     join,
 		// The tests talk plain http to 127.0.0.1, where a browser drops a
 		// Secure cookie: the local-development setting.
 		CookieSecure: false,

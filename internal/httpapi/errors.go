@@ -36,6 +36,7 @@ var (
 	errInvalidPlace     = &apiError{http.StatusUnauthorized, "invalid_place", "missing or invalid place credential for this queue"}
 	errInvalidJoinToken = &apiError{http.StatusBadRequest, "invalid_join_token", "the join token is invalid, expired, for another queue, or join tokens are not enabled"}
 	errInvalidPass      = &apiError{http.StatusUnauthorized, "invalid_pass", "missing, invalid, expired or revoked entry pass"}
+	errInvalidReturn    = &apiError{http.StatusBadRequest, "invalid_return", "return must be a path on this site"}
 	errTwoIdentities    = &apiError{http.StatusBadRequest, "invalid_json", "give user_id or join_token, not both"}
 )
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/scheduler"
@@ -339,6 +340,12 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 func (s *Server) waitingPage(w http.ResponseWriter, r *http.Request) {
 	if !s.store.Has(chi.URLParam(r, "queue")) {
 		s.fail(w, r, queue.ErrUnknownQueue)
+		return
+	}
+	// The page sends an admitted user to ?return=: only ever a path on
+	// this site (the page checks too).
+	if ret, has := r.URL.Query()["return"]; has && (len(ret) != 1 || !gate.SameSitePath(ret[0])) {
+		s.fail(w, r, errInvalidReturn)
 		return
 	}
 	s.page(w, r, "waiting.html")

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -19,15 +20,19 @@ func (s *Server) routes() http.Handler {
 	})
 
 	r.Get("/healthz", s.healthz)
+	r.Get("/gate/verify", s.gate.ForwardAuth)
 	r.Get("/.well-known/jwks.json", s.jwks)
 	r.Get("/api/v1/verify", s.verify)
 	r.Get("/readyz", s.readyz)
 
-	// Pages.
-	r.Get("/", s.home)
+	// Pages. In gate mode "/" is the upstream's.
+	if !s.proxying {
+		r.Get("/", s.home)
+	}
 	r.Get("/q/{queue}", s.waitingPage)
 	r.Get("/admin", s.adminPage)
-	r.Handle("/static/*", http.StripPrefix("/static/", http.FileServerFS(s.static)))
+	// Under a prefix of waitroom's own, so an upstream keeps its /static/.
+	r.Handle(assets+"*", http.StripPrefix(assets, http.FileServerFS(s.static)))
 
 	// The public API is routed flat, not in a sub-router: chi's mounting
 	// cost 3-4 % of the server CPU of each enter and status (paired runs),
@@ -49,4 +54,38 @@ func (s *Server) routes() http.Handler {
 		r.Delete("/queues/{queue}/users/{user_id}", s.removeUser) // every admin call is logged at info
 	})
 	return r
+}
+
+// ownPrefixes are the paths that stay waitroom's in gate mode; every other
+// path belongs to the upstream.
+var ownPrefixes = []string{"/api/", "/admin/", "/q/", assets, "/.well-known/", "/gate/"}
+
+// assets is where the pages' scripts and styles are served.
+const assets = "/_waitroom/static/"
+
+// ownPath reports whether path is one of waitroom's own.
+func ownPath(path string) bool {
+	switch path {
+	case "/admin", "/healthz", "/readyz":
+		return true
+	}
+	for _, p := range ownPrefixes {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// gatedRoutes is what serves the paths that are not waitroom's own: the
+// gate in front of the upstream, or, without one, in front of a 404 (it
+// then only ever answers ?wr_pass= hand-overs). It logs and recovers like
+// the routes, but sets none of waitroom's page headers: the upstream's
+// pages keep their own.
+func (s *Server) gatedRoutes(upstream http.Handler) http.Handler {
+	next := upstream
+	if next == nil {
+		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errNotFound) })
+	}
+	return middleware.RequestID(s.logRequests(s.recoverPanics(s.gate.Handler(next))))
 }

@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -38,6 +40,13 @@ type Options struct {
 	Logger    *slog.Logger
 	// Static holds the pages and their assets (web/static).
 	Static fs.FS
+	// Gate checks entry passes for the gate queue: /gate/verify (forward
+	// auth) and the hand-over of ?wr_pass= on paths that are not
+	// waitroom's own. Required.
+	Gate *gate.Gate
+	// Upstream, when set, is the order page behind waitroom (gate mode):
+	// every request that is not waitroom's own goes there through Gate.
+	Upstream http.Handler
 }
 
 // Server serves the HTTP API.
@@ -53,7 +62,10 @@ type Server struct {
 	targetURL    string
 	log          *slog.Logger
 	static       fs.FS
-	handler      http.Handler
+	gate         *gate.Gate
+	handler      http.Handler // waitroom's own routes
+	gated        http.Handler // everything else, through the gate
+	proxying     bool         // gate mode: gated serves every other path
 }
 
 // New returns the server with its routes.
@@ -72,11 +84,22 @@ func New(o Options) *Server {
 		targetURL: o.TargetURL,
 		log:       o.Logger,
 		static:    o.Static,
+		gate:      o.Gate,
 	}
+	s.proxying = o.Upstream != nil
 	s.handler = s.routes()
+	s.gated = s.gatedRoutes(o.Upstream)
 	return s
 }
 
+// ServeHTTP sends waitroom's own paths to its routes. In gate mode every
+// other path goes through the gate to the upstream; otherwise only a pass
+// handed over in ?wr_pass= does (a proxy doing forward auth sends those
+// here, see deploy/nginx), to be moved into the cookie.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !ownPath(r.URL.Path) && (s.proxying || strings.Contains(r.URL.RawQuery, "wr_pass=")) {
+		s.gated.ServeHTTP(w, r)
+		return
+	}
 	s.handler.ServeHTTP(w, r)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/config"
+	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
@@ -47,9 +48,23 @@ func newEnv(t testing.TB, rdb *redis.Client, settings queue.Settings, timeout ti
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newEnvWithStore(t, rdb, store, name, opts)
+}
+
+// newEnvWithStore serves the real router over store, whose one queue is
+// name, with fresh credentials, keys and gate unless opts has them.
+func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name string, opts Options) *env {
+	t.Helper()
 	opts.Store = store
 	if opts.Places == nil {
 		opts.Places, opts.Passes = newTrust(t, rdb)
+	}
+	if opts.Gate == nil {
+		g, err := proxy.NewGate(context.Background(), name, opts.Passes, store, nil, !opts.CookieSecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Gate = g
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.Static = fstest.MapFS{
@@ -342,7 +357,7 @@ func TestPagesAndHeaders(t *testing.T) {
 	if r.status != http.StatusFound || r.header.Get("Location") != "/q/"+e.queue {
 		t.Fatalf("/ = %d to %q", r.status, r.header.Get("Location"))
 	}
-	for _, path := range []string{"/q/" + e.queue, "/admin", "/static/style.css", "/healthz", "/readyz", "/api/v1/queues/" + e.queue} {
+	for _, path := range []string{"/q/" + e.queue, "/admin", "/_waitroom/static/style.css", "/healthz", "/readyz", "/api/v1/queues/" + e.queue} {
 		r := e.do("GET", path, "")
 		if r.status != 200 {
 			t.Fatalf("%s: %d %s", path, r.status, r.body)

@@ -239,7 +239,7 @@ func TestJoinToken(t *testing.T) {
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{Join: join})
 	e.enterAnon()
 	e.enterAnon()
-	e.enterAnon() // one waits ahead
+	e.enterAnon()                     // one waits ahead
 	ghost, ghostResp := e.enterAnon() // this browser waits anonymously, then its user signs in
 	exp := time.Now().Add(time.Hour).Unix()
 	// Minted as the README's Go example does (aud as an array there).

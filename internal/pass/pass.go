@@ -156,14 +156,26 @@ func (v *Verifier) Check(ctx context.Context, token string, adm Admissions) (Cla
 	if err != nil {
 		return Claims{}, err
 	}
-	start, ok, err := adm.Admission(ctx, c.Queue, c.Subject)
+	ok, err := Current(adm)(ctx, token, c)
 	if err != nil {
 		return Claims{}, err
 	}
-	if !ok || !start.Equal(c.AdmittedAt) {
+	if !ok {
 		return Claims{}, ErrRevoked
 	}
 	return c, nil
+}
+
+// Current is the revocation check against adm: a pass is current while
+// the admission it names is its member's current one.
+func Current(adm Admissions) CurrentFunc {
+	return func(ctx context.Context, _ string, c Claims) (bool, error) {
+		start, ok, err := adm.Admission(ctx, c.Queue, c.Subject)
+		if err != nil {
+			return false, err
+		}
+		return ok && start.Equal(c.AdmittedAt), nil
+	}
 }
 
 // claims is the pass's payload. aud is a single string (the queue), which

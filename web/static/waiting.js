@@ -125,6 +125,9 @@
   // holds one place on every device. Dropped once an enter with it is
   // answered; from then on the cookie names the place.
   let joinToken = new URLSearchParams(location.search).get('join') || '';
+  // Where the gate in front of the order page sent the user from: once
+  // admitted, they go back there with the pass (instead of target_url).
+  const returnPath = sameSitePath(new URLSearchParams(location.search).get('return'));
   let member = ''; // the member id of the last ticket: whose place we hold
   let ticket = null; // last WAITING ticket, kept on screen while reconnecting
   let pass = ''; // the entry pass of an ENTERED ticket
@@ -404,10 +407,31 @@
     hadPlace = true;
     state = 'entered';
     pass = tk.pass || '';
-    target = safeUrl(tk.target_url);
+    target = returnPath && pass ? withPass(returnPath, pass) : safeUrl(tk.target_url);
     render();
     $('live').textContent = t('turnTitle');
     if (target) location.replace(target);
+  }
+
+  // sameSitePath returns r if it is a path on this site (the gate's
+  // ?return=), else '': never another origin, so the waiting page cannot
+  // be used to send anyone elsewhere (the server refuses such a return too).
+  function sameSitePath(r) {
+    if (!r || r[0] !== '/' || r[1] === '/' || r.indexOf('\\') >= 0 || /[\u0000-\u001f\u007f]/.test(r)) return '';
+    try {
+      const u = new URL(r, location.origin);
+      return u.origin === location.origin ? u.pathname + u.search + u.hash : '';
+    } catch (e) {
+      return '';
+    }
+  }
+
+  // withPass is the path with the entry pass added as wr_pass, which the
+  // gate there moves into a cookie.
+  function withPass(path, p) {
+    const u = new URL(path, location.origin);
+    u.searchParams.set('wr_pass', p);
+    return u.pathname + u.search + u.hash;
   }
 
   // target_url comes from server config; still refuse anything but http(s).

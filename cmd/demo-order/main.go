@@ -1,0 +1,105 @@
+// Command demo-order runs the demo order page (internal/demo) behind which
+// waitroom's compose set-up puts its gate.
+//
+// Environment: DEMO_ADDR (:8081), DEMO_WAITROOM_URL (http://localhost:8080,
+// as this server reaches waitroom), DEMO_QUEUE (default), DEMO_ISSUER
+// (waitroom), DEMO_ADMIN_TOKEN (waitroom's admin token, to end admissions),
+// DEMO_WAITING_PAGE (/q/{queue}), DEMO_INSECURE_COOKIE (false; true only for
+// local http).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/demo"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "demo-order:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv func(string) string) error {
+	get := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	queue := get("DEMO_QUEUE", "default")
+	insecure, err := strconv.ParseBool(get("DEMO_INSECURE_COOKIE", "false"))
+	if err != nil {
+		return fmt.Errorf("DEMO_INSECURE_COOKIE: %w", err)
+	}
+	waitroom := get("DEMO_WAITROOM_URL", "http://localhost:8080")
+	// The middleware loads waitroom's JWKS at start: wait for it.
+	if err := awaitReady(ctx, waitroom+"/readyz", log); err != nil {
+		return err
+	}
+	h, err := demo.New(ctx, demo.Options{
+		Queue:          queue,
+		Waitroom:       waitroom,
+		Issuer:         get("DEMO_ISSUER", "waitroom"),
+		AdminToken:     getenv("DEMO_ADMIN_TOKEN"),
+		WaitingPage:    get("DEMO_WAITING_PAGE", "/q/"+queue),
+		InsecureCookie: insecure,
+	})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: get("DEMO_ADDR", ":8081"), Handler: h, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() {
+		log.Info("demo order page listening", "addr", srv.Addr, "waitroom", waitroom, "queue", queue)
+		errc <- srv.ListenAndServe()
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// awaitReady polls url until it answers 200, once a second.
+func awaitReady(ctx context.Context, url string, log *slog.Logger) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		log.Info("waiting for waitroom", "url", url)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/demo"
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// The whole flow through the reverse-proxy gate, with the demo order page
+// (protected by the gate middleware too) as the upstream: the order page
+// sends a newcomer to the waiting page, the admitted user comes back with
+// the pass in a cookie and none in the address, "done" ends the turn, and
+// the order page is closed again.
+func TestGateFlowToTheOrderPage(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+
+	// The demo needs waitroom's address and waitroom the demo's: start the
+	// demo's listener first, its handler once the stack exists.
+	order := httptest.NewUnstartedServer(nil)
+	order.Start()
+	t.Cleanup(order.Close)
+	orderURL, _ := url.Parse(order.URL)
+	s := newStack(t, stackOptions{settings: fastTicks(1), upstream: orderURL})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h, err := demo.New(ctx, demo.Options{
+		Queue:          s.queue,
+		Waitroom:       s.url,
+		Issuer:         issuer,
+		AdminToken:     adminToken,
+		WaitingPage:    "/q/" + s.queue,
+		InsecureCookie: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order.Config.Handler = h
+	b := newBrowser(t, chromium)
+	s.fillWaiting("ahead", 3)
+
+	b.navigate(s.url + "/?from=home")
+	b.waitJS(10*time.Second, "the waiting page", jsState("waiting")+` && location.pathname === '/q/`+s.queue+`'`)
+	if ret := eval[string](b, `new URLSearchParams(location.search).get('return')`); ret != "/?from=home" {
+		t.Fatalf("waiting page return = %q, want /?from=home", ret)
+	}
+	b.screenshot("gate-waiting")
+
+	b.waitJS(30*time.Second, "the order page after admission", `document.getElementById('event') !== null`)
+	loc := eval[string](b, `location.pathname + location.search`)
+	if loc != "/?from=home" || strings.Contains(loc, "wr_pass") {
+		t.Fatalf("landed on %q: want /?from=home, with no pass in the address", loc)
+	}
+	c := b.cookie(s.url, gate.CookieName(s.queue))
+	if c == nil || !c.HTTPOnly || c.Value == "" {
+		t.Fatalf("pass cookie %+v", c)
+	}
+	member := s.member(b)
+	if got := b.text("#sub"); got != member {
+		t.Fatalf("the order page says it admitted %q, the place is %q", got, member)
+	}
+	if a := s.verify(c.Value); a.Status != http.StatusOK || a.Sub != member {
+		t.Fatalf("verify of the cookie's pass: %+v", a)
+	}
+	b.screenshot("gate-order-page")
+
+	b.do("buy", chromedp.Click(chromedp.CSS("#buy")))
+	b.waitJS(5*time.Second, "the booking", `document.getElementById('bought') !== null`)
+	b.do("done", chromedp.Click(chromedp.CSS("#done")))
+	b.waitJS(5*time.Second, "the done page", `document.getElementById('finished') !== null`)
+	b.screenshot("gate-done")
+	if tk := s.status(member); tk.Status != queue.NotWaiting {
+		t.Fatalf("after done the store has %+v", tk)
+	}
+	if a := s.verify(c.Value); a.Status != http.StatusUnauthorized {
+		t.Fatalf("after done the pass verifies: %+v", a)
+	}
+	// The order page is closed again: back to the waiting page.
+	b.navigate(s.url + "/")
+	b.waitJS(10*time.Second, "the waiting page again", `location.pathname === '/q/`+s.queue+`'`)
+}
