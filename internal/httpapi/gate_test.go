@@ -249,13 +249,16 @@ func TestGateModeRefuses(t *testing.T) {
 	foreign, _ := newPasses(t).Issue(e.queue, tk.UserID, c.AdmittedAt, c.Expires)
 
 	for name, token := range map[string]string{
-		"forged":            flipChar(tk.Pass, len(tk.Pass)-30),
-		"another key":       foreign,
-		"another queue":     otherQueue.Pass,
-		"expired":           expired,
-		"place token":       tk.PlaceToken,
-		"garbage":           "x",
-		"another admission": func() string { p, _ := srv.passes.Issue(e.queue, tk.UserID, c.AdmittedAt.Add(time.Millisecond), c.Expires); return p }(),
+		"forged":        flipChar(tk.Pass, len(tk.Pass)-30),
+		"another key":   foreign,
+		"another queue": otherQueue.Pass,
+		"expired":       expired,
+		"place token":   tk.PlaceToken,
+		"garbage":       "x",
+		"another admission": func() string {
+			p, _ := srv.passes.Issue(e.queue, tk.UserID, c.AdmittedAt.Add(time.Millisecond), c.Expires)
+			return p
+		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if r := e.do("GET", "/order", "", passCookie(e, token)...); r.status != http.StatusSeeOther {
