@@ -10,12 +10,14 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 # Static binary: the final image has no libc. web/static is embedded by go:embed.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/waitroom ./cmd/waitroom
+RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/waitroom ./cmd/demo-order
 
 FROM scratch
 # CA roots for TLS to Redis (rediss://) or other HTTPS endpoints.
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/waitroom /waitroom
+# The demo order page (docker-compose.yml runs it with entrypoint /demo-order).
+COPY --from=build /out/demo-order /demo-order
 # Same unprivileged uid/gid as distroless "nonroot".
 USER 65532:65532
 EXPOSE 8080

@@ -7,8 +7,9 @@
 #                            (with their shared libraries) into a FROM scratch
 #                            image; for tests and docker-compose where
 #                            redis:7-alpine cannot be pulled.
-#   waitroom/waitroom:local  ./cmd/waitroom built on the host (static, CGO off)
-#                            and wrapped by scripts/Dockerfile.local.
+#   waitroom/waitroom:local  ./cmd/waitroom and ./cmd/demo-order built on the
+#                            host (static, CGO off) and wrapped by
+#                            scripts/Dockerfile.local.
 #
 # The redis image is skipped when an image built from the same files already
 # exists (fingerprint label), unless --force. The app image is rebuilt every
@@ -139,7 +140,7 @@ build_app() {
 	local ctx=$workdir/app
 	mkdir -p "$ctx"
 	# golang base images cannot be pulled everywhere, so compile on the host.
-	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/waitroom" ./cmd/waitroom)
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/" ./cmd/waitroom ./cmd/demo-order)
 	# CA roots for TLS to Redis (rediss://) or other HTTPS endpoints.
 	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
 		cp /etc/ssl/certs/ca-certificates.crt "$ctx/ca-certificates.crt"

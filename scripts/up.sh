@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run waitroom with Redis locally: the one command.
 #
-#   scripts/up.sh            build local images, start both services detached,
+#   scripts/up.sh            build local images, start Redis, waitroom in gate
+#                            mode and the demo order page behind it, detached;
 #                            wait for /readyz
 #   scripts/up.sh logs -f    any other arguments go to docker compose as-is
 #                            (ps, logs, down, down -v, ...)
@@ -56,7 +57,8 @@ port=${WAITROOM_PORT:-8080}
 echo "waiting for http://localhost:$port/readyz ..."
 for _ in $(seq 60); do
 	if curl -fsS "http://localhost:$port/readyz" >/dev/null 2>&1; then
-		echo "waitroom is ready: http://localhost:$port/  (admin: http://localhost:$port/admin)"
+		echo "waitroom is ready. Open http://localhost:$port/ : the demo order page, through the waiting room."
+		echo "  waiting page: http://localhost:$port/q/default   back office: http://localhost:$port/admin"
 		echo "logs: scripts/up.sh logs -f    stop: scripts/up.sh down    wipe data: scripts/up.sh down -v"
 		exit 0
 	fi
