@@ -175,6 +175,29 @@ func (g *Gate) ForwardAuth(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// HeaderOriginalURI names the header in which a proxy doing forward auth
+// passes the request it refused to Refused (nginx: $request_uri).
+const HeaderOriginalURI = "X-Original-URI"
+
+// Refused answers, on a proxy's behalf, a request it refused after
+// ForwardAuth (nginx: error_page 401 to a location that proxies here):
+// exactly as the gate itself would, a 303 to the waiting page with the
+// original path as ?return= for browsers, 401 JSON for API clients. The
+// proxy passes the original request line in HeaderOriginalURI; it only
+// ever becomes a same-site return path.
+func (g *Gate) Refused(w http.ResponseWriter, r *http.Request) {
+	orig := r.Clone(r.Context())
+	orig.URL = &url.URL{Path: "/"}
+	if u, err := url.ParseRequestURI(r.Header.Get(HeaderOriginalURI)); err == nil && SameSitePath(u.RequestURI()) {
+		q := u.Query()
+		q.Del("wr_pass")
+		u.RawQuery = q.Encode()
+		orig.URL = u
+	}
+	_, fromCookie := g.token(r)
+	g.refuse(w, orig, fromCookie)
+}
+
 // MaxReturnBytes bounds a return path.
 const MaxReturnBytes = 2048
 

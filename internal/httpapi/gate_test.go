@@ -317,6 +317,22 @@ func TestForwardAuth(t *testing.T) {
 	// ... but other paths are not served.
 	wantError(t, e.do("GET", "/order", ""), 404, "not_found")
 
+	// /gate/refused answers for a proxy as the gate would; the original
+	// URI only ever becomes a same-site return, without any wr_pass.
+	for orig, want := range map[string]string{
+		"/order?a=1&b=2":        "/q/" + e.queue + "?return=%2Forder%3Fa%3D1%26b%3D2",
+		"/order?wr_pass=x&a=1":  "/q/" + e.queue + "?return=%2Forder%3Fa%3D1",
+		"//evil.example/x":      "/q/" + e.queue + "?return=%2F",
+		"https://evil.example/": "/q/" + e.queue + "?return=%2F",
+		"":                      "/q/" + e.queue + "?return=%2F",
+	} {
+		r := e.do("GET", "/gate/refused", "", "X-Original-URI", orig, "Accept", "text/html")
+		if r.status != http.StatusSeeOther || r.header.Get("Location") != want {
+			t.Errorf("refused %q: %d to %q, want %q", orig, r.status, r.header.Get("Location"), want)
+		}
+	}
+	wantError(t, e.do("POST", "/gate/refused", "", "X-Original-URI", "/buy"), 401, "pass_required")
+
 	// The operator removes the user: the gate closes within 5 s.
 	if r := e.do("DELETE", "/admin/v1/queues/"+e.queue+"/users/"+tk.UserID, "", "Authorization", "Bearer "+adminToken); r.status != 204 {
 		t.Fatal(r.status)

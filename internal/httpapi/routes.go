@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/gate/verify", s.gate.ForwardAuth)
+	r.HandleFunc("/gate/refused", s.gate.Refused) // any method: the refused request's
 	r.Get("/.well-known/jwks.json", s.jwks)
 	r.Get("/api/v1/verify", s.verify)
 	r.Get("/readyz", s.readyz)
