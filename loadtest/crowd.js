@@ -5,6 +5,7 @@
 // than the default (scripts/loadtest.sh does exactly this):
 //
 //   WAITROOM_REFILL_INTERVAL=1s WAITROOM_REFILL_SIZE=50 WAITROOM_ADMIN_TOKEN=...
+//   WAITROOM_INSECURE_USER_IDS=true   (the users are plain ids, see lib.js)
 //
 //   k6 run -e USERS=2000 -e ADMIN_TOKEN=... -e QUEUE=default loadtest/crowd.js
 //

@@ -6,6 +6,12 @@
 //   QUEUE        queue id                (default "default")
 //   ADMIN_TOKEN  bearer token for /admin  (admin checks are skipped without it)
 //   RUN_ID       prefix for user ids      (default: Date.now() taken in setup)
+//
+// enter() and status() name users by plain ids ({"user_id":...},
+// ?user_id=), which the server refuses (400 user_ids_disabled) unless it
+// runs with WAITROOM_INSECURE_USER_IDS=true, as scripts/loadtest.sh starts
+// it: load tests only, never production. None of the scenarios reads the
+// entry pass (pass, target_url's wr_pass) of an ENTERED ticket.
 import http from 'k6/http';
 import { sleep } from 'k6';
 

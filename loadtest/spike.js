@@ -3,6 +3,9 @@
 //
 //   k6 run -e RATE=500 -e DURATION=60s -e BASE_URL=http://127.0.0.1:8080 loadtest/spike.js
 //
+// The server must run with WAITROOM_INSECURE_USER_IDS=true (plain ids, see
+// lib.js); scripts/loadtest.sh starts it so.
+//
 //   RATE       enters per second                    (default 500)
 //   DURATION   how long the spike lasts             (default 60s)
 //   P99_MS     p99 bound for enter, milliseconds    (default 5)

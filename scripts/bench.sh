@@ -7,7 +7,9 @@
 #
 # It builds ./cmd/waitroom, starts a private redis-server (no persistence)
 # and the server on free loopback ports, with a 1h refill interval and refill
-# size 1 so that every enter lands in the line and the line only grows. Then
+# size 1 so that every enter lands in the line and the line only grows, and
+# with WAITROOM_INSECURE_USER_IDS=true, as the scenarios use plain user ids
+# (scripts/bench-pair.sh MODE_B=place measures the place credential). Then
 # it drives the same fixed closed-loop load with wrk at
 #   healthz  GET /healthz               baseline: HTTP + middleware, no Redis
 #   enter    POST .../enter             one new user id per request
@@ -63,8 +65,14 @@ command -v redis-cli >/dev/null || wr_die "redis-cli not found"
 wr_init
 wr_build
 wr_start_redis
+# enter.lua and status.lua name users by plain ids, which the server refuses
+# (400 user_ids_disabled) unless WAITROOM_INSECURE_USER_IDS=true: anyone who
+# knows an id owns its place, fine for a benchmark, never for production.
+# The credential flow has its own scripts (enter-place.lua,
+# status-place.lua; MODE_B=place in bench-pair.sh).
 wr_start_server WAITROOM_ADMIN_TOKEN="$(wr_token)" WAITROOM_QUEUES="$QUEUE" \
-	WAITROOM_REFILL_INTERVAL=1h WAITROOM_REFILL_SIZE=1 WAITROOM_LOG_LEVEL="$LOG_LEVEL"
+	WAITROOM_REFILL_INTERVAL=1h WAITROOM_REFILL_SIZE=1 WAITROOM_LOG_LEVEL="$LOG_LEVEL" \
+	WAITROOM_INSECURE_USER_IDS=true
 
 CLK_TCK=$(getconf CLK_TCK)
 OUT=${RESULTS_DIR:-$WR_TMP/results}

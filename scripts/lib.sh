@@ -84,11 +84,16 @@ wr_cleanup() {
 	exit "$rc"
 }
 
-# wr_free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+# wr_free_port prints a TCP port on 127.0.0.1 that nothing listens on, below
+# the kernel's ephemeral range: a port in that range may be the local end of
+# an outgoing connection (wrk's, the server's to Redis), which nothing
+# listens on but which makes bind fail ("Address already in use").
 wr_free_port() {
-	local p
+	local p lo=32768 _hi
+	read -r lo _hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+	((lo > 21024)) || wr_die "ephemeral ports start at $lo: no room below for private ports"
 	for _ in $(seq 200); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % (lo - 20000)))
 		[[ $p == "$WR_REDIS_PORT" || $p == "$WR_SERVER_PORT" ]] && continue
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"

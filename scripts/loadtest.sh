@@ -8,7 +8,8 @@
 #
 # The server runs with two queues, "spike" and "crowd", so the spike's line
 # does not delay the crowd, and a short tick for the crowd's admission checks:
-# WAITROOM_REFILL_INTERVAL=$REFILL_INTERVAL (1s), WAITROOM_REFILL_SIZE=$REFILL_SIZE (50).
+# WAITROOM_REFILL_INTERVAL=$REFILL_INTERVAL (1s), WAITROOM_REFILL_SIZE=$REFILL_SIZE (50),
+# and with WAITROOM_INSECURE_USER_IDS=true, as the k6 users are plain ids.
 #
 # Env: SCENARIOS ("spike crowd"), SPIKE_RATE (500), SPIKE_DURATION (60s),
 # SPIKE_P99_MS (5), CROWD_USERS (2000), CROWD_MAX_DURATION (3m), NEW_SIZE
@@ -40,9 +41,13 @@ wr_init
 wr_build
 wr_start_redis
 TOKEN=$(wr_token)
+# The k6 users are plain ids (loadtest/lib.js: RUN_ID-<n>), which the server
+# refuses (400 user_ids_disabled) unless WAITROOM_INSECURE_USER_IDS=true:
+# anyone who knows an id owns its place, fine for a load test, never for
+# production.
 wr_start_server WAITROOM_ADMIN_TOKEN="$TOKEN" WAITROOM_QUEUES=spike,crowd \
 	WAITROOM_REFILL_INTERVAL="$REFILL_INTERVAL" WAITROOM_REFILL_SIZE="$REFILL_SIZE" \
-	WAITROOM_LOG_LEVEL="$LOG_LEVEL"
+	WAITROOM_LOG_LEVEL="$LOG_LEVEL" WAITROOM_INSECURE_USER_IDS=true
 OUT=${RESULTS_DIR:-$WR_TMP/results}
 mkdir -p "$OUT"
 

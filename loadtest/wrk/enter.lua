@@ -1,4 +1,6 @@
 -- enter.lua: POST /api/v1/queues/{QUEUE}/enter, a new user id per request.
+-- Plain user ids: the server must run with WAITROOM_INSECURE_USER_IDS=true
+-- (else 400 user_ids_disabled); enter-place.lua is the credential flow.
 --
 --   WRK_THREADS=2 wrk -t2 -c64 -d10s --latency -s loadtest/wrk/enter.lua http://127.0.0.1:8080
 --

@@ -1,11 +1,13 @@
 -- report.lua: shared by the wrk scripts here. Loaded with dofile (see the
 -- top of each script); defines done(), which prints one machine-readable
--- line that scripts/bench.sh parses:
+-- line that scripts/bench.sh and scripts/bench-pair.sh parse:
 --
 --   WRK_RESULT requests=N duration_us=N rps=F p50_us=N p90_us=N p99_us=N
 --              mean_us=F non2xx=N socket_errors=N
 --
 -- Latency is wrk's: measured per request on a closed loop of -c connections.
+-- A script that defines report_extra() prints more lines after it
+-- (enter.lua: ENTER_IDS, enter-place.lua: PLACE_TOKENS).
 
 function done(summary, latency, requests)
   local e = summary.errors

@@ -1,4 +1,6 @@
 -- status.lua: GET /api/v1/queues/{QUEUE}/status for users already in line.
+-- Plain user ids: the server must run with WAITROOM_INSECURE_USER_IDS=true
+-- (else 400 user_ids_disabled); status-place.lua is the credential flow.
 --
 --   ID_PREFIX=bench- IDS=100000 wrk -t2 -c64 -d10s --latency -s loadtest/wrk/status.lua http://127.0.0.1:8080
 --

@@ -1,0 +1,60 @@
+-- enter-place.lua: POST /api/v1/queues/{QUEUE}/enter with body {}, a new
+-- place per request, as an app without a place credential enters: the
+-- server picks the member id and answers the ticket with its place_token
+-- (and the same credential as the cookie wr_place_{QUEUE}, which wrk
+-- ignores, so every request is a new place). No plain user ids: works on a
+-- server without WAITROOM_INSECURE_USER_IDS.
+--
+--   wrk -t1 -c32 -d10s --latency -s loadtest/wrk/enter-place.lua http://127.0.0.1:8080
+--   TOKENS_OUT=/tmp/tokens.txt wrk ... -s loadtest/wrk/enter-place.lua ...
+--
+-- env: QUEUE (default "default"),
+--      TOKENS_OUT (optional): write the place_token of every 200 answer to
+--      this file, one per line, for status-place.lua. Only then is the
+--      response() callback defined, which makes wrk read every body and
+--      costs the load generator CPU; leave it unset for measured runs.
+--      done() then prints
+--        PLACE_TOKENS file=<TOKENS_OUT> count=N
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "report.lua")
+
+local queue = os.getenv("QUEUE") or "default"
+local out = os.getenv("TOKENS_OUT") or ""
+
+wrk.method = "POST"
+wrk.path = "/api/v1/queues/" .. queue .. "/enter"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = "{}"
+
+if out ~= "" then
+  -- setup runs in the main Lua state once per thread, before that thread starts.
+  local threads = {}
+  function setup(thread)
+    table.insert(threads, thread)
+  end
+
+  -- tokens is a global of each thread's Lua state, so that report_extra
+  -- (main state, after the run) can copy it with thread:get: wrk has no
+  -- per-thread hook at the end of a run where a thread could write it.
+  tokens = {}
+
+  function response(status, headers, body)
+    if status == 200 then
+      local t = body:match('"place_token":"([^"]+)"')
+      if t then tokens[#tokens + 1] = t end
+    end
+  end
+
+  function report_extra()
+    local f = assert(io.open(out, "w"))
+    local n = 0
+    for _, t in ipairs(threads) do
+      local got = t:get("tokens")
+      for i = 1, #got do
+        f:write(got[i], "\n")
+      end
+      n = n + #got
+    end
+    f:close()
+    io.write(string.format("PLACE_TOKENS file=%s count=%d\n", out, n))
+  end
+end
