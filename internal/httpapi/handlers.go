@@ -87,7 +87,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		token = s.places.Issue(q, member)
 		// Set before the store is asked: even a 503 (outcome unknown)
 		// leaves the browser able to ask for the place it may have got.
-		s.setPlaceCookie(w, q, token, placeCookieAge)
+		s.setPlaceCookie(w, q, token)
 	}
 	if replaced != "" {
 		if err := s.store.Leave(r.Context(), q, replaced); err != nil {
@@ -138,7 +138,7 @@ func (s *Server) leavePlace(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.setPlaceCookie(w, q, "", -1)
+	http.SetCookie(w, s.placeCookie(q, "", -1))
 	w.WriteHeader(http.StatusNoContent)
 }
 

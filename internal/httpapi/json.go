@@ -63,13 +63,28 @@ func decodeEnter(w http.ResponseWriter, r *http.Request) (enterRequest, error) {
 	if err != nil {
 		return enterRequest{}, err
 	}
-	if len(skipSpace(body)) == 0 {
+	if emptyObject(body) {
 		return enterRequest{}, nil
 	}
 	if id, ok := plainUserID(body); ok {
 		return enterRequest{UserID: &id}, nil
 	}
 	return unmarshal[enterRequest](body)
+}
+
+// emptyObject reports whether body is empty or {}, JSON whitespace aside:
+// the enter of a browser or app that proves nothing yet, the usual one.
+func emptyObject(body []byte) bool {
+	b := skipSpace(body)
+	if len(b) == 0 {
+		return true
+	}
+	b, ok := bytes.CutPrefix(b, []byte("{"))
+	if !ok {
+		return false
+	}
+	b, ok = bytes.CutPrefix(skipSpace(b), []byte("}"))
+	return ok && len(skipSpace(b)) == 0
 }
 
 // plainUserID returns the id of a body {"user_id":"<id>"} with optional

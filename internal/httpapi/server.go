@@ -56,28 +56,31 @@ type Server struct {
 	passes       *pass.Passes
 	join         *place.Join
 	cookieSecure bool
-	insecureIDs  bool
-	adminEnabled bool
-	adminHash    [sha256.Size]byte
-	targetURL    string
-	log          *slog.Logger
-	static       fs.FS
-	gate         *gate.Gate
-	handler      http.Handler // waitroom's own routes
-	gated        http.Handler // everything else, through the gate
-	proxying     bool         // gate mode: gated serves every other path
+	// placeCookieAttrs follow the value in the place cookie's line.
+	placeCookieAttrs string
+	insecureIDs      bool
+	adminEnabled     bool
+	adminHash        [sha256.Size]byte
+	targetURL        string
+	log              *slog.Logger
+	static           fs.FS
+	gate             *gate.Gate
+	handler          http.Handler // waitroom's own routes
+	gated            http.Handler // everything else, through the gate
+	proxying         bool         // gate mode: gated serves every other path
 }
 
 // New returns the server with its routes.
 func New(o Options) *Server {
 	s := &Server{
-		store:        o.Store,
-		places:       o.Places,
-		passes:       o.Passes,
-		join:         o.Join,
-		cookieSecure: o.CookieSecure,
-		insecureIDs:  o.InsecureUserIDs,
-		adminEnabled: o.AdminToken != "",
+		store:            o.Store,
+		places:           o.Places,
+		passes:           o.Passes,
+		join:             o.Join,
+		cookieSecure:     o.CookieSecure,
+		placeCookieAttrs: placeCookieAttrs(o.CookieSecure),
+		insecureIDs:      o.InsecureUserIDs,
+		adminEnabled:     o.AdminToken != "",
 		// Comparing hashes keeps the comparison constant-time even in the
 		// token's length.
 		adminHash: sha256.Sum256([]byte(o.AdminToken)),

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -450,5 +451,17 @@ func TestJWKS(t *testing.T) {
 	k := set.Keys[0]
 	if k["kty"] != "OKP" || k["crv"] != "Ed25519" || k["alg"] != "EdDSA" || k["kid"] != e.h.(*Server).passes.Keys().SigningKID() || k["d"] != "" {
 		t.Fatalf("jwk %v", k)
+	}
+}
+
+func TestSetPlaceCookieMatchesNetHTTP(t *testing.T) {
+	for _, secure := range []bool{true, false} {
+		s := &Server{cookieSecure: secure, placeCookieAttrs: placeCookieAttrs(secure)}
+		mine, theirs := httptest.NewRecorder(), httptest.NewRecorder()
+		s.setPlaceCookie(mine, "q_1-x", "v1.q_1-x.YTpB.bWFj")
+		http.SetCookie(theirs, s.placeCookie("q_1-x", "v1.q_1-x.YTpB.bWFj", placeCookieAge))
+		if a, b := mine.Header().Values("Set-Cookie"), theirs.Header().Values("Set-Cookie"); len(a) != 1 || len(b) != 1 || a[0] != b[0] {
+			t.Errorf("secure=%v: wrote %q, net/http writes %q", secure, a, b)
+		}
 	}
 }

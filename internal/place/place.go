@@ -68,18 +68,17 @@ func NewMember() string {
 // Issue returns the credential for member's place in queue:
 // "v1.<queue>.<member, base64url>.<HMAC-SHA256, base64url>".
 func (c *Credentials) Issue(queue, member string) string {
-	var buf [sha256.Size]byte
-	mac := c.sign(buf[:0], queue, member)
-	var sb strings.Builder
-	sb.Grow(len(version) + len(queue) + b64.EncodedLen(len(member)) + b64.EncodedLen(len(mac)) + 3)
-	sb.WriteString(version)
-	sb.WriteByte('.')
-	sb.WriteString(queue)
-	sb.WriteByte('.')
-	sb.WriteString(b64.EncodeToString([]byte(member)))
-	sb.WriteByte('.')
-	sb.WriteString(b64.EncodeToString(mac))
-	return sb.String()
+	var mac [sha256.Size]byte
+	c.sign(mac[:0], queue, member)
+	b := make([]byte, 0, len(version)+len(queue)+b64.EncodedLen(len(member))+b64.EncodedLen(len(mac))+3)
+	b = append(b, version...)
+	b = append(b, '.')
+	b = append(b, queue...)
+	b = append(b, '.')
+	b = b64.AppendEncode(b, []byte(member))
+	b = append(b, '.')
+	b = b64.AppendEncode(b, mac[:])
+	return string(b)
 }
 
 // Verify returns the member whose place in queue token proves, or
@@ -97,10 +96,6 @@ func (c *Credentials) Verify(queue, token string) (string, error) {
 	if !ok || len(encMember) > 1024 {
 		return "", ErrInvalid
 	}
-	member, err := b64.DecodeString(encMember)
-	if err != nil || len(member) == 0 {
-		return "", ErrInvalid
-	}
 	var got [sha256.Size]byte
 	if b64.DecodedLen(len(encMAC)) != len(got) {
 		return "", ErrInvalid
@@ -108,22 +103,32 @@ func (c *Credentials) Verify(queue, token string) (string, error) {
 	if _, err := b64.Decode(got[:], []byte(encMAC)); err != nil {
 		return "", ErrInvalid
 	}
-	var buf [sha256.Size]byte
-	if !hmac.Equal(got[:], c.sign(buf[:0], queue, string(member))) {
+	var buf [128]byte // a member id is at most 128 bytes in the store
+	member, err := b64.AppendDecode(buf[:0], []byte(encMember))
+	if err != nil || len(member) == 0 {
+		return "", ErrInvalid
+	}
+	var want [sha256.Size]byte
+	if !hmac.Equal(got[:], c.sign(want[:0], queue, string(member))) {
 		return "", ErrInvalid
 	}
 	return string(member), nil
 }
 
 // sign appends the MAC of (queue, member) to b. The NUL bytes keep the
-// fields apart: no queue name or member id contains one.
+// fields apart: no queue name or member id contains one. The message is
+// written in one piece (each Write through the hash interface copies its
+// argument to the heap).
 func (c *Credentials) sign(b []byte, queue, member string) []byte {
+	const prefix = "waitroom place\x00"
+	var buf [256]byte
+	msg := append(buf[:0], prefix...)
+	msg = append(msg, queue...)
+	msg = append(msg, 0)
+	msg = append(msg, member...)
 	m := c.macs.Get().(hash.Hash)
 	m.Reset()
-	m.Write([]byte("waitroom place\x00"))
-	m.Write([]byte(queue))
-	m.Write([]byte{0})
-	m.Write([]byte(member))
+	m.Write(msg)
 	b = m.Sum(b)
 	c.macs.Put(m)
 	return b
