@@ -155,15 +155,10 @@ const (
 // or bearer), 401 when not, 503 when it cannot tell. The proxy sends
 // refused users to the waiting page itself (see deploy/nginx).
 func (g *Gate) ForwardAuth(w http.ResponseWriter, r *http.Request) {
-	token, _ := g.token(r)
-	if token == "" {
-		writeError(w, http.StatusUnauthorized, "pass_required", "a valid entry pass is required", "")
-		return
-	}
-	c, ok, err := g.check(r.Context(), token)
+	c, ok, _, err := g.checkRequest(r)
 	switch {
 	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now; try again shortly", "")
+		unavailable(w)
 	case !ok:
 		writeError(w, http.StatusUnauthorized, "pass_required", "a valid entry pass is required", "")
 	default:
@@ -238,21 +233,28 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 				return
 			}
 		}
-		token, fromCookie := g.token(r)
-		if token == "" {
-			g.refuse(w, r, false)
-			return
-		}
-		c, ok, err := g.check(r.Context(), token)
+		c, ok, fromCookie, err := g.checkRequest(r)
 		switch {
 		case err != nil:
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now; try again shortly", "")
+			unavailable(w)
 		case !ok:
 			g.refuse(w, r, fromCookie)
 		default:
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
 		}
 	})
+}
+
+// checkRequest checks the pass a request carries: ok with its claims, not
+// ok when it has none or a bad one (fromCookie: the bad one is in the
+// cookie), or err when the checker cannot tell now.
+func (g *Gate) checkRequest(r *http.Request) (c Claims, ok, fromCookie bool, err error) {
+	token, fromCookie := g.token(r)
+	if token == "" {
+		return Claims{}, false, false, nil
+	}
+	c, ok, err = g.check(r.Context(), token)
+	return c, ok, fromCookie, err
 }
 
 // check asks the checker, and refuses a valid pass for another queue.
@@ -286,7 +288,7 @@ func (g *Gate) claim(w http.ResponseWriter, r *http.Request, q url.Values) {
 	clean.RawQuery = q.Encode()
 	c, ok, err := g.check(r.Context(), token)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now; try again shortly", "")
+		unavailable(w)
 		return
 	}
 	if !ok {
@@ -329,6 +331,12 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, badCookie bool) {
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
 	writeError(w, http.StatusUnauthorized, "pass_required", "a valid entry pass is required: wait your turn in the waiting room", page)
+}
+
+// unavailable answers 503: the checker cannot tell now (the waitroom or
+// its Redis away); clients retry.
+func unavailable(w http.ResponseWriter) {
+	writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now; try again shortly", "")
 }
 
 func writeError(w http.ResponseWriter, status int, code, message, waitingPage string) {

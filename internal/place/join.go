@@ -3,10 +3,10 @@ package place
 import (
 	"errors"
 	"fmt"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // ErrInvalidJoin means a join token is malformed, not signed with the join
@@ -15,8 +15,8 @@ import (
 var ErrInvalidJoin = errors.New("place: invalid join token")
 
 // MaxSubjectBytes bounds the site's user id in a join token, so that the
-// member id ("u:" + sub) fits the queue store's 128 bytes.
-const MaxSubjectBytes = 126
+// member id ("u:" + sub) fits the queue store's user ids.
+const MaxSubjectBytes = queue.MaxUserIDBytes - len("u:")
 
 // Join verifies the join tokens that a site mints for its signed-in users,
 // so one account holds one place on every device: a JWT signed with
@@ -36,8 +36,8 @@ func NewJoin(secret []byte) (*Join, error) {
 }
 
 // Member returns the member id of the site user that token names for
-// queue: "u:" + sub.
-func (j *Join) Member(queue, token string) (string, error) {
+// the queue queueName: "u:" + sub.
+func (j *Join) Member(queueName, token string) (string, error) {
 	if j == nil {
 		return "", fmt.Errorf("%w: join tokens are not enabled (WAITROOM_JOIN_SECRET)", ErrInvalidJoin)
 	}
@@ -46,24 +46,13 @@ func (j *Join) Member(queue, token string) (string, error) {
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
-		jwt.WithAudience(queue))
+		jwt.WithAudience(queueName))
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidJoin, err)
 	}
-	if !validSubject(claims.Subject) {
+	member := "u:" + claims.Subject
+	if claims.Subject == "" || queue.ValidateUserID(member) != nil {
 		return "", fmt.Errorf("%w: sub must be 1-%d bytes of UTF-8 without control characters", ErrInvalidJoin, MaxSubjectBytes)
 	}
-	return "u:" + claims.Subject, nil
-}
-
-func validSubject(sub string) bool {
-	if sub == "" || len(sub) > MaxSubjectBytes || !utf8.ValidString(sub) {
-		return false
-	}
-	for _, r := range sub {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
+	return member, nil
 }
