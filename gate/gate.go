@@ -221,15 +221,17 @@ func CookieName(queue string) string { return "wr_pass_" + queue }
 // pass's claims in the request context.
 func (g *Gate) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, p := range g.bypass {
-			if strings.HasPrefix(r.URL.Path, p) {
-				next.ServeHTTP(w, r)
-				return
-			}
-		}
+		// A hand-over is taken on any path, bypassed ones too, so a pass
+		// in a URL never travels on to the upstream or its logs.
 		if r.URL.RawQuery != "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			if q := r.URL.Query(); q.Has("wr_pass") {
 				g.claim(w, r, q)
+				return
+			}
+		}
+		for _, p := range g.bypass {
+			if strings.HasPrefix(r.URL.Path, p) {
+				next.ServeHTTP(w, r)
 				return
 			}
 		}

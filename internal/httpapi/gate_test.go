@@ -275,6 +275,14 @@ func TestGateModeRefuses(t *testing.T) {
 			}
 		})
 	}
+	// A pass in the URL of a bypassed path is taken (or refused) like any
+	// hand-over: it never travels on to the upstream.
+	if r := e.do("GET", "/static/app.css?wr_pass="+url.QueryEscape(tk.Pass), ""); r.status != http.StatusSeeOther || r.header.Get("Location") != "/static/app.css" {
+		t.Errorf("wr_pass on a bypassed path: %d to %q", r.status, r.header.Get("Location"))
+	}
+	if r := e.do("GET", "/static/app.css?wr_pass=forged", ""); r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/q/") {
+		t.Errorf("a forged wr_pass on a bypassed path: %d to %q", r.status, r.header.Get("Location"))
+	}
 	// A valid pass handed over on one of waitroom's own paths is not taken.
 	if r := e.do("GET", "/healthz?wr_pass="+url.QueryEscape(tk.Pass), ""); r.status != 200 || r.header.Get("Set-Cookie") != "" {
 		t.Errorf("wr_pass on /healthz: %d, cookie %q", r.status, r.header.Get("Set-Cookie"))
