@@ -3,11 +3,14 @@
 # already present, so CI can call it unconditionally.
 #
 #   scripts/install-tools.sh [test|bench|all]    (default: all)
-#     test  -> redis-server, redis-cli, chromium, a Korean font (integration + browser tests)
-#     bench -> wrk, k6                              (load tests)
+#     test  -> redis-server, redis-cli, chromium, a Korean font, nginx (integration,
+#              browser and nginx forward-auth tests)
+#     bench -> wrk, k6, nginx                       (load tests, scripts/bench-gate.sh)
 #
 # Debian/Ubuntu only (apt). k6 is built from source with `go install` because
 # it is not packaged by Debian; that takes about two minutes the first time.
+# nginx (Debian's nginx-light, else nginx) is installed without starting the
+# system's nginx on port 80: the tests and benchmarks run their own.
 set -euo pipefail
 
 K6_VERSION=v1.8.1
@@ -16,7 +19,7 @@ mode=${1:-all}
 case "$mode" in
 test | bench | all) ;;
 -h | --help)
-	sed -n '2,10p' "$0"
+	sed -n '2,13p' "$0"
 	exit 0
 	;;
 *)
@@ -64,11 +67,85 @@ if [ "$mode" = bench ] || [ "$mode" = all ]; then
 	need_pkg wrk wrk
 fi
 
-if [ "${#missing_pkgs[@]}" -gt 0 ]; then
+# nginx, for every mode: internal/e2e/nginx_test.go and scripts/bench-gate.sh
+# run it. Debian installs it as /usr/sbin/nginx, which is not on a non-root
+# PATH; both look there too.
+nginx_bin() {
+	if have nginx; then
+		command -v nginx
+	elif [ -x /usr/sbin/nginx ]; then
+		echo /usr/sbin/nginx
+	else
+		return 1
+	fi
+}
+need_nginx=
+if nginx="$(nginx_bin)"; then
+	present_list+=("nginx ($nginx)")
+else
+	need_nginx=1
+fi
+
+apt_install() {
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+
+if [ "${#missing_pkgs[@]}" -gt 0 ] || [ -n "$need_nginx" ]; then
 	# Fresh CI images often ship without apt lists, so refresh once before installing.
 	$sudo apt-get update -qq
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_pkgs[@]}"
+fi
+if [ "${#missing_pkgs[@]}" -gt 0 ]; then
+	apt_install "${missing_pkgs[@]}"
 	done_list+=("apt: ${missing_pkgs[*]}")
+fi
+
+if [ -n "$need_nginx" ]; then
+	# nginx-light (Debian 12: a transitional package for nginx, with the
+	# auth_request module that deploy/nginx/waitroom.conf needs), where the
+	# distribution still has it.
+	pkg=nginx-light
+	case "$(apt-cache policy nginx-light 2>/dev/null || true)" in
+	*"Candidate: "[0-9]*) ;;
+	*) pkg=nginx ;;
+	esac
+	# The package starts the system's nginx on port 80 (invoke-rc.d, or
+	# deb-systemd-invoke under systemd). A policy-rc.d that answers 101
+	# ("action forbidden") stops that; it is removed again at once, unless
+	# one was there before (Debian's container images ship one).
+	policy=/usr/sbin/policy-rc.d
+	added_policy=
+	if [ ! -e "$policy" ]; then
+		trap '[ -z "$added_policy" ] || $sudo rm -f "$policy"' EXIT
+		$sudo sh -c "printf '#!/bin/sh\\n# install-tools.sh: no daemon starts while nginx installs\\nexit 101\\n' >$policy && chmod 755 $policy"
+		added_policy=1
+	fi
+	running_before=" $(pgrep -x nginx | tr '\n' ' ' || true) "
+	apt_install "$pkg"
+	if [ -n "$added_policy" ]; then
+		$sudo rm -f "$policy"
+		added_policy=
+	fi
+	# Should a daemon have started all the same (a policy-rc.d of the image
+	# that allows it), stop it: nothing here wants it. Only that one: other
+	# nginx processes (a benchmark's, a test's) are left alone.
+	if pid=$(cat /run/nginx.pid 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+		[ "${running_before#* "$pid" }" = "$running_before" ]; then
+		echo "stopping the nginx daemon (pid $pid) the package started" >&2
+		if [ -d /run/systemd/system ]; then
+			$sudo systemctl stop nginx || $sudo kill -QUIT "$pid"
+		else
+			$sudo kill -QUIT "$pid"
+		fi
+		for _ in $(seq 50); do
+			grep -qs '^State:[[:space:]]*[^Z]' "/proc/$pid/status" || break # gone, or a zombie
+			sleep 0.1
+		done
+	fi
+	nginx="$(nginx_bin)" || {
+		echo "apt installed $pkg but no nginx binary was found" >&2
+		exit 1
+	}
+	done_list+=("apt: $pkg ($nginx)")
 fi
 
 if [ "$mode" = bench ] || [ "$mode" = all ]; then
