@@ -237,8 +237,15 @@ func TestNginxForwardAuth(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(body, `id="event"`) || !strings.Contains(body, tk.UserID) {
 		t.Fatalf("admitted: %d %s", resp.StatusCode, body)
 	}
-	if h := seen.last(); h.Get(gate.HeaderSub) != tk.UserID || h.Get(gate.HeaderQueue) != s.queue {
-		t.Fatalf("the order site saw X-Waitroom-Sub %q, -Queue %q", h.Get(gate.HeaderSub), h.Get(gate.HeaderQueue))
+	hdr := seen.last()
+	if hdr.Get(gate.HeaderSub) != tk.UserID || hdr.Get(gate.HeaderQueue) != s.queue {
+		t.Fatalf("the order site saw X-Waitroom-Sub %q, -Queue %q", hdr.Get(gate.HeaderSub), hdr.Get(gate.HeaderQueue))
+	}
+	// The site sees the client and its own host, as behind any proxy (a
+	// location that sets headers of its own inherits none: the config
+	// repeats them).
+	if hdr.Get("X-Forwarded-For") != "127.0.0.1" || hdr.Get("X-Forwarded-Proto") != "http" || hdr.Get("X-Forwarded-Host") != "127.0.0.1" {
+		t.Fatalf("the order site saw X-Forwarded-For %q, -Proto %q, -Host %q", hdr.Get("X-Forwarded-For"), hdr.Get("X-Forwarded-Proto"), hdr.Get("X-Forwarded-Host"))
 	}
 	if resp, body := do("POST", "/buy", "train=KTX+101", "Content-Type", "application/x-www-form-urlencoded"); resp.StatusCode != 200 || !strings.Contains(body, "Booked") {
 		t.Fatalf("buy: %d %s", resp.StatusCode, body)
