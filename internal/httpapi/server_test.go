@@ -241,7 +241,7 @@ func TestAdmin(t *testing.T) {
 		e.enter(fmt.Sprintf("u%d", i))
 	}
 	for i := 0; i < 2; i++ {
-		if err := e.rdb.HDel(context.Background(), "wr:{"+e.queue+"}:tick", "next_at_ms").Err(); err != nil {
+		if err := e.rdb.HDel(context.Background(), "wr:{"+e.queue+"}:tick", "next_at_ms", "min_next_ms").Err(); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.store.Tick(context.Background(), e.queue); err != nil {

@@ -205,7 +205,7 @@ func BenchmarkTick(b *testing.B) {
 						fill(b, rdb, q, 20*refill)
 						filled = 20 * refill
 					}
-					rdb.HDel(ctx, k.tick, "next_at_ms")
+					rdb.HDel(ctx, k.tick, "next_at_ms", "min_next_ms")
 					b.StartTimer()
 					res, err := s.Tick(ctx, q)
 					if err != nil || !res.Applied || res.Moved != int64(refill) {
@@ -255,7 +255,7 @@ func BenchmarkScale(b *testing.B) {
 				measureRedis(b, rdb, func() {
 					for b.Loop() {
 						b.StopTimer()
-						rdb.HDel(ctx, keysFor(q).tick, "next_at_ms")
+						rdb.HDel(ctx, keysFor(q).tick, "next_at_ms", "min_next_ms")
 						b.StartTimer()
 						if _, err := s.Tick(ctx, q); err != nil {
 							b.Fatal(err)

@@ -9,8 +9,8 @@ type keys struct {
 	entered string // ZSET member=user id, score=admission time (Redis clock, ms)
 	tokens  string // STRING tokens left in the bucket; unset means full
 	seq     string // STRING arrival counter (INCR), the FIFO order of the line
-	config  string // HASH refill_size, refill_interval_ms, session_ttl_ms
-	tick    string // HASH next_at_ms, at_ms, moved, direct (see tick.lua)
+	config  string // HASH refill_size, refill_interval_ms, session_ttl_ms, max_active, paused
+	tick    string // HASH next_at_ms, min_next_ms, at_ms, moved, direct (see tick.lua)
 	history string // LIST "at_ms:admitted:waiting", one entry per ended interval
 }
 

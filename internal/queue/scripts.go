@@ -29,10 +29,14 @@ var tickLua string
 //go:embed scripts/info.lua
 var infoLua string
 
+//go:embed scripts/done.lua
+var doneLua string
+
 var (
 	enterScript  = redis.NewScript(commonLua + enterLua)
 	statusScript = redis.NewScript(commonLua + statusLua)
 	leaveScript  = redis.NewScript(leaveLua)
 	tickScript   = redis.NewScript(commonLua + tickLua)
 	infoScript   = redis.NewScript(commonLua + infoLua)
+	doneScript   = redis.NewScript(doneLua)
 )

@@ -22,6 +22,7 @@ var (
 	ErrUnknownQueue     = errors.New("queue: unknown queue")
 	ErrInvalidUserID    = errors.New("queue: user id must be 1-128 bytes of UTF-8 without control characters")
 	ErrInvalidRefill    = fmt.Errorf("queue: refill size must be between 1 and %d", MaxRefillSize)
+	ErrInvalidMaxActive = fmt.Errorf("queue: max active must be between 0 (no cap) and %d", MaxMaxActive)
 	ErrInvalidQueueName = errors.New("queue: queue name must be 1-64 of A-Z a-z 0-9 _ -")
 )
 
@@ -29,6 +30,8 @@ var (
 const (
 	MaxUserIDBytes = 128
 	MaxRefillSize  = 100000
+	// MaxMaxActive bounds the cap on active users (0 is no cap).
+	MaxMaxActive = 10000000
 	// HistoryLen is how many applied ticks the history list keeps: an hour
 	// at the default 5 s interval.
 	HistoryLen = 720
@@ -52,6 +55,8 @@ type Settings struct {
 	RefillSize     int           // users admitted per interval
 	RefillInterval time.Duration // time between ticks
 	SessionTTL     time.Duration // how long an admission stays valid
+	// MaxActive caps the admissions that have not ended (0: no cap).
+	MaxActive int
 }
 
 // Ticket is a user's place, as the scripts computed it at one instant.
@@ -62,11 +67,15 @@ type Ticket struct {
 	// TicksAhead is how many full refills go in before the tick that
 	// admits this user; 0 when the next tick does.
 	TicksAhead int64
-	// ETA is the time until the tick that admits this user: the time left
-	// in the current interval plus one interval per full refill ahead.
+	// ETA is the time until the tick that admits this user: the time until
+	// the next tick plus one interval per full refill ahead.
 	ETA time.Duration
-	// UntilNextTick is the time left in the current interval.
+	// UntilNextTick is the time until the next tick is applied: 0 when it
+	// is due and about to be.
 	UntilNextTick time.Duration
+	// Paused is true while the operator holds admissions: the place is
+	// kept, but nobody moves until the queue resumes.
+	Paused bool
 	// AdmittedAt is when the admission began (Redis clock); zero unless
 	// Entered. It identifies the admission: entering again, or being
 	// admitted again later, gives a new one.
@@ -96,8 +105,9 @@ type TickResult struct {
 type Info struct {
 	Queue      string
 	Waiting    int64
-	Entered    int64 // admissions still within the session TTL
+	Entered    int64 // active users: admissions that have not ended
 	Tokens     int64
+	Paused     bool
 	Settings   Settings
 	LastTickAt time.Time // zero when no tick was applied yet
 	Now        time.Time // Redis time of the snapshot
@@ -126,9 +136,10 @@ type Store struct {
 	defaults Settings
 	queues   map[string]*queueRef
 	names    []string
-	// defaultArgs are the defaults as script arguments, formatted and
-	// boxed once: a string turned into an interface value allocates.
-	defaultArgs [3]any
+	// defaultArgs are the defaults as script arguments (refill size,
+	// interval ms, TTL ms, max active), formatted and boxed once: a string
+	// turned into an interface value allocates.
+	defaultArgs [4]any
 	// timeout bounds every call of the store, however Redis behaves.
 	timeout time.Duration
 }
@@ -141,6 +152,7 @@ type queueRef struct {
 	statuses   batcher // status.lua calls
 	enterKeys  []string
 	statusKeys []string
+	doneKeys   []string
 	leaveKeys  []string
 	tickKeys   []string
 	infoKeys   []string
@@ -181,6 +193,9 @@ func ValidateSettings(s Settings) error {
 	if s.SessionTTL < time.Millisecond {
 		return errors.New("queue: session TTL must be at least 1ms")
 	}
+	if s.MaxActive < 0 || s.MaxActive > MaxMaxActive {
+		return ErrInvalidMaxActive
+	}
 	return nil
 }
 
@@ -202,10 +217,11 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		rdb:      rdb,
 		defaults: defaults,
 		queues:   make(map[string]*queueRef, len(queues)),
-		defaultArgs: [3]any{
+		defaultArgs: [4]any{
 			strconv.Itoa(defaults.RefillSize),
 			strconv.FormatInt(defaults.RefillInterval.Milliseconds(), 10),
 			strconv.FormatInt(defaults.SessionTTL.Milliseconds(), 10),
+			strconv.Itoa(defaults.MaxActive),
 		},
 		timeout: timeout,
 	}
@@ -220,7 +236,8 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		q := &queueRef{
 			keys:       k,
 			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick},
-			statusKeys: []string{k.waiting, k.entered, k.config},
+			statusKeys: []string{k.waiting, k.entered, k.config, k.tick},
+			doneKeys:   []string{k.entered},
 			leaveKeys:  []string{k.waiting, k.entered},
 			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history},
 			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick},
@@ -254,7 +271,7 @@ func (s *Store) queue(name string) (*queueRef, error) {
 func (s *Store) Seed(ctx context.Context) error {
 	for _, name := range s.names {
 		cfg := s.queues[name].keys.config
-		for i, field := range []string{"refill_size", "refill_interval_ms", "session_ttl_ms"} {
+		for i, field := range []string{"refill_size", "refill_interval_ms", "session_ttl_ms", "max_active"} {
 			_, err := waitFor(ctx, s.timeout, func(ctx context.Context) (bool, error) {
 				return s.rdb.HSetNX(ctx, cfg, field, s.defaultArgs[i]).Result()
 			})
@@ -353,7 +370,7 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 	}
 	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return tickScript.Run(ctx, s.rdb, q.tickKeys,
-			s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2], purgeBatch, HistoryLen).Int64Slice()
+			s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2], s.defaultArgs[3], purgeBatch, HistoryLen).Int64Slice()
 	})
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
@@ -371,12 +388,12 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 		return Info{}, err
 	}
 	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
-		return infoScript.Run(ctx, s.rdb, q.infoKeys, s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2]).Int64Slice()
+		return infoScript.Run(ctx, s.rdb, q.infoKeys, s.defaultArgs[:]...).Int64Slice()
 	})
 	if err != nil {
 		return Info{}, fmt.Errorf("queue: info: %w", err)
 	}
-	if len(v) != 8 {
+	if len(v) != 10 {
 		return Info{}, fmt.Errorf("queue: info: unexpected reply %v", v)
 	}
 	info := Info{
@@ -384,10 +401,12 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 		Waiting: v[0],
 		Entered: v[1],
 		Tokens:  v[2],
+		Paused:  v[9] == 1,
 		Settings: Settings{
 			RefillSize:     int(v[3]),
 			RefillInterval: time.Duration(v[4]) * time.Millisecond,
 			SessionTTL:     time.Duration(v[5]) * time.Millisecond,
+			MaxActive:      int(v[8]),
 		},
 		Now: time.UnixMilli(v[7]),
 	}
@@ -397,23 +416,85 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 	return info, nil
 }
 
-// SetRefillSize stores a new refill size. Every replica's next tick reads
-// it from Redis, so the change takes effect at the next tick everywhere.
-func (s *Store) SetRefillSize(ctx context.Context, queue string, n int) error {
+// Update holds the settings an operator changes live; nil fields stay as
+// they are.
+type Update struct {
+	RefillSize *int
+	MaxActive  *int
+	Paused     *bool
+}
+
+// Validate checks every field, so an update is applied whole or not at all.
+func (u Update) Validate() error {
+	if u.RefillSize != nil && (*u.RefillSize < 1 || *u.RefillSize > MaxRefillSize) {
+		return ErrInvalidRefill
+	}
+	if u.MaxActive != nil && (*u.MaxActive < 0 || *u.MaxActive > MaxMaxActive) {
+		return ErrInvalidMaxActive
+	}
+	return nil
+}
+
+// UpdateSettings stores the fields of u that are set, in one command.
+// Every replica's next script reads them from Redis: a new refill size or
+// cap takes effect at the next tick everywhere, a pause at once.
+func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) error {
 	q, err := s.queue(queue)
 	if err != nil {
 		return err
 	}
-	if n < 1 || n > MaxRefillSize {
-		return ErrInvalidRefill
+	if err := u.Validate(); err != nil {
+		return err
+	}
+	var fields []any
+	if u.RefillSize != nil {
+		fields = append(fields, "refill_size", *u.RefillSize)
+	}
+	if u.MaxActive != nil {
+		fields = append(fields, "max_active", *u.MaxActive)
+	}
+	if u.Paused != nil {
+		paused := 0
+		if *u.Paused {
+			paused = 1
+		}
+		fields = append(fields, "paused", paused)
+	}
+	if len(fields) == 0 {
+		return nil
 	}
 	_, err = waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
-		return s.rdb.HSet(ctx, q.keys.config, "refill_size", n).Result()
+		return s.rdb.HSet(ctx, q.keys.config, fields...).Result()
 	})
 	if err != nil {
-		return fmt.Errorf("queue: set refill size: %w", err)
+		return fmt.Errorf("queue: update settings: %w", err)
 	}
 	return nil
+}
+
+// SetRefillSize stores a new refill size (UpdateSettings with just it).
+func (s *Store) SetRefillSize(ctx context.Context, queue string, n int) error {
+	return s.UpdateSettings(ctx, queue, Update{RefillSize: &n})
+}
+
+// Done ends user's admission that began at admittedAt: the order page says
+// the user is done. Its slot is free for the next tick, and its entry pass
+// no longer opens anything. Reports whether that admission was current.
+func (s *Store) Done(ctx context.Context, queue, user string, admittedAt time.Time) (bool, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return false, err
+	}
+	if err := ValidateUserID(user); err != nil {
+		return false, err
+	}
+	n, err := waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
+		return doneScript.Run(ctx, s.rdb, q.doneKeys, user, admittedAt.UnixMilli()).Int64()
+	})
+	if err != nil {
+		return false, fmt.Errorf("queue: done: %w", err)
+	}
+	return n == 1, nil
 }
 
 // History returns the applied ticks kept for a queue, oldest first.
@@ -457,12 +538,13 @@ func parseHistoryEntry(entry string) (HistoryPoint, error) {
 
 // newTicket builds a ticket from the scripts' integers (durations and
 // times in ms): head is {waiting, until_next_tick_ms, interval_ms,
-// refill_size, ttl_ms}, then the user's status code and place (position
-// when waiting, admission time when entered). The ETA is the time left in
-// the current interval plus one interval for every full refill ahead.
+// refill_size, ttl_ms, paused}, then the user's status code and place
+// (position when waiting, admission time when entered). The ETA is the
+// time until the next tick plus one interval for every full refill ahead.
 func newTicket(head []int64, status, place int64) (Ticket, error) {
 	waiting, untilNextTick, interval, refill, ttl := head[0], head[1], head[2], head[3], head[4]
 	t := Ticket{
+		Paused:         head[5] == 1,
 		Waiting:        waiting,
 		UntilNextTick:  time.Duration(untilNextTick) * time.Millisecond,
 		RefillInterval: time.Duration(interval) * time.Millisecond,

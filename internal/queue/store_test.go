@@ -35,10 +35,11 @@ func newStore(t *testing.T, settings Settings) (*Store, string, *redis.Client) {
 }
 
 // forceNextInterval makes the next Tick call apply, as if the next interval
-// had begun, so tests step through ticks without waiting for the clock.
+// had begun (and the least spacing since the last tick had passed), so
+// tests step through ticks without waiting for the clock.
 func forceNextInterval(t *testing.T, rdb *redis.Client, q string) {
 	t.Helper()
-	if err := rdb.HDel(context.Background(), keysFor(q).tick, "next_at_ms").Err(); err != nil {
+	if err := rdb.HDel(context.Background(), keysFor(q).tick, "next_at_ms", "min_next_ms").Err(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -196,7 +197,8 @@ func TestLeave(t *testing.T) {
 
 func TestETA(t *testing.T) {
 	t.Parallel()
-	s, q, _ := newStore(t, hour)
+	s, q, rdb := newStore(t, hour)
+	tick(t, s, rdb, q) // the first tick, which the scheduler applies at start
 	enter(t, s, q, "in1")
 	enter(t, s, q, "in2")
 	for pos := int64(1); pos <= 5; pos++ {
@@ -212,6 +214,18 @@ func TestETA(t *testing.T) {
 	}
 	if tk := status(t, s, q, "w5"); tk.ETA < 2*time.Hour || tk.ETA > 3*time.Hour {
 		t.Fatalf("status ETA for position 5 = %s, want within (2h, 3h]", tk.ETA)
+	}
+
+	// The next interval has begun but no replica has applied its tick yet
+	// (it will within a scheduler period): the head of the line is told it
+	// is next, not that it waits a whole interval more.
+	if err := rdb.HSet(context.Background(), keysFor(q).tick, "next_at_ms", 1, "min_next_ms", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for pos, want := range map[string]time.Duration{"w1": 0, "w2": 0, "w3": time.Hour, "w5": 2 * time.Hour} {
+		if tk := status(t, s, q, pos); tk.UntilNextTick != 0 || tk.ETA != want {
+			t.Errorf("%s with the tick due: until next %s, ETA %s, want 0 and %s", pos, tk.UntilNextTick, tk.ETA, want)
+		}
 	}
 }
 

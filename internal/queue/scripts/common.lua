@@ -8,21 +8,41 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- queue_config: refill_size, refill_interval_ms, session_ttl_ms from the
--- config HASH, falling back to the calling replica's defaults for any field
--- that is missing (a fresh or flushed Redis).
-local function queue_config(key, def_size, def_interval, def_ttl)
-  local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms')
-  return tonumber(v[1]) or tonumber(def_size),
-         tonumber(v[2]) or tonumber(def_interval),
-         tonumber(v[3]) or tonumber(def_ttl)
+-- queue_config: refill_size, refill_interval_ms, session_ttl_ms, max_active
+-- (0: no cap) and paused (0 or 1) from the config HASH, falling back to the
+-- calling replica's defaults (ARGV[1..4] of every script that calls it) for
+-- any field that is missing (a fresh or flushed Redis).
+local function queue_config(key)
+  local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms', 'max_active', 'paused')
+  return tonumber(v[1]) or tonumber(ARGV[1]),
+         tonumber(v[2]) or tonumber(ARGV[2]),
+         tonumber(v[3]) or tonumber(ARGV[3]),
+         tonumber(v[4]) or tonumber(ARGV[4]),
+         tonumber(v[5]) or 0
 end
 
--- until_next_tick_ms: time left in the current interval. Ticks are aligned
--- to multiples of the interval on the Redis clock (see tick.lua). The ETA
--- is built from it in Go (Ticket.ETA).
-local function until_next_tick_ms(now, interval)
-  return interval - (now % interval)
+-- min_spacing_ms: the least time between two applied ticks, so a tick
+-- applied late and the next one applied on time never let two refills in
+-- at once.
+local function min_spacing_ms(interval)
+  return math.ceil(interval * 9 / 10)
+end
+
+-- until_next_tick_ms: time until the next tick is applied: the start of the
+-- next interval (ticks are aligned to multiples of the interval on the
+-- Redis clock) but no sooner than min_spacing_ms after the last one (both
+-- kept by tick.lua in the tick HASH); 0 when that tick is due and no
+-- replica has applied it yet, which it does within a scheduler period. The
+-- ETA is built from it in Go (Ticket.ETA).
+local function until_next_tick_ms(tick_key, now)
+  local t = redis.call('HMGET', tick_key, 'next_at_ms', 'min_next_ms')
+  local due = math.max(tonumber(t[1]) or 0, tonumber(t[2]) or 0)
+  return math.max(0, due - now)
+end
+
+-- active_count: admissions that have not ended, even if not purged yet.
+local function active_count(entered_key, now, ttl)
+  return redis.call('ZCOUNT', entered_key, string.format('(%d', now - ttl), '+inf')
 end
 
 -- Status codes shared with store.go.

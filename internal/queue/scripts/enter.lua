@@ -19,35 +19,41 @@
 -- KEYS[4] -> seq     (STRING arrival counter)
 -- KEYS[5] -> config  (HASH)
 -- KEYS[6] -> tick    (HASH; field "direct" counts admissions since the last tick)
--- ARGV[1..3] -> default refill_size, refill_interval_ms, session_ttl_ms
--- ARGV[4..]  -> user ids
--- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms,
+-- ARGV[1..4] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active
+-- ARGV[5..]  -> user ids
+-- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
 --          status1, place1, status2, place2, ...}
 -- where waiting is the line after the last user and place is the position
 -- when WAITING and the admission time (ms) when ENTERED.
+local FIRST = 5 -- ARGV index of the first user
 local now = now_ms()
-local refill, interval, ttl = queue_config(KEYS[5], ARGV[1], ARGV[2], ARGV[3])
+local refill, interval, ttl, max_active, paused = queue_config(KEYS[5])
 
 local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
 if tokens > refill then
   tokens = refill -- refill_size was lowered since the last tick
 end
 local waiting = redis.call('ZCARD', KEYS[1])
-local n = #ARGV - 3
-local out = {0, until_next_tick_ms(now, interval), interval, refill, ttl}
+local n = #ARGV - FIRST + 1
+local out = {0, until_next_tick_ms(KEYS[6], now), interval, refill, ttl, paused}
+local HEAD = #out
 
--- The first users go straight in while tokens remain, if nobody waits.
+-- The first users go straight in while tokens remain, if nobody waits, the
+-- queue is not paused and the cap on active users leaves room.
 local direct = 0
-if waiting == 0 then
+if waiting == 0 and paused == 0 then
   direct = math.min(tokens, n)
+  if max_active > 0 and direct > 0 then
+    direct = math.min(direct, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
+  end
 end
 if direct > 0 then
   local args = {}
   for i = 1, direct do
     args[2 * i - 1] = now
-    args[2 * i] = ARGV[3 + i]
-    out[4 + 2 * i] = ENTERED
-    out[5 + 2 * i] = now
+    args[2 * i] = ARGV[FIRST - 1 + i]
+    out[HEAD - 1 + 2 * i] = ENTERED
+    out[HEAD + 2 * i] = now
   end
   redis.call('ZADD', KEYS[2], unpack(args))
   redis.call('SET', KEYS[3], tokens - direct)
@@ -61,7 +67,7 @@ if rest > 0 then
   local users, args = {}, {}
   local first = redis.call('INCRBY', KEYS[4], rest) - rest
   for j = 1, rest do
-    local user = ARGV[3 + direct + j]
+    local user = ARGV[FIRST - 1 + direct + j]
     users[j] = user
     args[2 * j - 1] = first + j
     args[2 * j] = user
@@ -78,8 +84,8 @@ if rest > 0 then
       place[user] = waiting - behind
       behind = behind + 1
     end
-    out[4 + 2 * (direct + j)] = WAITING
-    out[5 + 2 * (direct + j)] = place[user]
+    out[HEAD - 1 + 2 * (direct + j)] = WAITING
+    out[HEAD + 2 * (direct + j)] = place[user]
   end
 end
 

@@ -6,14 +6,16 @@
 -- KEYS[3] -> tokens  (STRING)
 -- KEYS[4] -> config  (HASH)
 -- KEYS[5] -> tick    (HASH)
--- ARGV[1..3] -> default refill_size, refill_interval_ms, session_ttl_ms
--- Returns {waiting, entered, tokens, refill_size, interval_ms, ttl_ms, last_tick_at_ms, now_ms}
+-- ARGV[1..4] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active
+-- Returns {waiting, entered, tokens, refill_size, interval_ms, ttl_ms,
+--          last_tick_at_ms, now_ms, max_active, paused}
+-- where entered counts the admissions that have not ended (the active users).
 local now = now_ms()
-local refill, interval, ttl = queue_config(KEYS[4], ARGV[1], ARGV[2], ARGV[3])
+local refill, interval, ttl, max_active, paused = queue_config(KEYS[4])
 local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
 if tokens > refill then
   tokens = refill
 end
-local entered = redis.call('ZCOUNT', KEYS[2], string.format('(%d', now - ttl), '+inf')
+local entered = active_count(KEYS[2], now, ttl)
 local last = tonumber(redis.call('HGET', KEYS[5], 'at_ms')) or 0
-return {redis.call('ZCARD', KEYS[1]), entered, tokens, refill, interval, ttl, last, now}
+return {redis.call('ZCARD', KEYS[1]), entered, tokens, refill, interval, ttl, last, now, max_active, paused}

@@ -5,21 +5,22 @@
 -- KEYS[1] -> waiting (ZSET)
 -- KEYS[2] -> entered (ZSET)
 -- KEYS[3] -> config  (HASH)
--- ARGV[1..3] -> default refill_size, refill_interval_ms, session_ttl_ms
--- ARGV[4..]  -> user ids
--- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms,
+-- KEYS[4] -> tick    (HASH, read for the time to the next tick)
+-- ARGV[1..4] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active
+-- ARGV[5..]  -> user ids
+-- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
 --          status1, place1, status2, place2, ...}
 -- where place is the position when WAITING, the admission time (ms) when
 -- ENTERED (an entry pass names it, so a pass ends with its admission),
 -- and 0 when NOT_WAITING.
 local now = now_ms()
-local refill, interval, ttl = queue_config(KEYS[3], ARGV[1], ARGV[2], ARGV[3])
-local out = {redis.call('ZCARD', KEYS[1]), until_next_tick_ms(now, interval), interval, refill, ttl}
+local refill, interval, ttl, _, paused = queue_config(KEYS[3])
+local out = {redis.call('ZCARD', KEYS[1]), until_next_tick_ms(KEYS[4], now), interval, refill, ttl, paused}
 
 -- One ZMSCORE answers "admitted?" for every user of the call.
 local users = {}
-for i = 4, #ARGV do
-  users[i - 3] = ARGV[i]
+for i = 5, #ARGV do
+  users[i - 4] = ARGV[i]
 end
 local admitted = redis.call('ZMSCORE', KEYS[2], unpack(users))
 

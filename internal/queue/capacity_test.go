@@ -1,0 +1,289 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redistest"
+)
+
+func setMaxActive(t *testing.T, s *Store, q string, n int) {
+	t.Helper()
+	if err := s.UpdateSettings(context.Background(), q, Update{MaxActive: &n}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func info(t *testing.T, s *Store, q string) Info {
+	t.Helper()
+	i, err := s.Info(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+// The cap on active users holds for direct entries and for ticks, and a
+// slot freed by done or leave is reused at the next tick.
+func TestMaxActive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, rdb := newStore(t, Settings{RefillSize: 5, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	setMaxActive(t, s, q, 3)
+	var in []Ticket
+	for i := range 5 {
+		tk := enter(t, s, q, fmt.Sprintf("u%d", i))
+		if (i < 3) != (tk.Status == Entered) {
+			t.Fatalf("u%d: %s; want the first 3 in, the rest waiting (cap 3, 5 tokens)", i, tk.Status)
+		}
+		in = append(in, tk)
+	}
+	if i := info(t, s, q); i.Entered != 3 || i.Settings.MaxActive != 3 || i.Waiting != 2 {
+		t.Fatalf("info %+v", i)
+	}
+	if res := tick(t, s, rdb, q); res.Moved != 0 {
+		t.Fatalf("a full room's tick moved %d", res.Moved)
+	}
+	ok, err := s.Done(ctx, q, "u0", in[0].AdmittedAt)
+	if err != nil || !ok {
+		t.Fatalf("done u0: %v %v", ok, err)
+	}
+	if err := s.Leave(ctx, q, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if res := tick(t, s, rdb, q); res.Moved != 2 {
+		t.Fatalf("after done and leave the tick moved %d, want 2", res.Moved)
+	}
+	if i := info(t, s, q); i.Entered != 3 || i.Waiting != 0 {
+		t.Fatalf("info %+v", i)
+	}
+	// Raising the cap lets the leftover tokens in directly again.
+	setMaxActive(t, s, q, 0)
+	if tk := enter(t, s, q, "late"); tk.Status != Entered {
+		t.Fatalf("no cap: %+v", tk)
+	}
+}
+
+// done ends only the admission its pass names, once.
+func TestDone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, _ := newStore(t, Settings{RefillSize: 5, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	a := enter(t, s, q, "a")
+	for _, tc := range []struct {
+		at   time.Time
+		want bool
+	}{{a.AdmittedAt.Add(-time.Millisecond), false}, {a.AdmittedAt, true}, {a.AdmittedAt, false}} {
+		if ok, err := s.Done(ctx, q, "a", tc.at); err != nil || ok != tc.want {
+			t.Fatalf("done at %v: %v, %v; want %v", tc.at, ok, err, tc.want)
+		}
+	}
+	if st := status(t, s, q, "a"); st.Status != NotWaiting {
+		t.Fatalf("after done: %+v", st)
+	}
+	if _, err := s.Done(ctx, q, "", a.AdmittedAt); err == nil {
+		t.Fatal("done took an empty user id")
+	}
+}
+
+// A paused queue admits nobody, keeps every place, and still closes its
+// intervals; resuming lets the line move again.
+func TestPause(t *testing.T) {
+	t.Parallel()
+	s, q, rdb := newStore(t, Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	paused, resumed := true, false
+	if err := s.UpdateSettings(context.Background(), q, Update{Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range []string{"a", "b", "c"} {
+		tk := enter(t, s, q, u)
+		if tk.Status != Waiting || tk.Position != int64(i+1) || !tk.Paused {
+			t.Fatalf("%s while paused: %+v", u, tk)
+		}
+	}
+	if res := tick(t, s, rdb, q); res.Moved != 0 {
+		t.Fatalf("paused tick moved %d", res.Moved)
+	}
+	if st := status(t, s, q, "c"); st.Status != Waiting || st.Position != 3 || !st.Paused {
+		t.Fatalf("c while paused: %+v", st)
+	}
+	if i := info(t, s, q); !i.Paused {
+		t.Fatalf("info %+v", i)
+	}
+	if err := s.UpdateSettings(context.Background(), q, Update{Paused: &resumed}); err != nil {
+		t.Fatal(err)
+	}
+	if res := tick(t, s, rdb, q); res.Moved != 2 {
+		t.Fatalf("resumed tick moved %d", res.Moved)
+	}
+	if st := status(t, s, q, "c"); st.Position != 1 || st.Paused {
+		t.Fatalf("c after resume: %+v", st)
+	}
+	hist, err := s.History(context.Background(), q)
+	if err != nil || len(hist) != 1 || hist[0].Admitted != 0 || hist[0].Waiting != 3 {
+		t.Fatalf("history %+v, %v: the paused interval closes with 0 admitted", hist, err)
+	}
+}
+
+// A tick applied late is followed by the next one no sooner than 0.9
+// interval later, even once the next interval has begun, so two refills
+// never reach the order page at once; the ETA counts with it.
+func TestTicksAreSpaced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const interval = 400 * time.Millisecond
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: interval, SessionTTL: time.Hour})
+	tick(t, s, rdb, q) // applied now, however late in its interval
+	for _, u := range []string{"in", "w1", "w2"} {
+		enter(t, s, q, u)
+	}
+	// The next interval's start passes (as it does just after a late tick).
+	if err := rdb.HDel(ctx, keysFor(q).tick, "next_at_ms").Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Tick(ctx, q)
+	if err != nil || res.Applied {
+		t.Fatalf("a tick within 0.9 interval of the last: %+v, %v", res, err)
+	}
+	if st := status(t, s, q, "w1"); st.UntilNextTick <= 0 || st.UntilNextTick > interval {
+		t.Fatalf("w1 waits %s for the next tick; want the rest of the spacing", st.UntilNextTick)
+	}
+	for {
+		res, err := s.Tick(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Applied {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	hist, _ := s.History(ctx, q)
+	last, _ := rdb.HGet(ctx, keysFor(q).tick, "at_ms").Int64()
+	if gap := time.UnixMilli(last).Sub(hist[len(hist)-1].At); gap < interval*9/10 {
+		t.Fatalf("two ticks %s apart, want at least %s", gap, interval*9/10)
+	}
+}
+
+// Several replicas race enters, status polls, done calls and ticks on one
+// queue with a cap: the cap is never exceeded, no interval admits more than
+// refill_size, and every user is admitted exactly once.
+func TestCapDoneAndTicksRaceAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const (
+		refill    = 5
+		maxActive = 4
+		users     = 80
+		interval  = 60 * time.Millisecond
+	)
+	settings := Settings{RefillSize: refill, RefillInterval: interval, SessionTTL: time.Hour, MaxActive: maxActive}
+	first, q, rdb := newStore(t, settings)
+	replicas := []*Store{first}
+	for range 2 {
+		s, err := NewStore(redistest.Client(t), []string{q}, settings, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas = append(replicas, s)
+	}
+	if err := first.Seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pick := func() *Store { return replicas[rand.IntN(len(replicas))] }
+
+	stop := make(chan struct{})
+	var bg sync.WaitGroup
+	for _, s := range replicas { // every replica ticks, as the scheduler does
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(interval / 10):
+				}
+				if _, err := s.Tick(ctx, q); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var worst atomic.Int64
+	bg.Add(1)
+	go func() { // watch the active count the whole time
+		defer bg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			now, _ := rdb.Time(ctx).Result()
+			n, err := rdb.ZCount(ctx, keysFor(q).entered, "("+strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10), "+inf").Result()
+			if err == nil && n > worst.Load() {
+				worst.Store(n)
+			}
+		}
+	}()
+
+	var doneOK atomic.Int64
+	var wg sync.WaitGroup
+	for i := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u := "u" + strconv.Itoa(i)
+			tk, err := pick().Enter(ctx, q, u)
+			for err == nil && tk.Status == Waiting {
+				time.Sleep(time.Duration(5+rand.IntN(10)) * time.Millisecond)
+				tk, err = pick().Status(ctx, q, u)
+			}
+			if err != nil || tk.Status != Entered {
+				t.Errorf("%s: %+v, %v", u, tk, err)
+				return
+			}
+			time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond) // buying
+			ok, err := pick().Done(ctx, q, u, tk.AdmittedAt)
+			if err != nil || !ok {
+				t.Errorf("%s done: %v, %v", u, ok, err)
+				return
+			}
+			doneOK.Add(1)
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	bg.Wait()
+
+	if n := doneOK.Load(); n != users {
+		t.Fatalf("%d of %d users were admitted and done once", n, users)
+	}
+	if w := worst.Load(); w > maxActive {
+		t.Fatalf("active users reached %d, cap %d", w, maxActive)
+	}
+	hist, err := first.History(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for _, p := range hist {
+		if p.Admitted > refill {
+			t.Fatalf("an interval admitted %d, refill %d: %+v", p.Admitted, refill, p)
+		}
+		total += p.Admitted
+	}
+	if i := info(t, first, q); i.Waiting != 0 || i.Entered != 0 {
+		t.Fatalf("left over: %+v", i)
+	}
+	t.Logf("%d users through %d intervals, at most %d active at once (cap %d), %d admissions in closed intervals",
+		users, len(hist), worst.Load(), maxActive, total)
+}

@@ -1,0 +1,14 @@
+-- done.lua: the order page says an admitted user is done: the admission
+-- ends now, so its slot counts no more against max_active (the next tick
+-- reuses it) and its entry pass is revoked. Only the admission the pass
+-- names (its start) ends: a stale pass cannot end a newer admission.
+--
+-- KEYS[1] -> entered (ZSET member=user, score=admission time ms)
+-- ARGV[1] -> user id
+-- ARGV[2] -> the admission's start (ms), from the pass
+-- Returns 1 when the admission ended, 0 when it was not current.
+local at = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if at and tonumber(at) == tonumber(ARGV[2]) then
+  return redis.call('ZREM', KEYS[1], ARGV[1])
+end
+return 0
