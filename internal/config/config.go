@@ -23,7 +23,7 @@ type Config struct {
 	Addr           string         // WAITROOM_ADDR
 	RedisURL       string         // WAITROOM_REDIS_URL
 	Queues         []string       // WAITROOM_QUEUES
-	Defaults       queue.Settings // WAITROOM_REFILL_SIZE, _REFILL_INTERVAL, _SESSION_TTL
+	Defaults       queue.Settings // WAITROOM_REFILL_SIZE, _REFILL_INTERVAL, _SESSION_TTL, _MAX_ACTIVE
 	AdminToken     string         // WAITROOM_ADMIN_TOKEN; empty disables the admin API
 	TargetURL      string         // WAITROOM_TARGET_URL; where admitted users go
 	RequestTimeout time.Duration  // WAITROOM_REQUEST_TIMEOUT: bound on each wait for Redis (queue.NewStore)
@@ -114,6 +114,11 @@ func Load(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("WAITROOM_REFILL_SIZE: %w", err))
 	}
 	c.Defaults.RefillSize = size
+	maxActive, err := strconv.Atoi(get("WAITROOM_MAX_ACTIVE", "0"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("WAITROOM_MAX_ACTIVE: %w", err))
+	}
+	c.Defaults.MaxActive = maxActive
 	if err := queue.ValidateSettings(c.Defaults); err != nil {
 		errs = append(errs, err)
 	}

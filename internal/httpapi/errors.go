@@ -18,26 +18,27 @@ type apiError struct {
 	status  int
 	code    string
 	message string
+	field   string // the request field at fault, where there is one
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
 
 var (
-	errNotFound         = &apiError{http.StatusNotFound, "not_found", "no such resource"}
-	errMethodNotAllowed = &apiError{http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed"}
-	errInvalidJSON      = &apiError{http.StatusBadRequest, "invalid_json", "request body must be one JSON object with the documented fields"}
-	errBodyTooLarge     = &apiError{http.StatusRequestEntityTooLarge, "body_too_large", "request body is too large"}
-	errUnauthorized     = &apiError{http.StatusUnauthorized, "unauthorized", "missing or wrong admin token"}
-	errAdminDisabled    = &apiError{http.StatusForbidden, "admin_disabled", "the admin API is disabled: set WAITROOM_ADMIN_TOKEN to enable it"}
-	errUnavailable      = &apiError{http.StatusServiceUnavailable, "unavailable", "the waiting room cannot reach its store; try again shortly"}
-	errInternal         = &apiError{http.StatusInternalServerError, "internal", "internal error"}
+	errNotFound         = &apiError{status: http.StatusNotFound, code: "not_found", message: "no such resource"}
+	errMethodNotAllowed = &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", message: "method not allowed"}
+	errInvalidJSON      = &apiError{status: http.StatusBadRequest, code: "invalid_json", message: "request body must be one JSON object with the documented fields"}
+	errBodyTooLarge     = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body is too large"}
+	errUnauthorized     = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong admin token"}
+	errAdminDisabled    = &apiError{status: http.StatusForbidden, code: "admin_disabled", message: "the admin API is disabled: set WAITROOM_ADMIN_TOKEN to enable it"}
+	errUnavailable      = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the waiting room cannot reach its store; try again shortly"}
+	errInternal         = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
 
-	errUserIDsDisabled  = &apiError{http.StatusBadRequest, "user_ids_disabled", "plain user ids are disabled: enter without one and keep the place_token (or cookie) you get"}
-	errInvalidPlace     = &apiError{http.StatusUnauthorized, "invalid_place", "missing or invalid place credential for this queue"}
-	errInvalidJoinToken = &apiError{http.StatusBadRequest, "invalid_join_token", "the join token is invalid, expired, for another queue, or join tokens are not enabled"}
-	errInvalidPass      = &apiError{http.StatusUnauthorized, "invalid_pass", "missing, invalid, expired or revoked entry pass"}
-	errInvalidReturn    = &apiError{http.StatusBadRequest, "invalid_return", "return must be a path on this site"}
-	errTwoIdentities    = &apiError{http.StatusBadRequest, "invalid_json", "give user_id or join_token, not both"}
+	errUserIDsDisabled  = &apiError{status: http.StatusBadRequest, code: "user_ids_disabled", message: "plain user ids are disabled: enter without one and keep the place_token (or cookie) you get"}
+	errInvalidPlace     = &apiError{status: http.StatusUnauthorized, code: "invalid_place", message: "missing or invalid place credential for this queue"}
+	errInvalidJoinToken = &apiError{status: http.StatusBadRequest, code: "invalid_join_token", message: "the join token is invalid, expired, for another queue, or join tokens are not enabled"}
+	errInvalidPass      = &apiError{status: http.StatusUnauthorized, code: "invalid_pass", message: "missing, invalid, expired or revoked entry pass"}
+	errInvalidReturn    = &apiError{status: http.StatusBadRequest, code: "invalid_return", message: "return must be a path on this site"}
+	errTwoIdentities    = &apiError{status: http.StatusBadRequest, code: "invalid_json", message: "give user_id or join_token, not both"}
 )
 
 type errorBody struct {
@@ -47,6 +48,7 @@ type errorBody struct {
 type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
 }
 
 // fail is the one place that turns an error into an HTTP answer. Redis
@@ -65,7 +67,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errInvalidPlace, errInvalidPass:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
 	}
-	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message}})
+	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field}})
 }
 
 func classify(err error) *apiError {
@@ -74,15 +76,17 @@ func classify(err error) *apiError {
 	case errors.As(err, &ae):
 		return ae
 	case errors.Is(err, queue.ErrUnknownQueue):
-		return &apiError{http.StatusNotFound, "queue_not_found", "no such queue"}
+		return &apiError{status: http.StatusNotFound, code: "queue_not_found", message: "no such queue"}
 	case errors.Is(err, queue.ErrInvalidUserID):
-		return &apiError{http.StatusBadRequest, "invalid_user_id", "user_id must be 1-128 bytes of UTF-8 without control characters"}
+		return &apiError{status: http.StatusBadRequest, code: "invalid_user_id", message: "user_id must be 1-128 bytes of UTF-8 without control characters"}
 	case errors.Is(err, place.ErrInvalidJoin):
 		return errInvalidJoinToken
 	case errors.Is(err, pass.ErrInvalid):
 		return errInvalidPass
+	case errors.Is(err, queue.ErrInvalidMaxActive):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: err.Error(), field: "max_active"}
 	case errors.Is(err, queue.ErrInvalidRefill):
-		return &apiError{http.StatusBadRequest, "invalid_refill_size", fmt.Sprintf("refill_size must be an integer from 1 to %d", queue.MaxRefillSize)}
+		return &apiError{status: http.StatusBadRequest, code: "invalid_refill_size", message: fmt.Sprintf("refill_size must be an integer from 1 to %d", queue.MaxRefillSize)}
 	case storeUnavailable(err):
 		return errUnavailable
 	default:

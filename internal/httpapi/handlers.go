@@ -23,6 +23,7 @@ type ticketResponse struct {
 	Waiting     int64        `json:"waiting"`
 	ETASeconds  int64        `json:"eta_seconds"`
 	PollAfterMS int64        `json:"poll_after_ms"`
+	Paused      bool         `json:"paused,omitempty"`      // the operator holds admissions; the place is kept
 	PlaceToken  string       `json:"place_token,omitempty"` // enter only: the place credential
 	Pass        string       `json:"pass,omitempty"`        // ENTERED only: the entry pass
 	TargetURL   string       `json:"target_url,omitempty"`
@@ -170,6 +171,9 @@ type queueInfoResponse struct {
 	Queue            string `json:"queue"`
 	Waiting          int64  `json:"waiting"`
 	Entered          int64  `json:"entered"`
+	Active           int64  `json:"active"` // the same count: admissions that have not ended
+	MaxActive        int    `json:"max_active"`
+	Paused           bool   `json:"paused"`
 	RefillSize       int    `json:"refill_size"`
 	RefillIntervalMS int64  `json:"refill_interval_ms"`
 }
@@ -184,6 +188,9 @@ func (s *Server) queueInfo(w http.ResponseWriter, r *http.Request) {
 		Queue:            info.Queue,
 		Waiting:          info.Waiting,
 		Entered:          info.Entered,
+		Active:           info.Entered,
+		MaxActive:        info.Settings.MaxActive,
+		Paused:           info.Paused,
 		RefillSize:       info.Settings.RefillSize,
 		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
 	})
@@ -194,6 +201,9 @@ type adminQueueResponse struct {
 	Queue              string `json:"queue"`
 	Waiting            int64  `json:"waiting"`
 	Entered            int64  `json:"entered"`
+	Active             int64  `json:"active"` // the same count as entered
+	MaxActive          int    `json:"max_active"`
+	Paused             bool   `json:"paused"`
 	Tokens             int64  `json:"tokens"`
 	RefillSize         int    `json:"refill_size"`
 	RefillIntervalMS   int64  `json:"refill_interval_ms"`
@@ -296,6 +306,9 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		Queue:            q,
 		Waiting:          info.Waiting,
 		Entered:          info.Entered,
+		Active:           info.Entered,
+		MaxActive:        info.Settings.MaxActive,
+		Paused:           info.Paused,
 		Tokens:           info.Tokens,
 		RefillSize:       info.Settings.RefillSize,
 		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
@@ -371,6 +384,7 @@ func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, 
 		Waiting:     t.Waiting,
 		ETASeconds:  int64((t.ETA + time.Second - 1) / time.Second),
 		PollAfterMS: pollAfter(t).Milliseconds(),
+		Paused:      t.Paused,
 		PlaceToken:  placeToken,
 	}
 	if t.Status == queue.Entered {

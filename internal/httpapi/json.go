@@ -174,6 +174,9 @@ func appendTicket(b []byte, t ticketResponse) []byte {
 	b = strconv.AppendInt(b, t.ETASeconds, 10)
 	b = append(b, `,"poll_after_ms":`...)
 	b = strconv.AppendInt(b, t.PollAfterMS, 10)
+	if t.Paused {
+		b = append(b, `,"paused":true`...)
+	}
 	if t.PlaceToken != "" {
 		b = append(b, `,"place_token":`...)
 		b = appendString(b, t.PlaceToken)

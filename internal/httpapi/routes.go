@@ -44,12 +44,14 @@ func (s *Server) routes() http.Handler {
 	r.Post(api+"/enter", s.enter)
 	r.Get(api+"/status", s.status)
 	r.Delete(api+"/place", s.leavePlace)
+	r.Post(api+"/done", s.done)
 	r.Delete(api+"/users/{user_id}", s.leaveUser) // insecure mode only
 
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(s.requireAdmin)
 		r.Get("/queues", s.adminQueues)
 		r.Get("/queues/{queue}", s.adminQueue)
+		r.Patch("/queues/{queue}", s.patchSettings)
 		r.Put("/queues/{queue}/refill-size", s.setRefillSize)
 		r.Get("/queues/{queue}/history", s.history)
 		r.Delete("/queues/{queue}/users/{user_id}", s.removeUser) // every admin call is logged at info

@@ -6,8 +6,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // placeCookieAge is how long a browser keeps its place cookie: a day, so
@@ -127,4 +130,32 @@ func (s *Server) jwks(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "public, max-age="+jwksMaxAge)
 	_, _ = w.Write(s.passes.Keys().JWKS())
+}
+
+// done is the order page saying an admitted user is done (it forwards the
+// user's pass): the admission ends, so the pass is revoked and the slot
+// goes to the next tick. A pass whose admission already ended is done
+// already (204 again); a pass that is not valid, or for another queue, is
+// refused.
+func (s *Server) done(w http.ResponseWriter, r *http.Request) {
+	q := chi.URLParam(r, "queue")
+	if !s.store.Has(q) {
+		s.fail(w, r, queue.ErrUnknownQueue)
+		return
+	}
+	token, ok := bearer(r)
+	if !ok {
+		s.fail(w, r, errInvalidPass)
+		return
+	}
+	c, err := s.passes.Verify(token)
+	if err != nil || c.Queue != q {
+		s.fail(w, r, errInvalidPass)
+		return
+	}
+	if _, err := s.store.Done(r.Context(), q, c.Subject, c.AdmittedAt); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

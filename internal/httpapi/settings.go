@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// patchSettings changes any of a queue's live settings in one go: every
+// field is checked first, and an invalid one (named in the answer) applies
+// nothing. It answers the queue as the back office sees it.
+func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
+	fields, err := decode[map[string]json.RawMessage](w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	u, err := parseUpdate(fields)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := chi.URLParam(r, "queue")
+	if err := s.store.UpdateSettings(r.Context(), q, u); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	logger(r, s.log).Info("settings changed", "queue", q, "fields", slices.Sorted(mapKeys(fields)))
+	aq, err := s.adminQueueInfo(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, aq)
+}
+
+// parseUpdate reads the settings of a PATCH body; the first field at fault,
+// in name order, is named in the error.
+func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
+	var u queue.Update
+	for _, name := range slices.Sorted(mapKeys(fields)) {
+		raw := fields[name]
+		var err error
+		switch name {
+		case "refill_size":
+			u.RefillSize, err = intField(raw, 1, queue.MaxRefillSize)
+		case "max_active":
+			u.MaxActive, err = intField(raw, 0, queue.MaxMaxActive)
+		case "paused":
+			var b bool
+			if json.Unmarshal(raw, &b) != nil || strings.TrimSpace(string(raw)) == "null" {
+				err = fmt.Errorf("must be true or false")
+			}
+			u.Paused = &b
+		default:
+			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, paused")
+		}
+		if err != nil {
+			return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: name + " " + err.Error(), field: name}
+		}
+	}
+	if len(fields) == 0 {
+		return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: "no setting given"}
+	}
+	return u, nil
+}
+
+// intField reads a whole number in [lo, hi].
+func intField(raw json.RawMessage, lo, hi int) (*int, error) {
+	var n int
+	if err := json.Unmarshal(raw, &n); err != nil || strings.TrimSpace(string(raw)) == "null" || n < lo || n > hi {
+		return nil, fmt.Errorf("must be an integer from %d to %d", lo, hi)
+	}
+	return &n, nil
+}
+
+func mapKeys[V any](m map[string]V) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}

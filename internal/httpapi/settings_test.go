@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/redistest"
+)
+
+func (e *env) adminQueue() adminQueueResponse {
+	e.t.Helper()
+	r := e.do("GET", "/admin/v1/queues/"+e.queue, "", "Authorization", "Bearer "+adminToken)
+	var aq adminQueueResponse
+	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 {
+		e.t.Fatalf("admin queue: %d %s", r.status, r.body)
+	}
+	return aq
+}
+
+func (e *env) patch(body string) response {
+	e.t.Helper()
+	return e.do("PATCH", "/admin/v1/queues/"+e.queue, body, "Authorization", "Bearer "+adminToken)
+}
+
+// wantInvalidSettings checks a 400 invalid_settings that names field.
+func wantInvalidSettings(t *testing.T, r response, field string) {
+	t.Helper()
+	wantError(t, r, 400, "invalid_settings")
+	var body errorBody
+	_ = json.Unmarshal(r.body, &body)
+	if body.Error.Field != field {
+		t.Errorf("error names field %q, want %q (%s)", body.Error.Field, field, r.body)
+	}
+}
+
+func TestPatchSettings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
+	r := e.patch(`{"refill_size":7,"max_active":300,"paused":true}`)
+	var aq adminQueueResponse
+	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 {
+		t.Fatalf("patch: %d %s", r.status, r.body)
+	}
+	if aq.RefillSize != 7 || aq.MaxActive != 300 || !aq.Paused || aq.RefillIntervalMS != 3600000 {
+		t.Fatalf("after patch: %+v", aq)
+	}
+	if info := e.info(); info.MaxActive != 300 || !info.Paused || info.RefillSize != 7 {
+		t.Fatalf("public info: %+v", info)
+	}
+	if r := e.patch(`{"paused":false}`); r.status != 200 {
+		t.Fatalf("resume: %d %s", r.status, r.body)
+	}
+	if aq := e.adminQueue(); aq.Paused || aq.MaxActive != 300 || aq.RefillSize != 7 {
+		t.Fatalf("a patch of one field changed others: %+v", aq)
+	}
+
+	// Bad input: named, and nothing applied, even beside a valid field.
+	for _, tc := range []struct{ body, field string }{
+		{`{"refill_size":0}`, "refill_size"},
+		{`{"refill_size":100001}`, "refill_size"},
+		{`{"refill_size":"5"}`, "refill_size"},
+		{`{"refill_size":2.5}`, "refill_size"},
+		{`{"refill_size":null}`, "refill_size"},
+		{`{"max_active":-1}`, "max_active"},
+		{`{"max_active":10000001}`, "max_active"},
+		{`{"max_active":"many"}`, "max_active"},
+		{`{"max_active":null}`, "max_active"},
+		{`{"paused":"yes"}`, "paused"},
+		{`{"paused":1}`, "paused"},
+		{`{"paused":null}`, "paused"},
+		{`{"refill_interval_ms":1000}`, "refill_interval_ms"},
+		{`{"max_active":5,"refill_size":-2}`, "refill_size"},
+		{`{"paused":true,"max_active":-5}`, "max_active"},
+		{`{}`, ""},
+	} {
+		wantInvalidSettings(t, e.patch(tc.body), tc.field)
+	}
+	for _, body := range []string{``, `[]`, `{"paused":true`, `"x"`} {
+		wantError(t, e.patch(body), 400, "invalid_json")
+	}
+	wantError(t, e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"paused":true}`), 401, "unauthorized")
+	wantError(t, e.do("PATCH", "/admin/v1/queues/nope", `{"paused":true}`, "Authorization", "Bearer "+adminToken), 404, "queue_not_found")
+	if aq := e.adminQueue(); aq.Paused || aq.MaxActive != 300 || aq.RefillSize != 7 {
+		t.Fatalf("bad patches changed the config: %+v", aq)
+	}
+	// PUT refill-size stays.
+	if r := e.do("PUT", "/admin/v1/queues/"+e.queue+"/refill-size", `{"refill_size":9}`, "Authorization", "Bearer "+adminToken); r.status != 200 {
+		t.Fatalf("PUT refill-size: %d", r.status)
+	}
+}
+
+// The cap, pause and done seen through the API: a paused queue says so in
+// tickets; done ends the admission its pass names, and the slot is reused.
+func TestCapPauseAndDone(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	e := newEnv(t, rdb, queue.Settings{RefillSize: 5, RefillInterval: time.Hour, SessionTTL: time.Hour}, testTimeout, Options{AdminToken: adminToken})
+	other := newEnv(t, rdb, slow, testTimeout, Options{Places: e.srvPlaces(t), Passes: e.h.(*Server).passes})
+	if r := e.patch(`{"max_active":1}`); r.status != 200 {
+		t.Fatal(r.status)
+	}
+	in, _ := e.enterAnon()
+	waiting, _ := e.enterAnon()
+	if in.Status != queue.Entered || waiting.Status != queue.Waiting {
+		t.Fatalf("cap 1 with 5 tokens: %s then %s", in.Status, waiting.Status)
+	}
+	if info := e.info(); info.Active != 1 || info.MaxActive != 1 {
+		t.Fatalf("info %+v", info)
+	}
+
+	done := "/api/v1/queues/" + e.queue + "/done"
+	otherPass := other.admittedPass()
+	wantError(t, e.do("POST", done, ""), 401, "invalid_pass")
+	wantError(t, e.do("POST", done, "", bearerHeader(otherPass.Pass)...), 401, "invalid_pass")
+	wantError(t, e.do("POST", done, "", bearerHeader(flipChar(in.Pass, len(in.Pass)-30))...), 401, "invalid_pass")
+	wantError(t, e.do("POST", done, "", bearerHeader(in.PlaceToken)...), 401, "invalid_pass")
+	wantError(t, e.do("POST", "/api/v1/queues/nope/done", "", bearerHeader(in.Pass)...), 404, "queue_not_found")
+	if st := decodeTicket(t, e.statusOf(bearerHeader(in.PlaceToken)...)); st.Status != queue.Entered {
+		t.Fatalf("refused done calls ended the admission: %+v", st)
+	}
+	for range 2 { // idempotent
+		if r := e.do("POST", done, "", bearerHeader(in.Pass)...); r.status != http.StatusNoContent {
+			t.Fatalf("done: %d %s", r.status, r.body)
+		}
+	}
+	wantError(t, e.verify(in.Pass), 401, "invalid_pass")
+	if st := decodeTicket(t, e.statusOf(bearerHeader(in.PlaceToken)...)); st.Status != queue.NotWaiting {
+		t.Fatalf("after done: %+v", st)
+	}
+	if err := e.rdb.HDel(context.Background(), "wr:{"+e.queue+"}:tick", "next_at_ms", "min_next_ms").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Tick(context.Background(), e.queue); err != nil {
+		t.Fatal(err)
+	}
+	if st := decodeTicket(t, e.statusOf(bearerHeader(waiting.PlaceToken)...)); st.Status != queue.Entered {
+		t.Fatalf("the slot done freed went to nobody: %+v", st)
+	}
+
+	if r := e.patch(`{"paused":true}`); r.status != 200 {
+		t.Fatal(r.status)
+	}
+	p, _ := e.enterAnon()
+	if p.Status != queue.Waiting || !p.Paused {
+		t.Fatalf("enter while paused: %+v", p)
+	}
+}
