@@ -3,8 +3,7 @@
 //
 // Environment: DEMO_ADDR (:8081), DEMO_WAITROOM_URL (http://localhost:8080,
 // as this server reaches waitroom), DEMO_QUEUE (default), DEMO_ISSUER
-// (waitroom), DEMO_ADMIN_TOKEN (waitroom's admin token, to end admissions),
-// DEMO_WAITING_PAGE (/q/{queue}), DEMO_INSECURE_COOKIE (false; true only for
+// (waitroom), DEMO_WAITING_PAGE (/q/{queue}), DEMO_INSECURE_COOKIE (false; true only for
 // local http).
 package main
 
@@ -54,7 +53,6 @@ func run(ctx context.Context, getenv func(string) string) error {
 		Queue:          queue,
 		Waitroom:       waitroom,
 		Issuer:         get("DEMO_ISSUER", "waitroom"),
-		AdminToken:     getenv("DEMO_ADMIN_TOKEN"),
 		WaitingPage:    get("DEMO_WAITING_PAGE", "/q/"+queue),
 		InsecureCookie: insecure,
 	})

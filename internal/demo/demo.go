@@ -8,7 +8,6 @@ package demo
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -60,9 +59,6 @@ type Options struct {
 	Waitroom string
 	// Issuer is waitroom's WAITROOM_ISSUER.
 	Issuer string
-	// AdminToken ends the admission when the user is done, through the
-	// admin API (server to server).
-	AdminToken string
 	// WaitingPage is where browsers without a pass go: "/q/{queue}" on the
 	// same site behind the reverse-proxy gate.
 	WaitingPage string
@@ -127,12 +123,12 @@ func (d *demo) buy(w http.ResponseWriter, r *http.Request) {
 	render(w, "bought", data)
 }
 
-// done gives the turn back: the admission ends (through the admin API,
-// server to server), which revokes the pass, so the gate closes and the
-// slot is reused.
+// done gives the turn back: the order page forwards the user's pass to
+// waitroom's done endpoint (server to server), which ends the admission,
+// so the pass is revoked, the gate closes and the slot is reused.
 func (d *demo) done(w http.ResponseWriter, r *http.Request) {
 	c, _ := gate.FromContext(r.Context())
-	if err := d.endAdmission(r.Context(), c); err != nil {
+	if err := d.endAdmission(r.Context(), c.Queue, passOf(r, c.Queue)); err != nil {
 		http.Error(w, "could not end the turn: "+err.Error(), http.StatusBadGateway)
 		return
 	}
@@ -140,16 +136,13 @@ func (d *demo) done(w http.ResponseWriter, r *http.Request) {
 	render(w, "done", pageData{Title: "Done"})
 }
 
-func (d *demo) endAdmission(ctx context.Context, c gate.Claims) error {
-	if d.o.AdminToken == "" {
-		return errors.New("no admin token configured")
-	}
-	u := d.base + "/admin/v1/queues/" + url.PathEscape(c.Queue) + "/users/" + url.PathEscape(c.Subject)
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
+func (d *demo) endAdmission(ctx context.Context, queue, pass string) error {
+	u := d.base + "/api/v1/queues/" + url.PathEscape(queue) + "/done"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+d.o.AdminToken)
+	req.Header.Set("Authorization", "Bearer "+pass)
 	resp, err := d.o.Client.Do(req)
 	if err != nil {
 		return err
@@ -159,6 +152,18 @@ func (d *demo) endAdmission(ctx context.Context, c gate.Claims) error {
 		return fmt.Errorf("waitroom answered %s", resp.Status)
 	}
 	return nil
+}
+
+// passOf is the pass the gate let the request in with: the bearer token,
+// else the pass cookie.
+func passOf(r *http.Request, queue string) string {
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	if c, err := r.Cookie(gate.CookieName(queue)); err == nil {
+		return c.Value
+	}
+	return ""
 }
 
 func render(w http.ResponseWriter, name string, data pageData) {

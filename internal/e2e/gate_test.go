@@ -38,7 +38,6 @@ func TestGateFlowToTheOrderPage(t *testing.T) {
 		Queue:          s.queue,
 		Waitroom:       s.url,
 		Issuer:         issuer,
-		AdminToken:     adminToken,
 		WaitingPage:    "/q/" + s.queue,
 		InsecureCookie: true,
 	})

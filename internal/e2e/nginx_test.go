@@ -169,7 +169,7 @@ func TestNginxForwardAuth(t *testing.T) {
 	t.Cleanup(order.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h, err := demo.New(ctx, demo.Options{Queue: s.queue, Waitroom: s.url, Issuer: issuer, AdminToken: adminToken,
+	h, err := demo.New(ctx, demo.Options{Queue: s.queue, Waitroom: s.url, Issuer: issuer,
 		WaitingPage: "/q/" + s.queue, InsecureCookie: true})
 	if err != nil {
 		t.Fatal(err)
