@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -84,7 +85,32 @@ func TestGateFlowToTheOrderPage(t *testing.T) {
 	if a := s.verify(c.Value); a.Status != http.StatusUnauthorized {
 		t.Fatalf("after done the pass verifies: %+v", a)
 	}
-	// The order page is closed again: back to the waiting page.
+	// The order page is closed to that pass again (within the gate's
+	// re-check period)...
+	eventually(t, 5*time.Second, "the gate to refuse the done pass", func() (bool, string) {
+		req, _ := http.NewRequest("GET", s.url+"/", nil)
+		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+		resp, err := noRedirects.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusSeeOther && strings.HasPrefix(resp.Header.Get("Location"), "/q/"), resp.Status
+	})
+	// ... and the browser, whose pass cookie the order page dropped, goes
+	// through the waiting page again (where it joins the back of the line).
+	pages := func() int {
+		return s.calls.count(func(c call) bool { return c.method == http.MethodGet && c.path == "/q/"+s.queue })
+	}
+	before := pages()
 	b.navigate(s.url + "/")
-	b.waitJS(10*time.Second, "the waiting page again", `location.pathname === '/q/`+s.queue+`'`)
+	eventually(t, 10*time.Second, "the waiting page again", func() (bool, string) {
+		n := pages()
+		return n > before, fmt.Sprintf("%d waiting page loads", n-before)
+	})
 }
+
+// noRedirects is a client that shows redirects instead of following them.
+var noRedirects = &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+	return http.ErrUseLastResponse
+}}
