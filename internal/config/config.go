@@ -23,7 +23,7 @@ type Config struct {
 	Addr           string         // WAITROOM_ADDR
 	RedisURL       string         // WAITROOM_REDIS_URL
 	Queues         []string       // WAITROOM_QUEUES
-	Defaults       queue.Settings // WAITROOM_REFILL_SIZE, _REFILL_INTERVAL, _SESSION_TTL, _MAX_ACTIVE
+	Defaults       queue.Settings // WAITROOM_REFILL_SIZE, _REFILL_INTERVAL, _SESSION_TTL, _MAX_ACTIVE, _ABANDON_AFTER
 	AdminToken     string         // WAITROOM_ADMIN_TOKEN; empty disables the admin API
 	TargetURL      string         // WAITROOM_TARGET_URL; where admitted users go
 	RequestTimeout time.Duration  // WAITROOM_REQUEST_TIMEOUT: bound on each wait for Redis (queue.NewStore)
@@ -106,6 +106,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Defaults: queue.Settings{
 			RefillInterval: duration("WAITROOM_REFILL_INTERVAL", "5s"),
 			SessionTTL:     duration("WAITROOM_SESSION_TTL", "10m"),
+			AbandonAfter:   duration("WAITROOM_ABANDON_AFTER", "2m"),
 		},
 	}
 

@@ -83,6 +83,8 @@ func classify(err error) *apiError {
 		return errInvalidJoinToken
 	case errors.Is(err, pass.ErrInvalid):
 		return errInvalidPass
+	case errors.Is(err, queue.ErrInvalidAbandon):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: err.Error(), field: "abandon_after_ms"}
 	case errors.Is(err, queue.ErrInvalidMaxActive):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: err.Error(), field: "max_active"}
 	case errors.Is(err, queue.ErrInvalidRefill):

@@ -19,6 +19,7 @@ type ticketResponse struct {
 	Queue       string       `json:"queue"`
 	UserID      string       `json:"user_id"` // the member id holding the place
 	Status      queue.Status `json:"status"`
+	Reason      string       `json:"reason,omitempty"` // NOT_WAITING: why the place ended, when known
 	Position    int64        `json:"position"`
 	Waiting     int64        `json:"waiting"`
 	ETASeconds  int64        `json:"eta_seconds"`
@@ -143,24 +144,29 @@ func (s *Server) leavePlace(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// leaveUser removes a user named by a plain id: insecure mode only.
+// leaveUser removes a user named by a plain id, as the user leaving:
+// insecure mode only.
 func (s *Server) leaveUser(w http.ResponseWriter, r *http.Request) {
 	if !s.insecureIDs {
 		s.fail(w, r, errUserIDsDisabled)
 		return
 	}
-	s.removeUser(w, r)
+	s.leaveNamed(w, r, s.store.Leave)
 }
 
-// removeUser takes the user named in the path out of the line and ends
-// their admission (the admin API's removal, and insecure mode's leave).
+// removeUser is the operator taking the user named in the path out of
+// the line, or ending their admission.
 func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) {
+	s.leaveNamed(w, r, s.store.Remove)
+}
+
+func (s *Server) leaveNamed(w http.ResponseWriter, r *http.Request, leave func(ctx context.Context, queue, user string) error) {
 	user, err := pathParam(r, "user_id")
 	if err != nil {
 		s.fail(w, r, queue.ErrInvalidUserID)
 		return
 	}
-	if err := s.store.Leave(r.Context(), chi.URLParam(r, "queue"), user); err != nil {
+	if err := leave(r.Context(), chi.URLParam(r, "queue"), user); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -204,6 +210,8 @@ type adminQueueResponse struct {
 	Active             int64  `json:"active"` // the same count as entered
 	MaxActive          int    `json:"max_active"`
 	Paused             bool   `json:"paused"`
+	AbandonAfterMS     int64  `json:"abandon_after_ms"`
+	AbandonedLast      int64  `json:"abandoned_last_interval"`
 	Tokens             int64  `json:"tokens"`
 	RefillSize         int    `json:"refill_size"`
 	RefillIntervalMS   int64  `json:"refill_interval_ms"`
@@ -265,9 +273,10 @@ func (s *Server) setRefillSize(w http.ResponseWriter, r *http.Request) {
 }
 
 type historyPoint struct {
-	AtMS     int64 `json:"at_ms"`
-	Admitted int64 `json:"admitted"`
-	Waiting  int64 `json:"waiting"`
+	AtMS      int64 `json:"at_ms"`
+	Admitted  int64 `json:"admitted"`
+	Waiting   int64 `json:"waiting"`
+	Abandoned int64 `json:"abandoned"`
 }
 
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
@@ -288,7 +297,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		Points           []historyPoint `json:"points"`
 	}{Queue: q, RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(), Points: make([]historyPoint, len(points))}
 	for i, p := range points {
-		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting}
+		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting, p.Abandoned}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -309,6 +318,8 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		Active:           info.Entered,
 		MaxActive:        info.Settings.MaxActive,
 		Paused:           info.Paused,
+		AbandonAfterMS:   info.Settings.AbandonAfter.Milliseconds(),
+		AbandonedLast:    info.AbandonedLastInterval,
 		Tokens:           info.Tokens,
 		RefillSize:       info.Settings.RefillSize,
 		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
@@ -380,6 +391,7 @@ func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, 
 		Queue:       q,
 		UserID:      member,
 		Status:      t.Status,
+		Reason:      t.Reason,
 		Position:    t.Position,
 		Waiting:     t.Waiting,
 		ETASeconds:  int64((t.ETA + time.Second - 1) / time.Second),

@@ -166,6 +166,10 @@ func appendTicket(b []byte, t ticketResponse) []byte {
 	b = appendString(b, t.UserID)
 	b = append(b, `,"status":`...)
 	b = appendString(b, string(t.Status))
+	if t.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendString(b, t.Reason)
+	}
 	b = append(b, `,"position":`...)
 	b = strconv.AppendInt(b, t.Position, 10)
 	b = append(b, `,"waiting":`...)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -52,6 +53,13 @@ func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
 			u.RefillSize, err = intField(raw, 1, queue.MaxRefillSize)
 		case "max_active":
 			u.MaxActive, err = intField(raw, 0, queue.MaxMaxActive)
+		case "abandon_after_ms":
+			var ms *int
+			ms, err = intField(raw, 0, int(queue.MaxAbandonAfter.Milliseconds()))
+			if ms != nil {
+				d := time.Duration(*ms) * time.Millisecond
+				u.AbandonAfter = &d
+			}
 		case "paused":
 			var b bool
 			if json.Unmarshal(raw, &b) != nil || strings.TrimSpace(string(raw)) == "null" {
@@ -59,7 +67,7 @@ func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
 			}
 			u.Paused = &b
 		default:
-			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, paused")
+			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, abandon_after_ms, paused")
 		}
 		if err != nil {
 			return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: name + " " + err.Error(), field: name}

@@ -40,12 +40,12 @@ func wantInvalidSettings(t *testing.T, r response, field string) {
 func TestPatchSettings(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
-	r := e.patch(`{"refill_size":7,"max_active":300,"paused":true}`)
+	r := e.patch(`{"refill_size":7,"max_active":300,"paused":true,"abandon_after_ms":60000}`)
 	var aq adminQueueResponse
 	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 {
 		t.Fatalf("patch: %d %s", r.status, r.body)
 	}
-	if aq.RefillSize != 7 || aq.MaxActive != 300 || !aq.Paused || aq.RefillIntervalMS != 3600000 {
+	if aq.RefillSize != 7 || aq.MaxActive != 300 || !aq.Paused || aq.RefillIntervalMS != 3600000 || aq.AbandonAfterMS != 60000 {
 		t.Fatalf("after patch: %+v", aq)
 	}
 	if info := e.info(); info.MaxActive != 300 || !info.Paused || info.RefillSize != 7 {
@@ -69,6 +69,10 @@ func TestPatchSettings(t *testing.T) {
 		{`{"max_active":10000001}`, "max_active"},
 		{`{"max_active":"many"}`, "max_active"},
 		{`{"max_active":null}`, "max_active"},
+		{`{"abandon_after_ms":-1}`, "abandon_after_ms"},
+		{`{"abandon_after_ms":86400001}`, "abandon_after_ms"},
+		{`{"abandon_after_ms":"2m"}`, "abandon_after_ms"},
+		{`{"abandon_after_ms":null}`, "abandon_after_ms"},
 		{`{"paused":"yes"}`, "paused"},
 		{`{"paused":1}`, "paused"},
 		{`{"paused":null}`, "paused"},
@@ -84,7 +88,7 @@ func TestPatchSettings(t *testing.T) {
 	}
 	wantError(t, e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"paused":true}`), 401, "unauthorized")
 	wantError(t, e.do("PATCH", "/admin/v1/queues/nope", `{"paused":true}`, "Authorization", "Bearer "+adminToken), 404, "queue_not_found")
-	if aq := e.adminQueue(); aq.Paused || aq.MaxActive != 300 || aq.RefillSize != 7 {
+	if aq := e.adminQueue(); aq.Paused || aq.MaxActive != 300 || aq.RefillSize != 7 || aq.AbandonAfterMS != 60000 {
 		t.Fatalf("bad patches changed the config: %+v", aq)
 	}
 	// PUT refill-size stays.
@@ -128,7 +132,7 @@ func TestCapPauseAndDone(t *testing.T) {
 		}
 	}
 	wantError(t, e.verify(in.Pass), 401, "invalid_pass")
-	if st := decodeTicket(t, e.statusOf(bearerHeader(in.PlaceToken)...)); st.Status != queue.NotWaiting {
+	if st := decodeTicket(t, e.statusOf(bearerHeader(in.PlaceToken)...)); st.Status != queue.NotWaiting || st.Reason != queue.ReasonDone {
 		t.Fatalf("after done: %+v", st)
 	}
 	if err := e.rdb.HDel(context.Background(), "wr:{"+e.queue+"}:tick", "next_at_ms", "min_next_ms").Err(); err != nil {

@@ -9,9 +9,11 @@ type keys struct {
 	entered string // ZSET member=user id, score=admission time (Redis clock, ms)
 	tokens  string // STRING tokens left in the bucket; unset means full
 	seq     string // STRING arrival counter (INCR), the FIFO order of the line
-	config  string // HASH refill_size, refill_interval_ms, session_ttl_ms, max_active, paused
-	tick    string // HASH next_at_ms, min_next_ms, at_ms, moved, direct (see tick.lua)
-	history string // LIST "at_ms:admitted:waiting", one entry per ended interval
+	config  string // HASH refill_size, refill_interval_ms, session_ttl_ms, max_active, paused, abandon_after_ms
+	tick    string // HASH next_at_ms, min_next_ms, at_ms, moved, abandoned, direct (see tick.lua)
+	history string // LIST "at_ms:admitted:waiting:abandoned", one entry per ended interval
+	heard   string // ZSET member=waiting user id, score=when last heard (ms): abandonment
+	gone    string // ZSET member="<reason>:<user id>", score=when the place ended (ms), kept an hour
 }
 
 func keysFor(queue string) keys {
@@ -24,5 +26,7 @@ func keysFor(queue string) keys {
 		config:  p + "config",
 		tick:    p + "tick",
 		history: p + "history",
+		heard:   p + "heard",
+		gone:    p + "gone",
 	}
 }

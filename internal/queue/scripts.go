@@ -35,8 +35,8 @@ var doneLua string
 var (
 	enterScript  = redis.NewScript(commonLua + enterLua)
 	statusScript = redis.NewScript(commonLua + statusLua)
-	leaveScript  = redis.NewScript(leaveLua)
+	leaveScript  = redis.NewScript(commonLua + leaveLua)
 	tickScript   = redis.NewScript(commonLua + tickLua)
 	infoScript   = redis.NewScript(commonLua + infoLua)
-	doneScript   = redis.NewScript(doneLua)
+	doneScript   = redis.NewScript(commonLua + doneLua)
 )

@@ -23,6 +23,7 @@ var (
 	ErrInvalidUserID    = errors.New("queue: user id must be 1-128 bytes of UTF-8 without control characters")
 	ErrInvalidRefill    = fmt.Errorf("queue: refill size must be between 1 and %d", MaxRefillSize)
 	ErrInvalidMaxActive = fmt.Errorf("queue: max active must be between 0 (no cap) and %d", MaxMaxActive)
+	ErrInvalidAbandon   = fmt.Errorf("queue: abandon after must be between 0 (off) and %s", MaxAbandonAfter)
 	ErrInvalidQueueName = errors.New("queue: queue name must be 1-64 of A-Z a-z 0-9 _ -")
 )
 
@@ -32,6 +33,11 @@ const (
 	MaxRefillSize  = 100000
 	// MaxMaxActive bounds the cap on active users (0 is no cap).
 	MaxMaxActive = 10000000
+	// MaxAbandonAfter bounds abandon_after (0 turns abandonment off).
+	MaxAbandonAfter = 24 * time.Hour
+	// abandonBatch bounds the abandoned places one tick drops, so a tick
+	// stays short however many closed their page.
+	abandonBatch = 1000
 	// HistoryLen is how many applied ticks the history list keeps: an hour
 	// at the default 5 s interval.
 	HistoryLen = 720
@@ -57,11 +63,30 @@ type Settings struct {
 	SessionTTL     time.Duration // how long an admission stays valid
 	// MaxActive caps the admissions that have not ended (0: no cap).
 	MaxActive int
+	// AbandonAfter is how long a waiting user may go unheard (no enter or
+	// status) before the tick drops the place when it reaches the head,
+	// without spending a token on it (0: never).
+	AbandonAfter time.Duration
 }
+
+// Reasons a user holds no place any more (Ticket.Reason), kept for an
+// hour after the place ended.
+const (
+	ReasonAbandoned = "abandoned" // not heard from for abandon_after when the line reached them
+	ReasonLeft      = "left"      // left the line, or gave up the admission
+	ReasonExpired   = "expired"   // the admission's session TTL ran out
+	ReasonRemoved   = "removed"   // the operator removed them
+	ReasonDone      = "done"      // the order page said they were done
+)
+
+// reasons are the codes of the scripts' REASONS (common.lua), from 1.
+var reasons = []string{ReasonAbandoned, ReasonLeft, ReasonExpired, ReasonRemoved, ReasonDone}
 
 // Ticket is a user's place, as the scripts computed it at one instant.
 type Ticket struct {
-	Status   Status
+	Status Status
+	// Reason says why a NotWaiting user's place ended, when known.
+	Reason   string
 	Position int64 // 1-based place in the line; 0 unless Waiting
 	Waiting  int64 // people in the line
 	// TicksAhead is how many full refills go in before the tick that
@@ -99,6 +124,9 @@ type TickResult struct {
 	// Admitted counts the admissions of the interval that just ended: the
 	// users the previous tick moved plus those who entered on its tokens.
 	Admitted int64
+	// Abandoned counts the places this tick dropped at the head of the
+	// line: not heard from for abandon_after.
+	Abandoned int64
 }
 
 // Info is a snapshot of one queue.
@@ -110,14 +138,18 @@ type Info struct {
 	Paused     bool
 	Settings   Settings
 	LastTickAt time.Time // zero when no tick was applied yet
-	Now        time.Time // Redis time of the snapshot
+	// AbandonedLastInterval counts the places the last tick dropped as
+	// abandoned.
+	AbandonedLastInterval int64
+	Now                   time.Time // Redis time of the snapshot
 }
 
 // HistoryPoint is one ended interval.
 type HistoryPoint struct {
-	At       time.Time // when the interval's tick was applied
-	Admitted int64     // admitted during the interval (never above refill_size)
-	Waiting  int64     // people in the line at its end
+	At        time.Time // when the interval's tick was applied
+	Admitted  int64     // admitted during the interval (never above refill_size)
+	Waiting   int64     // people in the line at its end
+	Abandoned int64     // places its tick dropped as abandoned
 }
 
 // Redis is the part of a go-redis client the store uses; *redis.Client and
@@ -139,7 +171,7 @@ type Store struct {
 	// defaultArgs are the defaults as script arguments (refill size,
 	// interval ms, TTL ms, max active), formatted and boxed once: a string
 	// turned into an interface value allocates.
-	defaultArgs [4]any
+	defaultArgs [5]any
 	// timeout bounds every call of the store, however Redis behaves.
 	timeout time.Duration
 }
@@ -196,6 +228,9 @@ func ValidateSettings(s Settings) error {
 	if s.MaxActive < 0 || s.MaxActive > MaxMaxActive {
 		return ErrInvalidMaxActive
 	}
+	if s.AbandonAfter < 0 || s.AbandonAfter > MaxAbandonAfter {
+		return ErrInvalidAbandon
+	}
 	return nil
 }
 
@@ -217,11 +252,12 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		rdb:      rdb,
 		defaults: defaults,
 		queues:   make(map[string]*queueRef, len(queues)),
-		defaultArgs: [4]any{
+		defaultArgs: [5]any{
 			strconv.Itoa(defaults.RefillSize),
 			strconv.FormatInt(defaults.RefillInterval.Milliseconds(), 10),
 			strconv.FormatInt(defaults.SessionTTL.Milliseconds(), 10),
 			strconv.Itoa(defaults.MaxActive),
+			strconv.FormatInt(defaults.AbandonAfter.Milliseconds(), 10),
 		},
 		timeout: timeout,
 	}
@@ -235,11 +271,11 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		k := keysFor(name)
 		q := &queueRef{
 			keys:       k,
-			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick},
-			statusKeys: []string{k.waiting, k.entered, k.config, k.tick},
-			doneKeys:   []string{k.entered},
-			leaveKeys:  []string{k.waiting, k.entered},
-			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history},
+			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard},
+			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone},
+			doneKeys:   []string{k.entered, k.gone},
+			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone},
+			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone},
 			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick},
 		}
 		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, users []string) ([]Ticket, error) {
@@ -271,7 +307,7 @@ func (s *Store) queue(name string) (*queueRef, error) {
 func (s *Store) Seed(ctx context.Context) error {
 	for _, name := range s.names {
 		cfg := s.queues[name].keys.config
-		for i, field := range []string{"refill_size", "refill_interval_ms", "session_ttl_ms", "max_active"} {
+		for i, field := range []string{"refill_size", "refill_interval_ms", "session_ttl_ms", "max_active", "abandon_after_ms"} {
 			_, err := waitFor(ctx, s.timeout, func(ctx context.Context) (bool, error) {
 				return s.rdb.HSetNX(ctx, cfg, field, s.defaultArgs[i]).Result()
 			})
@@ -341,9 +377,19 @@ func (s *Store) Admission(ctx context.Context, queue, user string) (start time.T
 	return t.AdmittedAt, true, nil
 }
 
-// Leave removes user from the line and from the entered set. It is not an
-// error when the user is in neither.
+// Leave removes user from the line and from the entered set: the user
+// gives up. It is not an error when the user is in neither.
 func (s *Store) Leave(ctx context.Context, queue, user string) error {
+	return s.leave(ctx, queue, user, ReasonLeft)
+}
+
+// Remove is Leave on the operator's word: a user who asks later is told
+// they were removed.
+func (s *Store) Remove(ctx context.Context, queue, user string) error {
+	return s.leave(ctx, queue, user, ReasonRemoved)
+}
+
+func (s *Store) leave(ctx context.Context, queue, user, reason string) error {
 	q, err := s.queue(queue)
 	if err != nil {
 		return err
@@ -352,7 +398,7 @@ func (s *Store) Leave(ctx context.Context, queue, user string) error {
 		return err
 	}
 	_, err = waitFor(ctx, s.timeout, func(ctx context.Context) (any, error) {
-		return leaveScript.Run(ctx, s.rdb, q.leaveKeys, user).Result()
+		return leaveScript.Run(ctx, s.rdb, q.leaveKeys, user, reason).Result()
 	})
 	if err != nil {
 		return fmt.Errorf("queue: leave: %w", err)
@@ -369,16 +415,15 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 		return TickResult{}, err
 	}
 	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
-		return tickScript.Run(ctx, s.rdb, q.tickKeys,
-			s.defaultArgs[0], s.defaultArgs[1], s.defaultArgs[2], s.defaultArgs[3], purgeBatch, HistoryLen).Int64Slice()
+		return tickScript.Run(ctx, s.rdb, q.tickKeys, append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch)...).Int64Slice()
 	})
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
 	}
-	if len(v) != 6 {
+	if len(v) != 7 {
 		return TickResult{}, fmt.Errorf("queue: tick: unexpected reply %v", v)
 	}
-	return TickResult{Applied: v[0] == 1, Moved: v[1], Waiting: v[2], Tokens: v[3], Purged: v[4], Admitted: v[5]}, nil
+	return TickResult{Applied: v[0] == 1, Moved: v[1], Waiting: v[2], Tokens: v[3], Purged: v[4], Admitted: v[5], Abandoned: v[6]}, nil
 }
 
 // Info returns counts and settings of a queue.
@@ -393,7 +438,7 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("queue: info: %w", err)
 	}
-	if len(v) != 10 {
+	if len(v) != 12 {
 		return Info{}, fmt.Errorf("queue: info: unexpected reply %v", v)
 	}
 	info := Info{
@@ -407,8 +452,10 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 			RefillInterval: time.Duration(v[4]) * time.Millisecond,
 			SessionTTL:     time.Duration(v[5]) * time.Millisecond,
 			MaxActive:      int(v[8]),
+			AbandonAfter:   time.Duration(v[10]) * time.Millisecond,
 		},
-		Now: time.UnixMilli(v[7]),
+		AbandonedLastInterval: v[11],
+		Now:                   time.UnixMilli(v[7]),
 	}
 	if v[6] > 0 {
 		info.LastTickAt = time.UnixMilli(v[6])
@@ -419,9 +466,10 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 // Update holds the settings an operator changes live; nil fields stay as
 // they are.
 type Update struct {
-	RefillSize *int
-	MaxActive  *int
-	Paused     *bool
+	RefillSize   *int
+	MaxActive    *int
+	Paused       *bool
+	AbandonAfter *time.Duration
 }
 
 // Validate checks every field, so an update is applied whole or not at all.
@@ -431,6 +479,9 @@ func (u Update) Validate() error {
 	}
 	if u.MaxActive != nil && (*u.MaxActive < 0 || *u.MaxActive > MaxMaxActive) {
 		return ErrInvalidMaxActive
+	}
+	if u.AbandonAfter != nil && (*u.AbandonAfter < 0 || *u.AbandonAfter > MaxAbandonAfter) {
+		return ErrInvalidAbandon
 	}
 	return nil
 }
@@ -452,6 +503,9 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	}
 	if u.MaxActive != nil {
 		fields = append(fields, "max_active", *u.MaxActive)
+	}
+	if u.AbandonAfter != nil {
+		fields = append(fields, "abandon_after_ms", u.AbandonAfter.Milliseconds())
 	}
 	if u.Paused != nil {
 		paused := 0
@@ -520,12 +574,14 @@ func (s *Store) History(ctx context.Context, queue string) ([]HistoryPoint, erro
 	return points, nil
 }
 
+// parseHistoryEntry reads "at_ms:admitted:waiting:abandoned" (entries
+// written before abandonment was counted have three fields).
 func parseHistoryEntry(entry string) (HistoryPoint, error) {
 	parts := strings.Split(entry, ":")
-	if len(parts) != 3 {
+	if len(parts) != 3 && len(parts) != 4 {
 		return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
 	}
-	var n [3]int64
+	var n [4]int64
 	for i, p := range parts {
 		v, err := strconv.ParseInt(p, 10, 64)
 		if err != nil {
@@ -533,13 +589,14 @@ func parseHistoryEntry(entry string) (HistoryPoint, error) {
 		}
 		n[i] = v
 	}
-	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2]}, nil
+	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2], Abandoned: n[3]}, nil
 }
 
 // newTicket builds a ticket from the scripts' integers (durations and
 // times in ms): head is {waiting, until_next_tick_ms, interval_ms,
 // refill_size, ttl_ms, paused}, then the user's status code and place
-// (position when waiting, admission time when entered). The ETA is the
+// (position when waiting, admission time when entered, the code of why
+// the place ended when not waiting). The ETA is the
 // time until the next tick plus one interval for every full refill ahead.
 func newTicket(head []int64, status, place int64) (Ticket, error) {
 	waiting, untilNextTick, interval, refill, ttl := head[0], head[1], head[2], head[3], head[4]
@@ -564,6 +621,9 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 		}
 	case 3:
 		t.Status = NotWaiting
+		if place >= 1 && int(place) <= len(reasons) {
+			t.Reason = reasons[place-1]
+		}
 	default:
 		return Ticket{}, fmt.Errorf("queue: unknown status code %d", status)
 	}

@@ -9,17 +9,20 @@ local function now_ms()
 end
 
 -- queue_config: refill_size, refill_interval_ms, session_ttl_ms, max_active
--- (0: no cap) and paused (0 or 1) from the config HASH, falling back to the
--- calling replica's defaults (ARGV[1..4] of every script that calls it) for
--- any field that is missing (a fresh or flushed Redis).
+-- (0: no cap), paused (0 or 1) and abandon_after_ms (0: off) from the config
+-- HASH, falling back to the calling replica's defaults (ARGV[1..5] of every
+-- script that calls it) for any field that is missing (a fresh or flushed
+-- Redis).
 local function queue_config(key)
-  local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms', 'max_active', 'paused')
+  local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms', 'max_active', 'paused', 'abandon_after_ms')
   return tonumber(v[1]) or tonumber(ARGV[1]),
          tonumber(v[2]) or tonumber(ARGV[2]),
          tonumber(v[3]) or tonumber(ARGV[3]),
          tonumber(v[4]) or tonumber(ARGV[4]),
-         tonumber(v[5]) or 0
+         tonumber(v[5]) or 0,
+         tonumber(v[6]) or tonumber(ARGV[5])
 end
+local DEFAULTS = 5 -- ARGV[1..DEFAULTS] are the defaults queue_config reads
 
 -- min_spacing_ms: the least time between two applied ticks, so a tick
 -- applied late and the next one applied on time never let two refills in
@@ -47,3 +50,43 @@ end
 
 -- Status codes shared with store.go.
 local ENTERED, WAITING, NOT_WAITING = 1, 2, 3
+
+-- Why a user holds no place any more, kept for an hour in the gone ZSET as
+-- members "<reason>:<user>" (score: when), so a user who comes back is told.
+-- The codes are shared with store.go; the names go into the members.
+local REASONS = {'abandoned', 'left', 'expired', 'removed', 'done'}
+local GONE_KEEP_MS = 3600000
+
+-- mark_gone records reason (a name from REASONS) for users.
+local function mark_gone(gone_key, reason, users, now)
+  local args = {}
+  for i, u in ipairs(users) do
+    args[2 * i - 1] = now
+    args[2 * i] = reason .. ':' .. u
+    if #args >= 1000 then
+      redis.call('ZADD', gone_key, unpack(args))
+      args = {}
+    end
+  end
+  if #args > 0 then
+    redis.call('ZADD', gone_key, unpack(args))
+  end
+end
+
+-- gone_reason is the code (index in REASONS) of the latest reason recorded
+-- for user, or 0.
+local function gone_reason(gone_key, user)
+  local members = {}
+  for i, r in ipairs(REASONS) do
+    members[i] = r .. ':' .. user
+  end
+  local at = redis.call('ZMSCORE', gone_key, unpack(members))
+  local code, latest = 0, nil
+  for i = 1, #REASONS do
+    local t = tonumber(at[i])
+    if t and (not latest or t > latest) then
+      code, latest = i, t
+    end
+  end
+  return code
+end

@@ -4,11 +4,14 @@
 -- names (its start) ends: a stale pass cannot end a newer admission.
 --
 -- KEYS[1] -> entered (ZSET member=user, score=admission time ms)
+-- KEYS[2] -> gone    (ZSET member="<reason>:<user>", score=when)
 -- ARGV[1] -> user id
 -- ARGV[2] -> the admission's start (ms), from the pass
 -- Returns 1 when the admission ended, 0 when it was not current.
 local at = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if at and tonumber(at) == tonumber(ARGV[2]) then
-  return redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  mark_gone(KEYS[2], 'done', {ARGV[1]}, now_ms())
+  return 1
 end
 return 0

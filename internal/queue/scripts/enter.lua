@@ -19,13 +19,14 @@
 -- KEYS[4] -> seq     (STRING arrival counter)
 -- KEYS[5] -> config  (HASH)
 -- KEYS[6] -> tick    (HASH; field "direct" counts admissions since the last tick)
--- ARGV[1..4] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active
--- ARGV[5..]  -> user ids
+-- KEYS[7] -> heard   (ZSET member=user, score=when last heard; for abandonment)
+-- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
+-- ARGV[6..]  -> user ids
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
 --          status1, place1, status2, place2, ...}
 -- where waiting is the line after the last user and place is the position
 -- when WAITING and the admission time (ms) when ENTERED.
-local FIRST = 5 -- ARGV index of the first user
+local FIRST = DEFAULTS + 1 -- ARGV index of the first user
 local now = now_ms()
 local refill, interval, ttl, max_active, paused = queue_config(KEYS[5])
 
@@ -75,6 +76,11 @@ if rest > 0 then
   redis.call('ZREM', KEYS[2], unpack(users))
   -- ZADD counts newcomers only: a user already waiting moves to the back.
   waiting = waiting + redis.call('ZADD', KEYS[1], unpack(args))
+  -- Heard from now (the same arrival numbers' slots, reused for the time).
+  for j = 1, rest do
+    args[2 * j - 1] = now
+  end
+  redis.call('ZADD', KEYS[7], unpack(args))
   -- These users are now the last of the line, in the order given; walking
   -- back from the end, each distinct user is one place further forward.
   local place, behind = {}, 0

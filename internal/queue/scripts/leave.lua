@@ -1,9 +1,18 @@
--- leave.lua: the user gives up: out of the line, and out of the entered set
--- if already admitted. Idempotent. Tokens are not given back: a token spent
--- on this user was this interval's admission.
+-- leave.lua: the user gives up, or the operator removes them: out of the
+-- line, and out of the entered set if already admitted. Idempotent. Tokens
+-- are not given back: a token spent on this user was this interval's
+-- admission. The reason is kept (gone), so the user is told if they ask.
 --
 -- KEYS[1] -> waiting (ZSET)
 -- KEYS[2] -> entered (ZSET)
+-- KEYS[3] -> heard   (ZSET)
+-- KEYS[4] -> gone    (ZSET member="<reason>:<user>", score=when)
 -- ARGV[1] -> user id
+-- ARGV[2] -> reason: "left" or "removed"
 -- Returns the number of sets the user was removed from (0..1).
-return redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1])
+local n = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+if n > 0 then
+  mark_gone(KEYS[4], ARGV[2], {ARGV[1]}, now_ms())
+end
+return n

@@ -1,29 +1,34 @@
--- status.lua: where users stand. Read-only. Takes many users per call, so
--- the fixed cost (clock, config, line length) is paid once for all of them.
+-- status.lua: where users stand. Takes many users per call, so the fixed
+-- cost (clock, config, line length) is paid once for all of them. Its one
+-- write: a waiting user who asks is heard from (abandonment, tick.lua).
 -- Needs Redis 6.2 or later (ZMSCORE).
 --
 -- KEYS[1] -> waiting (ZSET)
 -- KEYS[2] -> entered (ZSET)
 -- KEYS[3] -> config  (HASH)
 -- KEYS[4] -> tick    (HASH, read for the time to the next tick)
--- ARGV[1..4] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active
--- ARGV[5..]  -> user ids
+-- KEYS[5] -> heard   (ZSET member=user, score=when last heard)
+-- KEYS[6] -> gone    (ZSET member="<reason>:<user>", score=when)
+-- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
+-- ARGV[6..]  -> user ids
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
 --          status1, place1, status2, place2, ...}
 -- where place is the position when WAITING, the admission time (ms) when
 -- ENTERED (an entry pass names it, so a pass ends with its admission),
--- and 0 when NOT_WAITING.
+-- and when NOT_WAITING the code of why the user's place ended (0: none
+-- known; REASONS in common.lua).
 local now = now_ms()
 local refill, interval, ttl, _, paused = queue_config(KEYS[3])
 local out = {redis.call('ZCARD', KEYS[1]), until_next_tick_ms(KEYS[4], now), interval, refill, ttl, paused}
 
 -- One ZMSCORE answers "admitted?" for every user of the call.
 local users = {}
-for i = 5, #ARGV do
-  users[i - 4] = ARGV[i]
+for i = DEFAULTS + 1, #ARGV do
+  users[i - DEFAULTS] = ARGV[i]
 end
 local admitted = redis.call('ZMSCORE', KEYS[2], unpack(users))
 
+local heard = {}
 for i, user in ipairs(users) do
   -- An admission older than the session TTL no longer counts, even before
   -- the tick has purged it.
@@ -36,10 +41,18 @@ for i, user in ipairs(users) do
     if rank then
       out[#out + 1] = WAITING
       out[#out + 1] = rank + 1
+      heard[#heard + 1] = now
+      heard[#heard + 1] = user
+    elseif admitted_at then
+      out[#out + 1] = NOT_WAITING
+      out[#out + 1] = 3 -- expired, not purged yet
     else
       out[#out + 1] = NOT_WAITING
-      out[#out + 1] = 0
+      out[#out + 1] = gone_reason(KEYS[6], user)
     end
   end
+end
+if #heard > 0 then
+  redis.call('ZADD', KEYS[5], unpack(heard))
 end
 return out

@@ -17,20 +17,24 @@
 -- KEYS[5] -> tick    (HASH: next_at_ms and min_next_ms, at_ms/moved of the
 --                     last applied tick; enter.lua counts direct admissions
 --                     in "direct")
--- KEYS[6] -> history (LIST of "at_ms:admitted:waiting", one entry per ended
---                     interval, oldest first: start, admissions, line at end)
--- ARGV[1..4] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active
--- ARGV[5] -> max expired sessions purged per tick
--- ARGV[6] -> history length kept
+-- KEYS[6] -> history (LIST of "at_ms:admitted:waiting:abandoned", one entry
+--                     per ended interval, oldest first: start, admissions,
+--                     line at end, places dropped as abandoned)
+-- KEYS[7] -> heard   (ZSET member=user, score=when last heard)
+-- KEYS[8] -> gone    (ZSET member="<reason>:<user>", score=when)
+-- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
+-- ARGV[6] -> max expired sessions purged per tick
+-- ARGV[7] -> history length kept
+-- ARGV[8] -> max abandoned places dropped per tick
 -- Returns {applied (0|1), moved, waiting, tokens, purged, admitted in the
--- interval that just ended}
+-- interval that just ended, abandoned places dropped}
 local now = now_ms()
-local refill, interval, ttl, max_active, paused = queue_config(KEYS[4])
+local refill, interval, ttl, max_active, paused, abandon_after = queue_config(KEYS[4])
 
-local state = redis.call('HMGET', KEYS[5], 'next_at_ms', 'at_ms', 'moved', 'direct', 'min_next_ms')
+local state = redis.call('HMGET', KEYS[5], 'next_at_ms', 'at_ms', 'moved', 'direct', 'min_next_ms', 'abandoned')
 local next_at, min_next = tonumber(state[1]), tonumber(state[5])
 if (next_at and now < next_at) or (min_next and now < min_next) then
-  return {0, 0, 0, 0, 0, 0}
+  return {0, 0, 0, 0, 0, 0, 0}
 end
 
 -- Close the interval the previous tick opened: it admitted the users that
@@ -41,48 +45,72 @@ local waiting_before = redis.call('ZCARD', KEYS[1])
 local admitted = (tonumber(state[3]) or 0) + (tonumber(state[4]) or 0)
 if state[2] or admitted > 0 then
   local started = tonumber(state[2]) or (now - interval)
-  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d', started, admitted, waiting_before))
-  redis.call('LTRIM', KEYS[6], -tonumber(ARGV[6]), -1)
+  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d', started, admitted, waiting_before, tonumber(state[6]) or 0))
+  redis.call('LTRIM', KEYS[6], -tonumber(ARGV[7]), -1)
 end
 
 -- Purge expired sessions first, so the count of active users below is
--- what the cap sees. The entered set is ordered by admission time, so the
--- expired ones are the lowest ranks; a bounded batch keeps each tick short
--- (the count of active users does not depend on the purge).
-local purged = redis.call('ZCOUNT', KEYS[2], '-inf', string.format('(%d', now - ttl))
-if purged > tonumber(ARGV[5]) then
-  purged = tonumber(ARGV[5])
+-- what the cap sees (which does not depend on the purge anyway). The
+-- entered set is ordered by admission time, so the expired ones come
+-- first; a bounded batch keeps each tick short. Each is remembered as
+-- expired, for the user who asks.
+local expired = redis.call('ZRANGE', KEYS[2], '-inf', string.format('(%d', now - ttl), 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[6]))
+local purged = #expired
+for i = 1, purged, 1000 do
+  redis.call('ZREM', KEYS[2], unpack(expired, i, math.min(i + 999, purged)))
 end
-if purged > 0 then
-  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, purged - 1)
-end
+mark_gone(KEYS[8], 'expired', expired, now)
 
 -- Move up to refill_size users from the head of the line: none while
--- paused, and no more than the cap on active users leaves room for. ZADD
--- takes them in chunks to stay far below Lua's stack limit for unpack.
+-- paused, and no more than the cap on active users leaves room for. A user
+-- not heard from (enter, status) for abandon_after_ms has closed the page:
+-- the place is dropped when it reaches the head, without spending a token,
+-- and the next one moves instead; at most ARGV[8] such places per tick.
 local room = refill
 if paused == 1 then
   room = 0
 elseif max_active > 0 then
   room = math.min(room, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
 end
-local popped = {}
-if room > 0 then
-  popped = redis.call('ZPOPMIN', KEYS[1], room)
-end
-local moved = #popped / 2
-local chunk = {}
-for i = 1, #popped, 2 do
-  chunk[#chunk + 1] = now
-  chunk[#chunk + 1] = popped[i]
-  if #chunk >= 1000 then
-    redis.call('ZADD', KEYS[2], unpack(chunk))
-    chunk = {}
+local admit, dropped = {}, {}
+local drop_limit = tonumber(ARGV[8])
+local gone_before = now - abandon_after
+-- Each round pops just the places still to fill (at most 1000, far below
+-- Lua's stack limit for unpack), so every user popped is either admitted
+-- or dropped; a tick drops at most drop_limit + 1000.
+while #admit < room and #dropped < drop_limit do
+  local popped = redis.call('ZPOPMIN', KEYS[1], math.min(room - #admit, 1000))
+  if #popped == 0 then
+    break
   end
+  local users = {}
+  for i = 1, #popped, 2 do
+    users[#users + 1] = popped[i]
+  end
+  local heard = redis.call('ZMSCORE', KEYS[7], unpack(users))
+  for i, u in ipairs(users) do
+    local h = tonumber(heard[i])
+    -- No record (a place from before abandonment was tracked) counts as
+    -- present.
+    if abandon_after > 0 and h and h <= gone_before then
+      dropped[#dropped + 1] = u
+    else
+      admit[#admit + 1] = u
+    end
+  end
+  redis.call('ZREM', KEYS[7], unpack(users))
 end
-if #chunk > 0 then
+for i = 1, #admit, 500 do
+  local chunk = {}
+  for j = i, math.min(i + 499, #admit) do
+    chunk[#chunk + 1] = now
+    chunk[#chunk + 1] = admit[j]
+  end
   redis.call('ZADD', KEYS[2], unpack(chunk))
 end
+mark_gone(KEYS[8], 'abandoned', dropped, now)
+local moved = #admit
+redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - GONE_KEEP_MS)
 
 -- Unused tokens stay, but the bucket never holds more than refill_size.
 -- (Direct entries on them obey the pause and the cap too: enter.lua.)
@@ -94,5 +122,6 @@ redis.call('HSET', KEYS[5],
   'min_next_ms', now + min_spacing_ms(interval),
   'at_ms', now,
   'moved', moved,
+  'abandoned', #dropped,
   'direct', 0)
-return {1, moved, waiting_before - moved, tokens, purged, admitted}
+return {1, moved, waiting_before - moved - #dropped, tokens, purged, admitted, #dropped}

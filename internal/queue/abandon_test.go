@@ -1,0 +1,160 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A waiting user not heard from for abandon_after is dropped when the line
+// reaches them, without spending a token: the next one goes in instead.
+// One who keeps asking keeps the place.
+func TestAbandonedPlacesAreSkipped(t *testing.T) {
+	t.Parallel()
+	const abandon = 300 * time.Millisecond
+	s, q, rdb := newStore(t, Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour, AbandonAfter: abandon})
+	tick(t, s, rdb, q)
+	enter(t, s, q, "in1")
+	enter(t, s, q, "in2")
+	for _, u := range []string{"gone", "b", "c"} {
+		enter(t, s, q, u)
+	}
+	// b and c keep polling past abandon_after; "gone" closed the page.
+	for end := time.Now().Add(abandon + 200*time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		status(t, s, q, "b")
+		status(t, s, q, "c")
+	}
+	res := tick(t, s, rdb, q)
+	if res.Moved != 2 || res.Abandoned != 1 || res.Tokens != 0 || res.Waiting != 0 {
+		t.Fatalf("tick %+v: want b and c moved, one place dropped, no token spent on it", res)
+	}
+	for u, want := range map[string]Status{"b": Entered, "c": Entered, "gone": NotWaiting} {
+		if st := status(t, s, q, u); st.Status != want {
+			t.Errorf("%s: %+v", u, st)
+		}
+	}
+	if st := status(t, s, q, "gone"); st.Reason != ReasonAbandoned {
+		t.Errorf("gone is told %q", st.Reason)
+	}
+	if i := info(t, s, q); i.AbandonedLastInterval != 1 || i.Settings.AbandonAfter != abandon {
+		t.Errorf("info %+v", i)
+	}
+	tick(t, s, rdb, q)
+	hist, err := s.History(context.Background(), q)
+	if err != nil || hist[len(hist)-1].Abandoned != 1 || hist[len(hist)-1].Admitted != 2 {
+		t.Fatalf("history %+v, %v", hist, err)
+	}
+	// Coming back: a new place at the back, like anyone entering.
+	if tk := enter(t, s, q, "gone"); tk.Status == NotWaiting {
+		t.Fatalf("re-enter after abandonment: %+v", tk)
+	}
+}
+
+// Off (0), nobody is dropped however long they stay silent.
+func TestAbandonOff(t *testing.T) {
+	t.Parallel()
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	tick(t, s, rdb, q)
+	enter(t, s, q, "in")
+	enter(t, s, q, "silent")
+	off := time.Duration(0)
+	if err := s.UpdateSettings(context.Background(), q, Update{AbandonAfter: &off}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if res := tick(t, s, rdb, q); res.Moved != 1 || res.Abandoned != 0 {
+		t.Fatalf("tick %+v", res)
+	}
+}
+
+// However many closed their page, a tick drops a bounded number of places;
+// the ticks after it carry on until a present user is reached.
+func TestAbandonedDropsAreBounded(t *testing.T) {
+	t.Parallel()
+	const silent = 2500
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, AbandonAfter: 100 * time.Millisecond})
+	tick(t, s, rdb, q)
+	enter(t, s, q, "in")
+	users := make([]string, silent)
+	for i := range users {
+		users[i] = fmt.Sprintf("s%d", i)
+	}
+	runEnterCall(t, s, q, users...)
+	enter(t, s, q, "present")
+	time.Sleep(150 * time.Millisecond)
+	status(t, s, q, "present")
+	dropped := int64(0)
+	for range 10 {
+		res := tick(t, s, rdb, q)
+		if res.Abandoned > abandonBatch {
+			t.Fatalf("one tick dropped %d places, bound %d", res.Abandoned, abandonBatch)
+		}
+		dropped += res.Abandoned
+		if res.Moved == 1 {
+			break
+		}
+		status(t, s, q, "present") // still here
+	}
+	if st := status(t, s, q, "present"); st.Status != Entered || dropped != silent {
+		t.Fatalf("present: %+v after %d of %d dropped", st, dropped, silent)
+	}
+}
+
+// A user who holds no place is told why, when the store knows: the latest
+// reason wins.
+func TestReasons(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, rdb := newStore(t, Settings{RefillSize: 10, RefillInterval: time.Hour, SessionTTL: 300 * time.Millisecond})
+	tick(t, s, rdb, q)
+	d := enter(t, s, q, "done")
+	enter(t, s, q, "left")
+	enter(t, s, q, "removed")
+	enter(t, s, q, "expires")
+	if ok, err := s.Done(ctx, q, "done", d.AdmittedAt); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if err := s.Leave(ctx, q, "left"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(ctx, q, "removed"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"done": ReasonDone, "left": ReasonLeft, "removed": ReasonRemoved, "never-came": ""}
+	for u, r := range want {
+		if st := status(t, s, q, u); st.Status != NotWaiting || st.Reason != r {
+			t.Errorf("%s: %+v, want reason %q", u, st, r)
+		}
+	}
+	// Expired: before the tick purges it, and after.
+	deadline := time.Now().Add(5 * time.Second)
+	for status(t, s, q, "expires").Status != NotWaiting {
+		if time.Now().After(deadline) {
+			t.Fatal("never expired")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := status(t, s, q, "expires"); st.Reason != ReasonExpired {
+		t.Errorf("expired, not purged: %+v", st)
+	}
+	tick(t, s, rdb, q)
+	if st := status(t, s, q, "expires"); st.Reason != ReasonExpired {
+		t.Errorf("expired and purged: %+v", st)
+	}
+	// Entering again and leaving: the latest reason.
+	enter(t, s, q, "done")
+	if err := s.Leave(ctx, q, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(t, s, q, "done"); st.Reason != ReasonLeft {
+		t.Errorf("done, back, and left: %+v", st)
+	}
+	// Leaving while holding nothing records nothing new.
+	if err := s.Remove(ctx, q, "never-came"); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(t, s, q, "never-came"); st.Reason != "" {
+		t.Errorf("never-came: %+v", st)
+	}
+}
