@@ -1,9 +1,15 @@
 // Back office at /admin: sign in with the admin token, watch every queue,
-// change a queue's refill size and see a chart of its recent ticks.
+// change a queue's refill size and its cap on active users, pause and
+// resume it, and see a chart of its recent ticks.
 //
 // The token lives in sessionStorage only (gone when the tab closes) and is
 // sent as a Bearer header, never in a URL. All text is set with textContent,
 // so queue names and server messages cannot inject markup.
+//
+// Every change is one PATCH /admin/v1/queues/{queue}. The server checks the
+// ranges (the page only makes sure a field holds a whole number, so an
+// empty field never reaches it as 0 = no cap) and its message is shown
+// under the field.
 'use strict';
 
 (function () {
@@ -11,8 +17,6 @@
   const REQUEST_TIMEOUT_MS = 10000;
   const CHART_WINDOW_MS = 10 * 60 * 1000; // the chart shows the last 10 minutes of ticks
   const TOKEN_KEY = 'waitroom:admin-token';
-  const MIN_REFILL = 1;
-  const MAX_REFILL = 100000;
   const SVG_NS = 'http://www.w3.org/2000/svg';
 
   const $ = (id) => document.getElementById(id);
@@ -21,6 +25,21 @@
   const clock = new Intl.DateTimeFormat('en-GB', {
     hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23',
   });
+
+  // The settings the forms change (form[data-setting]): the hint of a
+  // field that does not hold a whole number, and what a save did.
+  const SETTINGS = {
+    refill_size: {
+      range: 'from 1 to 100,000',
+      saved: (q) => 'Saved: ' + num.format(q.refill_size) + ' per tick from the next tick on.',
+    },
+    max_active: {
+      range: 'from 0 (no cap) to 10,000,000',
+      saved: (q) => q.max_active > 0
+        ? 'Saved: at most ' + num.format(q.max_active) + ' active users at a time.'
+        : 'Saved: no cap on active users.',
+    },
+  };
 
   const sections = new Map(); // queue name -> per-queue view (see buildSection)
   let timer = 0;
@@ -204,45 +223,84 @@
     const root = $('queue-template').content.firstElementChild.cloneNode(true);
     root.setAttribute('data-queue', name);
     const q = (sel) => root.querySelector(sel);
-    const id = 'refill-input-' + (++nextId);
     const view = {
       name: name,
       root: root,
       chart: q('svg.chart'),
-      input: q('.refill-input'),
-      submit: q('.refill-submit'),
-      error: q('.refill-error'),
-      ok: q('.refill-ok'),
+      state: q('.queue-state'),
+      pause: q('.pause-btn'),
+      pauseError: q('.pause-error'),
+      pausedNote: q('.paused-note'),
+      paused: false, // as the server last said
+      forms: [],
+    };
+    view.forms = Array.from(root.querySelectorAll('form.setting-form'), (form) => buildForm(view, form));
+    q('.queue-name').textContent = name;
+    root.setAttribute('aria-label', 'Queue ' + name);
+    view.pauseError.id = 'pause-error-' + (++nextId);
+    view.pause.setAttribute('aria-describedby', view.pauseError.id);
+    view.pause.addEventListener('click', () => togglePause(view));
+    return view;
+  }
+
+  // buildForm wires one setting's form: a whole-number field and Save.
+  function buildForm(view, root) {
+    const q = (sel) => root.querySelector(sel);
+    const id = 'setting-input-' + (++nextId);
+    const form = {
+      setting: root.getAttribute('data-setting'),
+      input: q('.setting-input'),
+      submit: q('.setting-submit'),
+      error: q('.setting-error'),
+      ok: q('.setting-ok'),
       dirty: false, // the operator typed something: stop syncing the input from the server
     };
-    q('.queue-name').textContent = name;
-    view.input.id = id;
-    view.error.id = id + '-error';
-    view.ok.id = id + '-ok';
-    view.input.setAttribute('aria-describedby', view.error.id + ' ' + view.ok.id);
-    q('.refill-label').setAttribute('for', id);
-    root.setAttribute('aria-label', 'Queue ' + name);
-    view.input.addEventListener('input', () => {
-      view.dirty = true;
-      view.ok.hidden = true;
+    form.input.id = id;
+    form.error.id = id + '-error';
+    form.ok.id = id + '-ok';
+    form.input.setAttribute('aria-describedby', form.error.id + ' ' + form.ok.id);
+    q('.setting-label').setAttribute('for', id);
+    form.input.addEventListener('input', () => {
+      form.dirty = true;
+      form.ok.hidden = true;
     });
-    q('.refill-form').addEventListener('submit', (e) => {
+    root.addEventListener('submit', (e) => {
       e.preventDefault();
-      saveRefill(view);
+      saveSetting(view, form);
     });
-    return view;
+    return form;
   }
 
   function updateSection(view, q) {
     const set = (sel, text) => { view.root.querySelector(sel).textContent = text; };
     set('.waiting', num.format(q.waiting));
-    set('.entered', num.format(q.entered));
+    set('.active', activeText(q));
+    view.root.querySelector('.active').classList.toggle('at-cap', q.max_active > 0 && q.active >= q.max_active);
     set('.tokens', num.format(q.tokens));
     set('.refill-size', num.format(q.refill_size));
     set('.interval', secs.format(q.refill_interval_ms / 1000));
     set('.per-minute', num.format(q.admitted_last_minute));
     set('.last-tick', q.last_tick_at_ms ? clock.format(new Date(q.last_tick_at_ms)) + ' (' + ago(q.last_tick_at_ms) + ')' : 'never');
-    if (!view.dirty && document.activeElement !== view.input) view.input.value = String(q.refill_size);
+
+    view.paused = q.paused === true;
+    view.root.setAttribute('data-paused', String(view.paused));
+    view.state.textContent = view.paused ? 'Paused' : 'Admitting';
+    view.state.classList.toggle('badge-paused', view.paused);
+    view.pausedNote.hidden = !view.paused;
+    view.pause.textContent = view.paused ? 'Resume admissions' : 'Pause admissions';
+    view.pause.classList.toggle('btn-primary', view.paused);
+    view.pause.classList.toggle('btn-secondary', !view.paused);
+
+    for (const form of view.forms) {
+      if (!form.dirty && document.activeElement !== form.input) form.input.value = String(q[form.setting]);
+    }
+  }
+
+  // activeText is "3 / 50" under a cap ("(full)" at it: nobody more gets
+  // in until someone leaves or their session ends), "3 (no cap)" without.
+  function activeText(q) {
+    if (!(q.max_active > 0)) return num.format(q.active) + ' (no cap)';
+    return num.format(q.active) + ' / ' + num.format(q.max_active) + (q.active >= q.max_active ? ' (full)' : '');
   }
 
   function ago(ms) {
@@ -250,42 +308,62 @@
     return s < 120 ? s + ' s ago' : Math.round(s / 60) + ' min ago';
   }
 
-  async function saveRefill(view) {
-    view.error.hidden = true;
-    view.ok.hidden = true;
-    const raw = view.input.value.trim();
-    const n = Number(raw);
-    if (!/^[0-9]+$/.test(raw) || n < MIN_REFILL || n > MAX_REFILL) {
-      showFieldError(view, 'Enter a whole number from ' + num.format(MIN_REFILL) + ' to ' + num.format(MAX_REFILL) + '.');
+  async function saveSetting(view, form) {
+    form.error.hidden = true;
+    form.ok.hidden = true;
+    const raw = form.input.value.trim();
+    if (!/^-?[0-9]+$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+      showFieldError(form, 'Enter a whole number ' + SETTINGS[form.setting].range + '.');
       return;
     }
+    const body = {};
+    body[form.setting] = Number(raw);
+    const q = await patchQueue(view, body, form.submit, (text) => showFieldError(form, text));
+    if (!q) return;
+    form.dirty = false;
+    form.input.setAttribute('aria-invalid', 'false');
+    updateSection(view, q);
+    form.ok.textContent = SETTINGS[form.setting].saved(q);
+    form.ok.hidden = false;
+  }
+
+  async function togglePause(view) {
+    view.pauseError.hidden = true;
+    const q = await patchQueue(view, { paused: !view.paused }, view.pause, (text) => {
+      view.pauseError.textContent = text;
+      view.pauseError.hidden = false;
+    });
+    if (q) updateSection(view, q);
+  }
+
+  // patchQueue sends one PATCH of settings and returns the queue as the
+  // server answers it, or null: then it has reported why through report
+  // (or signed out, when the token is no longer accepted). button is
+  // disabled meanwhile, so a double click sends one request.
+  async function patchQueue(view, body, button, report) {
     const mine = session;
-    view.submit.disabled = true;
+    button.disabled = true;
     try {
-      const q = await api('PUT', '/admin/v1/queues/' + encodeURIComponent(view.name) + '/refill-size', { refill_size: n });
-      if (mine !== session) return;
-      view.dirty = false;
-      view.input.setAttribute('aria-invalid', 'false');
-      updateSection(view, q);
-      view.ok.textContent = 'Saved: ' + num.format(q.refill_size) + ' per tick from the next tick on.';
-      view.ok.hidden = false;
+      const q = await api('PATCH', '/admin/v1/queues/' + encodeURIComponent(view.name), body);
+      return mine === session ? q : null;
     } catch (err) {
-      if (mine !== session) return;
+      if (mine !== session) return null;
       if (err.status === 401 || err.status === 403) {
         signOut(authMessage(err));
-        return;
+        return null;
       }
-      showFieldError(view, err.status === 0 ? 'Could not reach the server. Try again.' : err.message + ' (' + err.code + ')');
+      report(err.status === 0 ? 'Could not reach the server. Try again.' : err.message + ' (' + err.code + ')');
+      return null;
     } finally {
-      view.submit.disabled = false;
+      button.disabled = false;
     }
   }
 
-  function showFieldError(view, text) {
-    view.error.textContent = text;
-    view.error.hidden = false;
-    view.input.setAttribute('aria-invalid', 'true');
-    view.input.focus();
+  function showFieldError(form, text) {
+    form.error.textContent = text;
+    form.error.hidden = false;
+    form.input.setAttribute('aria-invalid', 'true');
+    form.input.focus();
   }
 
   // ---- chart ----

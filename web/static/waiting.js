@@ -13,6 +13,11 @@
 // for the status, and only a successful answer that we hold no place
 // (NOT_WAITING, or a status that finds no valid cookie) may lead to a new
 // enter.
+//
+// While the operator pauses the line, WAITING tickets say paused: true.
+// Nobody is admitted then and every place is kept, so the page says so,
+// promises no wait time, and goes on polling as the server suggests; the
+// first ticket without the flag brings the estimate back.
 'use strict';
 
 (function () {
@@ -57,6 +62,11 @@
       summary: (n, count, m, minutes) =>
         (count === 1 ? '1 person is waiting' : n + ' people are waiting') +
         '; up to ' + (minutes === 1 ? '1 minute' : m + ' minutes'),
+      // While the line is paused: no estimate, and no promise of one.
+      summaryPaused: (n, count) =>
+        (count === 1 ? '1 person is waiting' : n + ' people are waiting') + '; the line is paused',
+      paused: 'The line is paused. You keep your place, and it will move again when the line resumes.',
+      etaPaused: 'Paused',
       reconnecting: (s) => 'Connection lost. Reconnecting… (next try in ' + s + ' s)',
       live: (n) => 'You are number ' + n + ' in line',
       rejoined: 'Your earlier place had expired, so you joined the line again at the back.',
@@ -96,6 +106,9 @@
       joining: '대기열에 들어가는 중…',
       resuming: '대기 순번을 확인하는 중…',
       summary: (n, count, m) => '현재 대기 인원 ' + n + '명, 최대 ' + m + '분 소요 예상',
+      summaryPaused: (n) => '현재 대기 인원 ' + n + '명, 대기열 일시 정지 중',
+      paused: '대기열이 잠시 멈췄습니다. 순번은 그대로 유지되며, 대기열이 다시 움직이면 이어서 진행됩니다.',
+      etaPaused: '일시 정지',
       reconnecting: (s) => '연결이 끊겼습니다. 다시 연결하는 중… (' + s + '초 후 재시도)',
       live: (n) => '대기 순번 ' + n + '번입니다',
       rejoined: '이전 순번이 만료되어 맨 뒤에서 다시 줄을 섰습니다.',
@@ -146,6 +159,7 @@
   let generation = 0; // bumped on leave/join so late answers of an old attempt are dropped
   let pendingDelete = Promise.resolve();
   let announced = 0;
+  let announcedPaused = false; // the live region last told of a pause
 
   // ---- storage: localStorage can throw (private mode, disabled storage) ----
 
@@ -362,7 +376,7 @@
         ticket = tk;
         state = 'waiting';
         render();
-        announce(tk.position);
+        announce(tk.position, tk.paused === true);
         schedule(tk.poll_after_ms > 0 ? Math.max(MIN_POLL_MS, tk.poll_after_ms) : FALLBACK_POLL_MS);
         return;
       case 'ENTERED':
@@ -454,10 +468,13 @@
     render();
   }
 
-  function announce(position) {
-    if (position === announced) return;
+  // announce tells screen readers of a pause, of its end (with the
+  // position) and of every move up, once each.
+  function announce(position, paused) {
+    if (position === announced && paused === announcedPaused) return;
     announced = position;
-    $('live').textContent = t('live', fmt(position));
+    announcedPaused = paused;
+    $('live').textContent = paused ? t('paused') : t('live', fmt(position));
   }
 
   // ---- leave / join again ----
@@ -507,6 +524,7 @@
     target = '';
     notice = '';
     announced = 0;
+    announcedPaused = false;
     errorText = '';
     render();
     step('enter');
@@ -548,8 +566,14 @@
     noticeEl.hidden = !(active && notice);
     noticeEl.textContent = notice ? t(notice) : '';
 
+    // The last ticket's word, kept while reconnecting like the position.
+    const paused = active && !!ticket && ticket.paused === true;
+    $('paused').hidden = !paused;
+
     let status;
-    if (state === 'waiting' && ticket) {
+    if (state === 'waiting' && ticket && paused) {
+      status = t('summaryPaused', fmt(ticket.waiting), ticket.waiting);
+    } else if (state === 'waiting' && ticket) {
       const minutes = Math.max(1, Math.ceil(ticket.eta_seconds / 60));
       status = t('summary', fmt(ticket.waiting), ticket.waiting, fmt(minutes), minutes);
     } else if (state === 'loading') {
@@ -567,7 +591,7 @@
       $('position').textContent = fmt(ticket.position);
       $('ahead').textContent = fmt(Math.max(0, ticket.position - 1));
       $('waiting-total').textContent = fmt(ticket.waiting);
-      $('eta').textContent = humanEta(ticket.eta_seconds);
+      $('eta').textContent = paused ? t('etaPaused') : humanEta(ticket.eta_seconds);
       const pct = progressPercent(ticket.position);
       $('progress').value = pct;
       $('progress').textContent = pct + '%';
@@ -577,6 +601,7 @@
       $('progress').value = 0;
       $('progress-text').textContent = '';
     }
+    $('eta').classList.toggle('is-paused', paused);
     const upd = $('updated');
     upd.textContent = updatedAt ? clock(updatedAt) : '–';
     if (updatedAt) upd.setAttribute('datetime', updatedAt.toISOString());

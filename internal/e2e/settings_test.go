@@ -1,0 +1,321 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// signInAdmin opens the back office in b, signs in and waits for the
+// stack's queue; it returns the CSS selector of the queue's section.
+func signInAdmin(b *browser, s *stack) string {
+	b.t.Helper()
+	section := fmt.Sprintf(`[data-queue=%q]`, s.queue)
+	b.navigate(s.url + "/admin")
+	b.waitJS(5*time.Second, "the sign-in form", `document.body.dataset.state === 'signed-out' && !document.getElementById('login').hidden`)
+	b.do("sign in",
+		chromedp.SendKeys(chromedp.CSS("#token"), adminToken),
+		chromedp.Click(chromedp.CSS("#login-btn")))
+	b.waitJS(5*time.Second, "the dashboard", fmt.Sprintf(
+		`document.body.dataset.state === 'signed-in' && document.querySelector(%q) !== null`, section))
+	return section
+}
+
+// saveSetting types value into a setting's field as an operator does
+// (clear, type) and presses its Save.
+func saveSetting(b *browser, input, submit, value string) {
+	b.t.Helper()
+	b.do("type "+value+" into "+input,
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+			`(() => { const el = document.querySelector(%q); el.focus(); el.value = ''; el.dispatchEvent(new Event('input', {bubbles: true})); })()`, input)),
+		chromedp.SendKeys(chromedp.CSS(input), value),
+		chromedp.Click(chromedp.CSS(submit)))
+}
+
+// jsText is a JavaScript expression for the trimmed text of the first
+// element matching css (” when there is none).
+func jsText(css string) string {
+	return fmt.Sprintf(`((document.querySelector(%q) || {}).textContent || '').trim()`, css)
+}
+
+// jsShown is a JavaScript condition: the first element matching css is
+// there and not hidden.
+func jsShown(css string) string {
+	return fmt.Sprintf(`(document.querySelector(%q) || {hidden: true}).hidden === false`, css)
+}
+
+func (s *stack) info() queue.Info {
+	s.t.Helper()
+	info, err := s.store.Info(context.Background(), s.queue)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return info
+}
+
+// ticksAfter counts the ticks applied after since (the history has one
+// point per applied tick, paused or not).
+func (s *stack) ticksAfter(since time.Time) int {
+	s.t.Helper()
+	points, err := s.store.History(context.Background(), s.queue)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	n := 0
+	for _, p := range points {
+		if p.At.After(since) {
+			n++
+		}
+	}
+	return n
+}
+
+// The operator pauses the queue in the back office while a user waits:
+// the waiting page says the line is paused, promises no wait time, keeps
+// polling and keeps the user's place while ticks pass. After the operator
+// resumes, the user moves up and is admitted.
+func TestPauseKeepsPlaces(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	s := newStack(t, stackOptions{settings: fastTicks(1)})
+	admin := newBrowser(t, chromium)
+	user := newBrowser(t, chromium)
+	s.fillWaiting("ahead", 10)
+
+	section := signInAdmin(admin, s)
+	state, pauseBtn, note := section+" .queue-state", section+" .pause-btn", section+" .paused-note"
+	if got := admin.text(state); got != "Admitting" {
+		t.Errorf("%s = %q before the pause, want Admitting", state, got)
+	}
+	if got := admin.text(pauseBtn); got != "Pause admissions" {
+		t.Errorf("%s = %q, want Pause admissions", pauseBtn, got)
+	}
+
+	user.navigate(s.url + "/q/" + s.queue)
+	user.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	member := s.member(user)
+	if eta := user.text("#eta"); eta == "" || eta == "–" || eta == "Paused" {
+		t.Errorf("#eta = %q before the pause, want an estimate", eta)
+	}
+	if shown := eval[bool](user, jsShown("#paused")); shown {
+		t.Error("the paused message shows before the pause")
+	}
+
+	// The operator pauses.
+	admin.do("pause", chromedp.Click(chromedp.CSS(pauseBtn)))
+	admin.waitJS(5*time.Second, "the paused badge", fmt.Sprintf(`%s === 'Paused' && %s === 'Resume admissions' && %s`,
+		jsText(state), jsText(pauseBtn), jsShown(note)))
+	info := s.info()
+	if !info.Paused {
+		t.Fatal("the store is not paused after the operator paused the queue")
+	}
+	// The PATCH has been applied: from here on nobody moves.
+	frozen := s.status(member)
+	if frozen.Status != queue.Waiting || !frozen.Paused {
+		t.Fatalf("store ticket after the pause: %+v, want WAITING and paused", frozen)
+	}
+
+	user.waitJS(10*time.Second, "the paused message", jsShown("#paused")+` && `+jsState("waiting"))
+	if msg := user.text("#paused-text"); msg != "The line is paused. You keep your place, and it will move again when the line resumes." {
+		t.Errorf("#paused-text = %q", msg)
+	}
+	checkPausedPage := func(when string) {
+		t.Helper()
+		if eta := user.text("#eta"); eta != "Paused" {
+			t.Errorf("%s: #eta = %q, want Paused instead of an estimate", when, eta)
+		}
+		st := user.text("#status-text")
+		if !strings.HasSuffix(st, "; the line is paused") || strings.Contains(st, "up to") || strings.Contains(st, "minute") {
+			t.Errorf("%s: #status-text = %q, want the line summary ending in '; the line is paused' and no wait time", when, st)
+		}
+		if p := user.number("#position"); p != frozen.Position {
+			t.Errorf("%s: page position %d, the store's %d", when, p, frozen.Position)
+		}
+		if ahead := user.number("#ahead"); ahead != frozen.Position-1 {
+			t.Errorf("%s: #ahead = %d, want %d", when, ahead, frozen.Position-1)
+		}
+	}
+	checkPausedPage("paused")
+	user.screenshot("paused")
+	admin.screenshot("admin-paused")
+
+	// Ticks pass and move nobody; the page keeps asking.
+	updated := eval[string](user, `document.getElementById('updated').getAttribute('datetime')`)
+	polls := s.statusCalls(member)
+	eventually(t, 15*time.Second, "three ticks and two polls while paused", func() (bool, string) {
+		n, p := s.ticksAfter(info.LastTickAt), s.statusCalls(member)-polls
+		return n >= 3 && p >= 2, fmt.Sprintf("%d ticks, %d polls", n, p)
+	})
+	if tk := s.status(member); tk.Status != queue.Waiting || tk.Position != frozen.Position {
+		t.Errorf("store ticket after ticks while paused: %+v, want WAITING at %d", tk, frozen.Position)
+	}
+	if now := s.info(); now.Waiting != info.Waiting || now.Entered != info.Entered {
+		t.Errorf("while paused the store went from %d waiting, %d entered to %d, %d", info.Waiting, info.Entered, now.Waiting, now.Entered)
+	}
+	// The page shows an answer from after the first paused one.
+	user.waitJS(5*time.Second, "the page to show a later poll", fmt.Sprintf(
+		`document.getElementById('updated').getAttribute('datetime') !== %q`, updated))
+	checkPausedPage("after ticks")
+	if enters := s.enterRequests(); enters != 1 {
+		t.Errorf("%d enter requests while paused, want 1", enters)
+	}
+
+	// In Korean too.
+	user.do("switch to Korean", chromedp.Click(chromedp.CSS("#lang-ko")))
+	user.waitJS(5*time.Second, "Korean", `document.documentElement.lang === 'ko'`)
+	if msg := user.text("#paused-text"); !strings.HasPrefix(msg, "대기열이 잠시 멈췄습니다.") {
+		t.Errorf("#paused-text in Korean = %q", msg)
+	}
+	if eta := user.text("#eta"); eta != "일시 정지" {
+		t.Errorf("#eta in Korean = %q, want 일시 정지", eta)
+	}
+	if st := user.text("#status-text"); !strings.HasSuffix(st, "대기열 일시 정지 중") || strings.Contains(st, "분") {
+		t.Errorf("#status-text in Korean = %q, want the paused summary and no minutes", st)
+	}
+	user.screenshot("paused-korean")
+	user.do("switch to English", chromedp.Click(chromedp.CSS("#lang-en")))
+	user.waitJS(5*time.Second, "English", `document.documentElement.lang === 'en'`)
+
+	// The operator resumes: the line moves again.
+	admin.do("resume", chromedp.Click(chromedp.CSS(pauseBtn)))
+	admin.waitJS(5*time.Second, "the admitting badge", fmt.Sprintf(`%s === 'Admitting' && %s === 'Pause admissions' && !%s`,
+		jsText(state), jsText(pauseBtn), jsShown(note)))
+	if s.info().Paused {
+		t.Fatal("the store is still paused after the operator resumed")
+	}
+	user.waitJS(10*time.Second, "the position to drop after resuming", fmt.Sprintf(
+		`(%s && !%s && Number(document.getElementById('position').textContent.replace(/,/g, '')) < %d) || %s`,
+		jsState("waiting"), jsShown("#paused"), frozen.Position, jsState("entered")))
+	if eval[string](user, `document.body.dataset.state`) == "waiting" {
+		if eta := user.text("#eta"); eta == "" || eta == "–" || eta == "Paused" {
+			t.Errorf("#eta = %q after resuming, want an estimate", eta)
+		}
+		if st := user.text("#status-text"); !strings.Contains(st, "; up to ") {
+			t.Errorf("#status-text = %q after resuming, want the wait time back", st)
+		}
+		user.screenshot("resumed")
+	}
+	user.waitJS(30*time.Second, "the turn", jsState("entered")+` && !document.getElementById('turn').hidden`)
+	if tk := s.status(member); tk.Status != queue.Entered {
+		t.Errorf("store status %s after the turn, want ENTERED", tk.Status)
+	}
+	if enters := s.enterRequests(); enters != 1 {
+		t.Errorf("%d enter requests, want 1", enters)
+	}
+	patches := s.calls.count(func(c call) bool {
+		return c.method == http.MethodPatch && c.status == http.StatusOK
+	})
+	if patches != 2 {
+		t.Errorf("%d successful PATCH requests, want 2 (pause, resume)", patches)
+	}
+}
+
+// The operator caps the active users in the back office: the view and the
+// store show the cap and the ticks stop admitting once it is reached. An
+// invalid cap shows the server's message under the field and changes
+// nothing; 0 lifts the cap.
+func TestAdminMaxActive(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	s := newStack(t, stackOptions{settings: fastTicks(1)})
+	b := newBrowser(t, chromium)
+	s.fillWaiting("crowd", 30)
+
+	section := signInAdmin(b, s)
+	active, input, submit := section+" .active", section+" .cap-input", section+" .cap-submit"
+	capOK, capErr := section+" .cap-ok", section+" .cap-error"
+	if got := b.text(active); !strings.HasSuffix(got, " (no cap)") {
+		t.Errorf("%s = %q, want N (no cap)", active, got)
+	}
+	if got := eval[string](b, fmt.Sprintf(`document.querySelector(%q).value`, input)); got != "0" {
+		t.Errorf("cap field %q, want 0", got)
+	}
+
+	// A cap a few ticks above the users admitted so far (one per second).
+	limit := s.info().Entered + 3
+	saveSetting(b, input, submit, strconv.FormatInt(limit, 10))
+	b.waitJS(5*time.Second, "the saved cap", fmt.Sprintf(`%s && %s.includes(%q)`,
+		jsShown(capOK), jsText(active), " / "+strconv.FormatInt(limit, 10)))
+	if msg := b.text(capOK); msg != fmt.Sprintf("Saved: at most %d active users at a time.", limit) {
+		t.Errorf("%s = %q", capOK, msg)
+	}
+	if got := s.info().Settings.MaxActive; got != int(limit) {
+		t.Fatalf("store max_active %d after saving %d", got, limit)
+	}
+
+	// The ticks fill the room the cap leaves and then admit nobody.
+	full := fmt.Sprintf("%d / %d (full)", limit, limit)
+	b.waitJS(15*time.Second, "the queue to be full", fmt.Sprintf(`%s === %q`, jsText(active), full))
+	atCap := s.info()
+	if atCap.Entered != limit {
+		t.Fatalf("store: %d active at the cap of %d", atCap.Entered, limit)
+	}
+	eventually(t, 10*time.Second, "two ticks at the cap", func() (bool, string) {
+		n := s.ticksAfter(atCap.LastTickAt)
+		return n >= 2, fmt.Sprintf("%d ticks", n)
+	})
+	if now := s.info(); now.Entered != limit || now.Waiting != atCap.Waiting {
+		t.Errorf("at the cap the store went from %d active, %d waiting to %d, %d",
+			atCap.Entered, atCap.Waiting, now.Entered, now.Waiting)
+	}
+	b.screenshot("cap-full")
+
+	// An invalid cap: the server's message under the field, nothing changed.
+	saveSetting(b, input, submit, "-1")
+	b.waitJS(5*time.Second, "the server's error", jsShown(capErr))
+	if msg := b.text(capErr); msg != "max_active must be an integer from 0 to 10000000 (invalid_settings)" {
+		t.Errorf("%s = %q, want the server's invalid_settings message", capErr, msg)
+	}
+	if inv := eval[string](b, fmt.Sprintf(`document.querySelector(%q).getAttribute('aria-invalid')`, input)); inv != "true" {
+		t.Errorf("cap field aria-invalid = %q, want true", inv)
+	}
+	if shown := eval[bool](b, jsShown(capOK)); shown {
+		t.Error("the saved message still shows after an error")
+	}
+	refused := s.calls.count(func(c call) bool {
+		return c.method == http.MethodPatch && c.status == http.StatusBadRequest
+	})
+	if refused != 1 {
+		t.Errorf("%d PATCH requests answered 400, want 1: the server must have judged -1", refused)
+	}
+	if got := s.info().Settings.MaxActive; got != int(limit) {
+		t.Errorf("store max_active %d after the invalid -1, want %d", got, limit)
+	}
+	// A refresh after the error still shows the cap, and keeps what the
+	// operator typed for them to correct.
+	refreshes := s.calls.count(func(c call) bool { return c.method == http.MethodGet && c.path == "/admin/v1/queues" })
+	eventually(t, 5*time.Second, "a refresh of the back office", func() (bool, string) {
+		n := s.calls.count(func(c call) bool { return c.method == http.MethodGet && c.path == "/admin/v1/queues" })
+		return n > refreshes, fmt.Sprint(n)
+	})
+	b.waitJS(5*time.Second, "the cap after the refresh", fmt.Sprintf(`%s === %q`, jsText(active), full))
+	if got := eval[string](b, fmt.Sprintf(`document.querySelector(%q).value`, input)); got != "-1" {
+		t.Errorf("cap field %q after a refresh, want the -1 the operator typed", got)
+	}
+	b.screenshot("cap-error")
+
+	// 0 lifts the cap: the ticks admit again.
+	saveSetting(b, input, submit, "0")
+	b.waitJS(5*time.Second, "no cap", fmt.Sprintf(`%s && !%s && %s.endsWith(' (no cap)')`, jsShown(capOK), jsShown(capErr), jsText(active)))
+	if msg := b.text(capOK); msg != "Saved: no cap on active users." {
+		t.Errorf("%s = %q", capOK, msg)
+	}
+	if got := s.info().Settings.MaxActive; got != 0 {
+		t.Errorf("store max_active %d after saving 0", got)
+	}
+	eventually(t, 10*time.Second, "admissions above the old cap", func() (bool, string) {
+		n := s.info().Entered
+		return n > limit, fmt.Sprint(n)
+	})
+	b.waitJS(5*time.Second, "the new active count", fmt.Sprintf(`%s !== %q && %s.endsWith(' (no cap)')`,
+		jsText(active), fmt.Sprintf("%d (no cap)", limit), jsText(active)))
+	b.screenshot("no-cap")
+}
