@@ -19,6 +19,8 @@ type apiError struct {
 	code    string
 	message string
 	field   string // the request field at fault, where there is one
+	// A scheduled opening's times (not_open), RFC 3339.
+	opensAt, prequeueFrom string
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -46,9 +48,11 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
+	Code         string `json:"code"`
+	Message      string `json:"message"`
+	Field        string `json:"field,omitempty"`
+	OpensAt      string `json:"opens_at,omitempty"`
+	PrequeueFrom string `json:"prequeue_from,omitempty"`
 }
 
 // fail is the one place that turns an error into an HTTP answer. Redis
@@ -67,7 +71,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errInvalidPlace, errInvalidPass:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
 	}
-	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field}})
+	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field, e.opensAt, e.prequeueFrom}})
 }
 
 func classify(err error) *apiError {
@@ -83,6 +87,8 @@ func classify(err error) *apiError {
 		return errInvalidJoinToken
 	case errors.Is(err, pass.ErrInvalid):
 		return errInvalidPass
+	case errors.Is(err, queue.ErrInvalidOpening):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: err.Error(), field: "prequeue_from"}
 	case errors.Is(err, queue.ErrInvalidAbandon):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: err.Error(), field: "abandon_after_ms"}
 	case errors.Is(err, queue.ErrInvalidMaxActive):

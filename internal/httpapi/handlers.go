@@ -25,6 +25,7 @@ type ticketResponse struct {
 	ETASeconds  int64        `json:"eta_seconds"`
 	PollAfterMS int64        `json:"poll_after_ms"`
 	Paused      bool         `json:"paused,omitempty"`      // the operator holds admissions; the place is kept
+	OpensAt     string       `json:"opens_at,omitempty"`    // WAITING in a scheduled opening's draw: when it is drawn
 	PlaceToken  string       `json:"place_token,omitempty"` // enter only: the place credential
 	Pass        string       `json:"pass,omitempty"`        // ENTERED only: the entry pass
 	TargetURL   string       `json:"target_url,omitempty"`
@@ -102,7 +103,28 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if t.Status == queue.NotOpen {
+		s.fail(w, r, notOpen(t))
+		return
+	}
 	s.writeTicket(w, r, q, member, token, t)
+}
+
+// notOpen is the answer to an enter before a scheduled opening's
+// pre-queue window: when the window opens, and when the line does.
+func notOpen(t queue.Ticket) *apiError {
+	return &apiError{status: http.StatusForbidden, code: "not_open",
+		message:      "the line is not open yet; come back at prequeue_from",
+		opensAt:      rfc3339(t.OpensAt),
+		prequeueFrom: rfc3339(t.PrequeueFrom)}
+}
+
+// rfc3339 formats t for the API, "" for the zero time.
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -180,6 +202,7 @@ type queueInfoResponse struct {
 	Active           int64  `json:"active"` // the same count: admissions that have not ended
 	MaxActive        int    `json:"max_active"`
 	Paused           bool   `json:"paused"`
+	OpensAt          string `json:"opens_at,omitempty"` // a scheduled opening, RFC 3339
 	RefillSize       int    `json:"refill_size"`
 	RefillIntervalMS int64  `json:"refill_interval_ms"`
 }
@@ -197,6 +220,7 @@ func (s *Server) queueInfo(w http.ResponseWriter, r *http.Request) {
 		Active:           info.Entered,
 		MaxActive:        info.Settings.MaxActive,
 		Paused:           info.Paused,
+		OpensAt:          rfc3339(info.OpensAt),
 		RefillSize:       info.Settings.RefillSize,
 		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
 	})
@@ -204,14 +228,21 @@ func (s *Server) queueInfo(w http.ResponseWriter, r *http.Request) {
 
 // adminQueueResponse is one queue as the back office sees it.
 type adminQueueResponse struct {
-	Queue              string `json:"queue"`
-	Waiting            int64  `json:"waiting"`
-	Entered            int64  `json:"entered"`
-	Active             int64  `json:"active"` // the same count as entered
-	MaxActive          int    `json:"max_active"`
-	Paused             bool   `json:"paused"`
-	AbandonAfterMS     int64  `json:"abandon_after_ms"`
-	AbandonedLast      int64  `json:"abandoned_last_interval"`
+	Queue          string `json:"queue"`
+	Waiting        int64  `json:"waiting"`
+	Entered        int64  `json:"entered"`
+	Active         int64  `json:"active"` // the same count as entered
+	MaxActive      int    `json:"max_active"`
+	Paused         bool   `json:"paused"`
+	AbandonAfterMS int64  `json:"abandon_after_ms"`
+	AbandonedLast  int64  `json:"abandoned_last_interval"`
+	OpensAt        string `json:"opens_at,omitempty"`      // a scheduled opening, RFC 3339
+	PrequeueFrom   string `json:"prequeue_from,omitempty"` // its pre-queue window's start
+	// The last opening's draw, once made: its seed and participants, with
+	// which anyone can recompute the order (README, "Scheduled opening").
+	DrawFor            string `json:"draw_for,omitempty"`
+	DrawSeed           int64  `json:"draw_seed,omitempty"`
+	DrawCount          int64  `json:"draw_count,omitempty"`
 	Tokens             int64  `json:"tokens"`
 	RefillSize         int    `json:"refill_size"`
 	RefillIntervalMS   int64  `json:"refill_interval_ms"`
@@ -320,6 +351,11 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		Paused:           info.Paused,
 		AbandonAfterMS:   info.Settings.AbandonAfter.Milliseconds(),
 		AbandonedLast:    info.AbandonedLastInterval,
+		OpensAt:          rfc3339(info.OpensAt),
+		PrequeueFrom:     rfc3339(info.PrequeueFrom),
+		DrawFor:          rfc3339(info.DrawFor),
+		DrawSeed:         info.DrawSeed,
+		DrawCount:        info.DrawCount,
 		Tokens:           info.Tokens,
 		RefillSize:       info.Settings.RefillSize,
 		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
@@ -398,6 +434,9 @@ func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, 
 		PollAfterMS: pollAfter(t).Milliseconds(),
 		Paused:      t.Paused,
 		PlaceToken:  placeToken,
+	}
+	if t.Status == queue.Waiting && t.Position == 0 {
+		resp.OpensAt = rfc3339(t.OpensAt)
 	}
 	if t.Status == queue.Entered {
 		p, err := s.passes.Issue(q, member, t.AdmittedAt, t.AdmissionEnds())

@@ -181,6 +181,10 @@ func appendTicket(b []byte, t ticketResponse) []byte {
 	if t.Paused {
 		b = append(b, `,"paused":true`...)
 	}
+	if t.OpensAt != "" {
+		b = append(b, `,"opens_at":`...)
+		b = appendString(b, t.OpensAt)
+	}
 	if t.PlaceToken != "" {
 		b = append(b, `,"place_token":`...)
 		b = appendString(b, t.PlaceToken)

@@ -70,6 +70,7 @@ func TestAppendTicketMatchesEncodingJSON(t *testing.T) {
 		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, Position: 1, PlaceToken: "v1.default.YTpB.bWFj"},
 		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, Position: 9, Paused: true},
 		{Queue: "default", UserID: "a:AAAA", Status: queue.NotWaiting, Reason: "abandoned"},
+		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, OpensAt: "2026-12-24T09:00:00Z"},
 		{Queue: "q", UserID: "u", Status: queue.NotWaiting, Position: math.MinInt64, Waiting: math.MaxInt64, ETASeconds: -1, PollAfterMS: 0},
 	} {
 		checkTicketBytes(t, tk)
@@ -80,7 +81,7 @@ func FuzzAppendTicket(f *testing.F) {
 	f.Add("default", "user-1", "WAITING", int64(3), int64(10), int64(5), int64(5100), "v1.default.YTpB.bWFj", "", "")
 	f.Add("q", "a\"b\\c<d>&e\x01\xff\u2028", "ENTERED", int64(0), int64(-1), int64(0), int64(0), "", "e.y.J", "https://x/?a=1&b=2")
 	f.Fuzz(func(t *testing.T, q, user, status string, pos, waiting, eta, poll int64, token, pass, target string) {
-		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), token, pos, waiting, eta, poll, pos%2 == 0, token, pass, target})
+		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), token, pos, waiting, eta, poll, pos%2 == 0, target, token, pass, target})
 	})
 }
 

@@ -60,6 +60,10 @@ func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
 				d := time.Duration(*ms) * time.Millisecond
 				u.AbandonAfter = &d
 			}
+		case "opens_at":
+			u.OpensAt, err = timeField(raw)
+		case "prequeue_from":
+			u.PrequeueFrom, err = timeField(raw)
 		case "paused":
 			var b bool
 			if json.Unmarshal(raw, &b) != nil || strings.TrimSpace(string(raw)) == "null" {
@@ -67,7 +71,7 @@ func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
 			}
 			u.Paused = &b
 		default:
-			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, abandon_after_ms, paused")
+			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, abandon_after_ms, paused, opens_at, prequeue_from")
 		}
 		if err != nil {
 			return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: name + " " + err.Error(), field: name}
@@ -77,6 +81,22 @@ func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
 		return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: "no setting given"}
 	}
 	return u, nil
+}
+
+// timeField reads an RFC 3339 time, or null (or "") for none.
+func timeField(raw json.RawMessage) (*time.Time, error) {
+	var v *string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("must be an RFC 3339 time or null")
+	}
+	var t time.Time
+	if v != nil && *v != "" {
+		var err error
+		if t, err = time.Parse(time.RFC3339, *v); err != nil {
+			return nil, fmt.Errorf("must be an RFC 3339 time (2026-12-24T09:00:00+09:00) or null")
+		}
+	}
+	return &t, nil
 }
 
 // intField reads a whole number in [lo, hi].

@@ -153,3 +153,62 @@ func TestCapPauseAndDone(t *testing.T) {
 		t.Fatalf("enter while paused: %+v", p)
 	}
 }
+
+// A scheduled opening through the API: before the pre-queue window enter
+// answers 403 not_open with both times; in it, tickets wait for the draw
+// with opens_at; the operator sees the draw's seed once it is made.
+func TestScheduledOpeningAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, redistest.Client(t), queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, testTimeout, Options{AdminToken: adminToken})
+	now := time.Now().UTC().Truncate(time.Second)
+	opens, pre := now.Add(2*time.Hour), now.Add(time.Hour)
+	r := e.patch(`{"opens_at":"` + opens.Format(time.RFC3339) + `","prequeue_from":"` + pre.Format(time.RFC3339) + `"}`)
+	var aq adminQueueResponse
+	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 || aq.OpensAt != opens.Format(time.RFC3339Nano) || aq.PrequeueFrom != pre.Format(time.RFC3339Nano) {
+		t.Fatalf("schedule: %d %s", r.status, r.body)
+	}
+	if info := e.info(); info.OpensAt != aq.OpensAt {
+		t.Fatalf("public view: %+v", info)
+	}
+	r = e.do("POST", "/api/v1/queues/"+e.queue+"/enter", "{}")
+	wantError(t, r, 403, "not_open")
+	var body errorBody
+	_ = json.Unmarshal(r.body, &body)
+	if body.Error.OpensAt != aq.OpensAt || body.Error.PrequeueFrom != aq.PrequeueFrom {
+		t.Fatalf("not_open names %q and %q", body.Error.OpensAt, body.Error.PrequeueFrom)
+	}
+
+	if r := e.patch(`{"prequeue_from":null}`); r.status != 200 {
+		t.Fatal(r.status)
+	}
+	tk, _ := e.enterAnon()
+	if tk.Status != queue.Waiting || tk.Position != 0 || tk.OpensAt != aq.OpensAt || tk.ETASeconds < 3500 {
+		t.Fatalf("in the draw: %+v", tk)
+	}
+	// The opening passes (the operator moves it to now) and a tick draws.
+	if r := e.patch(`{"opens_at":"` + now.Add(-time.Second).Format(time.RFC3339) + `"}`); r.status != 200 {
+		t.Fatal(r.status)
+	}
+	if err := e.rdb.HDel(context.Background(), "wr:{"+e.queue+"}:tick", "next_at_ms", "min_next_ms").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Tick(context.Background(), e.queue); err != nil {
+		t.Fatal(err)
+	}
+	if st := decodeTicket(t, e.statusOf(bearerHeader(tk.PlaceToken)...)); st.Status != queue.Entered {
+		t.Fatalf("after the draw: %+v", st)
+	}
+	if aq := e.adminQueue(); aq.DrawSeed == 0 || aq.DrawCount != 1 || aq.DrawFor == "" {
+		t.Fatalf("the draw record: %+v", aq)
+	}
+
+	for _, tc := range []struct{ body, field string }{
+		{`{"opens_at":"tomorrow"}`, "opens_at"},
+		{`{"opens_at":12}`, "opens_at"},
+		{`{"prequeue_from":"2026-13-01T00:00:00Z"}`, "prequeue_from"},
+		{`{"opens_at":"2030-01-01T10:00:00Z","prequeue_from":"2030-01-01T11:00:00Z"}`, "prequeue_from"},
+		{`{"opens_at":null,"prequeue_from":"2030-01-01T11:00:00Z"}`, "prequeue_from"},
+	} {
+		wantInvalidSettings(t, e.patch(tc.body), tc.field)
+	}
+}

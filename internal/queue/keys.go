@@ -9,11 +9,12 @@ type keys struct {
 	entered string // ZSET member=user id, score=admission time (Redis clock, ms)
 	tokens  string // STRING tokens left in the bucket; unset means full
 	seq     string // STRING arrival counter (INCR), the FIFO order of the line
-	config  string // HASH refill_size, refill_interval_ms, session_ttl_ms, max_active, paused, abandon_after_ms
-	tick    string // HASH next_at_ms, min_next_ms, at_ms, moved, abandoned, direct (see tick.lua)
+	config  string // HASH refill_size, refill_interval_ms, session_ttl_ms, max_active, paused, abandon_after_ms, opens_at_ms, prequeue_from_ms
+	tick    string // HASH next_at_ms, min_next_ms, at_ms, moved, abandoned, direct, draw_for, draw_seed, draw_count (see tick.lua)
 	history string // LIST "at_ms:admitted:waiting:abandoned", one entry per ended interval
 	heard   string // ZSET member=waiting user id, score=when last heard (ms): abandonment
 	gone    string // ZSET member="<reason>:<user id>", score=when the place ended (ms), kept an hour
+	draw    string // SET the participants of a scheduled opening's draw, until placed in the line
 }
 
 func keysFor(queue string) keys {
@@ -28,5 +29,6 @@ func keysFor(queue string) keys {
 		history: p + "history",
 		heard:   p + "heard",
 		gone:    p + "gone",
+		draw:    p + "draw",
 	}
 }

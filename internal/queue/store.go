@@ -5,6 +5,8 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"regexp"
@@ -24,6 +26,7 @@ var (
 	ErrInvalidRefill    = fmt.Errorf("queue: refill size must be between 1 and %d", MaxRefillSize)
 	ErrInvalidMaxActive = fmt.Errorf("queue: max active must be between 0 (no cap) and %d", MaxMaxActive)
 	ErrInvalidAbandon   = fmt.Errorf("queue: abandon after must be between 0 (off) and %s", MaxAbandonAfter)
+	ErrInvalidOpening   = errors.New("queue: prequeue_from must not be after opens_at")
 	ErrInvalidQueueName = errors.New("queue: queue name must be 1-64 of A-Z a-z 0-9 _ -")
 )
 
@@ -38,6 +41,9 @@ const (
 	// abandonBatch bounds the abandoned places one tick drops, so a tick
 	// stays short however many closed their page.
 	abandonBatch = 1000
+	// drawBatch bounds the participants of a scheduled opening's draw one
+	// tick call places in the line (SHA-1 each, a few ms in all).
+	drawBatch = 10000
 	// HistoryLen is how many applied ticks the history list keeps: an hour
 	// at the default 5 s interval.
 	HistoryLen = 720
@@ -54,6 +60,9 @@ const (
 	Entered    Status = "ENTERED"
 	Waiting    Status = "WAITING"
 	NotWaiting Status = "NOT_WAITING"
+	// NotOpen answers an enter before a scheduled opening's pre-queue
+	// window: nobody can join yet (the API answers it as an error).
+	NotOpen Status = "NOT_OPEN"
 )
 
 // Settings are one queue's admission settings.
@@ -101,6 +110,10 @@ type Ticket struct {
 	// Paused is true while the operator holds admissions: the place is
 	// kept, but nobody moves until the queue resumes.
 	Paused bool
+	// OpensAt and PrequeueFrom are the queue's scheduled opening (zero:
+	// none). A Waiting ticket at Position 0 is in its draw: the order is
+	// drawn at OpensAt, and UntilNextTick counts down to it.
+	OpensAt, PrequeueFrom time.Time
 	// AdmittedAt is when the admission began (Redis clock); zero unless
 	// Entered. It identifies the admission: entering again, or being
 	// admitted again later, gives a new one.
@@ -141,7 +154,15 @@ type Info struct {
 	// AbandonedLastInterval counts the places the last tick dropped as
 	// abandoned.
 	AbandonedLastInterval int64
-	Now                   time.Time // Redis time of the snapshot
+	// OpensAt and PrequeueFrom are the scheduled opening (zero: none).
+	OpensAt, PrequeueFrom time.Time
+	// DrawFor is the opening of the last draw (zero: none yet), DrawSeed
+	// its seed and DrawCount the participants it placed in the line: with
+	// them anyone can recompute the order (draw_key in common.lua).
+	DrawFor   time.Time
+	DrawSeed  int64
+	DrawCount int64
+	Now       time.Time // Redis time of the snapshot
 }
 
 // HistoryPoint is one ended interval.
@@ -271,12 +292,12 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		k := keysFor(name)
 		q := &queueRef{
 			keys:       k,
-			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard},
-			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone},
+			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw},
+			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw},
 			doneKeys:   []string{k.entered, k.gone},
-			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone},
-			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone},
-			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick},
+			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw},
+			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw},
+			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
 		}
 		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, users []string) ([]Ticket, error) {
 			return s.runBatch(ctx, "enter", enterScript, q.enterKeys, users)
@@ -415,7 +436,8 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 		return TickResult{}, err
 	}
 	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
-		return tickScript.Run(ctx, s.rdb, q.tickKeys, append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch)...).Int64Slice()
+		return tickScript.Run(ctx, s.rdb, q.tickKeys,
+			append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch)...).Int64Slice()
 	})
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
@@ -438,7 +460,7 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("queue: info: %w", err)
 	}
-	if len(v) != 12 {
+	if len(v) != 17 {
 		return Info{}, fmt.Errorf("queue: info: unexpected reply %v", v)
 	}
 	info := Info{
@@ -455,6 +477,11 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 			AbandonAfter:   time.Duration(v[10]) * time.Millisecond,
 		},
 		AbandonedLastInterval: v[11],
+		OpensAt:               msTime(v[12]),
+		PrequeueFrom:          msTime(v[13]),
+		DrawFor:               msTime(v[14]),
+		DrawSeed:              v[15],
+		DrawCount:             v[16],
 		Now:                   time.UnixMilli(v[7]),
 	}
 	if v[6] > 0 {
@@ -470,6 +497,8 @@ type Update struct {
 	MaxActive    *int
 	Paused       *bool
 	AbandonAfter *time.Duration
+	// OpensAt and PrequeueFrom schedule an opening; a zero time clears it.
+	OpensAt, PrequeueFrom *time.Time
 }
 
 // Validate checks every field, so an update is applied whole or not at all.
@@ -482,6 +511,10 @@ func (u Update) Validate() error {
 	}
 	if u.AbandonAfter != nil && (*u.AbandonAfter < 0 || *u.AbandonAfter > MaxAbandonAfter) {
 		return ErrInvalidAbandon
+	}
+	if u.OpensAt != nil && u.PrequeueFrom != nil && !u.PrequeueFrom.IsZero() &&
+		(u.OpensAt.IsZero() || u.PrequeueFrom.After(*u.OpensAt)) {
+		return ErrInvalidOpening
 	}
 	return nil
 }
@@ -506,6 +539,12 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	}
 	if u.AbandonAfter != nil {
 		fields = append(fields, "abandon_after_ms", u.AbandonAfter.Milliseconds())
+	}
+	if u.OpensAt != nil {
+		fields = append(fields, "opens_at_ms", unixMilliOrZero(*u.OpensAt))
+	}
+	if u.PrequeueFrom != nil {
+		fields = append(fields, "prequeue_from_ms", unixMilliOrZero(*u.PrequeueFrom))
 	}
 	if u.Paused != nil {
 		paused := 0
@@ -602,6 +641,8 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 	waiting, untilNextTick, interval, refill, ttl := head[0], head[1], head[2], head[3], head[4]
 	t := Ticket{
 		Paused:         head[5] == 1,
+		OpensAt:        msTime(head[6]),
+		PrequeueFrom:   msTime(head[7]),
 		Waiting:        waiting,
 		UntilNextTick:  time.Duration(untilNextTick) * time.Millisecond,
 		RefillInterval: time.Duration(interval) * time.Millisecond,
@@ -615,7 +656,9 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 	case 2:
 		t.Status = Waiting
 		t.Position = place
-		if refill > 0 {
+		if place == 0 { // in a draw: the order is drawn at the opening
+			t.ETA = t.UntilNextTick
+		} else if refill > 0 {
 			t.TicksAhead = (place - 1) / refill
 			t.ETA = t.UntilNextTick + time.Duration(t.TicksAhead)*t.RefillInterval
 		}
@@ -624,10 +667,35 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 		if place >= 1 && int(place) <= len(reasons) {
 			t.Reason = reasons[place-1]
 		}
+	case 4:
+		t.Status = NotOpen
 	default:
 		return Ticket{}, fmt.Errorf("queue: unknown status code %d", status)
 	}
 	return t, nil
+}
+
+func unixMilliOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// drawSeed is a fresh random seed for a draw: 52 bits, which Lua holds
+// exactly.
+func drawSeed() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>12, 10)
+}
+
+// msTime is the time of a Unix ms count, zero for 0.
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // Ping checks that Redis answers, within the store's timeout like every

@@ -9,18 +9,22 @@ local function now_ms()
 end
 
 -- queue_config: refill_size, refill_interval_ms, session_ttl_ms, max_active
--- (0: no cap), paused (0 or 1) and abandon_after_ms (0: off) from the config
+-- (0: no cap), paused (0 or 1), abandon_after_ms (0: off), and a scheduled
+-- opening's opens_at_ms and prequeue_from_ms (0: none) from the config
 -- HASH, falling back to the calling replica's defaults (ARGV[1..5] of every
 -- script that calls it) for any field that is missing (a fresh or flushed
 -- Redis).
 local function queue_config(key)
-  local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms', 'max_active', 'paused', 'abandon_after_ms')
+  local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms', 'max_active', 'paused',
+    'abandon_after_ms', 'opens_at_ms', 'prequeue_from_ms')
   return tonumber(v[1]) or tonumber(ARGV[1]),
          tonumber(v[2]) or tonumber(ARGV[2]),
          tonumber(v[3]) or tonumber(ARGV[3]),
          tonumber(v[4]) or tonumber(ARGV[4]),
          tonumber(v[5]) or 0,
-         tonumber(v[6]) or tonumber(ARGV[5])
+         tonumber(v[6]) or tonumber(ARGV[5]),
+         tonumber(v[7]) or 0,
+         tonumber(v[8]) or 0
 end
 local DEFAULTS = 5 -- ARGV[1..DEFAULTS] are the defaults queue_config reads
 
@@ -48,8 +52,18 @@ local function active_count(entered_key, now, ttl)
   return redis.call('ZCOUNT', entered_key, string.format('(%d', now - ttl), '+inf')
 end
 
--- Status codes shared with store.go.
-local ENTERED, WAITING, NOT_WAITING = 1, 2, 3
+-- Status codes shared with store.go. NOT_OPEN: a scheduled opening's
+-- pre-queue window has not begun, so nobody can join yet.
+local ENTERED, WAITING, NOT_WAITING, NOT_OPEN = 1, 2, 3, 4
+
+-- draw_key is a participant's place in a scheduled opening's draw: the
+-- first 52 bits of SHA-1(seed ":" user), less 2^52, so every drawn place
+-- is ahead of every arrival number (which are positive). Ordering by
+-- independent uniform keys is a uniformly random order, and anyone with
+-- the recorded seed and the participants can recompute it.
+local function draw_key(seed, user)
+  return tonumber(string.sub(redis.sha1hex(seed .. ':' .. user), 1, 13), 16) - 4503599627370496
+end
 
 -- Why a user holds no place any more, kept for an hour in the gone ZSET as
 -- members "<reason>:<user>" (score: when), so a user who comes back is told.

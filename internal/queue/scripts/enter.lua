@@ -20,23 +20,59 @@
 -- KEYS[5] -> config  (HASH)
 -- KEYS[6] -> tick    (HASH; field "direct" counts admissions since the last tick)
 -- KEYS[7] -> heard   (ZSET member=user, score=when last heard; for abandonment)
+-- KEYS[8] -> draw    (SET of a scheduled opening's participants, see tick.lua)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..]  -> user ids
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
---          status1, place1, status2, place2, ...}
--- where waiting is the line after the last user and place is the position
--- when WAITING and the admission time (ms) when ENTERED.
+--          opens_at_ms, prequeue_from_ms, status1, place1, status2, place2, ...}
+-- where waiting is the line after the last user (the draw's participants
+-- included) and place is the position when WAITING (0 while in a draw) and
+-- the admission time (ms) when ENTERED.
+--
+-- Before a scheduled opening (opens_at_ms in the future) nobody enters the
+-- line: from prequeue_from_ms everyone joins the draw (the order among them
+-- is drawn at the opening), before it everyone is NOT_OPEN.
 local FIRST = DEFAULTS + 1 -- ARGV index of the first user
 local now = now_ms()
-local refill, interval, ttl, max_active, paused = queue_config(KEYS[5])
+local refill, interval, ttl, max_active, paused, _, opens_at, prequeue_from = queue_config(KEYS[5])
+local n = #ARGV - FIRST + 1
+local in_draw = redis.call('SCARD', KEYS[8])
+
+if opens_at > now then
+    -- until_next_tick_ms is the time until the opening.
+  local out = {redis.call('ZCARD', KEYS[1]) + in_draw, opens_at - now, interval, refill, ttl, paused, opens_at, prequeue_from}
+  local status = NOT_OPEN
+  if now >= prequeue_from then
+    status = WAITING
+    local users, heard = {}, {}
+    for i = 1, n do
+      users[i] = ARGV[FIRST - 1 + i]
+      heard[2 * i - 1] = now
+      heard[2 * i] = users[i]
+    end
+    -- Entering again gives up an admission, as ever; in the draw it
+    -- changes nothing else (the order is drawn at the opening).
+    redis.call('ZREM', KEYS[2], unpack(users))
+    redis.call('ZREM', KEYS[1], unpack(users))
+    redis.call('SADD', KEYS[8], unpack(users))
+    redis.call('ZADD', KEYS[7], unpack(heard))
+    out[1] = redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[8])
+  end
+  for i = 1, n do
+    out[#out + 1] = status
+    out[#out + 1] = 0
+  end
+  return out
+end
 
 local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
 if tokens > refill then
   tokens = refill -- refill_size was lowered since the last tick
 end
-local waiting = redis.call('ZCARD', KEYS[1])
-local n = #ARGV - FIRST + 1
-local out = {0, until_next_tick_ms(KEYS[6], now), interval, refill, ttl, paused}
+-- An opening's draw still being placed in the line (tick.lua) counts as
+-- people waiting: they are ahead of everyone who arrives now.
+local waiting = redis.call('ZCARD', KEYS[1]) + in_draw
+local out = {0, until_next_tick_ms(KEYS[6], now), interval, refill, ttl, paused, opens_at, prequeue_from}
 local HEAD = #out
 
 -- The first users go straight in while tokens remain, if nobody waits, the

@@ -7,17 +7,21 @@
 -- KEYS[4] -> config  (HASH)
 -- KEYS[5] -> tick    (HASH)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
+-- KEYS[6] -> draw    (SET)
 -- Returns {waiting, entered, tokens, refill_size, interval_ms, ttl_ms,
 --          last_tick_at_ms, now_ms, max_active, paused, abandon_after_ms,
---          abandoned by the last tick}
+--          abandoned by the last tick, opens_at_ms, prequeue_from_ms,
+--          the opening its draw was for (ms), its seed, participants placed}
+-- where waiting includes the participants of a draw not yet placed.
 -- where entered counts the admissions that have not ended (the active users).
 local now = now_ms()
-local refill, interval, ttl, max_active, paused, abandon_after = queue_config(KEYS[4])
+local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from = queue_config(KEYS[4])
 local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
 if tokens > refill then
   tokens = refill
 end
 local entered = active_count(KEYS[2], now, ttl)
-local t = redis.call('HMGET', KEYS[5], 'at_ms', 'abandoned')
-return {redis.call('ZCARD', KEYS[1]), entered, tokens, refill, interval, ttl, tonumber(t[1]) or 0, now,
-        max_active, paused, abandon_after, tonumber(t[2]) or 0}
+local t = redis.call('HMGET', KEYS[5], 'at_ms', 'abandoned', 'draw_for', 'draw_seed', 'draw_count')
+return {redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[6]), entered, tokens, refill, interval, ttl,
+        tonumber(t[1]) or 0, now, max_active, paused, abandon_after, tonumber(t[2]) or 0,
+        opens_at, prequeue_from, tonumber(t[3]) or 0, tonumber(t[4]) or 0, tonumber(t[5]) or 0}

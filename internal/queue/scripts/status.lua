@@ -9,17 +9,25 @@
 -- KEYS[4] -> tick    (HASH, read for the time to the next tick)
 -- KEYS[5] -> heard   (ZSET member=user, score=when last heard)
 -- KEYS[6] -> gone    (ZSET member="<reason>:<user>", score=when)
+-- KEYS[7] -> draw    (SET of a scheduled opening's participants)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..]  -> user ids
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
---          status1, place1, status2, place2, ...}
--- where place is the position when WAITING, the admission time (ms) when
+--          opens_at_ms, prequeue_from_ms, status1, place1, status2, place2, ...}
+-- where waiting includes a draw's participants, until_next_tick_ms is the
+-- time until the opening while one is ahead, place is the position when
+-- WAITING (0 while in a draw), the admission time (ms) when
 -- ENTERED (an entry pass names it, so a pass ends with its admission),
 -- and when NOT_WAITING the code of why the user's place ended (0: none
 -- known; REASONS in common.lua).
 local now = now_ms()
-local refill, interval, ttl, _, paused = queue_config(KEYS[3])
-local out = {redis.call('ZCARD', KEYS[1]), until_next_tick_ms(KEYS[4], now), interval, refill, ttl, paused}
+local refill, interval, ttl, _, paused, _, opens_at, prequeue_from = queue_config(KEYS[3])
+local in_draw = redis.call('SCARD', KEYS[7])
+local until_next = until_next_tick_ms(KEYS[4], now)
+if opens_at > now then
+  until_next = opens_at - now
+end
+local out = {redis.call('ZCARD', KEYS[1]) + in_draw, until_next, interval, refill, ttl, paused, opens_at, prequeue_from}
 
 -- One ZMSCORE answers "admitted?" for every user of the call.
 local users = {}
@@ -27,6 +35,10 @@ for i = DEFAULTS + 1, #ARGV do
   users[i - DEFAULTS] = ARGV[i]
 end
 local admitted = redis.call('ZMSCORE', KEYS[2], unpack(users))
+local drawing = {}
+if in_draw > 0 then
+  drawing = redis.call('SMISMEMBER', KEYS[7], unpack(users))
+end
 
 local heard = {}
 for i, user in ipairs(users) do
@@ -38,9 +50,9 @@ for i, user in ipairs(users) do
     out[#out + 1] = admitted_at
   else
     local rank = redis.call('ZRANK', KEYS[1], user)
-    if rank then
+    if rank or drawing[i] == 1 then
       out[#out + 1] = WAITING
-      out[#out + 1] = rank + 1
+      out[#out + 1] = rank and rank + 1 or 0 -- 0: in the draw, no place yet
       heard[#heard + 1] = now
       heard[#heard + 1] = user
     elseif admitted_at then

@@ -22,14 +22,45 @@
 --                     line at end, places dropped as abandoned)
 -- KEYS[7] -> heard   (ZSET member=user, score=when last heard)
 -- KEYS[8] -> gone    (ZSET member="<reason>:<user>", score=when)
+-- KEYS[9] -> draw    (SET of a scheduled opening's participants)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6] -> max expired sessions purged per tick
 -- ARGV[7] -> history length kept
 -- ARGV[8] -> max abandoned places dropped per tick
+-- ARGV[9] -> a fresh random seed (52 bits), used if this call starts a draw
+-- ARGV[10] -> max participants placed per call while a draw runs
 -- Returns {applied (0|1), moved, waiting, tokens, purged, admitted in the
 -- interval that just ended, abandoned places dropped}
 local now = now_ms()
-local refill, interval, ttl, max_active, paused, abandon_after = queue_config(KEYS[4])
+local refill, interval, ttl, max_active, paused, abandon_after, opens_at = queue_config(KEYS[4])
+
+-- A scheduled opening's draw. From opens_at, every call (not just the
+-- interval's tick) places a bounded batch of the pre-queue's participants
+-- in the line at draw_key(seed, user): a uniformly random order, ahead of
+-- everyone who arrived after opens_at. The first such call records the
+-- seed (with draw_for = the opening), so the draw can be audited. Nobody
+-- is admitted until every participant is placed.
+if opens_at > 0 and now >= opens_at and redis.call('SCARD', KEYS[9]) > 0 then
+  local d = redis.call('HMGET', KEYS[5], 'draw_for', 'draw_seed')
+  local seed = d[2]
+  if tonumber(d[1]) ~= opens_at then
+    seed = ARGV[9]
+    redis.call('HSET', KEYS[5], 'draw_for', opens_at, 'draw_seed', seed, 'draw_count', 0)
+  end
+  local batch = redis.call('SPOP', KEYS[9], tonumber(ARGV[10]))
+  for i = 1, #batch, 500 do
+    local args = {}
+    for j = i, math.min(i + 499, #batch) do
+      args[#args + 1] = draw_key(seed, batch[j])
+      args[#args + 1] = batch[j]
+    end
+    redis.call('ZADD', KEYS[1], unpack(args))
+  end
+  redis.call('HINCRBY', KEYS[5], 'draw_count', #batch)
+  if redis.call('SCARD', KEYS[9]) > 0 then
+    return {0, 0, 0, 0, 0, 0, 0}
+  end
+end
 
 local state = redis.call('HMGET', KEYS[5], 'next_at_ms', 'at_ms', 'moved', 'direct', 'min_next_ms', 'abandoned')
 local next_at, min_next = tonumber(state[1]), tonumber(state[5])

@@ -1,0 +1,167 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func schedule(t *testing.T, s *Store, q string, prequeueFrom, opensAt time.Time) {
+	t.Helper()
+	if err := s.UpdateSettings(context.Background(), q, Update{OpensAt: &opensAt, PrequeueFrom: &prequeueFrom}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// drawOrder recomputes a draw from its seed, as an auditor would: each
+// participant's key is the first 52 bits of SHA-1(seed ":" user), lowest
+// first.
+func drawOrder(seed int64, users []string) []string {
+	key := func(u string) uint64 {
+		sum := sha1.Sum([]byte(strconv.FormatInt(seed, 10) + ":" + u))
+		v, _ := strconv.ParseUint(hex.EncodeToString(sum[:])[:13], 16, 64)
+		return v
+	}
+	out := slices.Clone(users)
+	slices.SortFunc(out, func(a, b string) int {
+		if ka, kb := key(a), key(b); ka != kb {
+			if ka < kb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return out
+}
+
+// Everyone who arrives in the pre-queue window gets a place at the opening,
+// in a drawn order that the recorded seed reproduces; whoever arrives after
+// the opening is behind all of them, in arrival order, even before the
+// draw is placed; before the window nobody can join.
+func TestScheduledOpening(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, rdb := newStore(t, Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	tick(t, s, rdb, q)
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	schedule(t, s, q, now.Add(time.Hour), now.Add(2*time.Hour))
+	if tk := enter(t, s, q, "too-early"); tk.Status != NotOpen || !tk.OpensAt.Equal(time.UnixMilli(now.Add(2*time.Hour).UnixMilli())) {
+		t.Fatalf("before the pre-queue window: %+v", tk)
+	}
+	if i := info(t, s, q); i.Waiting != 0 {
+		t.Fatalf("a refused enter left %d waiting", i.Waiting)
+	}
+
+	opensAt := now.Add(time.Hour)
+	schedule(t, s, q, now.Add(-time.Minute), opensAt)
+	early := []string{"p1", "p2", "p3", "p4", "p5"}
+	for _, u := range early {
+		tk := enter(t, s, q, u)
+		if tk.Status != Waiting || tk.Position != 0 || tk.OpensAt.IsZero() || tk.UntilNextTick < 59*time.Minute {
+			t.Fatalf("%s in the pre-queue: %+v", u, tk)
+		}
+	}
+	if st := status(t, s, q, "p3"); st.Status != Waiting || st.Position != 0 || st.Waiting != 5 {
+		t.Fatalf("status in the draw: %+v", st)
+	}
+	tick(t, s, rdb, q) // before the opening: nobody moves
+	if st := status(t, s, q, "p1"); st.Status != Waiting || st.Position != 0 {
+		t.Fatalf("a tick before the opening moved the draw: %+v", st)
+	}
+
+	// The opening passes; two arrive before any tick has placed the draw.
+	schedule(t, s, q, now.Add(-time.Minute), now.Add(-time.Millisecond))
+	for i, u := range []string{"late1", "late2"} {
+		if tk := enter(t, s, q, u); tk.Status != Waiting || tk.Position != int64(len(early)+1+i) {
+			t.Fatalf("%s after the opening: %+v; want behind the whole draw, with the tokens unspent", u, tk)
+		}
+	}
+	res := tick(t, s, rdb, q)
+	if res.Moved != 2 {
+		t.Fatalf("the opening tick: %+v", res)
+	}
+	i := info(t, s, q)
+	if i.DrawCount != int64(len(early)) || i.DrawSeed == 0 || i.DrawFor.IsZero() {
+		t.Fatalf("draw record: %+v", i)
+	}
+	want := append(drawOrder(i.DrawSeed, early), "late1", "late2")
+	got := make([]string, 0, len(want))
+	for _, u := range want {
+		st := status(t, s, q, u)
+		switch st.Status {
+		case Entered:
+			got = append([]string{u}, got...) // the two admitted were first
+		case Waiting:
+			got = append(got, u)
+		}
+	}
+	line := rdb.ZRange(ctx, keysFor(q).waiting, 0, -1).Val()
+	admitted := rdb.ZRange(ctx, keysFor(q).entered, 0, -1).Val()
+	var order []string
+	for _, u := range want[:2] {
+		if slices.Contains(admitted, u) {
+			order = append(order, u)
+		}
+	}
+	order = append(order, line...)
+	if !slices.Equal(order, want) {
+		t.Fatalf("order %v, the seed %d gives %v", order, i.DrawSeed, want)
+	}
+}
+
+// The draw is a uniform permutation: over many draws of four, every order
+// comes up about as often (chi-squared, 23 degrees of freedom).
+func TestDrawIsUniform(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const draws = 1200
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	paused := true
+	if err := s.UpdateSettings(ctx, q, Update{Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+	now, _ := rdb.Time(ctx).Result()
+	users := []string{"a", "b", "c", "d"}
+	counts := map[string]int{}
+	first := map[string]int{}
+	k := keysFor(q)
+	for n := range draws {
+		schedule(t, s, q, now.Add(-time.Hour), now.Add(time.Hour))
+		runEnterCall(t, s, q, users...)
+		schedule(t, s, q, now.Add(-time.Hour), now.Add(-time.Duration(n+1)*time.Millisecond)) // a new opening each time
+		if _, err := s.Tick(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		line := rdb.ZRange(ctx, k.waiting, 0, -1).Val()
+		if len(line) != len(users) {
+			t.Fatalf("draw %d placed %v", n, line)
+		}
+		counts[strings.Join(line, "")]++
+		first[line[0]]++
+		rdb.Del(ctx, k.waiting)
+	}
+	if len(counts) != 24 {
+		t.Fatalf("%d of the 24 orders came up in %d draws: %v", len(counts), draws, counts)
+	}
+	expected := float64(draws) / 24
+	chi2 := 0.0
+	for _, c := range counts {
+		chi2 += (float64(c) - expected) * (float64(c) - expected) / expected
+	}
+	// The 0.1 % critical value of chi-squared with 23 degrees of freedom.
+	if chi2 > 49.73 {
+		t.Fatalf("chi-squared %.1f over 24 orders (critical 49.73 at p = 0.001): %v", chi2, counts)
+	}
+	t.Logf("%d draws of 4: chi-squared %.1f (df 23, critical 49.73 at p=0.001); first place %v", draws, chi2, first)
+
+}
