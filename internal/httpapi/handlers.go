@@ -458,7 +458,9 @@ const maxPoll = 30 * time.Second
 // pollAfter suggests when a waiting user should ask again: just after the
 // next tick has been applied (the scheduler applies it within one check
 // period). Users far back, whose place moves little per tick, skip whole
-// intervals, up to maxPoll, so a large crowd does not flood status.
+// intervals, up to maxPoll, so a large crowd does not flood status; and
+// never later than half the abandonment window, so a page that does as it
+// is told is never taken for one that was closed.
 func pollAfter(t queue.Ticket) time.Duration {
 	if t.Status != queue.Waiting {
 		return 0
@@ -466,6 +468,10 @@ func pollAfter(t queue.Ticket) time.Duration {
 	d := t.UntilNextTick + scheduler.Period(t.RefillInterval) + 100*time.Millisecond
 	if skip := min(t.TicksAhead/10, int64((maxPoll-d)/t.RefillInterval)); skip > 0 {
 		d += time.Duration(skip) * t.RefillInterval
+	}
+	d = min(d, maxPoll)
+	if t.AbandonAfter > 0 {
+		d = min(d, t.AbandonAfter/2)
 	}
 	return d
 }

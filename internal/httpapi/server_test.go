@@ -495,4 +495,14 @@ func TestPollAfter(t *testing.T) {
 	if got := pollAfter(queue.Ticket{Status: queue.Entered}); got != 0 {
 		t.Errorf("entered: %s", got)
 	}
+	// Never past the documented cap, whatever the interval (an hour here),
+	// nor past half the abandonment window.
+	long := queue.Ticket{Status: queue.Waiting, Position: 1, RefillSize: 10, RefillInterval: time.Hour, UntilNextTick: 40 * time.Minute}
+	if got := pollAfter(long); got != maxPoll {
+		t.Errorf("an hour's interval: poll after %s, want the %s cap", got, maxPoll)
+	}
+	long.AbandonAfter = 20 * time.Second
+	if got := pollAfter(long); got != 10*time.Second {
+		t.Errorf("abandon after 20s: poll after %s, want 10s", got)
+	}
 }

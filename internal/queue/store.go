@@ -114,6 +114,9 @@ type Ticket struct {
 	// none). A Waiting ticket at Position 0 is in its draw: the order is
 	// drawn at OpensAt, and UntilNextTick counts down to it.
 	OpensAt, PrequeueFrom time.Time
+	// AbandonAfter is how long the user may go unheard before the place
+	// is dropped (0: never); polls must come more often.
+	AbandonAfter time.Duration
 	// AdmittedAt is when the admission began (Redis clock); zero unless
 	// Entered. It identifies the admission: entering again, or being
 	// admitted again later, gives a new one.
@@ -643,6 +646,7 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 		Paused:         head[5] == 1,
 		OpensAt:        msTime(head[6]),
 		PrequeueFrom:   msTime(head[7]),
+		AbandonAfter:   time.Duration(head[8]) * time.Millisecond,
 		Waiting:        waiting,
 		UntilNextTick:  time.Duration(untilNextTick) * time.Millisecond,
 		RefillInterval: time.Duration(interval) * time.Millisecond,
