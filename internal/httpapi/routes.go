@@ -26,9 +26,10 @@ func (s *Server) routes() http.Handler {
 	r.Get("/api/v1/verify", s.verify)
 	r.Get("/readyz", s.readyz)
 
-	// Pages. In gate mode "/" is the upstream's.
+	// Pages. In gate mode "/" and /favicon.ico are the upstream's.
 	if !s.proxying {
 		r.Get("/", s.home)
+		r.Get("/favicon.ico", s.favicon)
 	}
 	r.Get("/q/{queue}", s.waitingPage)
 	r.Get("/admin", s.adminPage)

@@ -71,6 +71,7 @@ func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name s
 		"waiting.html": {Data: []byte("<!doctype html><title>waiting</title>")},
 		"admin.html":   {Data: []byte("<!doctype html><title>admin</title>")},
 		"style.css":    {Data: []byte("body{}")},
+		"favicon.ico":  {Data: []byte(strings.Repeat("icon", 64))},
 	}
 	h := New(opts)
 	srv := httptest.NewServer(h)
@@ -261,6 +262,13 @@ func TestAdmin(t *testing.T) {
 	if aq.Waiting != 0 || aq.Entered != 8 || aq.Tokens != 5 || aq.LastTickAtMS == 0 || aq.AdmittedLastMinute != 8 {
 		t.Fatalf("admin queue = %+v", aq)
 	}
+	// The interval in progress counts: two more walk in on the tokens.
+	e.enter("late1")
+	e.enter("late2")
+	if err := json.Unmarshal(e.do("GET", path, "", auth...).body, &aq); err != nil || aq.AdmittedLastMinute != 10 {
+		t.Fatalf("admitted last minute with the interval in progress: %+v (%v)", aq, err)
+	}
+
 	// The operator removes a user: out of the entered set, idempotent.
 	for i := 0; i < 2; i++ {
 		if r := e.do("DELETE", path+"/users/u1", "", auth...); r.status != http.StatusNoContent {
@@ -377,6 +385,14 @@ func TestPagesAndHeaders(t *testing.T) {
 	}
 	if r := e.do("HEAD", "/q/"+e.queue, ""); r.status != 200 {
 		t.Fatalf("HEAD page: %d", r.status)
+	}
+	// A wrong link in a browser gets a page; API clients keep the JSON.
+	r = e.do("GET", "/q/nope", "", "Accept", "text/html,application/xhtml+xml")
+	if r.status != 404 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || !strings.Contains(string(r.body), "No such waiting line") {
+		t.Fatalf("unknown queue page: %d %q", r.status, r.body)
+	}
+	if r := e.do("GET", "/favicon.ico", ""); r.status != 200 || len(r.body) < 100 {
+		t.Fatalf("favicon: %d, %d bytes", r.status, len(r.body))
 	}
 }
 

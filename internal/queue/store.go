@@ -165,7 +165,10 @@ type Info struct {
 	DrawFor   time.Time
 	DrawSeed  int64
 	DrawCount int64
-	Now       time.Time // Redis time of the snapshot
+	// AdmittedThisInterval counts the admissions of the interval in
+	// progress: the last tick's moves and the direct entries since.
+	AdmittedThisInterval int64
+	Now                  time.Time // Redis time of the snapshot
 }
 
 // HistoryPoint is one ended interval.
@@ -463,7 +466,7 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("queue: info: %w", err)
 	}
-	if len(v) != 17 {
+	if len(v) != 18 {
 		return Info{}, fmt.Errorf("queue: info: unexpected reply %v", v)
 	}
 	info := Info{
@@ -485,6 +488,7 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 		DrawFor:               msTime(v[14]),
 		DrawSeed:              v[15],
 		DrawCount:             v[16],
+		AdmittedThisInterval:  v[17],
 		Now:                   time.UnixMilli(v[7]),
 	}
 	if v[6] > 0 {

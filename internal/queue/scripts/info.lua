@@ -11,7 +11,8 @@
 -- Returns {waiting, entered, tokens, refill_size, interval_ms, ttl_ms,
 --          last_tick_at_ms, now_ms, max_active, paused, abandon_after_ms,
 --          abandoned by the last tick, opens_at_ms, prequeue_from_ms,
---          the opening its draw was for (ms), its seed, participants placed}
+--          the opening its draw was for (ms), its seed, participants placed,
+--          admitted so far in the interval in progress}
 -- where waiting includes the participants of a draw not yet placed.
 -- where entered counts the admissions that have not ended (the active users).
 local now = now_ms()
@@ -21,7 +22,8 @@ if tokens > refill then
   tokens = refill
 end
 local entered = active_count(KEYS[2], now, ttl)
-local t = redis.call('HMGET', KEYS[5], 'at_ms', 'abandoned', 'draw_for', 'draw_seed', 'draw_count')
+local t = redis.call('HMGET', KEYS[5], 'at_ms', 'abandoned', 'draw_for', 'draw_seed', 'draw_count', 'moved', 'direct')
 return {redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[6]), entered, tokens, refill, interval, ttl,
         tonumber(t[1]) or 0, now, max_active, paused, abandon_after, tonumber(t[2]) or 0,
-        opens_at, prequeue_from, tonumber(t[3]) or 0, tonumber(t[4]) or 0, tonumber(t[5]) or 0}
+        opens_at, prequeue_from, tonumber(t[3]) or 0, tonumber(t[4]) or 0, tonumber(t[5]) or 0,
+        (tonumber(t[6]) or 0) + (tonumber(t[7]) or 0)}
