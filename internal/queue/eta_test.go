@@ -29,6 +29,7 @@ type etaRun struct {
 	refillTo   int
 	replicas   int
 	pollMargin time.Duration // a client asks this long after the time it was told
+	spread     time.Duration // arrivals come at uniform random times in [0, spread)
 }
 
 // etaSample is one admitted user's first predicted admission and the real
@@ -38,9 +39,10 @@ type etaSample struct {
 }
 
 // runCrowd sends the crowd through a real store: several replicas tick as
-// the scheduler does (ten times per interval), every user enters at once
-// and then asks for the status when told to, and the run's disturbances
-// happen on time. It returns the samples of the users who were admitted.
+// the scheduler does (ten times per interval), users arrive over the
+// spread and then ask for the status when told to, and the run's
+// disturbances happen on time. A user's prediction is what they would
+// see: the time the answer came back plus its ETA. It returns the samples of the users who were admitted.
 func runCrowd(t *testing.T, r etaRun) []etaSample {
 	t.Helper()
 	ctx := context.Background()
@@ -118,6 +120,9 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 			defer wg.Done()
 			s := stores[i%len(stores)]
 			u := "u" + strconv.Itoa(i)
+			if r.spread > 0 {
+				time.Sleep(time.Duration(rand.Int64N(int64(r.spread))))
+			}
 			tk, err := s.Enter(ctx, q, u)
 			if err != nil {
 				t.Error(err)
@@ -194,8 +199,8 @@ func TestETAAccuracy(t *testing.T) {
 	}
 	const interval = 250 * time.Millisecond
 	for _, r := range []etaRun{
-		{name: "constant", users: users, refill: 10, interval: interval, replicas: 3, pollMargin: 20 * time.Millisecond},
-		{name: "disturbed", users: users, refill: 10, interval: interval, replicas: 3, pollMargin: 20 * time.Millisecond,
+		{name: "constant", users: users, refill: 10, interval: interval, replicas: 3, pollMargin: 20 * time.Millisecond, spread: 20 * interval},
+		{name: "disturbed", users: users, refill: 10, interval: interval, replicas: 3, pollMargin: 20 * time.Millisecond, spread: 20 * interval,
 			leave: 0.1, silent: 0.1, abandon: 4 * interval,
 			pauseAt: time.Duration(users/10) * interval / 4, pauseFor: 3 * interval,
 			refillAt: time.Duration(users/10) * interval / 2, refillTo: 15},
