@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -482,22 +483,32 @@ func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, 
 	writeTicketJSON(w, resp)
 }
 
-// maxPoll caps the suggested polling interval.
-const maxPoll = 30 * time.Second
+// maxPoll caps the suggested polling interval. The load of a line is
+// about its length over the typical interval: a million waiting at 30 s
+// would ask 33,000 times a second, more than one small box serves (about
+// 24,000 status calls a second, docs/PERFORMANCE.md); at 60 s, 17,000.
+const maxPoll = 60 * time.Second
 
-// pollAfter suggests when a waiting user should ask again: just after the
-// next tick has been applied (the scheduler applies it within one check
-// period). Users far back, whose place moves little per tick, skip whole
-// intervals, up to maxPoll, so a large crowd does not flood status; and
-// never later than half the abandonment window, so a page that does as it
-// is told is never taken for one that was closed.
+// pollAfter suggests when a waiting user should ask again. Anyone the next
+// ten ticks may admit asks just after each tick (the scheduler applies it
+// within one check period), so they learn of their turn within an
+// interval. Further back a place moves little per tick, so the user skips
+// a tenth of the intervals ahead (ETA/10), up to maxPoll: nobody learns of
+// the turn noticeably late, as the wait shrinks faster than the polls
+// space out. The skipped part is shortened by up to a fifth at random, so
+// a crowd that arrived together does not ask together. Never later than
+// half the abandonment window, so a page that does as it is told is never
+// taken for one that was closed.
 func pollAfter(t queue.Ticket) time.Duration {
 	if t.Status != queue.Waiting {
 		return 0
 	}
-	d := t.UntilNextTick + scheduler.Period(t.RefillInterval) + 100*time.Millisecond
-	if skip := min(t.TicksAhead/10, int64((maxPoll-d)/t.RefillInterval)); skip > 0 {
-		d += time.Duration(skip) * t.RefillInterval
+	next := t.UntilNextTick + scheduler.Period(t.RefillInterval) + 100*time.Millisecond
+	d := next
+	if skip := t.TicksAhead / 10; skip > 0 {
+		extra := min(time.Duration(skip)*t.RefillInterval, maxPoll)
+		extra -= time.Duration(rand.Int64N(int64(extra)/5 + 1))
+		d += extra
 	}
 	d = min(d, maxPoll)
 	if t.AbandonAfter > 0 {
