@@ -39,7 +39,7 @@ local n = #ARGV - FIRST + 1
 local in_draw = redis.call('SCARD', KEYS[8])
 
 if opens_at > now then
-    -- until_next_tick_ms is the time until the opening.
+  -- until_next_tick_ms is the time until the opening.
   local out = {redis.call('ZCARD', KEYS[1]) + in_draw, opens_at - now, interval, refill, ttl, paused, opens_at, prequeue_from, abandon_after}
   local status = NOT_OPEN
   if now >= prequeue_from then
