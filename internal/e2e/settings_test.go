@@ -319,3 +319,147 @@ func TestAdminMaxActive(t *testing.T) {
 		jsText(active), fmt.Sprintf("%d (no cap)", limit), jsText(active)))
 	b.screenshot("no-cap")
 }
+
+// The operator sets how long a waiting place may go unheard, in seconds:
+// the store gets milliseconds, the chart shows the places dropped, and an
+// invalid value shows the server's message under the field. The operator
+// schedules an opening with two local times (the store gets them), sees
+// the server's refusal of a pre-queue after the opening under that field,
+// clears it, and after a real draw reads its time, seed and participants.
+func TestAdminAbandonAndOpening(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	settings := fastTicks(1)
+	settings.AbandonAfter = 2 * time.Minute
+	s := newStack(t, stackOptions{settings: settings})
+	b := newBrowser(t, chromium)
+
+	section := signInAdmin(b, s)
+	after, input, submit := section+" .abandon-after", section+" .abandon-input", section+" .abandon-submit"
+	ok, fieldErr := section+" .abandon-ok", section+" .abandon-error"
+	if got := b.text(after); got != "120 s" {
+		t.Errorf("%s = %q, want 120 s", after, got)
+	}
+	if got := eval[string](b, fmt.Sprintf(`document.querySelector(%q).value`, input)); got != "120" {
+		t.Errorf("abandon field %q, want 120 (seconds)", got)
+	}
+
+	saveSetting(b, input, submit, "2.5")
+	b.waitJS(5*time.Second, "the saved setting", fmt.Sprintf(`%s && %s === '2.5 s'`, jsShown(ok), jsText(after)))
+	if msg := b.text(ok); msg != "Saved: a waiting place unheard for 2.5 s is dropped when the line reaches it." {
+		t.Errorf("%s = %q", ok, msg)
+	}
+	if got := s.info().Settings.AbandonAfter; got != 2500*time.Millisecond {
+		t.Fatalf("store abandon_after %v after saving 2.5 s", got)
+	}
+
+	// Silent users: those the line reaches after 2.5 s are dropped, and
+	// the chart shows them on top of the admitted.
+	s.fillWaiting("silent", 6)
+	eventually(t, 20*time.Second, "silent users dropped", func() (bool, string) {
+		n := s.abandonedSoFar()
+		return n >= 1, fmt.Sprintf("%d dropped", n)
+	})
+	b.waitJS(10*time.Second, "the abandoned bars", fmt.Sprintf(
+		`document.querySelectorAll(%q).length > 0`, section+" svg.chart rect.abandoned-bar"))
+	if legend := eval[bool](b, fmt.Sprintf(`Array.from(document.querySelectorAll(%q), (e) => e.textContent).includes('Abandoned')`,
+		section+" svg.chart text")); !legend {
+		t.Error("the chart's legend does not name the abandoned bars")
+	}
+	b.screenshot("abandoned-chart")
+
+	saveSetting(b, input, submit, "-1")
+	b.waitJS(5*time.Second, "the server's error", jsShown(fieldErr))
+	if msg := b.text(fieldErr); msg != "abandon_after_ms must be an integer from 0 to 86400000 (invalid_settings)" {
+		t.Errorf("%s = %q, want the server's invalid_settings message", fieldErr, msg)
+	}
+	if got := s.info().Settings.AbandonAfter; got != 2500*time.Millisecond {
+		t.Errorf("store abandon_after %v after the invalid -1", got)
+	}
+	saveSetting(b, input, submit, "0")
+	b.waitJS(5*time.Second, "abandonment off", fmt.Sprintf(`%s && !%s && %s === 'never'`, jsShown(ok), jsShown(fieldErr), jsText(after)))
+	if got := s.info().Settings.AbandonAfter; got != 0 {
+		t.Errorf("store abandon_after %v after saving 0", got)
+	}
+
+	// A scheduled opening, an hour ahead, in this browser's time zone.
+	state, draw := section+" .opening-state", section+" .draw-record"
+	prequeue, opens := section+" .prequeue-input", section+" .opens-input"
+	save, clear := section+" .opening-submit", section+" .opening-clear"
+	openingOK := section + " .opening-ok"
+	if got := b.text(state); got != "No opening scheduled: people join the line as they arrive." {
+		t.Errorf("%s = %q", state, got)
+	}
+	local := func(t time.Time) string { return t.Local().Format("2006-01-02T15:04:05") }
+	setTimes := func(from, at string) {
+		t.Helper()
+		b.do("type the opening's times", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+			`for (const [css, v] of [[%q, %q], [%q, %q]]) {
+			   const el = document.querySelector(css); el.focus(); el.value = v;
+			   el.dispatchEvent(new Event('input', {bubbles: true}));
+			 }`, prequeue, from, opens, at)))
+		b.do("save the opening", chromedp.Click(chromedp.CSS(save)))
+	}
+	from := time.Now().Add(time.Hour).Truncate(time.Second)
+	at := from.Add(10 * time.Minute)
+	setTimes(local(from), local(at))
+	b.waitJS(5*time.Second, "the saved opening", jsShown(openingOK))
+	if info := s.info(); !info.PrequeueFrom.Equal(from) || !info.OpensAt.Equal(at) {
+		t.Fatalf("store opening: pre-queue %v, opens %v; want %v, %v", info.PrequeueFrom, info.OpensAt, from, at)
+	}
+	hms := func(t time.Time) string { return t.Local().Format("15:04:05") }
+	if msg := b.text(openingOK); msg != "Saved: the line opens at "+hms(at)+", joining from "+hms(from)+"." {
+		t.Errorf("%s = %q", openingOK, msg)
+	}
+	b.waitJS(5*time.Second, "the opening's state", fmt.Sprintf(`%s.startsWith(%q)`, jsText(state), "Not open yet: joining opens at "+hms(from)))
+	b.screenshot("opening-scheduled")
+
+	// A pre-queue after the opening: the server's message under it.
+	setTimes(local(at.Add(time.Minute)), local(at))
+	errCSS := section + " .prequeue-error"
+	b.waitJS(5*time.Second, "the server's refusal", jsShown(errCSS))
+	if msg := b.text(errCSS); !strings.Contains(msg, "prequeue_from must not be after opens_at") || !strings.HasSuffix(msg, "(invalid_settings)") {
+		t.Errorf("%s = %q, want the server's invalid_settings message", errCSS, msg)
+	}
+	if inv := eval[string](b, fmt.Sprintf(`document.querySelector(%q).getAttribute('aria-invalid')`, prequeue)); inv != "true" {
+		t.Errorf("pre-queue field aria-invalid = %q, want true", inv)
+	}
+	if info := s.info(); !info.PrequeueFrom.Equal(from) || !info.OpensAt.Equal(at) {
+		t.Errorf("store opening after the refusal: %v, %v; want it unchanged", info.PrequeueFrom, info.OpensAt)
+	}
+	b.screenshot("opening-error")
+
+	b.do("clear the opening", chromedp.Click(chromedp.CSS(clear)))
+	b.waitJS(5*time.Second, "no opening", fmt.Sprintf(`%s && %s.startsWith('No opening scheduled') && document.querySelector(%q).value === ''`,
+		jsShown(openingOK), jsText(state), opens))
+	if info := s.info(); !info.PrequeueFrom.IsZero() || !info.OpensAt.IsZero() {
+		t.Errorf("store opening after Clear: %v, %v; want none", info.PrequeueFrom, info.OpensAt)
+	}
+	if shown := eval[bool](b, jsShown(errCSS)); shown {
+		t.Error("the pre-queue error still shows after Clear")
+	}
+
+	// A real draw: the opening a few seconds ahead, joining open at once.
+	at = time.Now().Add(4 * time.Second).Truncate(time.Second)
+	setTimes("", local(at))
+	b.waitJS(5*time.Second, "the saved opening", fmt.Sprintf(`%s && %s.startsWith('Pre-queue open')`, jsShown(openingOK), jsText(state)))
+	if msg := b.text(openingOK); msg != "Saved: the line opens at "+hms(at)+"; joining is open now." {
+		t.Errorf("%s = %q", openingOK, msg)
+	}
+	for _, u := range names("drawn", 3) {
+		if tk, err := s.store.Enter(context.Background(), s.queue, u); err != nil || tk.Status != queue.Waiting || tk.Position != 0 {
+			t.Fatalf("store enter of %s before the opening: %+v, %v; want the draw", u, tk, err)
+		}
+	}
+	eventually(t, 15*time.Second, "the draw", func() (bool, string) {
+		i := s.info()
+		return i.DrawCount == 3, fmt.Sprintf("%d placed", i.DrawCount)
+	})
+	info := s.info()
+	want := fmt.Sprintf("Draw at %s: seed %d, 3 participants", hms(at), info.DrawSeed)
+	b.waitJS(5*time.Second, "the draw record", fmt.Sprintf(`%s === %q`, jsText(draw), want))
+	if got := b.text(state); got != "Opened at "+hms(at)+"." {
+		t.Errorf("%s = %q", state, got)
+	}
+	b.screenshot("draw-record")
+}

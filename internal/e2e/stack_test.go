@@ -311,6 +311,7 @@ type call struct {
 	// fresh enter); "" when neither.
 	member string
 	status int
+	at     time.Time // when the answer was written
 }
 
 // recorder keeps every request the server answered, so a test can check
@@ -339,9 +340,22 @@ func (r *recorder) wrap(next http.Handler) http.Handler {
 			}
 		}
 		r.mu.Lock()
-		r.calls = append(r.calls, call{method: req.Method, path: req.URL.Path, member: member, status: sw.status})
+		r.calls = append(r.calls, call{method: req.Method, path: req.URL.Path, member: member, status: sw.status, at: time.Now()})
 		r.mu.Unlock()
 	})
+}
+
+// matching returns the recorded calls that match, in the order answered.
+func (r *recorder) matching(match func(call) bool) []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []call
+	for _, c := range r.calls {
+		if match(c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // count returns how many recorded calls match.

@@ -1,15 +1,17 @@
 // Back office at /admin: sign in with the admin token, watch every queue,
-// change a queue's refill size and its cap on active users, pause and
-// resume it, and see a chart of its recent ticks.
+// change a queue's refill size, its cap on active users and how long a
+// waiting place may go unheard before it is dropped, pause and resume it,
+// schedule an opening (and read its draw's seed), and see a chart of its
+// recent ticks.
 //
 // The token lives in sessionStorage only (gone when the tab closes) and is
 // sent as a Bearer header, never in a URL. All text is set with textContent,
 // so queue names and server messages cannot inject markup.
 //
 // Every change is one PATCH /admin/v1/queues/{queue}. The server checks the
-// ranges (the page only makes sure a field holds a whole number, so an
-// empty field never reaches it as 0 = no cap) and its message is shown
-// under the field.
+// ranges (the page only makes sure a field holds a number, so an empty
+// field never reaches it as 0 = no cap) and its message is shown under the
+// field it names (error.field).
 'use strict';
 
 (function () {
@@ -25,9 +27,14 @@
   const clock = new Intl.DateTimeFormat('en-GB', {
     hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23',
   });
+  const dateClock = new Intl.DateTimeFormat('en-GB', {
+    day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23',
+  });
 
   // The settings the forms change (form[data-setting]): the hint of a
-  // field that does not hold a whole number, and what a save did.
+  // field that does not hold a number, and what a save did. A form with
+  // data-scale shows the setting divided by it (seconds for ms) and takes
+  // fractions; the others take whole numbers.
   const SETTINGS = {
     refill_size: {
       range: 'from 1 to 100,000',
@@ -38,6 +45,13 @@
       saved: (q) => q.max_active > 0
         ? 'Saved: at most ' + num.format(q.max_active) + ' active users at a time.'
         : 'Saved: no cap on active users.',
+    },
+    abandon_after_ms: {
+      range: 'of seconds from 0 (never) to 86,400',
+      saved: (q) => q.abandon_after_ms > 0
+        ? 'Saved: a waiting place unheard for ' + secs.format(q.abandon_after_ms / 1000) +
+          ' s is dropped when the line reaches it.'
+        : 'Saved: waiting places are never dropped as abandoned.',
     },
   };
 
@@ -77,7 +91,7 @@
       if (!res.ok) {
         const e = (data && data.error) || {};
         throw Object.assign(new Error(e.message || res.statusText || 'HTTP ' + res.status),
-          { status: res.status, code: e.code || 'http_' + res.status });
+          { status: res.status, code: e.code || 'http_' + res.status, field: e.field || '' });
       }
       return data;
     } catch (err) {
@@ -235,6 +249,7 @@
       forms: [],
     };
     view.forms = Array.from(root.querySelectorAll('form.setting-form'), (form) => buildForm(view, form));
+    view.opening = buildOpening(view, q('form.opening-form'));
     q('.queue-name').textContent = name;
     root.setAttribute('aria-label', 'Queue ' + name);
     view.pauseError.id = 'pause-error-' + (++nextId);
@@ -249,6 +264,7 @@
     const id = 'setting-input-' + (++nextId);
     const form = {
       setting: root.getAttribute('data-setting'),
+      scale: Number(root.getAttribute('data-scale')) || 1, // the API's unit per unit shown
       input: q('.setting-input'),
       submit: q('.setting-submit'),
       error: q('.setting-error'),
@@ -280,6 +296,8 @@
     set('.refill-size', num.format(q.refill_size));
     set('.interval', secs.format(q.refill_interval_ms / 1000));
     set('.per-minute', num.format(q.admitted_last_minute));
+    set('.abandoned', num.format(q.abandoned_last_interval || 0));
+    set('.abandon-after', q.abandon_after_ms > 0 ? secs.format(q.abandon_after_ms / 1000) + ' s' : 'never');
     set('.last-tick', q.last_tick_at_ms ? clock.format(new Date(q.last_tick_at_ms)) + ' (' + ago(q.last_tick_at_ms) + ')' : 'never');
 
     view.paused = q.paused === true;
@@ -292,8 +310,9 @@
     view.pause.classList.toggle('btn-secondary', !view.paused);
 
     for (const form of view.forms) {
-      if (!form.dirty && document.activeElement !== form.input) form.input.value = String(q[form.setting]);
+      if (!form.dirty && document.activeElement !== form.input) form.input.value = String(q[form.setting] / form.scale);
     }
+    updateOpening(view.opening, q);
   }
 
   // activeText is "3 / 50" under a cap ("(full)" at it: nobody more gets
@@ -312,12 +331,14 @@
     form.error.hidden = true;
     form.ok.hidden = true;
     const raw = form.input.value.trim();
-    if (!/^-?[0-9]+$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
-      showFieldError(form, 'Enter a whole number ' + SETTINGS[form.setting].range + '.');
+    const pattern = form.scale > 1 ? /^-?[0-9]+(\.[0-9]+)?$/ : /^-?[0-9]+$/;
+    const value = Math.round(Number(raw) * form.scale);
+    if (!pattern.test(raw) || !Number.isSafeInteger(value)) {
+      showFieldError(form, 'Enter a ' + (form.scale > 1 ? 'number ' : 'whole number ') + SETTINGS[form.setting].range + '.');
       return;
     }
     const body = {};
-    body[form.setting] = Number(raw);
+    body[form.setting] = value;
     const q = await patchQueue(view, body, form.submit, (text) => showFieldError(form, text));
     if (!q) return;
     form.dirty = false;
@@ -337,9 +358,10 @@
   }
 
   // patchQueue sends one PATCH of settings and returns the queue as the
-  // server answers it, or null: then it has reported why through report
-  // (or signed out, when the token is no longer accepted). button is
-  // disabled meanwhile, so a double click sends one request.
+  // server answers it, or null: then it has reported why through
+  // report(text, field), field being the one the server named (or signed
+  // out, when the token is no longer accepted). button is disabled
+  // meanwhile, so a double click sends one request.
   async function patchQueue(view, body, button, report) {
     const mine = session;
     button.disabled = true;
@@ -352,7 +374,7 @@
         signOut(authMessage(err));
         return null;
       }
-      report(err.status === 0 ? 'Could not reach the server. Try again.' : err.message + ' (' + err.code + ')');
+      report(err.status === 0 ? 'Could not reach the server. Try again.' : err.message + ' (' + err.code + ')', err.field || '');
       return null;
     } finally {
       button.disabled = false;
@@ -364,6 +386,136 @@
     form.error.hidden = false;
     form.input.setAttribute('aria-invalid', 'true');
     form.input.focus();
+  }
+
+  // ---- scheduled opening ----
+
+  // buildOpening wires the opening form: two local times (this browser's
+  // time zone) sent as RFC 3339, Save and Clear.
+  function buildOpening(view, root) {
+    const q = (sel) => root.querySelector(sel);
+    const o = {
+      root: root,
+      state: q('.opening-state'),
+      draw: q('.draw-record'),
+      prequeue: q('.prequeue-input'),
+      opens: q('.opens-input'),
+      prequeueError: q('.prequeue-error'),
+      opensError: q('.opens-error'),
+      error: q('.opening-error'),
+      ok: q('.opening-ok'),
+      submit: q('.opening-submit'),
+      clear: q('.opening-clear'),
+      dirty: false, // the operator changed a time: stop syncing the inputs from the server
+    };
+    const id = 'opening-' + (++nextId);
+    [['prequeue', o.prequeue, o.prequeueError, '.prequeue-label'], ['opens', o.opens, o.opensError, '.opens-label']]
+      .forEach(([name, input, error, label]) => {
+        input.id = id + '-' + name;
+        error.id = input.id + '-error';
+        input.setAttribute('aria-describedby', error.id + ' ' + id + '-hint');
+        q(label).setAttribute('for', input.id);
+        input.addEventListener('input', () => {
+          o.dirty = true;
+          o.ok.hidden = true;
+        });
+      });
+    q('.opening-hint').id = id + '-hint';
+    q('.opening-hint').textContent += ' Times are in ' + (Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time') + '.';
+    root.addEventListener('submit', (e) => {
+      e.preventDefault();
+      saveOpening(view, o, {
+        prequeue_from: rfc3339(o.prequeue.value),
+        opens_at: rfc3339(o.opens.value),
+      });
+    });
+    o.clear.addEventListener('click', () => {
+      saveOpening(view, o, { prequeue_from: null, opens_at: null });
+    });
+    return o;
+  }
+
+  function updateOpening(o, q) {
+    const opens = Date.parse(q.opens_at || '');
+    const from = Date.parse(q.prequeue_from || '');
+    o.state.textContent = openingText(opens, from);
+    const drawn = Date.parse(q.draw_for || '');
+    o.draw.hidden = !isFinite(drawn);
+    if (isFinite(drawn)) {
+      // The seed as digits, not grouped: it is copied to recompute the order.
+      o.draw.textContent = 'Draw at ' + when(drawn) + ': seed ' + String(q.draw_seed) + ', ' +
+        num.format(q.draw_count) + (q.draw_count === 1 ? ' participant' : ' participants');
+    }
+    if (!o.dirty && !o.root.contains(document.activeElement)) {
+      o.prequeue.value = isFinite(from) ? localInput(from) : '';
+      o.opens.value = isFinite(opens) ? localInput(opens) : '';
+    }
+  }
+
+  // openingText says where a scheduled opening stands, on this browser's
+  // clock.
+  function openingText(opens, from) {
+    if (!isFinite(opens)) return 'No opening scheduled: people join the line as they arrive.';
+    const now = Date.now();
+    if (opens <= now) return 'Opened at ' + when(opens) + '.';
+    if (isFinite(from) && from > now) {
+      return 'Not open yet: joining opens at ' + when(from) + ' (in ' + until(from) + '); the draw and the opening at ' +
+        when(opens) + '.';
+    }
+    return 'Pre-queue open: everyone joining is in the draw at ' + when(opens) + ' (in ' + until(opens) + ').';
+  }
+
+  async function saveOpening(view, o, body) {
+    [o.error, o.prequeueError, o.opensError, o.ok].forEach((p) => { p.hidden = true; });
+    [o.prequeue, o.opens].forEach((i) => i.setAttribute('aria-invalid', 'false'));
+    const q = await patchQueue(view, body, body.opens_at === null && body.prequeue_from === null ? o.clear : o.submit, (text, field) => {
+      const [error, input] = field === 'prequeue_from' ? [o.prequeueError, o.prequeue]
+        : field === 'opens_at' ? [o.opensError, o.opens] : [o.error, null];
+      error.textContent = text;
+      error.hidden = false;
+      if (input) {
+        input.setAttribute('aria-invalid', 'true');
+        input.focus();
+      }
+    });
+    if (!q) return;
+    o.dirty = false;
+    if (o.root.contains(document.activeElement)) document.activeElement.blur(); // let the view sync the inputs
+    updateSection(view, q);
+    o.ok.textContent = q.opens_at
+      ? 'Saved: the line opens at ' + when(Date.parse(q.opens_at)) +
+        (q.prequeue_from ? ', joining from ' + when(Date.parse(q.prequeue_from)) + '.' : '; joining is open now.')
+      : 'Saved: no opening scheduled.';
+    o.ok.hidden = false;
+  }
+
+  // rfc3339 turns a datetime-local value (this browser's time zone) into
+  // the API's RFC 3339, or null for an empty field.
+  function rfc3339(local) {
+    if (!local) return null;
+    const d = new Date(local);
+    return isFinite(d.getTime()) ? d.toISOString().replace(/\.\d{3}Z$/, 'Z') : local;
+  }
+
+  // localInput is a time (ms) as a datetime-local value.
+  function localInput(ms) {
+    const d = new Date(ms);
+    const p = (n) => String(n).padStart(2, '0');
+    return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) +
+      'T' + p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds());
+  }
+
+  // when is a time of day, with the date when it is not today.
+  function when(ms) {
+    const d = new Date(ms);
+    return (d.toDateString() === new Date().toDateString() ? clock : dateClock).format(d);
+  }
+
+  function until(ms) {
+    const s = Math.max(0, Math.ceil((ms - Date.now()) / 1000));
+    if (s < 120) return s + ' s';
+    if (s < 7200) return Math.round(s / 60) + ' min';
+    return Math.round(s / 360) / 10 + ' h';
   }
 
   // ---- chart ----
@@ -389,8 +541,9 @@
   }
 
   // drawChart redraws the whole chart: people waiting as a line on the left
-  // axis, people admitted per tick as bars on the right axis. The two scales
-  // differ by orders of magnitude, hence two axes sharing one grid.
+  // axis, people admitted per tick as bars on the right axis, with the
+  // places dropped as abandoned stacked on them. The two scales differ by
+  // orders of magnitude, hence two axes sharing one grid.
   function drawChart(svg, allPoints, intervalMs) {
     svg.replaceChildren();
     const plotW = W - M.left - M.right;
@@ -398,7 +551,8 @@
     const last = allPoints.length ? allPoints[allPoints.length - 1].at_ms : 0;
     const points = allPoints.filter((p) => p.at_ms > last - CHART_WINDOW_MS);
 
-    legend(svg);
+    const abandoned = (p) => p.abandoned || 0;
+    legend(svg, points.some((p) => abandoned(p) > 0));
     if (!points.length) {
       svg.setAttribute('aria-label', 'No ticks recorded yet.');
       svg.append(el('text', { x: W / 2, y: M.top + plotH / 2, 'text-anchor': 'middle', class: 'chart-empty' }, 'No ticks yet'));
@@ -412,7 +566,7 @@
     const x = (t) => M.left + ((t - t0) / (t1 - t0)) * plotW;
 
     const maxWaiting = Math.max.apply(null, points.map((p) => p.waiting));
-    const maxAdmitted = Math.max.apply(null, points.map((p) => p.admitted));
+    const maxAdmitted = Math.max.apply(null, points.map((p) => p.admitted + abandoned(p)));
     const stepW = niceStep(maxWaiting / 4);
     const rows = Math.max(1, Math.ceil(maxWaiting / stepW));
     const topW = stepW * rows;
@@ -434,11 +588,20 @@
 
     const barW = Math.max(0.5, (plotW * slot) / (t1 - t0) * 0.8);
     for (const p of points) {
-      if (p.admitted <= 0) continue;
-      const y = yA(p.admitted);
-      const bar = el('rect', { x: x(p.at_ms) - barW, y: y, width: barW, height: M.top + plotH - y, class: 'admitted-bar' });
-      bar.append(el('title', {}, clock.format(new Date(p.at_ms)) + ': ' + num.format(p.admitted) + ' admitted'));
-      svg.append(bar);
+      const label = clock.format(new Date(p.at_ms)) + ': ' + num.format(p.admitted) + ' admitted' +
+        (abandoned(p) > 0 ? ', ' + num.format(abandoned(p)) + ' dropped as abandoned' : '');
+      if (p.admitted > 0) {
+        const y = yA(p.admitted);
+        const bar = el('rect', { x: x(p.at_ms) - barW, y: y, width: barW, height: M.top + plotH - y, class: 'admitted-bar' });
+        bar.append(el('title', {}, label));
+        svg.append(bar);
+      }
+      if (abandoned(p) > 0) {
+        const y = yA(p.admitted + abandoned(p));
+        const bar = el('rect', { x: x(p.at_ms) - barW, y: y, width: barW, height: yA(p.admitted) - y, class: 'abandoned-bar' });
+        bar.append(el('title', {}, label));
+        svg.append(bar);
+      }
     }
 
     const d = points.map((p, i) => (i ? 'L' : 'M') + x(p.at_ms).toFixed(1) + ' ' + yW(p.waiting).toFixed(1)).join(' ');
@@ -452,15 +615,20 @@
     const now = points[points.length - 1];
     svg.setAttribute('aria-label', 'Last ' + Math.round((t1 - t0) / 60000 * 10) / 10 + ' minutes: ' +
       num.format(now.waiting) + ' people waiting now, ' + num.format(now.admitted) + ' admitted in the last tick, ' +
+      (abandoned(now) > 0 ? num.format(abandoned(now)) + ' dropped as abandoned in it, ' : '') +
       'at most ' + num.format(maxWaiting) + ' waiting.');
   }
 
-  function legend(svg) {
+  function legend(svg, withAbandoned) {
     const g = el('g', { class: 'chart-legend', transform: 'translate(' + M.left + ',18)' });
     g.append(el('line', { x1: 0, x2: 20, y1: 0, y2: 0, class: 'legend-line' }));
     g.append(el('text', { x: 26, y: 5, class: 'chart-label' }, 'Waiting (left axis)'));
     g.append(el('rect', { x: 200, y: -7, width: 14, height: 14, class: 'legend-bar' }));
     g.append(el('text', { x: 220, y: 5, class: 'chart-label' }, 'Admitted per tick (right axis)'));
+    if (withAbandoned) {
+      g.append(el('rect', { x: 455, y: -7, width: 14, height: 14, class: 'legend-abandoned' }));
+      g.append(el('text', { x: 475, y: 5, class: 'chart-label' }, 'Abandoned'));
+    }
     svg.append(g);
   }
 

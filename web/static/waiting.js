@@ -18,6 +18,20 @@
 // Nobody is admitted then and every place is kept, so the page says so,
 // promises no wait time, and goes on polling as the server suggests; the
 // first ticket without the flag brings the estimate back.
+//
+// A scheduled opening. Before its pre-queue window an enter answers 403
+// not_open with prequeue_from and opens_at: a definite "not yet", not a
+// failure, and no place is held. The page counts down to prequeue_from and
+// then enters once (a not_open answer again only reschedules). In the
+// window a WAITING ticket has position 0 and opens_at: the user is in the
+// draw, and at opens_at everyone in it gets a place in a random order, so
+// the page shows no number, only the countdown. Times are counted on the
+// server's clock, estimated from the Date header of its answers.
+//
+// A place not heard from for a while (no enter or status: the page was
+// closed, frozen or asleep) is dropped when the line reaches it, and the
+// ticket then says NOT_WAITING with reason "abandoned". The page does not
+// rejoin by itself then: it explains, and one click joins again at the back.
 'use strict';
 
 (function () {
@@ -28,6 +42,21 @@
   const BACKOFF_JITTER = 0.2; // ±20 %, so clients cut off together do not return together
   const REQUEST_TIMEOUT_MS = 10000;
   const DELETE_ATTEMPTS = 4;
+  const MAX_TIMER_MS = 3600000; // longer waits re-arm: setTimeout overflows past ~24.8 days
+  // Before a scheduled opening's pre-queue window the page enters at a
+  // random moment within this much of the window's start (at most a tenth
+  // of the window): nothing is gained by being first in a draw, so a crowd
+  // of open pages need not hit the server in the same instant.
+  const SPREAD_MAX_MS = 3000;
+  const CLOCK_JUMP_MS = 3000; // a clock estimate this far below the last one means the local clock moved
+  // Why a place ended (NOT_WAITING reason) -> the notice shown after the
+  // single automatic re-enter. "abandoned" is not here: it never re-enters.
+  const REJOIN_NOTICES = {
+    expired: 'rejoinedExpired',
+    done: 'rejoinedDone',
+    removed: 'rejoinedRemoved',
+    left: 'rejoinedLeft',
+  };
 
   // Plural-sensitive or parameterised strings are functions.
   const STRINGS = {
@@ -70,6 +99,40 @@
       reconnecting: (s) => 'Connection lost. Reconnecting… (next try in ' + s + ' s)',
       live: (n) => 'You are number ' + n + ' in line',
       rejoined: 'Your earlier place had expired, so you joined the line again at the back.',
+      rejoinedExpired: 'Your earlier turn had run out of time, so you joined the line again at the back.',
+      rejoinedDone: 'You had finished your earlier turn, so you joined the line again at the back.',
+      rejoinedRemoved: 'The site removed your earlier place, so you joined the line again at the back.',
+      rejoinedLeft: 'You had given up your earlier place, so you joined the line again at the back.',
+      // Shown in every waiting state: nobody needs to click anything.
+      autoNote: 'Please wait: you will be let in automatically, in order. Keep this page open.',
+      // A scheduled opening, before its pre-queue window.
+      notOpenTitle: 'The line is not open yet',
+      notOpenLede: 'This line opens at a set time. Keep this page open: you will join it automatically.',
+      notOpenStatus: (time) => 'The line opens for joining at ' + time,
+      notOpenIn: 'Opens for joining in',
+      // Everyone in the window is drawn in a random order: no need to hurry.
+      notOpenDraw: (from, opens) => 'Everyone who joins between ' + from + ' and ' + opens +
+        ' gets a place in a random order at ' + opens + ', so there is no need to hurry.',
+      notOpenLive: (time) => 'The line opens for joining at ' + time + '. This page will join it automatically.',
+      // In the draw: no number yet.
+      drawTitle: 'You are in the draw',
+      drawLede: 'Everyone who joins before the line opens gets a place in a random order, so there is no need to hurry. ' +
+        'Keep this page open: your place in the draw is saved, even if you reload.',
+      drawLabel: 'You are in the draw',
+      drawBody: (time) => 'At ' + time + ' everyone here gets a place in a random order.',
+      drawIn: 'The draw is in',
+      drawing: 'The order is being drawn. Your number comes in a moment.',
+      summaryDraw: (n, count, time) =>
+        (count === 1 ? '1 person is waiting' : n + ' people are waiting') + '; the draw is at ' + time,
+      summaryDrawing: (n, count) =>
+        (count === 1 ? '1 person is waiting' : n + ' people are waiting') + '; the order is being drawn',
+      drawLive: (time) => 'You are in the draw. At ' + time + ' everyone here gets a place in a random order.',
+      // The place was dropped as abandoned.
+      releasedTitle: 'Your place was released',
+      releasedBody: "We didn't hear from this page for a while, so your place was released. " +
+        'This happens when the page is closed, or the device sleeps, when the line reaches you.',
+      rejoin: 'Join again at the back',
+      days: (d) => d + (d === 1 ? ' day' : ' days'),
       errQueue: 'This waiting line does not exist. Please check the address.',
       errJoin: 'This link to the waiting line is not valid or has expired. Go back to the site and open the waiting line again.',
       errLost: 'We could not keep your place in line.',
@@ -112,6 +175,33 @@
       reconnecting: (s) => '연결이 끊겼습니다. 다시 연결하는 중… (' + s + '초 후 재시도)',
       live: (n) => '대기 순번 ' + n + '번입니다',
       rejoined: '이전 순번이 만료되어 맨 뒤에서 다시 줄을 섰습니다.',
+      rejoinedExpired: '이전 입장 시간이 끝나 맨 뒤에서 다시 줄을 섰습니다.',
+      rejoinedDone: '이전 입장을 마치셨기 때문에 맨 뒤에서 다시 줄을 섰습니다.',
+      rejoinedRemoved: '사이트에서 이전 순번을 삭제하여 맨 뒤에서 다시 줄을 섰습니다.',
+      rejoinedLeft: '이전 순번을 취소하셨기 때문에 맨 뒤에서 다시 줄을 섰습니다.',
+      autoNote: '잠시만 기다리시면 순서대로 자동 접속됩니다. 이 페이지를 닫지 마세요.',
+      notOpenTitle: '아직 대기열이 열리지 않았습니다',
+      notOpenLede: '이 대기열은 정해진 시각에 열립니다. 이 페이지를 열어 두시면 자동으로 줄을 섭니다.',
+      notOpenStatus: (time) => time + '부터 줄을 설 수 있습니다',
+      notOpenIn: '줄서기 시작까지',
+      notOpenDraw: (from, opens) => from + '부터 ' + opens + ' 사이에 들어온 분은 모두 ' + opens +
+        '에 무작위 추첨으로 순번을 받습니다. 서두르지 않으셔도 됩니다.',
+      notOpenLive: (time) => time + '부터 줄을 설 수 있습니다. 이 페이지가 자동으로 줄을 섭니다.',
+      drawTitle: '추첨 대기 중입니다',
+      drawLede: '대기열이 열리기 전에 들어온 분은 모두 무작위 추첨으로 순번을 받으므로 서두르지 않으셔도 됩니다. ' +
+        '이 페이지를 열어 두세요. 새로고침해도 추첨 참여는 유지됩니다.',
+      drawLabel: '추첨에 참여했습니다',
+      drawBody: (time) => time + '에 이곳의 모든 분이 무작위 순서로 순번을 받습니다.',
+      drawIn: '추첨까지',
+      drawing: '순번을 추첨하고 있습니다. 잠시 후 순번이 표시됩니다.',
+      summaryDraw: (n, count, time) => '현재 대기 인원 ' + n + '명, ' + time + ' 추첨',
+      summaryDrawing: (n) => '현재 대기 인원 ' + n + '명, 순번 추첨 중',
+      drawLive: (time) => '추첨에 참여했습니다. ' + time + '에 모든 분이 무작위 순서로 순번을 받습니다.',
+      releasedTitle: '대기 순번이 해제되었습니다',
+      releasedBody: '한동안 이 페이지의 응답이 없어 순번이 해제되었습니다. ' +
+        '차례가 왔을 때 페이지가 닫혀 있거나 기기가 절전 상태이면 이렇게 됩니다.',
+      rejoin: '맨 뒤에서 다시 줄 서기',
+      days: (d) => d + '일',
       errQueue: '존재하지 않는 대기열입니다. 주소를 확인해 주세요.',
       errJoin: '대기열 링크가 올바르지 않거나 만료되었습니다. 사이트로 돌아가 대기열에 다시 들어와 주세요.',
       errLost: '대기 순번을 유지하지 못했습니다.',
@@ -132,7 +222,7 @@
   };
 
   let lang = pickLang();
-  let state = 'loading'; // mirrors body[data-state]: loading|waiting|entered|left|error
+  let state = 'loading'; // mirrors body[data-state]: loading|notopen|waiting|entered|left|released|error
   let resuming = false; // loading text: checking an old place vs joining fresh
   // A site's join token (?join=): the first enter sends it, so one account
   // holds one place on every device. Dropped once an enter with it is
@@ -158,8 +248,15 @@
   let inFlight = false;
   let generation = 0; // bumped on leave/join so late answers of an old attempt are dropped
   let pendingDelete = Promise.resolve();
-  let announced = 0;
+  let announced = ''; // what the live region last told: a position, or the draw
   let announcedPaused = false; // the live region last told of a pause
+  // A scheduled opening that answered not_open: {from, opens} in ms (NaN
+  // when not given). enterAt is the local time of the enter it waits for.
+  let opening = null;
+  let enterAt = 0;
+  let notOpenAgain = 0; // not_open answers in a row after the window should have opened
+  let skew = null; // the server's clock is at least Date.now() + skew (from Date headers)
+  let clockTimer = 0; // re-renders a countdown on the second
 
   // ---- storage: localStorage can throw (private mode, disabled storage) ----
 
@@ -245,6 +342,29 @@
     }).format(d);
   }
 
+  // when formats a moment (ms) for a sentence: the time of day, with the
+  // date when it is not today.
+  function when(ms) {
+    const d = new Date(ms);
+    const today = d.toDateString() === new Date().toDateString();
+    return new Intl.DateTimeFormat(locale(), today
+      ? { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }
+      : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(d);
+  }
+
+  // countdown formats a time left (ms) as m:ss or h:mm:ss, with days in
+  // front when there are any; whole seconds rounded up, so it reads 0:00
+  // only once the moment has come.
+  function countdown(ms) {
+    const total = Math.max(0, Math.ceil(ms / 1000));
+    const days = Math.floor(total / 86400);
+    const h = Math.floor((total % 86400) / 3600);
+    const m = Math.floor((total % 3600) / 60);
+    const pad = (n) => String(n).padStart(2, '0');
+    const clockPart = (h || days ? h + ':' + pad(m) : String(m)) + ':' + pad(total % 60);
+    return days ? t('days', days) + ' ' + clockPart : clockPart;
+  }
+
   function humanEta(seconds) {
     if (!(seconds >= 60)) return t('etaSoon');
     // Rounded up like the "up to N minutes" summary, so the two never disagree.
@@ -267,12 +387,14 @@
         keepalive: method === 'DELETE', // let a leave finish even if the tab closes
         signal: ctrl.signal,
       });
+      noteServerTime(res.headers.get('Date'), Date.now());
       if (res.status === 204) return null;
       const data = await res.json().catch(() => null);
       if (!res.ok) {
         const err = new Error((data && data.error && data.error.message) || res.statusText);
         err.status = res.status;
         err.code = (data && data.error && data.error.code) || 'http_' + res.status;
+        err.detail = (data && data.error) || {};
         throw err;
       }
       if (!data) throw Object.assign(new Error('empty response'), { status: 0, code: 'bad_response' });
@@ -283,6 +405,24 @@
     } finally {
       clearTimeout(timeout);
     }
+  }
+
+  // noteServerTime keeps an estimate of the server's clock, which decides
+  // a scheduled opening: users' clocks can be minutes off. The Date header
+  // is in whole seconds and written before the answer arrived, so each one
+  // gives a lower bound; the highest is kept, unless one far below says
+  // the local clock itself was changed.
+  function noteServerTime(header, localAt) {
+    const d = Date.parse(header || '');
+    if (!isFinite(d)) return;
+    const s = d - localAt;
+    if (skew === null || s > skew || s < skew - CLOCK_JUMP_MS) skew = s;
+  }
+
+  // serverNow is the server's time now, at the earliest: a moment counted
+  // down on it is never reached before the server reaches it.
+  function serverNow() {
+    return Date.now() + (skew || 0);
   }
 
   // Worth retrying later: no answer, overload, or a server/Redis failure.
@@ -312,6 +452,15 @@
         : await api('GET', base + '/status');
     } catch (err) {
       if (gen !== generation) return;
+      if (action === 'enter' && err.code === 'not_open') {
+        // A definite "not yet": no place is held, nothing failed. The
+        // answer set the place cookie, which the later enter proves.
+        failures = 0;
+        retryInMs = 0;
+        dropJoinToken();
+        onNotOpen(err.detail);
+        return;
+      }
       if (action === 'status' && err.code === 'invalid_place') {
         // A definite answer: this browser proves no place (no cookie yet,
         // or it expired). Not a failure to back off from.
@@ -370,20 +519,24 @@
     switch (tk.status) {
       case 'WAITING':
         hadPlace = true;
-        if (!place || tk.position > place.initial_position) {
+        opening = null;
+        notOpenAgain = 0;
+        // In a draw (position 0) there is no number to measure progress
+        // from yet; the first real position starts it.
+        if (tk.position > 0 && (!place || tk.position > place.initial_position)) {
           savePlace({ queue: queue, user_id: member, initial_position: tk.position, joined_at: Date.now() });
         }
         ticket = tk;
         state = 'waiting';
         render();
-        announce(tk.position, tk.paused === true);
+        announce(tk);
         schedule(tk.poll_after_ms > 0 ? Math.max(MIN_POLL_MS, tk.poll_after_ms) : FALLBACK_POLL_MS);
         return;
       case 'ENTERED':
         enterTurn(tk);
         return;
       case 'NOT_WAITING':
-        onNoPlace(action);
+        onNoPlace(action, tk.reason || '');
         return;
       default:
         onError(Object.assign(new Error('unknown status'), { status: 0, code: 'bad_response' }));
@@ -394,19 +547,85 @@
   // ever held one in this attempt this is just the first join (or a place
   // from an earlier visit that has gone); after holding one we allow exactly
   // one re-enter. An enter answered with NOT_WAITING would loop, so it ends
-  // here too.
-  function onNoPlace(action) {
+  // here too. A place dropped as abandoned is never rejoined by itself: the
+  // user was away, and decides.
+  function onNoPlace(action, reason) {
+    if (action === 'status' && reason === 'abandoned') {
+      release();
+      return;
+    }
     if ((hadPlace && reentered) || action === 'enter') {
       clearPlace();
       fail(t('errLost'));
       return;
     }
-    if (hadPlace || storedPlace()) notice = 'rejoined';
+    if (hadPlace || storedPlace() || REJOIN_NOTICES[reason]) notice = REJOIN_NOTICES[reason] || 'rejoined';
     if (hadPlace) reentered = true;
     hadPlace = false;
     clearPlace();
     ticket = null;
     resuming = false;
+    render();
+    step('enter');
+  }
+
+  // release shows that the place was dropped as abandoned and offers to
+  // join again at the back (joinAgain: one click, one enter).
+  function release() {
+    clearTimeout(timer);
+    clearPlace();
+    hadPlace = false;
+    ticket = null;
+    notice = '';
+    state = 'released';
+    retryInMs = 0;
+    render();
+    $('live').textContent = t('releasedTitle') + '. ' + t('releasedBody');
+  }
+
+  // onNotOpen waits for a scheduled opening's pre-queue window and then
+  // enters once. An answer that it is still not open, when by our estimate
+  // the window should have opened (the clocks disagree, or the operator
+  // moved it), backs off like a failure would, so no page hammers.
+  function onNotOpen(detail) {
+    clearTimeout(timer);
+    const from = Date.parse(detail.prequeue_from || '');
+    const opens = Date.parse(detail.opens_at || '');
+    opening = { from: from, opens: opens };
+    hadPlace = false;
+    ticket = null;
+    clearPlace();
+    let wait = from - serverNow();
+    if (wait > 0) {
+      notOpenAgain = 0;
+      const span = opens - from; // the pre-queue window
+      wait += Math.random() * Math.min(SPREAD_MAX_MS, span > 0 ? span / 10 : 0);
+    } else {
+      notOpenAgain++;
+      wait = backoff(notOpenAgain); // also when the answer gave no time
+    }
+    enterAt = Date.now() + wait;
+    state = 'notopen';
+    resuming = false;
+    render();
+    if (isFinite(from)) $('live').textContent = t('notOpenLive', when(from));
+    armEnter();
+  }
+
+  // armEnter sets the timer for the scheduled enter, in steps of at most
+  // MAX_TIMER_MS.
+  function armEnter() {
+    clearTimeout(timer);
+    timer = setTimeout(enterWhenDue, Math.min(MAX_TIMER_MS, Math.max(0, enterAt - Date.now())));
+  }
+
+  function enterWhenDue() {
+    if (state !== 'notopen' || inFlight) return;
+    if (Date.now() < enterAt) {
+      armEnter();
+      return;
+    }
+    state = 'loading';
     render();
     step('enter');
   }
@@ -469,12 +688,18 @@
   }
 
   // announce tells screen readers of a pause, of its end (with the
-  // position) and of every move up, once each.
-  function announce(position, paused) {
-    if (position === announced && paused === announcedPaused) return;
-    announced = position;
+  // position), of the draw and of every move up, once each.
+  function announce(tk) {
+    const paused = tk.paused === true;
+    const drawAt = Date.parse(tk.opens_at || '');
+    const what = tk.position > 0 ? String(tk.position) : 'draw:' + drawAt;
+    if (what === announced && paused === announcedPaused) return;
+    announced = what;
     announcedPaused = paused;
-    $('live').textContent = paused ? t('paused') : t('live', fmt(position));
+    let text = t('live', fmt(tk.position));
+    if (paused) text = t('paused');
+    else if (tk.position === 0) text = drawAt > serverNow() ? t('drawLive', when(drawAt)) : t('drawing');
+    $('live').textContent = text;
   }
 
   // ---- leave / join again ----
@@ -508,7 +733,7 @@
   }
 
   async function joinAgain() {
-    if (state !== 'left' && state !== 'error') return; // a double click joins once
+    if (state !== 'left' && state !== 'error' && state !== 'released') return; // a double click joins once
     state = 'loading';
     resuming = false;
     render();
@@ -523,17 +748,20 @@
     pass = '';
     target = '';
     notice = '';
-    announced = 0;
+    announced = '';
     announcedPaused = false;
     errorText = '';
     render();
     step('enter');
   }
 
-  // Poll at once when the tab comes back or the network returns: browsers
-  // throttle timers in background tabs, and a backoff may be long.
+  // Poll at once when the tab comes back (shown, thawed or restored) or
+  // the network returns: browsers throttle timers in background tabs and
+  // stop them in frozen ones, and a backoff may be long. Before an opening
+  // the only request is the scheduled enter, made if it is due.
   function pollSoon() {
-    if ((state === 'waiting' || state === 'loading') && !inFlight) step('status');
+    if (state === 'notopen') enterWhenDue();
+    else if ((state === 'waiting' || state === 'loading') && !inFlight) step('status');
   }
 
   // ---- rendering: everything is derived from the state variables above ----
@@ -541,10 +769,13 @@
   function render() {
     document.body.setAttribute('data-state', state);
     const active = state === 'loading' || state === 'waiting';
-    $('intro').hidden = !active; // #status-text keeps its text for scripts and tests
+    const notOpen = state === 'notopen';
+    $('intro').hidden = !active && !notOpen; // #status-text keeps its text for scripts and tests
     $('waiting-panel').hidden = !active;
+    $('notopen-panel').hidden = !notOpen;
     $('turn').hidden = state !== 'entered';
     $('left').hidden = state !== 'left';
+    $('released').hidden = state !== 'released';
     $('error').hidden = state !== 'error';
     $('error-text').textContent = errorText;
     $('retry').hidden = !canRetry;
@@ -563,29 +794,66 @@
     $('reconnecting-text').textContent = t('reconnecting', fmt(Math.max(1, Math.round(retryInMs / 1000))));
 
     const noticeEl = $('notice');
-    noticeEl.hidden = !(active && notice);
+    noticeEl.hidden = !((active || notOpen) && notice);
     noticeEl.textContent = notice ? t(notice) : '';
 
     // The last ticket's word, kept while reconnecting like the position.
     const paused = active && !!ticket && ticket.paused === true;
     $('paused').hidden = !paused;
 
+    // In a scheduled opening's draw (position 0): no number yet, only the
+    // time of the draw. drawAt is NaN when the ticket gives none.
+    const inDraw = active && !!ticket && ticket.position === 0;
+    const drawAt = inDraw ? Date.parse(ticket.opens_at || '') : NaN;
+    const drawPending = drawAt > serverNow();
+
+    $('title').textContent = notOpen ? t('notOpenTitle') : inDraw ? t('drawTitle') : t('title');
+    $('lede').textContent = notOpen ? t('notOpenLede') : inDraw ? t('drawLede') : t('lede');
+
     let status;
     if (state === 'waiting' && ticket && paused) {
       status = t('summaryPaused', fmt(ticket.waiting), ticket.waiting);
+    } else if (state === 'waiting' && ticket && inDraw) {
+      status = drawPending
+        ? t('summaryDraw', fmt(ticket.waiting), ticket.waiting, when(drawAt))
+        : t('summaryDrawing', fmt(ticket.waiting), ticket.waiting);
     } else if (state === 'waiting' && ticket) {
       const minutes = Math.max(1, Math.ceil(ticket.eta_seconds / 60));
       status = t('summary', fmt(ticket.waiting), ticket.waiting, fmt(minutes), minutes);
+    } else if (notOpen) {
+      status = isFinite(opening.from) && opening.from > serverNow() ? t('notOpenStatus', when(opening.from)) : t('joining');
     } else if (state === 'loading') {
       status = resuming ? t('resuming') : t('joining');
     } else if (state === 'entered') {
       status = t('turnTitle');
     } else if (state === 'left') {
       status = t('leftTitle');
+    } else if (state === 'released') {
+      status = t('releasedTitle');
     } else {
       status = t('errorTitle');
     }
     $('status-text').textContent = status;
+
+    // Before the pre-queue window: the countdown to it, and who gets drawn.
+    if (notOpen) {
+      $('notopen-countdown').textContent = isFinite(opening.from) ? countdown(opening.from - serverNow()) : '–';
+      const drawNote = $('notopen-draw');
+      drawNote.hidden = !(opening.opens > opening.from);
+      drawNote.textContent = drawNote.hidden ? '' : t('notOpenDraw', when(opening.from), when(opening.opens));
+    }
+
+    $('position-box').hidden = inDraw;
+    $('draw-box').hidden = !inDraw;
+    $('ahead-stat').hidden = inDraw;
+    $('eta-stat').hidden = inDraw;
+    $('waiting-stat').classList.toggle('stat-wide', inDraw);
+    $('progress-wrap').hidden = inDraw;
+    if (inDraw) {
+      $('draw-text').textContent = drawPending ? t('drawBody', when(drawAt)) : t('drawing');
+      $('draw-countdown-box').hidden = !drawPending;
+      $('draw-countdown').textContent = drawPending ? countdown(drawAt - serverNow()) : '';
+    }
 
     if (ticket) {
       $('position').textContent = fmt(ticket.position);
@@ -605,6 +873,17 @@
     const upd = $('updated');
     upd.textContent = updatedAt ? clock(updatedAt) : '–';
     if (updatedAt) upd.setAttribute('datetime', updatedAt.toISOString());
+
+    tickClock(notOpen ? opening.from : drawPending ? drawAt : NaN);
+  }
+
+  // tickClock renders again when the countdown to target (a server time,
+  // ms) shows its next second; nothing when there is no countdown.
+  function tickClock(target) {
+    clearTimeout(clockTimer);
+    const left = target - serverNow();
+    if (!(left > -1000)) return; // NaN, or long past: the 0:00 has been shown
+    clockTimer = setTimeout(render, left > 0 ? (left % 1000) + 20 : 1000);
   }
 
   // How far the user has come since joining: 0 % at the first position seen,
@@ -637,12 +916,18 @@
     });
     $('join-again').addEventListener('click', joinAgain);
     $('retry').addEventListener('click', joinAgain);
+    $('rejoin').addEventListener('click', joinAgain);
     $('pass').addEventListener('focus', (e) => e.target.select());
 
     document.addEventListener('visibilitychange', () => {
       if (document.visibilityState === 'visible') pollSoon();
     });
     window.addEventListener('online', pollSoon);
+    // A frozen page (a background tab the browser froze) runs again.
+    document.addEventListener('resume', pollSoon);
+    window.addEventListener('pageshow', (e) => {
+      if (e.persisted) pollSoon(); // restored from the back/forward cache
+    });
 
     storageRemove(keys.oldUser); // names no place any more
     resuming = !joinToken && !!storedPlace();
