@@ -88,11 +88,11 @@ func classify(err error) *apiError {
 	case errors.Is(err, pass.ErrInvalid):
 		return errInvalidPass
 	case errors.Is(err, queue.ErrInvalidOpening):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: err.Error(), field: "prequeue_from"}
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "prequeue_from"}
 	case errors.Is(err, queue.ErrInvalidAbandon):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: err.Error(), field: "abandon_after_ms"}
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "abandon_after_ms"}
 	case errors.Is(err, queue.ErrInvalidMaxActive):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: err.Error(), field: "max_active"}
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "max_active"}
 	case errors.Is(err, queue.ErrInvalidRefill):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_refill_size", message: fmt.Sprintf("refill_size must be an integer from 1 to %d", queue.MaxRefillSize)}
 	case storeUnavailable(err):
@@ -100,6 +100,12 @@ func classify(err error) *apiError {
 	default:
 		return errInternal
 	}
+}
+
+// clientMessage is a store validation error as a client reads it, without
+// the Go package's prefix.
+func clientMessage(err error) string {
+	return strings.TrimPrefix(err.Error(), "queue: ")
 }
 
 // storeUnavailable reports whether err means Redis could not do the work

@@ -204,7 +204,8 @@ type queueInfoResponse struct {
 	Active           int64  `json:"active"` // the same count: admissions that have not ended
 	MaxActive        int    `json:"max_active"`
 	Paused           bool   `json:"paused"`
-	OpensAt          string `json:"opens_at,omitempty"` // a scheduled opening, RFC 3339
+	OpensAt          string `json:"opens_at,omitempty"`      // a scheduled opening, RFC 3339
+	PrequeueFrom     string `json:"prequeue_from,omitempty"` // its pre-queue window's start
 	RefillSize       int    `json:"refill_size"`
 	RefillIntervalMS int64  `json:"refill_interval_ms"`
 }
@@ -223,6 +224,7 @@ func (s *Server) queueInfo(w http.ResponseWriter, r *http.Request) {
 		MaxActive:        info.Settings.MaxActive,
 		Paused:           info.Paused,
 		OpensAt:          rfc3339(info.OpensAt),
+		PrequeueFrom:     rfc3339(info.PrequeueFrom),
 		RefillSize:       info.Settings.RefillSize,
 		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
 	})

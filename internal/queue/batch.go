@@ -215,14 +215,14 @@ func (s *Store) userArgs(users []string) []any {
 
 // runBatch runs script once for users. Both batched scripts (enter.lua and
 // status.lua) reply {waiting, until_next_tick_ms, interval_ms, refill_size,
-// ttl_ms, paused, opens_at_ms, prequeue_from_ms, abandon_after_ms} and
-// then a status and place per user.
+// ttl_ms, paused, opens_at_ms, prequeue_from_ms, abandon_after_ms,
+// until_open_ms} and then a status and place per user.
 func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, keys []string, users []string) ([]Ticket, error) {
 	v, err := script.Run(ctx, s.rdb, keys, s.userArgs(users)...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("queue: %s: %w", name, err)
 	}
-	const head = 9
+	const head = 10
 	if len(v) != head+2*len(users) {
 		return nil, fmt.Errorf("queue: %s: reply of %d values for %d users", name, len(v), len(users))
 	}

@@ -165,3 +165,35 @@ func TestDrawIsUniform(t *testing.T) {
 	t.Logf("%d draws of 4: chi-squared %.1f (df 23, critical 49.73 at p=0.001); first place %v", draws, chi2, first)
 
 }
+
+// An opening the operator clears during its window does not strand its
+// draw: the next tick places it (ahead of the line, as every draw). People
+// already in line when an opening is scheduled keep their real ETA.
+func TestClearedOpeningPlacesItsDraw(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	tick(t, s, rdb, q)
+	enter(t, s, q, "in")
+	before := enter(t, s, q, "before")
+	now, _ := rdb.Time(ctx).Result()
+	schedule(t, s, q, now.Add(-time.Minute), now.Add(3*time.Hour))
+	if st := status(t, s, q, "before"); st.Position != 1 || st.ETA > before.ETA || st.ETA > time.Hour {
+		t.Fatalf("a place from before the schedule has the opening's ETA: %+v (was %+v)", st, before)
+	}
+	enter(t, s, q, "drawn")
+	var none time.Time
+	if err := s.UpdateSettings(ctx, q, Update{OpensAt: &none, PrequeueFrom: &none}); err != nil {
+		t.Fatal(err)
+	}
+	tick(t, s, rdb, q)
+	if st := status(t, s, q, "drawn"); st.Status != Entered {
+		t.Fatalf("the draw of a cleared opening: %+v", st)
+	}
+	if st := status(t, s, q, "before"); st.Status != Waiting || st.Position != 1 {
+		t.Fatalf("before: %+v", st)
+	}
+	if i := info(t, s, q); i.DrawCount != 1 {
+		t.Fatalf("draw record %+v", i)
+	}
+}

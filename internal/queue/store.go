@@ -24,9 +24,9 @@ var (
 	ErrUnknownQueue     = errors.New("queue: unknown queue")
 	ErrInvalidUserID    = errors.New("queue: user id must be 1-128 bytes of UTF-8 without control characters")
 	ErrInvalidRefill    = fmt.Errorf("queue: refill size must be between 1 and %d", MaxRefillSize)
-	ErrInvalidMaxActive = fmt.Errorf("queue: max active must be between 0 (no cap) and %d", MaxMaxActive)
-	ErrInvalidAbandon   = fmt.Errorf("queue: abandon after must be between 0 (off) and %s", MaxAbandonAfter)
-	ErrInvalidOpening   = errors.New("queue: prequeue_from must not be after opens_at")
+	ErrInvalidMaxActive = fmt.Errorf("queue: max_active must be an integer from 0 (no cap) to %d", MaxMaxActive)
+	ErrInvalidAbandon   = fmt.Errorf("queue: abandon_after_ms must be an integer from 0 (off) to %d", MaxAbandonAfter.Milliseconds())
+	ErrInvalidOpening   = errors.New("queue: prequeue_from must not be after opens_at, and needs one")
 	ErrInvalidQueueName = errors.New("queue: queue name must be 1-64 of A-Z a-z 0-9 _ -")
 )
 
@@ -112,7 +112,7 @@ type Ticket struct {
 	Paused bool
 	// OpensAt and PrequeueFrom are the queue's scheduled opening (zero:
 	// none). A Waiting ticket at Position 0 is in its draw: the order is
-	// drawn at OpensAt, and UntilNextTick counts down to it.
+	// drawn at OpensAt, and its UntilNextTick and ETA count down to it.
 	OpensAt, PrequeueFrom time.Time
 	// AbandonAfter is how long the user may go unheard before the place
 	// is dropped (0: never); polls must come more often.
@@ -665,6 +665,7 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 		t.Status = Waiting
 		t.Position = place
 		if place == 0 { // in a draw: the order is drawn at the opening
+			t.UntilNextTick = time.Duration(head[9]) * time.Millisecond
 			t.ETA = t.UntilNextTick
 		} else if refill > 0 {
 			t.TicksAhead = (place - 1) / refill

@@ -24,9 +24,10 @@
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..]  -> user ids
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
---          opens_at_ms, prequeue_from_ms, abandon_after_ms, status1, place1, status2, place2, ...}
+--          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...}
 -- where waiting is the line after the last user (the draw's participants
--- included) and place is the position when WAITING (0 while in a draw) and
+-- included), until_open_ms the time until a scheduled opening (0: none
+-- ahead), and place is the position when WAITING (0 while in a draw) and
 -- the admission time (ms) when ENTERED.
 --
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
@@ -39,8 +40,8 @@ local n = #ARGV - FIRST + 1
 local in_draw = redis.call('SCARD', KEYS[8])
 
 if opens_at > now then
-  -- until_next_tick_ms is the time until the opening.
-  local out = {redis.call('ZCARD', KEYS[1]) + in_draw, opens_at - now, interval, refill, ttl, paused, opens_at, prequeue_from, abandon_after}
+  local out = {redis.call('ZCARD', KEYS[1]) + in_draw, until_next_tick_ms(KEYS[6], now), interval, refill, ttl, paused,
+    opens_at, prequeue_from, abandon_after, opens_at - now}
   local status = NOT_OPEN
   if now >= prequeue_from then
     status = WAITING
@@ -72,7 +73,8 @@ end
 -- An opening's draw still being placed in the line (tick.lua) counts as
 -- people waiting: they are ahead of everyone who arrives now.
 local waiting = redis.call('ZCARD', KEYS[1]) + in_draw
-local out = {0, until_next_tick_ms(KEYS[6], now), interval, refill, ttl, paused, opens_at, prequeue_from, abandon_after}
+local out = {0, until_next_tick_ms(KEYS[6], now), interval, refill, ttl, paused, opens_at, prequeue_from, abandon_after,
+  math.max(0, opens_at - now)}
 local HEAD = #out
 
 -- The first users go straight in while tokens remain, if nobody waits, the

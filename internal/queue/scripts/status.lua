@@ -13,9 +13,9 @@
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..]  -> user ids
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
---          opens_at_ms, prequeue_from_ms, abandon_after_ms, status1, place1, status2, place2, ...}
--- where waiting includes a draw's participants, until_next_tick_ms is the
--- time until the opening while one is ahead, place is the position when
+--          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...}
+-- where waiting includes a draw's participants, until_open_ms is the time
+-- until a scheduled opening (0: none ahead), place is the position when
 -- WAITING (0 while in a draw), the admission time (ms) when
 -- ENTERED (an entry pass names it, so a pass ends with its admission),
 -- and when NOT_WAITING the code of why the user's place ended (0: none
@@ -23,11 +23,8 @@
 local now = now_ms()
 local refill, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from = queue_config(KEYS[3])
 local in_draw = redis.call('SCARD', KEYS[7])
-local until_next = until_next_tick_ms(KEYS[4], now)
-if opens_at > now then
-  until_next = opens_at - now
-end
-local out = {redis.call('ZCARD', KEYS[1]) + in_draw, until_next, interval, refill, ttl, paused, opens_at, prequeue_from, abandon_after}
+local out = {redis.call('ZCARD', KEYS[1]) + in_draw, until_next_tick_ms(KEYS[4], now), interval, refill, ttl, paused,
+  opens_at, prequeue_from, abandon_after, math.max(0, opens_at - now)}
 
 -- One ZMSCORE answers "admitted?" for every user of the call.
 local users = {}

@@ -40,7 +40,8 @@ local refill, interval, ttl, max_active, paused, abandon_after, opens_at = queue
 -- everyone who arrived after opens_at. The first such call records the
 -- seed (with draw_for = the opening), so the draw can be audited. Nobody
 -- is admitted until every participant is placed.
-if opens_at > 0 and now >= opens_at and redis.call('SCARD', KEYS[9]) > 0 then
+-- (A draw left behind by an opening the operator cleared is placed too.)
+if opens_at <= now and redis.call('SCARD', KEYS[9]) > 0 then
   local d = redis.call('HMGET', KEYS[5], 'draw_for', 'draw_seed')
   local seed = d[2]
   if tonumber(d[1]) ~= opens_at then
