@@ -10,8 +10,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/waitroom/waitroom/internal/redistest"
 )
+
+// newReplicas returns n stores, each with its own client, on one fresh
+// queue with settings stored: replicas sharing a Redis.
+func newReplicas(t *testing.T, settings Settings, n int) ([]*Store, string, *redis.Client) {
+	t.Helper()
+	first, q, rdb := newStore(t, settings)
+	stores := []*Store{first}
+	for range n - 1 {
+		s, err := NewStore(redistest.Client(t), []string{q}, settings, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	if err := first.Seed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return stores, q, rdb
+}
 
 func setMaxActive(t *testing.T, s *Store, q string, n int) {
 	t.Helper()
@@ -184,18 +205,8 @@ func TestCapDoneAndTicksRaceAcrossReplicas(t *testing.T) {
 		interval  = 60 * time.Millisecond
 	)
 	settings := Settings{RefillSize: refill, RefillInterval: interval, SessionTTL: time.Hour, MaxActive: maxActive}
-	first, q, rdb := newStore(t, settings)
-	replicas := []*Store{first}
-	for range 2 {
-		s, err := NewStore(redistest.Client(t), []string{q}, settings, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		replicas = append(replicas, s)
-	}
-	if err := first.Seed(ctx); err != nil {
-		t.Fatal(err)
-	}
+	replicas, q, rdb := newReplicas(t, settings, 3)
+	first := replicas[0]
 	pick := func() *Store { return replicas[rand.IntN(len(replicas))] }
 
 	stop := make(chan struct{})

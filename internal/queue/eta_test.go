@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // etaRun is one crowd run: who arrives, and what disturbs the line.
@@ -47,18 +45,8 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 	t.Helper()
 	ctx := context.Background()
 	settings := Settings{RefillSize: r.refill, RefillInterval: r.interval, SessionTTL: time.Hour, AbandonAfter: r.abandon}
-	first, q, rdb := newStore(t, settings)
-	stores := []*Store{first}
-	for range r.replicas - 1 {
-		s, err := NewStore(redistest.Client(t), []string{q}, settings, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stores = append(stores, s)
-	}
-	if err := first.Seed(ctx); err != nil {
-		t.Fatal(err)
-	}
+	stores, q, rdb := newReplicas(t, settings, r.replicas)
+	first := stores[0]
 	// The queue has been running: its first tick is behind it, the bucket
 	// spent by earlier users.
 	tick(t, first, rdb, q)
