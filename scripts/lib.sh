@@ -159,7 +159,20 @@ wr_start_server() {
 	WR_PIDS+=("$WR_SERVER_PID")
 	wr_await 150 "$WR_SERVER_PID" "$WR_TMP/server$WR_INSTANCE.log" "waitroom did not become ready" \
 		curl -fsS -o /dev/null --max-time 1 "$WR_BASE_URL/readyz"
-	wr_log "waitroom pid $WR_SERVER_PID on $WR_BASE_URL ($*)"
+	wr_log "waitroom pid $WR_SERVER_PID on $WR_BASE_URL ($(wr_redact "$@"))"
+}
+
+# wr_redact NAME=VALUE... prints the assignments with the values of
+# tokens, secrets and keys replaced by ***, for logs.
+wr_redact() {
+	local a out=()
+	for a in "$@"; do
+		case ${a%%=*} in
+		*TOKEN* | *SECRET* | *KEY*) out+=("${a%%=*}=***") ;;
+		*) out+=("$a") ;;
+		esac
+	done
+	echo "${out[*]}"
 }
 
 # wr_cpu_ticks PID prints utime+stime of a process (all its threads) in clock
