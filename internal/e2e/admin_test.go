@@ -107,10 +107,60 @@ func TestAdmin(t *testing.T) {
 	})
 	b.waitJS(10*time.Second, "the chart", fmt.Sprintf(
 		`document.querySelector(%q) !== null && document.querySelectorAll(%q).length >= 2`,
-		section+" svg.chart path.waiting-line", section+" svg.chart rect.admitted-bar"))
+		section+" svg.chart-waiting path.waiting-line", section+" svg.chart-ticks rect.admitted-bar"))
+
+	// Admissions have a panel and a scale of their own: beside a line of
+	// 40 waiting, ticks of 2 and 7 are bars of a good height, every bar at
+	// least 2px, and none is drawn in the waiting panel.
+	if n := eval[int](b, fmt.Sprintf(`document.querySelectorAll(%q).length`, section+" svg.chart-waiting rect, "+section+" svg.chart-active rect")); n != 0 {
+		t.Errorf("%d bars outside the admissions panel", n)
+	}
+	bars := eval[[]float64](b, fmt.Sprintf(`Array.from(document.querySelectorAll(%q), (r) => r.getBoundingClientRect().height)`,
+		section+" svg.chart-ticks rect.admitted-bar"))
+	tallest := 0.0
+	for _, h := range bars {
+		if h < 2 {
+			t.Errorf("an admitted bar %.1fpx high; want at least 2px", h)
+		}
+		tallest = max(tallest, h)
+	}
+	if tallest < 24 { // the panel's plot is 72px; its scale tops the largest tick by less than 2.5×
+		t.Errorf("the tallest admitted bar is %.1fpx high; want it at its own panel's scale (at least 24px)", tallest)
+	}
+
+	// Active users: sampled by the page at each refresh, a line once there
+	// are two samples, and the latest value beside the panel's name.
+	b.waitJS(10*time.Second, "the active users' line and value", fmt.Sprintf(
+		`(document.querySelector(%q) || {getAttribute: () => ''}).getAttribute('d').includes('L') && %s === '· ' + %s.split(' ')[0] + ' now'`,
+		section+" svg.chart-active path.active-line", jsText(section+" .now-active"), jsText(section+" .active")))
+	if got := b.text(section + " .now-waiting"); !strings.HasPrefix(got, "· ") || !strings.HasSuffix(got, " now") {
+		t.Errorf(".now-waiting = %q, want '· N now'", got)
+	}
+
+	// The labels are 12px whatever the chart's width: on this 1000px
+	// window and on a phone.
+	b.waitJS(5*time.Second, "the chart's labels at their size on a desktop", chartLabelsOK(section))
 	b.screenshot("dashboard")
+	b.do("a phone's viewport", chromedp.EmulateViewport(390, 844))
+	b.waitJS(5*time.Second, "the chart's labels at their size on a phone", chartLabelsOK(section)+
+		` && document.documentElement.scrollWidth <= 390`)
+	b.screenshot("dashboard-phone") // ends the phone's viewport
 
 	b.do("sign out", chromedp.Click(chromedp.CSS("#signout")))
 	b.waitJS(5*time.Second, "the sign-in form after signing out",
 		`document.body.dataset.state === 'signed-out' && sessionStorage.getItem('waitroom:admin-token') === null`)
+}
+
+// chartLabelsOK is a JavaScript condition: section's charts are drawn one
+// unit to one CSS pixel (an SVG scaled to its box would scale its text
+// too), and every label is a 12px font about a line of 12px text high.
+func chartLabelsOK(section string) string {
+	return fmt.Sprintf(`(() => {
+	  const svgs = Array.from(document.querySelectorAll(%q));
+	  const labels = Array.from(document.querySelectorAll(%q));
+	  return svgs.length === 3 && labels.length > 0 &&
+	    svgs.every((svg) => Math.abs(svg.getScreenCTM().a - 1) < 0.02) &&
+	    labels.every((t) => getComputedStyle(t).fontSize === '12px' &&
+	      t.getBoundingClientRect().height >= 10 && t.getBoundingClientRect().height <= 18);
+	})()`, section+" svg.chart", section+" svg.chart text.chart-label")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -127,9 +128,16 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 	if eta := b.text("#eta"); eta == "" || eta == "–" {
 		t.Errorf("#eta shows no estimate: %q", eta)
 	}
-	// A handful of people at one per second: well under a minute.
-	if st := b.text("#status-text"); !strings.HasSuffix(st, "people are waiting; up to 1 minute") {
-		t.Errorf("#status-text = %q, want the line summary ending in 'up to 1 minute'", st)
+	// A handful of people at one per second: well under a minute, said
+	// the same way in the summary line and on the card.
+	if st, eta := summaryAndEta(b); eta != "less than a minute" || st != fmt.Sprintf("%d people are waiting; estimated wait %s", b.number("#waiting-total"), eta) {
+		t.Errorf("#status-text = %q, #eta = %q; want the line summary ending in the card's 'less than a minute'", st, eta)
+	}
+	// The bar starts above 0 % on arrival: joining is the first of P + 1
+	// steps for a place joined at P.
+	arrival := progress(b)
+	if arrival.Percent != arrival.want() || arrival.Percent <= 0 || arrival.Percent >= 100 {
+		t.Errorf("progress on arrival %+v, want %d%%, above 0 and below 100", arrival, arrival.want())
 	}
 	// The page shows what the store says (the store may be a tick ahead).
 	if tk := s.status(member); tk.Status != queue.Waiting || tk.Position > first {
@@ -142,8 +150,8 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 	if p := b.number("#position"); p >= first {
 		t.Fatalf("position %d, want below %d", p, first)
 	}
-	if pct := eval[float64](b, `document.getElementById('progress').value`); pct <= 0 {
-		t.Errorf("progress %v%% after moving up", pct)
+	if moved := progress(b); moved.Percent != moved.want() || moved.Percent <= arrival.Percent || moved.Percent >= 100 {
+		t.Errorf("progress after moving up %+v, want %d%%, above the %d%% on arrival and below 100", moved, moved.want(), arrival.Percent)
 	}
 	b.screenshot("moved-up")
 
@@ -194,6 +202,97 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 		t.Error("the reload sent another pass")
 	}
 	b.screenshot("pass-refused")
+}
+
+// progressBar is what the waiting page's progress bar shows, and what it
+// is measured from: the position now and the one the place was joined at
+// (kept in localStorage).
+type progressBar struct {
+	Percent  int    `json:"percent"`  // progress.value
+	Text     string `json:"text"`     // #progress-text
+	Position int    `json:"position"` // #position
+	Initial  int    `json:"initial"`  // the position joined at
+}
+
+func progress(b *browser) progressBar {
+	b.t.Helper()
+	p := eval[progressBar](b, `(() => {
+	  const place = JSON.parse(localStorage.getItem(Object.keys(localStorage).find((k) => k.startsWith('waitroom:place:'))) || 'null');
+	  return {
+	    percent: document.getElementById('progress').value,
+	    text: document.getElementById('progress-text').textContent,
+	    position: Number(document.getElementById('position').textContent.replace(/,/g, '')),
+	    initial: place ? place.initial_position : 0,
+	  };
+	})()`)
+	if p.Text != fmt.Sprintf("%d%%", p.Percent) {
+		b.t.Errorf("#progress-text %q beside a bar at %d%%", p.Text, p.Percent)
+	}
+	return p
+}
+
+// want is the page's rule: joining at P is the first of P + 1 steps, each
+// place moved up one more, kept within 1 – 99 % while waiting.
+func (p progressBar) want() int {
+	f := float64(p.Initial-p.Position+1) / float64(p.Initial+1)
+	return min(99, max(1, int(math.Round(f*100))))
+}
+
+// summaryAndEta reads the summary line and the Estimated wait card at once.
+func summaryAndEta(b *browser) (summary, eta string) {
+	b.t.Helper()
+	v := eval[[]string](b, `[document.getElementById('status-text').textContent.trim(), document.getElementById('eta').textContent.trim()]`)
+	return v[0], v[1]
+}
+
+// Someone who joins at the front (position 1, the next tick admits them,
+// an hour from now) is not shown as done: the bar is at 50 %, not 100 %.
+// The summary line and the card give the wait in the same words, in
+// English and in Korean.
+func TestWaitingAtTheFront(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	s := newStack(t, stackOptions{settings: queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Minute}})
+	b := newBrowser(t, chromium)
+	// Use up this interval's token, and leave nobody waiting.
+	for i := 0; ; i++ {
+		u := fmt.Sprintf("first-%d", i)
+		tk, err := s.store.Enter(context.Background(), s.queue, u)
+		if err != nil || i > 10 {
+			t.Fatalf("enter %s: %+v, %v", u, tk, err)
+		}
+		if tk.Status == queue.Waiting {
+			if err := s.store.Leave(context.Background(), s.queue, u); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if w := s.info().Waiting; w != 0 {
+		t.Fatalf("%d waiting before the user joins, want 0", w)
+	}
+
+	b.navigate(s.url + "/q/" + s.queue)
+	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	if p := progress(b); p.Position != 1 || p.Initial != 1 || p.Percent != 50 {
+		t.Errorf("progress at the front %+v, want position 1 joined at 1 and the bar at 50%%", p)
+	}
+	st, eta := summaryAndEta(b)
+	if !strings.HasPrefix(eta, "about ") || st != "1 person is waiting; estimated wait "+eta {
+		t.Errorf("#status-text = %q, #eta = %q; want the summary to end in the card's estimate", st, eta)
+	}
+	b.screenshot("front")
+
+	b.do("switch to Korean", chromedp.Click(chromedp.CSS("#lang-ko")))
+	b.waitJS(5*time.Second, "the Korean page", `document.documentElement.lang === 'ko'`)
+	st, eta = summaryAndEta(b)
+	if !strings.HasPrefix(eta, "약 ") || st != "현재 대기 인원 1명, 예상 대기 시간 "+eta {
+		t.Errorf("Korean #status-text = %q, #eta = %q; want the summary to end in the card's estimate", st, eta)
+	}
+	if p := progress(b); p.Percent != 50 {
+		t.Errorf("progress in Korean %+v, want 50%%", p)
+	}
+	b.screenshot("front-ko")
 }
 
 // A reload resumes the same place: the place cookie names it, and the page

@@ -2,7 +2,7 @@
 // change a queue's refill size, its cap on active users and how long a
 // waiting place may go unheard before it is dropped, pause and resume it,
 // schedule an opening (and read its draw's seed), and see a chart of its
-// recent ticks.
+// recent ticks and of its active users.
 //
 // The token lives in sessionStorage only (gone when the tab closes) and is
 // sent as a Bearer header, never in a URL. All text is set with textContent,
@@ -59,6 +59,7 @@
   let timer = 0;
   let session = 0; // bumped on sign-in/out so answers for an old session are dropped
   let nextId = 0;
+  let skew = 0; // the server's clock minus ours (ms), from the Date header of its answers
 
   // ---- token ----
 
@@ -87,6 +88,7 @@
         cache: 'no-store',
         signal: ctrl.signal,
       });
+      noteServerTime(res.headers.get('Date'));
       const data = await res.json().catch(() => null);
       if (!res.ok) {
         const e = (data && data.error) || {};
@@ -103,6 +105,18 @@
     } finally {
       clearTimeout(timeout);
     }
+  }
+
+  // noteServerTime keeps the offset of the server's clock, so the active
+  // users this page samples sit on the time axis of the server's ticks. The
+  // Date header has whole seconds: its middle is the best guess.
+  function noteServerTime(header) {
+    const at = Date.parse(header || '');
+    if (isFinite(at)) skew = at + 500 - Date.now();
+  }
+
+  function serverNow() {
+    return Date.now() + skew;
   }
 
   function authMessage(err) {
@@ -198,7 +212,10 @@
     await Promise.all(Array.from(sections.keys(), async (name) => {
       const h = await api('GET', '/admin/v1/queues/' + encodeURIComponent(name) + '/history');
       const view = sections.get(name);
-      if (mine === session && view) drawChart(view.chart, h.points || [], h.refill_interval_ms);
+      if (mine !== session || !view) return;
+      view.points = h.points || [];
+      view.intervalMs = h.refill_interval_ms;
+      drawChart(view);
     }));
   }
 
@@ -240,7 +257,14 @@
     const view = {
       name: name,
       root: root,
-      chart: q('svg.chart'),
+      charts: { waiting: q('svg.chart-waiting'), active: q('svg.chart-active'), ticks: q('svg.chart-ticks') },
+      nows: { waiting: q('.now-waiting'), active: q('.now-active'), admitted: q('.now-admitted') },
+      abandonedKey: q('.abandoned-key'),
+      points: [], // the history of ticks, as the server last said
+      intervalMs: 0,
+      samples: [], // {at_ms, active}: what this page saw at each refresh (the server keeps no history)
+      last: null, // the queue as the server last said
+      drawnWidth: 0,
       state: q('.queue-state'),
       pause: q('.pause-btn'),
       pauseError: q('.pause-error'),
@@ -255,6 +279,13 @@
     view.pauseError.id = 'pause-error-' + (++nextId);
     view.pause.setAttribute('aria-describedby', view.pauseError.id);
     view.pause.addEventListener('click', () => togglePause(view));
+    // The chart is drawn at its width in CSS pixels: draw again when that
+    // changes (a phone turned, a window resized).
+    if (typeof ResizeObserver === 'function') {
+      new ResizeObserver(() => {
+        if (chartWidth(view) !== view.drawnWidth) drawChart(view);
+      }).observe(view.charts.waiting);
+    }
     return view;
   }
 
@@ -288,6 +319,10 @@
   }
 
   function updateSection(view, q) {
+    view.last = q;
+    const at = serverNow();
+    view.samples = view.samples.filter((p) => p.at_ms > at - CHART_WINDOW_MS && p.at_ms < at);
+    view.samples.push({ at_ms: at, active: q.active });
     const set = (sel, text) => { view.root.querySelector(sel).textContent = text; };
     set('.waiting', num.format(q.waiting));
     set('.active', activeText(q));
@@ -519,10 +554,28 @@
   }
 
   // ---- chart ----
+  //
+  // Three panels on one time axis, each on its own scale: people waiting
+  // (a line), active users (a line, from this page's own samples: the
+  // server keeps no history of them) and people admitted per tick (bars,
+  // with those dropped as abandoned stacked on them). A tick admitting 1
+  // beside a line of 10,000 is a bar of its own panel's height, never a
+  // sliver under the line.
+  //
+  // Each SVG is drawn at its width in CSS pixels (viewBox = width × height),
+  // so one unit is one pixel and the 12px labels (style.css) stay 12px on a
+  // phone and on a wide screen; a ResizeObserver draws again when the width
+  // changes.
 
-  const W = 640;
-  const H = 260;
-  const M = { top: 40, right: 52, bottom: 30, left: 64 };
+  const PLOT_H = { waiting: 96, active: 56, ticks: 72 }; // px of each panel's plot
+  const PAD_TOP = 8; // room for the top row's label
+  const PAD_BOTTOM = 6;
+  const TIME_AXIS_H = 20; // the times under the last panel
+  const PAD_RIGHT = 10;
+  const CHAR_PX = 7.2; // about the width of a digit of a 12px label
+  const ROW_PX = 24; // the least room between two labels of a y axis
+  const MIN_BAR_PX = 2; // a nonzero count is never thinner than this
+  const MIN_SPAN_MS = 10000; // the shortest time axis, when there is hardly any data
 
   function el(name, attrs, text) {
     const node = document.createElementNS(SVG_NS, name);
@@ -540,96 +593,151 @@
     return Math.max(1, step); // counts of people are whole numbers
   }
 
-  // drawChart redraws the whole chart: people waiting as a line on the left
-  // axis, people admitted per tick as bars on the right axis, with the
-  // places dropped as abandoned stacked on them. The two scales differ by
-  // orders of magnitude, hence two axes sharing one grid.
-  function drawChart(svg, allPoints, intervalMs) {
-    svg.replaceChildren();
-    const plotW = W - M.left - M.right;
-    const plotH = H - M.top - M.bottom;
-    const last = allPoints.length ? allPoints[allPoints.length - 1].at_ms : 0;
-    const points = allPoints.filter((p) => p.at_ms > last - CHART_WINDOW_MS);
+  // scale is a y axis from 0 covering max, in round steps, with at most as
+  // many rows as fit plotH.
+  function scale(max, plotH) {
+    const step = niceStep(max / Math.max(1, Math.floor(plotH / ROW_PX)));
+    const rows = Math.max(1, Math.ceil(max / step));
+    return { step: step, rows: rows, top: step * rows, plotH: plotH };
+  }
+
+  function chartWidth(view) {
+    return Math.floor(view.charts.waiting.getBoundingClientRect().width);
+  }
+
+  // drawChart redraws the three panels from the view's history and samples.
+  function drawChart(view) {
+    const width = chartWidth(view);
+    view.drawnWidth = width;
+    const W = width > 0 ? width : 640; // not laid out: any width, drawn again when it is
+
+    const lastTick = view.points.length ? view.points[view.points.length - 1].at_ms : 0;
+    const lastSample = view.samples.length ? view.samples[view.samples.length - 1].at_ms : 0;
+    const t1 = Math.max(lastTick, lastSample);
+    const points = view.points.filter((p) => p.at_ms > t1 - CHART_WINDOW_MS);
+    const samples = view.samples.filter((p) => p.at_ms > t1 - CHART_WINDOW_MS);
+    // Each tick's bar covers the interval that ended at the tick.
+    const slot = view.intervalMs > 0 ? view.intervalMs : 1000;
+    let t0 = Math.min(points.length ? points[0].at_ms - slot : Infinity, samples.length ? samples[0].at_ms : Infinity);
+    if (!(t1 - t0 >= MIN_SPAN_MS)) t0 = t1 - MIN_SPAN_MS;
+    const span = { t0: t0, t1: t1 };
 
     const abandoned = (p) => p.abandoned || 0;
-    legend(svg, points.some((p) => abandoned(p) > 0));
+    const maxOf = (list, f) => list.reduce((m, p) => Math.max(m, f(p)), 0);
+    const scales = {
+      waiting: scale(maxOf(points, (p) => p.waiting), PLOT_H.waiting),
+      active: scale(maxOf(samples, (p) => p.active), PLOT_H.active),
+      ticks: scale(maxOf(points, (p) => p.admitted + abandoned(p)), PLOT_H.ticks),
+    };
+    // One left margin for all three, so their time axes line up.
+    let chars = 1;
+    for (const k in scales) chars = Math.max(chars, num.format(scales[k].top).length);
+    const left = Math.ceil(chars * CHAR_PX) + 10;
+
+    const now = view.last;
+    const lastPoint = points[points.length - 1];
+    view.nows.waiting.textContent = now ? '· ' + num.format(now.waiting) + ' now' : '';
+    view.nows.active.textContent = now ? '· ' + num.format(now.active) + ' now' : '';
+    view.nows.admitted.textContent = lastPoint ? '· ' + num.format(lastPoint.admitted) + ' in the last tick' : '';
+    view.abandonedKey.hidden = !points.some((p) => abandoned(p) > 0);
+
+    // People waiting.
+    let f = frame(view.charts.waiting, W, left, span, scales.waiting, false);
+    line(view.charts.waiting, f, points.map((p) => [p.at_ms, p.waiting]), 'waiting', 'No ticks yet');
+    view.charts.waiting.setAttribute('aria-label', !points.length ? 'No ticks recorded yet.'
+      : 'People waiting over the last ' + minutes(span) + ' minutes: ' + num.format(lastPoint.waiting) +
+        ' at the last tick, at most ' + num.format(maxOf(points, (p) => p.waiting)) + '.');
+
+    // Active users, as sampled by this page.
+    f = frame(view.charts.active, W, left, span, scales.active, false);
+    line(view.charts.active, f, samples.map((p) => [p.at_ms, p.active]), 'active', 'No samples yet');
+    view.charts.active.setAttribute('aria-label', !samples.length ? 'No samples yet.'
+      : 'Active users, sampled by this page every 2 s: ' + num.format(samples[samples.length - 1].active) +
+        ' now, at most ' + num.format(maxOf(samples, (p) => p.active)) + '.');
+
+    // Admitted (and abandoned) per tick.
+    const svg = view.charts.ticks;
+    f = frame(svg, W, left, span, scales.ticks, true);
     if (!points.length) {
+      empty(svg, f, 'No ticks yet');
       svg.setAttribute('aria-label', 'No ticks recorded yet.');
-      svg.append(el('text', { x: W / 2, y: M.top + plotH / 2, 'text-anchor': 'middle', class: 'chart-empty' }, 'No ticks yet'));
       return;
     }
-
-    // Each tick's bar covers the interval that ended at the tick.
-    const slot = intervalMs > 0 ? intervalMs : 1000;
-    const t0 = points[0].at_ms - slot;
-    const t1 = last;
-    const x = (t) => M.left + ((t - t0) / (t1 - t0)) * plotW;
-
-    const maxWaiting = Math.max.apply(null, points.map((p) => p.waiting));
-    const maxAdmitted = Math.max.apply(null, points.map((p) => p.admitted + abandoned(p)));
-    const stepW = niceStep(maxWaiting / 4);
-    const rows = Math.max(1, Math.ceil(maxWaiting / stepW));
-    const topW = stepW * rows;
-    const topA = niceStep(maxAdmitted / rows) * rows; // same rows, so both axes share the grid lines
-    const yW = (v) => M.top + plotH - (v / topW) * plotH;
-    const yA = (v) => M.top + plotH - (v / topA) * plotH;
-
-    for (let i = 0; i <= rows; i++) {
-      const y = M.top + plotH - (i / rows) * plotH;
-      svg.append(el('line', { x1: M.left, x2: M.left + plotW, y1: y, y2: y, class: 'chart-grid' }));
-      svg.append(el('text', { x: M.left - 6, y: y + 5, 'text-anchor': 'end', class: 'chart-label' }, num.format(stepW * i)));
-      svg.append(el('text', { x: M.left + plotW + 6, y: y + 5, 'text-anchor': 'start', class: 'chart-label' }, num.format((topA / rows) * i)));
-    }
-    const xTicks = [t0, (t0 + t1) / 2, t1];
-    xTicks.forEach((t, i) => {
-      const anchor = i === 0 ? 'start' : i === xTicks.length - 1 ? 'end' : 'middle';
-      svg.append(el('text', { x: x(t), y: H - 9, 'text-anchor': anchor, class: 'chart-label' }, clock.format(new Date(t))));
-    });
-
-    const barW = Math.max(0.5, (plotW * slot) / (t1 - t0) * 0.8);
+    const barW = Math.max(1, (f.plotW * slot) / (t1 - t0) * 0.8);
+    const height = (v) => (v > 0 ? Math.max(MIN_BAR_PX, (v / scales.ticks.top) * scales.ticks.plotH) : 0);
     for (const p of points) {
       const label = clock.format(new Date(p.at_ms)) + ': ' + num.format(p.admitted) + ' admitted' +
         (abandoned(p) > 0 ? ', ' + num.format(abandoned(p)) + ' dropped as abandoned' : '');
-      if (p.admitted > 0) {
-        const y = yA(p.admitted);
-        const bar = el('rect', { x: x(p.at_ms) - barW, y: y, width: barW, height: M.top + plotH - y, class: 'admitted-bar' });
-        bar.append(el('title', {}, label));
-        svg.append(bar);
-      }
-      if (abandoned(p) > 0) {
-        const y = yA(p.admitted + abandoned(p));
-        const bar = el('rect', { x: x(p.at_ms) - barW, y: y, width: barW, height: yA(p.admitted) - y, class: 'abandoned-bar' });
-        bar.append(el('title', {}, label));
-        svg.append(bar);
-      }
+      const hA = height(p.admitted);
+      const hB = abandoned(p) > 0 ? Math.max(MIN_BAR_PX, height(p.admitted + abandoned(p)) - hA) : 0;
+      const x = f.x(p.at_ms) - barW;
+      if (hA > 0) bar(svg, x, f.base - hA, barW, hA, 'admitted-bar', label);
+      if (hB > 0) bar(svg, x, f.base - hA - hB, barW, hB, 'abandoned-bar', label);
     }
-
-    const d = points.map((p, i) => (i ? 'L' : 'M') + x(p.at_ms).toFixed(1) + ' ' + yW(p.waiting).toFixed(1)).join(' ');
-    svg.append(el('path', { d: d, class: 'waiting-line' }));
-    if (points.length === 1) {
-      // A single point makes an invisible path; mark it with a dot.
-      svg.append(el('circle', { cx: x(points[0].at_ms), cy: yW(points[0].waiting), r: 3, class: 'waiting-dot' }));
-    }
-
-    svg.append(el('line', { x1: M.left, x2: M.left + plotW, y1: M.top + plotH, y2: M.top + plotH, class: 'chart-axis' }));
-    const now = points[points.length - 1];
-    svg.setAttribute('aria-label', 'Last ' + Math.round((t1 - t0) / 60000 * 10) / 10 + ' minutes: ' +
-      num.format(now.waiting) + ' people waiting now, ' + num.format(now.admitted) + ' admitted in the last tick, ' +
-      (abandoned(now) > 0 ? num.format(abandoned(now)) + ' dropped as abandoned in it, ' : '') +
-      'at most ' + num.format(maxWaiting) + ' waiting.');
+    svg.setAttribute('aria-label', num.format(lastPoint.admitted) + ' admitted in the last tick, ' +
+      (abandoned(lastPoint) > 0 ? num.format(abandoned(lastPoint)) + ' dropped as abandoned in it, ' : '') +
+      'at most ' + num.format(maxOf(points, (p) => p.admitted)) + ' per tick.');
   }
 
-  function legend(svg, withAbandoned) {
-    const g = el('g', { class: 'chart-legend', transform: 'translate(' + M.left + ',18)' });
-    g.append(el('line', { x1: 0, x2: 20, y1: 0, y2: 0, class: 'legend-line' }));
-    g.append(el('text', { x: 26, y: 5, class: 'chart-label' }, 'Waiting (left axis)'));
-    g.append(el('rect', { x: 200, y: -7, width: 14, height: 14, class: 'legend-bar' }));
-    g.append(el('text', { x: 220, y: 5, class: 'chart-label' }, 'Admitted per tick (right axis)'));
-    if (withAbandoned) {
-      g.append(el('rect', { x: 455, y: -7, width: 14, height: 14, class: 'legend-abandoned' }));
-      g.append(el('text', { x: 475, y: 5, class: 'chart-label' }, 'Abandoned'));
+  function minutes(span) {
+    return Math.round((span.t1 - span.t0) / 60000 * 10) / 10;
+  }
+
+  // frame empties svg, sizes it and draws a panel's grid, its y axis and,
+  // under the last panel, the times; it returns the panel's coordinates.
+  function frame(svg, W, left, span, sc, timeAxis) {
+    svg.replaceChildren();
+    const H = PAD_TOP + sc.plotH + (timeAxis ? TIME_AXIS_H : PAD_BOTTOM);
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    svg.setAttribute('width', String(W));
+    svg.setAttribute('height', String(H));
+    const plotW = Math.max(10, W - left - PAD_RIGHT);
+    const base = PAD_TOP + sc.plotH;
+    const f = {
+      left: left,
+      plotW: plotW,
+      base: base,
+      x: (t) => left + ((t - span.t0) / (span.t1 - span.t0)) * plotW,
+      y: (v) => base - (v / sc.top) * sc.plotH,
+    };
+    for (let i = 0; i <= sc.rows; i++) {
+      const y = base - (i / sc.rows) * sc.plotH;
+      svg.append(el('line', { x1: left, x2: left + plotW, y1: y, y2: y, class: 'chart-grid' }));
+      svg.append(el('text', { x: left - 6, y: y + 4, 'text-anchor': 'end', class: 'chart-label' }, num.format(sc.step * i)));
     }
-    svg.append(g);
+    const times = [span.t0, (span.t0 + span.t1) / 2, span.t1];
+    times.forEach((t, i) => {
+      svg.append(el('line', { x1: f.x(t), x2: f.x(t), y1: PAD_TOP, y2: base, class: 'chart-grid' }));
+      if (!timeAxis) return;
+      const anchor = i === 0 ? 'start' : i === times.length - 1 ? 'end' : 'middle';
+      svg.append(el('text', { x: f.x(t), y: base + 16, 'text-anchor': anchor, class: 'chart-label' }, clock.format(new Date(t))));
+    });
+    svg.append(el('line', { x1: left, x2: left + plotW, y1: base, y2: base, class: 'chart-axis' }));
+    return f;
+  }
+
+  // line draws [time, value] pairs as a line (a dot when there is one).
+  function line(svg, f, pairs, kind, emptyText) {
+    if (!pairs.length) {
+      empty(svg, f, emptyText);
+      return;
+    }
+    const d = pairs.map((p, i) => (i ? 'L' : 'M') + f.x(p[0]).toFixed(1) + ' ' + f.y(p[1]).toFixed(1)).join(' ');
+    svg.append(el('path', { d: d, class: kind + '-line' }));
+    if (pairs.length === 1) {
+      // A single point makes an invisible path; mark it with a dot.
+      svg.append(el('circle', { cx: f.x(pairs[0][0]), cy: f.y(pairs[0][1]), r: 3, class: kind + '-dot' }));
+    }
+  }
+
+  function bar(svg, x, y, w, h, cls, label) {
+    const r = el('rect', { x: x.toFixed(1), y: y.toFixed(1), width: w.toFixed(1), height: h.toFixed(1), class: cls });
+    r.append(el('title', {}, label));
+    svg.append(r);
+  }
+
+  function empty(svg, f, text) {
+    svg.append(el('text', { x: f.left + f.plotW / 2, y: (PAD_TOP + f.base) / 2 + 5, 'text-anchor': 'middle', class: 'chart-empty' }, text));
   }
 
   // ---- wiring ----

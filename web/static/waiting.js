@@ -87,10 +87,10 @@
       errorTitle: 'Something went wrong',
       joining: 'Joining the line…',
       resuming: 'Checking your place in line…',
-      // n and m are formatted; count and minutes are the numbers, for plurals.
-      summary: (n, count, m, minutes) =>
-        (count === 1 ? '1 person is waiting' : n + ' people are waiting') +
-        '; up to ' + (minutes === 1 ? '1 minute' : m + ' minutes'),
+      // n is formatted, count the number (for plurals); eta is humanEta's
+      // text, the same as the Estimated wait card shows.
+      summary: (n, count, eta) =>
+        (count === 1 ? '1 person is waiting' : n + ' people are waiting') + '; estimated wait ' + eta,
       // While the line is paused: no estimate, and no promise of one.
       summaryPaused: (n, count) =>
         (count === 1 ? '1 person is waiting' : n + ' people are waiting') + '; the line is paused',
@@ -168,7 +168,7 @@
       errorTitle: '문제가 발생했습니다',
       joining: '대기열에 들어가는 중…',
       resuming: '대기 순번을 확인하는 중…',
-      summary: (n, count, m) => '현재 대기 인원 ' + n + '명, 최대 ' + m + '분 소요 예상',
+      summary: (n, count, eta) => '현재 대기 인원 ' + n + '명, 예상 대기 시간 ' + eta,
       summaryPaused: (n) => '현재 대기 인원 ' + n + '명, 대기열 일시 정지 중',
       paused: '대기열이 잠시 멈췄습니다. 순번은 그대로 유지되며, 대기열이 다시 움직이면 이어서 진행됩니다.',
       etaPaused: '일시 정지',
@@ -367,7 +367,8 @@
 
   function humanEta(seconds) {
     if (!(seconds >= 60)) return t('etaSoon');
-    // Rounded up like the "up to N minutes" summary, so the two never disagree.
+    // Rounded up: an estimate that errs, errs long. The summary line shows
+    // this same text, so the two never disagree.
     const minutes = Math.ceil(seconds / 60);
     if (minutes < 60) return t('etaMin', fmt(minutes));
     return t('etaHours', fmt(Math.floor(minutes / 60)), minutes % 60);
@@ -818,8 +819,7 @@
         ? t('summaryDraw', fmt(ticket.waiting), ticket.waiting, when(drawAt))
         : t('summaryDrawing', fmt(ticket.waiting), ticket.waiting);
     } else if (state === 'waiting' && ticket) {
-      const minutes = Math.max(1, Math.ceil(ticket.eta_seconds / 60));
-      status = t('summary', fmt(ticket.waiting), ticket.waiting, fmt(minutes), minutes);
+      status = t('summary', fmt(ticket.waiting), ticket.waiting, humanEta(ticket.eta_seconds));
     } else if (notOpen) {
       status = isFinite(opening.from) && opening.from > serverNow() ? t('notOpenStatus', when(opening.from)) : t('joining');
     } else if (state === 'loading') {
@@ -886,13 +886,18 @@
     clockTimer = setTimeout(render, left > 0 ? (left % 1000) + 20 : 1000);
   }
 
-  // How far the user has come since joining: 0 % at the first position seen,
-  // 100 % at the front of the line.
+  // How far the user has come since joining. Joining at position P is the
+  // first of P + 1 steps and each place moved up is one more; the last step,
+  // admission, is the turn panel, which has no bar. So the bar shows
+  // (P - position + 1) / (P + 1): a start above 0 % on arrival (the user is
+  // in line: 1 / (P + 1)), 50 % for someone who joins at position 1 (the
+  // next tick admits them, but it has not yet), and never 100 % while
+  // waiting. Rounding is kept within 1 – 99 %, so a long line's first
+  // screen does not read 0 % and its front does not read 100 %.
   function progressPercent(position) {
-    const start = place ? place.initial_position : position;
-    if (start <= 1) return 100;
-    const f = (start - position) / (start - 1);
-    return Math.round(Math.min(1, Math.max(0, f)) * 100);
+    const start = Math.max(place ? place.initial_position : position, position, 1);
+    const f = (start - position + 1) / (start + 1);
+    return Math.min(99, Math.max(1, Math.round(f * 100)));
   }
 
   // ---- wiring ----
