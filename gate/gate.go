@@ -268,16 +268,39 @@ func (g *Gate) check(ctx context.Context, token string) (Claims, bool, error) {
 	return c, true, nil
 }
 
-// token returns the pass a request carries: Authorization: Bearer, else
-// the queue's cookie.
+// token returns the pass a request carries (PassFrom), with the cookie
+// name made once.
 func (g *Gate) token(r *http.Request) (token string, fromCookie bool) {
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:]), false
+	return passFrom(r, g.cookie)
+}
+
+// PassFrom returns the pass a request carries for queue: the
+// Authorization bearer token, else the queue's pass cookie; fromCookie
+// says which. An order page that forwards the pass (to waitroom's done
+// endpoint, say) reads it here.
+func PassFrom(r *http.Request, queue string) (token string, fromCookie bool) {
+	return passFrom(r, CookieName(queue))
+}
+
+func passFrom(r *http.Request, cookie string) (token string, fromCookie bool) {
+	if t, ok := BearerToken(r); ok {
+		return t, false
 	}
-	if c, err := r.Cookie(g.cookie); err == nil && c.Value != "" {
+	if c, err := r.Cookie(cookie); err == nil && c.Value != "" {
 		return c.Value, true
 	}
 	return "", false
+}
+
+// BearerToken returns the token of an "Authorization: Bearer <token>"
+// header; the scheme is case-insensitive (RFC 9110, section 11.1).
+func BearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const scheme = "bearer "
+	if len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return "", false
+	}
+	return strings.TrimSpace(h[len(scheme):]), true
 }
 
 // claim takes a pass handed over in ?wr_pass=: a valid one goes into the

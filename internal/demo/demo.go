@@ -128,7 +128,8 @@ func (d *demo) buy(w http.ResponseWriter, r *http.Request) {
 // so the pass is revoked, the gate closes and the slot is reused.
 func (d *demo) done(w http.ResponseWriter, r *http.Request) {
 	c, _ := gate.FromContext(r.Context())
-	if err := d.endAdmission(r.Context(), c.Queue, passOf(r, c.Queue)); err != nil {
+	token, _ := gate.PassFrom(r, c.Queue) // the pass the gate let the request in with
+	if err := d.endAdmission(r.Context(), c.Queue, token); err != nil {
 		http.Error(w, "could not end the turn: "+err.Error(), http.StatusBadGateway)
 		return
 	}
@@ -152,18 +153,6 @@ func (d *demo) endAdmission(ctx context.Context, queue, pass string) error {
 		return fmt.Errorf("waitroom answered %s", resp.Status)
 	}
 	return nil
-}
-
-// passOf is the pass the gate let the request in with: the bearer token,
-// else the pass cookie.
-func passOf(r *http.Request, queue string) string {
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	if c, err := r.Cookie(gate.CookieName(queue)); err == nil {
-		return c.Value
-	}
-	return ""
 }
 
 func render(w http.ResponseWriter, name string, data pageData) {

@@ -81,7 +81,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		// Re-entering with a credential keeps the member id (and goes to
 		// the back, as any re-entry does); otherwise this is a new place.
 		if member, err = s.placeOf(r, q); err != nil {
-			if _, sent := bearer(r); sent {
+			if _, sent := gate.BearerToken(r); sent {
 				s.fail(w, r, err) // an app that claims a place must prove it
 				return
 			}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/waitroom/waitroom/gate"
 )
 
 // logger returns base with the request id added, for messages about one
@@ -99,7 +101,7 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 			s.fail(w, r, errAdminDisabled)
 			return
 		}
-		token, ok := bearer(r)
+		token, ok := gate.BearerToken(r)
 		sum := sha256.Sum256([]byte(token))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.adminHash[:]) != 1 {
 			s.fail(w, r, errUnauthorized)

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -22,7 +22,7 @@ const placeCookieAge = 24 * 60 * 60
 // cookie (browsers). errInvalidPlace when there is none or it is not
 // valid for q.
 func (s *Server) placeOf(r *http.Request, q string) (string, error) {
-	token, ok := bearer(r)
+	token, ok := gate.BearerToken(r)
 	if !ok {
 		c, err := r.Cookie(place.CookieName(q))
 		if err != nil {
@@ -84,17 +84,6 @@ func placeCookieAttrs(secure bool) string {
 	return a + "; SameSite=Lax"
 }
 
-// bearer returns the token of an "Authorization: Bearer <token>" header;
-// the scheme is case-insensitive (RFC 9110, section 11.1).
-func bearer(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	const scheme = "bearer "
-	if len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
-		return "", false
-	}
-	return strings.TrimSpace(h[len(scheme):]), true
-}
-
 type verifyResponse struct {
 	Queue   string `json:"queue"`
 	Sub     string `json:"sub"`
@@ -104,7 +93,7 @@ type verifyResponse struct {
 // verify is the order page's server-to-server check of an entry pass:
 // signature, validity and that its admission has not ended.
 func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
-	token, ok := bearer(r)
+	token, ok := gate.BearerToken(r)
 	if !ok {
 		s.fail(w, r, errInvalidPass)
 		return
@@ -143,7 +132,7 @@ func (s *Server) done(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, queue.ErrUnknownQueue)
 		return
 	}
-	token, ok := bearer(r)
+	token, ok := gate.BearerToken(r)
 	if !ok {
 		s.fail(w, r, errInvalidPass)
 		return
