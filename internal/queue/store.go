@@ -243,8 +243,8 @@ func ValidateUserID(id string) error {
 
 // ValidateSettings checks settings before they are used or stored.
 func ValidateSettings(s Settings) error {
-	if s.RefillSize < 1 || s.RefillSize > MaxRefillSize {
-		return ErrInvalidRefill
+	if err := checkRefillSize(s.RefillSize); err != nil {
+		return err
 	}
 	if s.RefillInterval < time.Millisecond {
 		return errors.New("queue: refill interval must be at least 1ms")
@@ -252,10 +252,30 @@ func ValidateSettings(s Settings) error {
 	if s.SessionTTL < time.Millisecond {
 		return errors.New("queue: session TTL must be at least 1ms")
 	}
-	if s.MaxActive < 0 || s.MaxActive > MaxMaxActive {
+	if err := checkMaxActive(s.MaxActive); err != nil {
+		return err
+	}
+	return checkAbandonAfter(s.AbandonAfter)
+}
+
+// The bounds of the settings an operator changes live, checked the same
+// way for the defaults (ValidateSettings) and for an Update.
+func checkRefillSize(n int) error {
+	if n < 1 || n > MaxRefillSize {
+		return ErrInvalidRefill
+	}
+	return nil
+}
+
+func checkMaxActive(n int) error {
+	if n < 0 || n > MaxMaxActive {
 		return ErrInvalidMaxActive
 	}
-	if s.AbandonAfter < 0 || s.AbandonAfter > MaxAbandonAfter {
+	return nil
+}
+
+func checkAbandonAfter(d time.Duration) error {
+	if d < 0 || d > MaxAbandonAfter {
 		return ErrInvalidAbandon
 	}
 	return nil
@@ -510,14 +530,20 @@ type Update struct {
 
 // Validate checks every field, so an update is applied whole or not at all.
 func (u Update) Validate() error {
-	if u.RefillSize != nil && (*u.RefillSize < 1 || *u.RefillSize > MaxRefillSize) {
-		return ErrInvalidRefill
+	if u.RefillSize != nil {
+		if err := checkRefillSize(*u.RefillSize); err != nil {
+			return err
+		}
 	}
-	if u.MaxActive != nil && (*u.MaxActive < 0 || *u.MaxActive > MaxMaxActive) {
-		return ErrInvalidMaxActive
+	if u.MaxActive != nil {
+		if err := checkMaxActive(*u.MaxActive); err != nil {
+			return err
+		}
 	}
-	if u.AbandonAfter != nil && (*u.AbandonAfter < 0 || *u.AbandonAfter > MaxAbandonAfter) {
-		return ErrInvalidAbandon
+	if u.AbandonAfter != nil {
+		if err := checkAbandonAfter(*u.AbandonAfter); err != nil {
+			return err
+		}
 	}
 	if u.OpensAt != nil && u.PrequeueFrom != nil && !u.PrequeueFrom.IsZero() &&
 		(u.OpensAt.IsZero() || u.PrequeueFrom.After(*u.OpensAt)) {
