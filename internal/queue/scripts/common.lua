@@ -47,6 +47,17 @@ local function until_next_tick_ms(tick_key, now)
   return math.max(0, due - now)
 end
 
+-- reply_head: the values that open enter.lua's and status.lua's replies,
+-- read by runBatch (batch.go) in this order:
+-- {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
+--  opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms}
+-- where until_open_ms is the time until a scheduled opening (0: none
+-- ahead).
+local function reply_head(waiting, tick_key, now, refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
+  return {waiting, until_next_tick_ms(tick_key, now), interval, refill, ttl, paused,
+    opens_at, prequeue_from, abandon_after, math.max(0, opens_at - now)}
+end
+
 -- active_count: admissions that have not ended, even if not purged yet.
 local function active_count(entered_key, now, ttl)
   return redis.call('ZCOUNT', entered_key, string.format('(%d', now - ttl), '+inf')

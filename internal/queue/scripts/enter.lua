@@ -40,8 +40,8 @@ local n = #ARGV - FIRST + 1
 local in_draw = redis.call('SCARD', KEYS[8])
 
 if opens_at > now then
-  local out = {redis.call('ZCARD', KEYS[1]) + in_draw, until_next_tick_ms(KEYS[6], now), interval, refill, ttl, paused,
-    opens_at, prequeue_from, abandon_after, opens_at - now}
+  local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[6], now,
+    refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
   local status = NOT_OPEN
   if now >= prequeue_from then
     status = WAITING
@@ -73,8 +73,7 @@ end
 -- An opening's draw still being placed in the line (tick.lua) counts as
 -- people waiting: they are ahead of everyone who arrives now.
 local waiting = redis.call('ZCARD', KEYS[1]) + in_draw
-local out = {0, until_next_tick_ms(KEYS[6], now), interval, refill, ttl, paused, opens_at, prequeue_from, abandon_after,
-  math.max(0, opens_at - now)}
+local out = reply_head(0, KEYS[6], now, refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
 local HEAD = #out
 
 -- The first users go straight in while tokens remain, if nobody waits, the

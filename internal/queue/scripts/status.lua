@@ -23,8 +23,8 @@
 local now = now_ms()
 local refill, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from = queue_config(KEYS[3])
 local in_draw = redis.call('SCARD', KEYS[7])
-local out = {redis.call('ZCARD', KEYS[1]) + in_draw, until_next_tick_ms(KEYS[4], now), interval, refill, ttl, paused,
-  opens_at, prequeue_from, abandon_after, math.max(0, opens_at - now)}
+local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[4], now,
+  refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
 
 -- One ZMSCORE answers "admitted?" for every user of the call.
 local users = {}
