@@ -34,6 +34,28 @@ func newReplicas(t *testing.T, settings Settings, n int) ([]*Store, string, *red
 	return stores, q, rdb
 }
 
+// tickAll has every store call Tick every period until stop closes, as
+// the scheduler does on every replica; bg counts the goroutines.
+func tickAll(t *testing.T, stores []*Store, q string, period time.Duration, stop <-chan struct{}, bg *sync.WaitGroup) {
+	for _, s := range stores {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(period):
+				}
+				if _, err := s.Tick(context.Background(), q); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+}
+
 func setMaxActive(t *testing.T, s *Store, q string, n int) {
 	t.Helper()
 	if err := s.UpdateSettings(context.Background(), q, Update{MaxActive: &n}); err != nil {
@@ -211,23 +233,7 @@ func TestCapDoneAndTicksRaceAcrossReplicas(t *testing.T) {
 
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
-	for _, s := range replicas { // every replica ticks, as the scheduler does
-		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(interval / 10):
-				}
-				if _, err := s.Tick(ctx, q); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
+	tickAll(t, replicas, q, interval/10, stop, &bg)
 	var worst atomic.Int64
 	bg.Add(1)
 	go func() { // watch the active count the whole time

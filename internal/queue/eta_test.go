@@ -54,23 +54,7 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
-	for _, s := range stores {
-		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(r.interval / 10):
-				}
-				if _, err := s.Tick(ctx, q); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
+	tickAll(t, stores, q, r.interval/10, stop, &bg)
 	start := time.Now()
 	bg.Add(1)
 	go func() { // the operator
