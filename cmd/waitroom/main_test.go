@@ -239,6 +239,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"WAITROOM_REFILL_INTERVAL": "10ms"},
 		{"WAITROOM_REFILL_INTERVAL": "soon"},
 		{"WAITROOM_SESSION_TTL": "-1m"},
+		{"WAITROOM_SESSION_SLIDING": "yes"},
+		{"WAITROOM_SESSION_SLIDING": "true", "WAITROOM_SESSION_MAX": "5m"}, // below the 10m TTL
+		{"WAITROOM_SESSION_SLIDING": "true", "WAITROOM_SESSION_MAX": "long"},
 		{"WAITROOM_QUEUES": "a,{b}"},
 		{"WAITROOM_QUEUES": " , "},
 		{"WAITROOM_REDIS_URL": "http://nope"},

@@ -23,7 +23,7 @@ type Config struct {
 	Addr           string         // WAITROOM_ADDR
 	RedisURL       string         // WAITROOM_REDIS_URL
 	Queues         []string       // WAITROOM_QUEUES
-	Defaults       queue.Settings // WAITROOM_REFILL_SIZE, _REFILL_INTERVAL, _SESSION_TTL, _MAX_ACTIVE, _ABANDON_AFTER
+	Defaults       queue.Settings // WAITROOM_REFILL_SIZE, _REFILL_INTERVAL, _SESSION_TTL, _SESSION_SLIDING, _SESSION_MAX, _MAX_ACTIVE, _ABANDON_AFTER
 	AdminToken     string         // WAITROOM_ADMIN_TOKEN; empty disables the admin API
 	TargetURL      string         // WAITROOM_TARGET_URL; where admitted users go
 	RequestTimeout time.Duration  // WAITROOM_REQUEST_TIMEOUT: bound on each wait for Redis (queue.NewStore)
@@ -115,6 +115,12 @@ func Load(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("WAITROOM_REFILL_SIZE: %w", err))
 	}
 	c.Defaults.RefillSize = size
+	// Sliding sessions: each pass check renews the admission, up to a
+	// maximum; off, an admission lasts WAITROOM_SESSION_TTL from its start.
+	sessionMax := duration("WAITROOM_SESSION_MAX", "30m")
+	if boolean("WAITROOM_SESSION_SLIDING", false) {
+		c.Defaults.SessionMax = sessionMax // at least the TTL: queue.ValidateSettings
+	}
 	maxActive, err := strconv.Atoi(get("WAITROOM_MAX_ACTIVE", "0"))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("WAITROOM_MAX_ACTIVE: %w", err))

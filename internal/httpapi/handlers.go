@@ -251,6 +251,7 @@ type adminQueueResponse struct {
 	RefillSize         int    `json:"refill_size"`
 	RefillIntervalMS   int64  `json:"refill_interval_ms"`
 	SessionTTLMS       int64  `json:"session_ttl_ms"`
+	SessionMaxMS       int64  `json:"session_max_ms,omitempty"` // sliding sessions' limit (WAITROOM_SESSION_MAX), when on
 	LastTickAtMS       int64  `json:"last_tick_at_ms"`
 	AdmittedLastMinute int64  `json:"admitted_last_minute"`
 }
@@ -364,6 +365,7 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		RefillSize:       info.Settings.RefillSize,
 		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
 		SessionTTLMS:     info.Settings.SessionTTL.Milliseconds(),
+		SessionMaxMS:     info.Settings.SessionMax.Milliseconds(),
 	}
 	if !info.LastTickAt.IsZero() {
 		aq.LastTickAtMS = info.LastTickAt.UnixMilli()

@@ -139,12 +139,13 @@ func (v *Verifier) Verify(token string) (Claims, error) {
 	return out, nil
 }
 
-// Admissions tells which admission a member holds now. A queue the
-// implementation does not serve holds none.
+// Admissions tells whether an admission is still its member's current
+// one. A queue the implementation does not serve holds none.
 type Admissions interface {
-	// Admission returns the start of member's current admission to queue,
-	// or ok = false when the member holds none.
-	Admission(ctx context.Context, queue, member string) (start time.Time, ok bool, err error)
+	// Current reports whether member's current admission to queue is the
+	// one that began at start (the pass's adm). With sliding sessions the
+	// check also renews it (queue.Store.Current).
+	Current(ctx context.Context, queue, member string, start time.Time) (bool, error)
 }
 
 // Check verifies a pass as Verify does, then asks adm whether the
@@ -170,11 +171,7 @@ func (v *Verifier) Check(ctx context.Context, token string, adm Admissions) (Cla
 // the admission it names is its member's current one.
 func Current(adm Admissions) CurrentFunc {
 	return func(ctx context.Context, _ string, c Claims) (bool, error) {
-		start, ok, err := adm.Admission(ctx, c.Queue, c.Subject)
-		if err != nil {
-			return false, err
-		}
-		return ok && start.Equal(c.AdmittedAt), nil
+		return adm.Current(ctx, c.Queue, c.Subject, c.AdmittedAt)
 	}
 }
 

@@ -306,9 +306,9 @@ func TestVerifyRefuses(t *testing.T) {
 
 type admissions map[string]time.Time
 
-func (a admissions) Admission(_ context.Context, queue, member string) (time.Time, bool, error) {
+func (a admissions) Current(_ context.Context, queue, member string, start time.Time) (bool, error) {
 	t, ok := a[queue+"/"+member]
-	return t, ok, nil
+	return ok && t.Equal(start), nil
 }
 
 // Check refuses a valid pass whose admission is no longer the member's
@@ -338,6 +338,6 @@ func TestCheckSeesRevocation(t *testing.T) {
 
 type failing struct{ err error }
 
-func (f failing) Admission(context.Context, string, string) (time.Time, bool, error) {
-	return time.Time{}, false, f.err
+func (f failing) Current(context.Context, string, string, time.Time) (bool, error) {
+	return false, f.err
 }

@@ -231,6 +231,7 @@ func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script,
 		if tickets[i], err = newTicket(v[:head], v[head+2*i], v[head+1+2*i]); err != nil {
 			return nil, err
 		}
+		tickets[i].SessionMax = s.defaults.SessionMax
 	}
 	return tickets, nil
 }

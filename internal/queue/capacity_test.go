@@ -216,9 +216,15 @@ func TestTicksAreSpaced(t *testing.T) {
 
 // Several replicas race enters, status polls, done calls and ticks on one
 // queue with a cap: the cap is never exceeded, no interval admits more than
-// refill_size, and every user is admitted exactly once.
+// refill_size, and every user is admitted exactly once. With sliding
+// sessions, pass checks renew admissions in the same race.
 func TestCapDoneAndTicksRaceAcrossReplicas(t *testing.T) {
 	t.Parallel()
+	t.Run("fixed sessions", func(t *testing.T) { t.Parallel(); raceCapDoneAndTicks(t, 0) })
+	t.Run("sliding sessions", func(t *testing.T) { t.Parallel(); raceCapDoneAndTicks(t, 2*time.Hour) })
+}
+
+func raceCapDoneAndTicks(t *testing.T, sessionMax time.Duration) {
 	ctx := context.Background()
 	const (
 		refill    = 5
@@ -226,7 +232,7 @@ func TestCapDoneAndTicksRaceAcrossReplicas(t *testing.T) {
 		users     = 80
 		interval  = 60 * time.Millisecond
 	)
-	settings := Settings{RefillSize: refill, RefillInterval: interval, SessionTTL: time.Hour, MaxActive: maxActive}
+	settings := Settings{RefillSize: refill, RefillInterval: interval, SessionTTL: time.Hour, SessionMax: sessionMax, MaxActive: maxActive}
 	replicas, q, rdb := newReplicas(t, settings, 3)
 	first := replicas[0]
 	pick := func() *Store { return replicas[rand.IntN(len(replicas))] }
@@ -268,7 +274,13 @@ func TestCapDoneAndTicksRaceAcrossReplicas(t *testing.T) {
 				t.Errorf("%s: %+v, %v", u, tk, err)
 				return
 			}
-			time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond) // buying
+			for range rand.IntN(4) { // buying: the order page checks the pass
+				time.Sleep(time.Duration(rand.IntN(7)) * time.Millisecond)
+				if ok, err := pick().Current(ctx, q, u, tk.AdmittedAt); err != nil || !ok {
+					t.Errorf("%s pass check: %v, %v", u, ok, err)
+					return
+				}
+			}
 			ok, err := pick().Done(ctx, q, u, tk.AdmittedAt)
 			if err != nil || !ok {
 				t.Errorf("%s done: %v, %v", u, ok, err)
@@ -300,6 +312,9 @@ func TestCapDoneAndTicksRaceAcrossReplicas(t *testing.T) {
 	}
 	if i := info(t, first, q); i.Waiting != 0 || i.Entered != 0 {
 		t.Fatalf("left over: %+v", i)
+	}
+	if n, err := rdb.HLen(ctx, keysFor(q).admitted).Result(); err != nil || n != 0 {
+		t.Fatalf("renewed sessions' starts left over: %d, %v", n, err)
 	}
 	t.Logf("%d users through %d intervals, at most %d active at once (cap %d), %d admissions in closed intervals",
 		users, len(hist), worst.Load(), maxActive, total)

@@ -6,7 +6,7 @@ package queue
 // never build key names themselves.
 type keys struct {
 	waiting string // ZSET member=user id, score=arrival number from seq
-	entered string // ZSET member=user id, score=admission time (Redis clock, ms)
+	entered string // ZSET member=user id, score=admission time (Redis clock, ms), or a sliding session's last renewal
 	tokens  string // STRING tokens left in the bucket; unset means full
 	seq     string // STRING arrival counter (INCR), the FIFO order of the line
 	config  string // HASH refill_size, refill_interval_ms, session_ttl_ms, max_active, paused, abandon_after_ms, opens_at_ms, prequeue_from_ms
@@ -15,20 +15,25 @@ type keys struct {
 	heard   string // ZSET member=waiting user id, score=when last heard (ms): abandonment
 	gone    string // ZSET member="<reason>:<user id>", score=when the place ended (ms), kept an hour
 	draw    string // SET the participants of a scheduled opening's draw, until placed in the line
+	// admitted: HASH member=user id, value=admission time (ms), for the
+	// sliding sessions renewed since they began (renew.lua): their entered
+	// score is then the last renewal, and a pass names the start.
+	admitted string
 }
 
 func keysFor(queue string) keys {
 	p := "wr:{" + queue + "}:"
 	return keys{
-		waiting: p + "waiting",
-		entered: p + "entered",
-		tokens:  p + "tokens",
-		seq:     p + "seq",
-		config:  p + "config",
-		tick:    p + "tick",
-		history: p + "history",
-		heard:   p + "heard",
-		gone:    p + "gone",
-		draw:    p + "draw",
+		waiting:  p + "waiting",
+		entered:  p + "entered",
+		tokens:   p + "tokens",
+		seq:      p + "seq",
+		config:   p + "config",
+		tick:     p + "tick",
+		history:  p + "history",
+		heard:    p + "heard",
+		gone:     p + "gone",
+		draw:     p + "draw",
+		admitted: p + "admitted",
 	}
 }

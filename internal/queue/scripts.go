@@ -32,6 +32,9 @@ var infoLua string
 //go:embed scripts/done.lua
 var doneLua string
 
+//go:embed scripts/renew.lua
+var renewLua string
+
 var (
 	enterScript  = redis.NewScript(commonLua + enterLua)
 	statusScript = redis.NewScript(commonLua + statusLua)
@@ -39,4 +42,5 @@ var (
 	tickScript   = redis.NewScript(commonLua + tickLua)
 	infoScript   = redis.NewScript(commonLua + infoLua)
 	doneScript   = redis.NewScript(commonLua + doneLua)
+	renewScript  = redis.NewScript(commonLua + renewLua)
 )

@@ -70,6 +70,10 @@ type Settings struct {
 	RefillSize     int           // users admitted per interval
 	RefillInterval time.Duration // time between ticks
 	SessionTTL     time.Duration // how long an admission stays valid
+	// SessionMax turns on sliding sessions (0: off): each successful pass
+	// check (Current) renews the admission for SessionTTL from then, never
+	// beyond SessionMax after it began. At least SessionTTL.
+	SessionMax time.Duration
 	// MaxActive caps the admissions that have not ended (0: no cap).
 	MaxActive int
 	// AbandonAfter is how long a waiting user may go unheard (no enter or
@@ -125,10 +129,18 @@ type Ticket struct {
 	RefillSize     int
 	RefillInterval time.Duration
 	SessionTTL     time.Duration
+	SessionMax     time.Duration // sliding sessions' limit; 0: they do not slide
 }
 
-// AdmissionEnds is when an Entered ticket's admission runs out.
-func (t Ticket) AdmissionEnds() time.Time { return t.AdmittedAt.Add(t.SessionTTL) }
+// AdmissionEnds is the latest an Entered ticket's admission can run out:
+// SessionTTL after it began, or with sliding sessions SessionMax after (a
+// session not renewed ends sooner, which the pass's revocation check sees).
+func (t Ticket) AdmissionEnds() time.Time {
+	if t.SessionMax > 0 {
+		return t.AdmittedAt.Add(t.SessionMax)
+	}
+	return t.AdmittedAt.Add(t.SessionTTL)
+}
 
 // TickResult reports one call of Tick.
 type TickResult struct {
@@ -212,6 +224,7 @@ type queueRef struct {
 	enterKeys  []string
 	statusKeys []string
 	doneKeys   []string
+	renewKeys  []string
 	leaveKeys  []string
 	tickKeys   []string
 	infoKeys   []string
@@ -251,6 +264,9 @@ func ValidateSettings(s Settings) error {
 	}
 	if s.SessionTTL < time.Millisecond {
 		return errors.New("queue: session TTL must be at least 1ms")
+	}
+	if s.SessionMax != 0 && s.SessionMax < s.SessionTTL {
+		return errors.New("queue: a sliding session's maximum (WAITROOM_SESSION_MAX) must be at least the session TTL")
 	}
 	if err := checkMaxActive(s.MaxActive); err != nil {
 		return err
@@ -318,11 +334,12 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		k := keysFor(name)
 		q := &queueRef{
 			keys:       k,
-			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw},
-			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw},
-			doneKeys:   []string{k.entered, k.gone},
-			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw},
-			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw},
+			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted},
+			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted},
+			doneKeys:   []string{k.entered, k.gone, k.admitted},
+			renewKeys:  []string{k.entered, k.config, k.admitted},
+			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted},
+			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted},
 			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
 		}
 		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, users []string) ([]Ticket, error) {
@@ -411,8 +428,7 @@ func (s *Store) Join(ctx context.Context, queue, user string) (Ticket, error) {
 
 // Admission returns the start of user's current admission to queue, or
 // ok = false when the user holds none (or queue is not one of this
-// store's). It is what makes an entry pass revocable (pass.Admissions):
-// leaving, entering again, expiry and removal all end the admission.
+// store's).
 func (s *Store) Admission(ctx context.Context, queue, user string) (start time.Time, ok bool, err error) {
 	if !s.Has(queue) || ValidateUserID(user) != nil {
 		return time.Time{}, false, nil
@@ -422,6 +438,31 @@ func (s *Store) Admission(ctx context.Context, queue, user string) (start time.T
 		return time.Time{}, false, err
 	}
 	return t.AdmittedAt, true, nil
+}
+
+// Current reports whether the admission of user that began at start is
+// still the user's current one: the check that makes an entry pass
+// revocable (pass.Admissions), since leaving, entering again, expiry,
+// done and removal all end the admission. With sliding sessions
+// (Settings.SessionMax) a current admission is renewed by the check, in
+// the same script.
+func (s *Store) Current(ctx context.Context, queue, user string, start time.Time) (bool, error) {
+	if s.defaults.SessionMax == 0 {
+		at, ok, err := s.Admission(ctx, queue, user)
+		return ok && at.Equal(start), err
+	}
+	q, err := s.queue(queue)
+	if err != nil || ValidateUserID(user) != nil {
+		return false, nil
+	}
+	n, err := waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
+		return renewScript.Run(ctx, s.rdb, q.renewKeys,
+			append(s.defaultArgs[:], user, start.UnixMilli(), s.defaults.SessionMax.Milliseconds())...).Int64()
+	})
+	if err != nil {
+		return false, fmt.Errorf("queue: renew: %w", err)
+	}
+	return n == 1, nil
 }
 
 // Leave removes user from the line and from the entered set: the user
@@ -499,6 +540,7 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 			RefillSize:     int(v[3]),
 			RefillInterval: time.Duration(v[4]) * time.Millisecond,
 			SessionTTL:     time.Duration(v[5]) * time.Millisecond,
+			SessionMax:     s.defaults.SessionMax, // a replica's setting, not the queue's
 			MaxActive:      int(v[8]),
 			AbandonAfter:   time.Duration(v[10]) * time.Millisecond,
 		},

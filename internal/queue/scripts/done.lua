@@ -5,12 +5,17 @@
 --
 -- KEYS[1] -> entered (ZSET member=user, score=admission time ms)
 -- KEYS[2] -> gone    (ZSET member="<reason>:<user>", score=when)
+-- KEYS[3] -> admitted (HASH: a renewed sliding session's start, renew.lua)
 -- ARGV[1] -> user id
 -- ARGV[2] -> the admission's start (ms), from the pass
 -- Returns 1 when the admission ended, 0 when it was not current.
 local at = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if at and tonumber(at) == tonumber(ARGV[2]) then
+if at then
+  at = tonumber(redis.call('HGET', KEYS[3], ARGV[1])) or tonumber(at)
+end
+if at and at == tonumber(ARGV[2]) then
   redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[3], ARGV[1])
   mark_gone(KEYS[2], 'done', {ARGV[1]}, now_ms())
   return 1
 end

@@ -21,6 +21,7 @@
 -- KEYS[6] -> tick    (HASH; field "direct" counts admissions since the last tick)
 -- KEYS[7] -> heard   (ZSET member=user, score=when last heard; for abandonment)
 -- KEYS[8] -> draw    (SET of a scheduled opening's participants, see tick.lua)
+-- KEYS[9] -> admitted (HASH: a renewed sliding session's start, renew.lua)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..]  -> user ids
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
@@ -53,7 +54,9 @@ if opens_at > now then
     end
     -- Entering again gives up an admission, as ever; in the draw it
     -- changes nothing else (the order is drawn at the opening).
-    redis.call('ZREM', KEYS[2], unpack(users))
+    if redis.call('ZREM', KEYS[2], unpack(users)) > 0 then
+      redis.call('HDEL', KEYS[9], unpack(users))
+    end
     redis.call('ZREM', KEYS[1], unpack(users))
     redis.call('SADD', KEYS[8], unpack(users))
     redis.call('ZADD', KEYS[7], unpack(heard))
@@ -93,7 +96,15 @@ if direct > 0 then
     out[HEAD - 1 + 2 * i] = ENTERED
     out[HEAD + 2 * i] = now
   end
-  redis.call('ZADD', KEYS[2], unpack(args))
+  -- ZADD counts new members only: fewer means someone held an admission,
+  -- now replaced by this one, whose start is its score.
+  if redis.call('ZADD', KEYS[2], unpack(args)) < direct then
+    local users = {}
+    for i = 1, direct do
+      users[i] = ARGV[FIRST - 1 + i]
+    end
+    redis.call('HDEL', KEYS[9], unpack(users))
+  end
   redis.call('SET', KEYS[3], tokens - direct)
   redis.call('HINCRBY', KEYS[6], 'direct', direct)
 end
@@ -110,7 +121,9 @@ if rest > 0 then
     args[2 * j - 1] = first + j
     args[2 * j] = user
   end
-  redis.call('ZREM', KEYS[2], unpack(users))
+  if redis.call('ZREM', KEYS[2], unpack(users)) > 0 then
+    redis.call('HDEL', KEYS[9], unpack(users))
+  end
   -- ZADD counts newcomers only: a user already waiting moves to the back.
   waiting = waiting + redis.call('ZADD', KEYS[1], unpack(args))
   -- Heard from now (the same arrival numbers' slots, reused for the time).

@@ -8,11 +8,13 @@
 -- KEYS[3] -> heard   (ZSET)
 -- KEYS[4] -> gone    (ZSET member="<reason>:<user>", score=when)
 -- KEYS[5] -> draw    (SET of a scheduled opening's participants)
+-- KEYS[6] -> admitted (HASH: a renewed sliding session's start, renew.lua)
 -- ARGV[1] -> user id
 -- ARGV[2] -> reason: "left" or "removed"
 -- Returns the number of sets the user was removed from (0..1).
 local n = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1]) + redis.call('SREM', KEYS[5], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[6], ARGV[1])
 if n > 0 then
   mark_gone(KEYS[4], ARGV[2], {ARGV[1]}, now_ms())
 end

@@ -10,6 +10,8 @@
 -- KEYS[5] -> heard   (ZSET member=user, score=when last heard)
 -- KEYS[6] -> gone    (ZSET member="<reason>:<user>", score=when)
 -- KEYS[7] -> draw    (SET of a scheduled opening's participants)
+-- KEYS[8] -> admitted (HASH member=user, value=admission time ms; only for
+--                      sliding sessions renewed by renew.lua)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..]  -> user ids
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
@@ -37,14 +39,17 @@ if in_draw > 0 then
   drawing = redis.call('SMISMEMBER', KEYS[7], unpack(users))
 end
 
-local heard = {}
+local heard, renewed = {}, {}
 for i, user in ipairs(users) do
   -- An admission older than the session TTL no longer counts, even before
-  -- the tick has purged it.
+  -- the tick has purged it. (Its score is when it began, or for a sliding
+  -- session its last renewal: admission_start below.)
   local admitted_at = tonumber(admitted[i])
   if admitted_at and admitted_at > now - ttl then
     out[#out + 1] = ENTERED
     out[#out + 1] = admitted_at
+    renewed[#renewed + 1] = #out
+    renewed[#renewed + 1] = user
   else
     local rank = redis.call('ZRANK', KEYS[1], user)
     if rank or drawing[i] == 1 then
@@ -63,5 +68,20 @@ for i, user in ipairs(users) do
 end
 if #heard > 0 then
   redis.call('ZADD', KEYS[5], unpack(heard))
+end
+-- A renewed sliding session's start is kept apart from its score; one
+-- HMGET for the call's admitted users, none when nobody asking is admitted.
+if #renewed > 0 then
+  local fields = {}
+  for j = 2, #renewed, 2 do
+    fields[#fields + 1] = renewed[j]
+  end
+  local starts = redis.call('HMGET', KEYS[8], unpack(fields))
+  for j = 1, #fields do
+    local start = tonumber(starts[j])
+    if start then
+      out[renewed[2 * j - 1]] = start
+    end
+  end
 end
 return out

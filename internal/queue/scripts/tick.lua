@@ -23,6 +23,7 @@
 -- KEYS[7] -> heard   (ZSET member=user, score=when last heard)
 -- KEYS[8] -> gone    (ZSET member="<reason>:<user>", score=when)
 -- KEYS[9] -> draw    (SET of a scheduled opening's participants)
+-- KEYS[10] -> admitted (HASH: a renewed sliding session's start, renew.lua)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6] -> max expired sessions purged per tick
 -- ARGV[7] -> history length kept
@@ -83,13 +84,14 @@ end
 
 -- Purge expired sessions first, so the count of active users below is
 -- what the cap sees (which does not depend on the purge anyway). The
--- entered set is ordered by admission time, so the expired ones come
--- first; a bounded batch keeps each tick short. Each is remembered as
--- expired, for the user who asks.
+-- entered set is ordered by admission time (a sliding session's by its
+-- last renewal), so the expired ones come first; a bounded batch keeps
+-- each tick short. Each is remembered as expired, for the user who asks.
 local expired = redis.call('ZRANGE', KEYS[2], '-inf', string.format('(%d', now - ttl), 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[6]))
 local purged = #expired
 for i = 1, purged, 1000 do
   redis.call('ZREM', KEYS[2], unpack(expired, i, math.min(i + 999, purged)))
+  redis.call('HDEL', KEYS[10], unpack(expired, i, math.min(i + 999, purged)))
 end
 mark_gone(KEYS[8], 'expired', expired, now)
 
