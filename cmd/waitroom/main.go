@@ -19,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/pass"
@@ -124,6 +125,11 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "bypass", cfg.GateBypass)
 	}
 
+	clientIP, err := clientip.New(cfg.TrustedProxies)
+	if err != nil {
+		return err
+	}
+
 	static, err := fs.Sub(web.Static, "static")
 	if err != nil {
 		return err
@@ -143,6 +149,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 			Static:          static,
 			Gate:            g,
 			Upstream:        upstream,
+			ClientIP:        clientIP,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

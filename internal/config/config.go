@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -64,6 +65,9 @@ type Config struct {
 	// GateBypass are path prefixes the gate lets through without a pass
 	// (WAITROOM_GATE_BYPASS).
 	GateBypass []string
+	// TrustedProxies are the CIDRs of proxies whose X-Forwarded-For is
+	// believed (WAITROOM_TRUSTED_PROXIES); none: the peer is the client.
+	TrustedProxies []string
 }
 
 // MinRefillInterval keeps the scheduler sane: ticks are checked ten times
@@ -194,6 +198,15 @@ func Load(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("WAITROOM_GATE_BYPASS: %q must start with /", p))
 		}
 		c.GateBypass = append(c.GateBypass, p)
+	}
+
+	for _, p := range strings.Split(get("WAITROOM_TRUSTED_PROXIES", ""), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			c.TrustedProxies = append(c.TrustedProxies, p)
+		}
+	}
+	if _, err := clientip.New(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("WAITROOM_TRUSTED_PROXIES: %w", err))
 	}
 
 	if err := c.LogLevel.UnmarshalText([]byte(get("WAITROOM_LOG_LEVEL", "info"))); err != nil {

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -10,8 +8,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
-
-	"github.com/waitroom/waitroom/gate"
 )
 
 // logger returns base with the request id added, for messages about one
@@ -90,23 +86,6 @@ func securityHeaders(next http.Handler) http.Handler {
 		h["X-Content-Type-Options"] = nosniffHeader
 		h["Referrer-Policy"] = noReferrerHeader
 		h["X-Frame-Options"] = denyHeader
-		next.ServeHTTP(w, r)
-	})
-}
-
-// requireAdmin checks the bearer token in constant time.
-func (s *Server) requireAdmin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.adminEnabled {
-			s.fail(w, r, errAdminDisabled)
-			return
-		}
-		token, ok := gate.BearerToken(r)
-		sum := sha256.Sum256([]byte(token))
-		if !ok || subtle.ConstantTimeCompare(sum[:], s.adminHash[:]) != 1 {
-			s.fail(w, r, errUnauthorized)
-			return
-		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -47,6 +48,9 @@ type Options struct {
 	// Upstream, when set, is the order page behind waitroom (gate mode):
 	// every request that is not waitroom's own goes there through Gate.
 	Upstream http.Handler
+	// ClientIP finds a request's client address for per-client limits;
+	// nil: the peer's address (no trusted proxies).
+	ClientIP *clientip.Resolver
 }
 
 // Server serves the HTTP API.
@@ -68,6 +72,7 @@ type Server struct {
 	handler          http.Handler // waitroom's own routes
 	gated            http.Handler // everything else, through the gate
 	proxying         bool         // gate mode: gated serves every other path
+	clientIP         *clientip.Resolver
 }
 
 // New returns the server with its routes.
@@ -90,6 +95,10 @@ func New(o Options) *Server {
 		gate:      o.Gate,
 	}
 	s.proxying = o.Upstream != nil
+	s.clientIP = o.ClientIP
+	if s.clientIP == nil {
+		s.clientIP, _ = clientip.New(nil) // trusts nobody: cannot fail
+	}
 	s.handler = s.routes()
 	s.gated = s.gatedRoutes(o.Upstream)
 	return s

@@ -1,0 +1,96 @@
+// Package clientip tells which address a request came from, for limits
+// kept per client (rate limits, the admin lockout). The peer's address is
+// the client's unless the peer is one of the operator's trusted proxies
+// (WAITROOM_TRUSTED_PROXIES): then X-Forwarded-For is read from the right,
+// skipping trusted hops, and the first untrusted address is the client.
+// Reading it from the left, or from an untrusted peer, would let any
+// client choose its own address and so its own rate-limit bucket.
+package clientip
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Resolver finds a request's client address.
+type Resolver struct {
+	trusted []netip.Prefix
+}
+
+// New returns a Resolver trusting the proxies in cidrs ("10.0.0.0/8",
+// "192.0.2.7"; a bare address is one host). None: the peer is the client.
+func New(cidrs []string) (*Resolver, error) {
+	r := &Resolver{}
+	for _, c := range cidrs {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		if !strings.Contains(c, "/") {
+			a, err := netip.ParseAddr(c)
+			if err != nil {
+				return nil, fmt.Errorf("clientip: %q is not an address or CIDR", c)
+			}
+			c = netip.PrefixFrom(a, a.BitLen()).String()
+		}
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("clientip: %q is not an address or CIDR", c)
+		}
+		r.trusted = append(r.trusted, p.Masked())
+	}
+	return r, nil
+}
+
+// Addr returns the client's address: the peer's, or behind trusted
+// proxies the last address in X-Forwarded-For that is not a trusted proxy.
+// A header that cannot be read stops the walk at the last trusted hop,
+// which is then taken as the client (it is what the proxy saw).
+func (r *Resolver) Addr(req *http.Request) netip.Addr {
+	peer := peerAddr(req.RemoteAddr)
+	if len(r.trusted) == 0 || !r.isTrusted(peer) {
+		return peer
+	}
+	client := peer
+	hops := req.Header.Values("X-Forwarded-For")
+	for i := len(hops) - 1; i >= 0; i-- {
+		parts := strings.Split(hops[i], ",")
+		for j := len(parts) - 1; j >= 0; j-- {
+			a, err := netip.ParseAddr(strings.TrimSpace(parts[j]))
+			if err != nil {
+				return client
+			}
+			client = a.Unmap()
+			if !r.isTrusted(client) {
+				return client
+			}
+		}
+	}
+	return client
+}
+
+func (r *Resolver) isTrusted(a netip.Addr) bool {
+	for _, p := range r.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// peerAddr parses http.Request.RemoteAddr ("ip:port"); an unreadable one
+// (a test's, a Unix socket's) is the zero Addr, one bucket for all such.
+func peerAddr(remote string) netip.Addr {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap()
+}
