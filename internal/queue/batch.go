@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,9 +28,10 @@ import (
 // No goroutine lives longer than the work: the first caller to find no
 // batch running starts one, which runs batches until none is pending.
 type batcher struct {
-	// run calls the script once for users and returns their tickets in
-	// order, or the error all of them get.
-	run     func(ctx context.Context, users []string) ([]Ticket, error)
+	// run calls the script once for calls and returns their tickets in
+	// order (a refused call's carries its refusal), or the error all of
+	// them get.
+	run     func(ctx context.Context, calls []Caller) ([]Ticket, error)
 	timeout time.Duration
 
 	mu       sync.Mutex
@@ -41,7 +43,7 @@ type batcher struct {
 }
 
 type batchCall struct {
-	user     string
+	caller   Caller
 	deadline time.Time
 	done     chan struct{} // closed once t or err is set
 	t        Ticket
@@ -70,10 +72,10 @@ var (
 	ErrTimeout = fmt.Errorf("queue: no answer from redis in time: %w", context.DeadlineExceeded)
 )
 
-// do queues user for the next batch and waits for its ticket, until the
+// do queues a call for the next batch and waits for its ticket, until the
 // call's deadline or until ctx ends.
-func (b *batcher) do(ctx context.Context, user string) (Ticket, error) {
-	c := &batchCall{user: user, done: make(chan struct{})}
+func (b *batcher) do(ctx context.Context, caller Caller) (Ticket, error) {
+	c := &batchCall{caller: caller, done: make(chan struct{})}
 	b.mu.Lock()
 	if len(b.pending) >= maxPending {
 		b.mu.Unlock()
@@ -137,18 +139,21 @@ func (b *batcher) drain() {
 			continue
 		}
 
-		users := make([]string, len(calls))
+		callers := make([]Caller, len(calls))
 		for i, c := range calls {
-			users[i] = c.user
+			callers[i] = c.caller
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-		tickets, err := b.run(ctx, users)
+		tickets, err := b.run(ctx, callers)
 		cancel()
 		b.mu.Lock()
 		for i, c := range calls {
-			if err != nil {
+			switch {
+			case err != nil:
 				b.finish(c, Ticket{}, err)
-			} else {
+			case tickets[i].refused != nil:
+				b.finish(c, Ticket{}, tickets[i].refused)
+			default:
 				b.finish(c, tickets[i], nil)
 			}
 		}
@@ -202,33 +207,62 @@ func (b *batcher) expire() {
 	}
 }
 
-// userArgs returns the script arguments: the replica's defaults, then the
-// users.
-func (s *Store) userArgs(users []string) []any {
-	args := make([]any, 0, len(s.defaultArgs)+len(users))
+// enterArgs and statusArgs return a batch's script arguments and its
+// KEYS beyond fixed: the replica's defaults and limits, then per call
+// (enter.lua and status.lua list them) its values and keys. A key a call
+// does not use is the queue's unused marker key, never read.
+func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
+	keys = make([]string, 0, len(q.enterKeys)+3*len(calls))
+	keys = append(keys, q.enterKeys...)
+	args = make([]any, 0, len(s.defaultArgs)+len(s.enterLimits)+5*len(calls))
 	args = append(args, s.defaultArgs[:]...)
-	for _, u := range users {
-		args = append(args, u)
+	args = append(args, s.enterLimits[:]...)
+	for _, c := range calls {
+		proofKey, expires := q.keys.unused, int64(0)
+		if c.Proof.ID != "" {
+			proofKey, expires = q.keys.proof(c.Proof.ID), c.Proof.Expires.UnixMilli()
+		}
+		keys = append(keys, q.clientKey("enter", c), q.placeKey("enter", c), proofKey)
+		args = append(args, c.User, flag(c.Client != ""), flag(c.Proved), strconv.Itoa(c.Proof.Difficulty), expires)
 	}
-	return args
+	return keys, args
 }
 
-// runBatch runs script once for users. Both batched scripts (enter.lua and
-// status.lua) reply {waiting, until_next_tick_ms, interval_ms, refill_size,
-// ttl_ms, paused, opens_at_ms, prequeue_from_ms, abandon_after_ms,
-// until_open_ms} and then a status and place per user.
-func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, keys []string, users []string) ([]Ticket, error) {
-	v, err := script.Run(ctx, s.rdb, keys, s.userArgs(users)...).Int64Slice()
+func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
+	keys = make([]string, 0, len(q.statusKeys)+2*len(calls))
+	keys = append(keys, q.statusKeys...)
+	args = make([]any, 0, len(s.defaultArgs)+len(s.statusLimits)+3*len(calls))
+	args = append(args, s.defaultArgs[:]...)
+	args = append(args, s.statusLimits[:]...)
+	for _, c := range calls {
+		keys = append(keys, q.clientKey("status", c), q.placeKey("status", c))
+		args = append(args, c.User, flag(c.Client != ""), flag(c.Proved))
+	}
+	return keys, args
+}
+
+// runBatch runs script once for n calls, with keys and args from
+// enterArgs or statusArgs. Both batched scripts (enter.lua and status.lua)
+// reply {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms,
+// paused, opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms}
+// and then a status and place per call.
+func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, n int, keys []string, args []any) ([]Ticket, error) {
+	v, err := script.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("queue: %s: %w", name, err)
 	}
 	const head = 10
-	if len(v) != head+2*len(users) {
-		return nil, fmt.Errorf("queue: %s: reply of %d values for %d users", name, len(v), len(users))
+	if len(v) != head+2*n {
+		return nil, fmt.Errorf("queue: %s: reply of %d values for %d calls", name, len(v), n)
 	}
-	tickets := make([]Ticket, len(users))
-	for i := range users {
-		if tickets[i], err = newTicket(v[:head], v[head+2*i], v[head+1+2*i]); err != nil {
+	tickets := make([]Ticket, n)
+	for i := range n {
+		status, place := v[head+2*i], v[head+1+2*i]
+		if err := refusal(status, place); err != nil {
+			tickets[i].refused = err
+			continue
+		}
+		if tickets[i], err = newTicket(v[:head], status, place); err != nil {
 			return nil, err
 		}
 		tickets[i].SessionMax = s.defaults.SessionMax

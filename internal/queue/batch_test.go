@@ -24,7 +24,8 @@ func newBlockingRun() *blockingRun {
 	return &blockingRun{batches: make(chan []string, 16), release: make(chan error)}
 }
 
-func (r *blockingRun) run(_ context.Context, users []string) ([]Ticket, error) {
+func (r *blockingRun) run(_ context.Context, calls []Caller) ([]Ticket, error) {
+	users := callUsers(calls)
 	tickets := make([]Ticket, len(users))
 	for i := range users {
 		tickets[i] = Ticket{Status: Waiting, Position: int64(i + 1)}
@@ -34,8 +35,16 @@ func (r *blockingRun) run(_ context.Context, users []string) ([]Ticket, error) {
 }
 
 // newBatcher returns a batcher whose calls time out long after any test.
-func newBatcher(run func(context.Context, []string) ([]Ticket, error)) *batcher {
+func newBatcher(run func(context.Context, []Caller) ([]Ticket, error)) *batcher {
 	return &batcher{run: run, timeout: time.Minute}
+}
+
+func callUsers(calls []Caller) []string {
+	users := make([]string, len(calls))
+	for i, c := range calls {
+		users[i] = c.User
+	}
+	return users
 }
 
 func TestBatcherGathersCallsWhileOneIsInFlight(t *testing.T) {
@@ -45,7 +54,7 @@ func TestBatcherGathersCallsWhileOneIsInFlight(t *testing.T) {
 
 	first := make(chan Ticket)
 	go func() {
-		tk, err := b.do(ctx, "first")
+		tk, err := b.do(ctx, Caller{User: "first"})
 		if err != nil {
 			t.Error(err)
 		}
@@ -62,7 +71,7 @@ func TestBatcherGathersCallsWhileOneIsInFlight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tk, err := b.do(ctx, fmt.Sprintf("u%d", i))
+			tk, err := b.do(ctx, Caller{User: fmt.Sprintf("u%d", i)})
 			if err != nil {
 				t.Error(err)
 			}
@@ -96,13 +105,13 @@ func TestBatcherGathersCallsWhileOneIsInFlight(t *testing.T) {
 func TestBatcherDropsCallsWhoseCallerGaveUp(t *testing.T) {
 	r := newBlockingRun()
 	b := newBatcher(r.run)
-	go b.do(context.Background(), "in-flight")
+	go b.do(context.Background(), Caller{User: "in-flight"})
 	<-r.batches
 
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error)
 	go func() {
-		_, err := b.do(ctx, "gave-up")
+		_, err := b.do(ctx, Caller{User: "gave-up"})
 		gaveUp <- err
 	}()
 	waitPending(t, b, 1)
@@ -112,7 +121,7 @@ func TestBatcherDropsCallsWhoseCallerGaveUp(t *testing.T) {
 	}
 	stays := make(chan error)
 	go func() {
-		_, err := b.do(context.Background(), "stays")
+		_, err := b.do(context.Background(), Caller{User: "stays"})
 		stays <- err
 	}()
 	waitPending(t, b, 2)
@@ -130,13 +139,13 @@ func TestBatcherDropsCallsWhoseCallerGaveUp(t *testing.T) {
 func TestBatcherErrorReachesEveryCaller(t *testing.T) {
 	r := newBlockingRun()
 	b := newBatcher(r.run)
-	go b.do(context.Background(), "in-flight")
+	go b.do(context.Background(), Caller{User: "in-flight"})
 	<-r.batches
 
 	errs := make(chan error, 3)
 	for i := 0; i < 3; i++ {
 		go func() {
-			_, err := b.do(context.Background(), fmt.Sprintf("u%d", i))
+			_, err := b.do(context.Background(), Caller{User: fmt.Sprintf("u%d", i)})
 			errs <- err
 		}()
 	}
@@ -153,14 +162,14 @@ func TestBatcherErrorReachesEveryCaller(t *testing.T) {
 }
 
 func TestBatcherRefusesBeyondMaxPending(t *testing.T) {
-	b := newBatcher(func(context.Context, []string) ([]Ticket, error) { return nil, nil })
+	b := newBatcher(func(context.Context, []Caller) ([]Ticket, error) { return nil, nil })
 	b.running = true // as if a batch were in flight: nothing drains
 	for i := 0; i < maxPending; i++ {
-		b.pending = append(b.pending, &batchCall{user: "x", done: make(chan struct{})})
+		b.pending = append(b.pending, &batchCall{caller: Caller{User: "x"}, done: make(chan struct{})})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := b.do(ctx, "one-too-many"); !errors.Is(err, ErrOverloaded) {
+	if _, err := b.do(ctx, Caller{User: "one-too-many"}); !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("got %v, want ErrOverloaded", err)
 	}
 }
@@ -175,7 +184,7 @@ func TestBatcherEndsCallsAtTheirDeadline(t *testing.T) {
 	}
 	out := make(chan outcome, 2)
 	call := func(user string) {
-		_, err := b.do(ctx, user)
+		_, err := b.do(ctx, Caller{User: user})
 		out <- outcome{user, err}
 	}
 	go call("in-flight")
@@ -211,7 +220,8 @@ func TestBatcherEndsCallsAtTheirDeadline(t *testing.T) {
 // second close of its channel would panic).
 func TestBatcherDeadlinesUnderConcurrency(t *testing.T) {
 	var batches atomic.Int64
-	b := &batcher{timeout: 100 * time.Millisecond, run: func(_ context.Context, users []string) ([]Ticket, error) {
+	b := &batcher{timeout: 100 * time.Millisecond, run: func(_ context.Context, calls []Caller) ([]Ticket, error) {
+		users := callUsers(calls)
 		// Every third batch stalls past the deadline.
 		if batches.Add(1)%3 == 0 {
 			time.Sleep(200 * time.Millisecond)
@@ -232,7 +242,7 @@ func TestBatcherDeadlinesUnderConcurrency(t *testing.T) {
 			defer wg.Done()
 			for j := range 20 {
 				user := strings.Repeat("u", 1+(i+j)%7)
-				tk, err := b.do(context.Background(), user)
+				tk, err := b.do(context.Background(), Caller{User: user})
 				switch {
 				case err == nil && tk.Position == int64(len(user)):
 					answered.Add(1)

@@ -19,7 +19,18 @@ type keys struct {
 	// sliding sessions renewed since they began (renew.lua): their entered
 	// score is then the last renewal, and a pass names the start.
 	admitted string
+	// rate and pow prefix the per-client and per-place rate buckets
+	// (STRING, the time the bucket is full again, expiring then) and the
+	// marks of used proofs of work (expiring with the challenge), one key
+	// each (enter.lua, status.lua).
+	rate, pow string
+	// unused is a key name no script reads or writes, given for a call's
+	// key that does not apply (no client limit, no proof).
+	unused string
 }
+
+// proof is the key that marks the proof of work of challenge id used.
+func (k keys) proof(id string) string { return k.pow + id }
 
 func keysFor(queue string) keys {
 	p := "wr:{" + queue + "}:"
@@ -35,5 +46,26 @@ func keysFor(queue string) keys {
 		gone:     p + "gone",
 		draw:     p + "draw",
 		admitted: p + "admitted",
+		rate:     p + "rate:",
+		pow:      p + "pow:",
+		unused:   p + "unused",
 	}
+}
+
+// clientKey and placeKey are a call's rate buckets for op ("enter" or
+// "status": each has its own), or the unused key when its limit does not
+// apply. The address and the id are the key's tail: Redis keys are
+// binary-safe, and ids are validated (ValidateUserID).
+func (q *queueRef) clientKey(op string, c Caller) string {
+	if c.Client == "" {
+		return q.keys.unused
+	}
+	return q.keys.rate + op + ":c:" + c.Client
+}
+
+func (q *queueRef) placeKey(op string, c Caller) string {
+	if !c.Proved {
+		return q.keys.unused
+	}
+	return q.keys.rate + op + ":p:" + c.User
 }

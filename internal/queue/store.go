@@ -74,8 +74,17 @@ type Settings struct {
 	// check (Current) renews the admission for SessionTTL from then, never
 	// beyond SessionMax after it began. At least SessionTTL.
 	SessionMax time.Duration
+	// Limits are the rate limits of enter and status calls (a replica's
+	// setting, the same for every queue; zero: none).
+	Limits Limits
 	// MaxActive caps the admissions that have not ended (0: no cap).
 	MaxActive int
+	// MaxWaiting caps the line: beyond it a newcomer's enter is refused
+	// with ErrQueueFull (0: no cap). Set live (Update), not a default.
+	MaxWaiting int
+	// ChallengeDifficulty is the proof of work asked before entering, in
+	// leading zero bits (0: none). Set live (Update), not a default.
+	ChallengeDifficulty int
 	// AbandonAfter is how long a waiting user may go unheard (no enter or
 	// status) before the tick drops the place when it reaches the head,
 	// without spending a token on it (0: never).
@@ -130,6 +139,8 @@ type Ticket struct {
 	RefillInterval time.Duration
 	SessionTTL     time.Duration
 	SessionMax     time.Duration // sliding sessions' limit; 0: they do not slide
+
+	refused error // the call was refused (defences.go); the rest is empty
 }
 
 // AdmissionEnds is the latest an Entered ticket's admission can run out:
@@ -211,6 +222,9 @@ type Store struct {
 	// interval ms, TTL ms, max active), formatted and boxed once: a string
 	// turned into an interface value allocates.
 	defaultArgs [5]any
+	// enterLimits and statusLimits are the scripts' limit arguments
+	// (Limit.args: per client, then per place).
+	enterLimits, statusLimits [4]any
 	// timeout bounds every call of the store, however Redis behaves.
 	timeout time.Duration
 }
@@ -271,6 +285,9 @@ func ValidateSettings(s Settings) error {
 	if err := checkMaxActive(s.MaxActive); err != nil {
 		return err
 	}
+	if err := s.Limits.Validate(); err != nil {
+		return err
+	}
 	return checkAbandonAfter(s.AbandonAfter)
 }
 
@@ -324,6 +341,8 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		},
 		timeout: timeout,
 	}
+	copy(s.enterLimits[:], append(defaults.Limits.EnterPerClient.args(), defaults.Limits.EnterPerPlace.args()...))
+	copy(s.statusLimits[:], append(defaults.Limits.StatusPerClient.args(), defaults.Limits.StatusPerPlace.args()...))
 	for _, name := range queues {
 		if err := ValidateQueueName(name); err != nil {
 			return nil, err
@@ -342,11 +361,13 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted},
 			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
 		}
-		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, users []string) ([]Ticket, error) {
-			return s.runBatch(ctx, "enter", enterScript, q.enterKeys, users)
+		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
+			keys, args := s.enterArgs(q, calls)
+			return s.runBatch(ctx, "enter", enterScript, len(calls), keys, args)
 		}}
-		q.statuses = batcher{timeout: timeout, run: func(ctx context.Context, users []string) ([]Ticket, error) {
-			return s.runBatch(ctx, "status", statusScript, q.statusKeys, users)
+		q.statuses = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
+			keys, args := s.statusArgs(q, calls)
+			return s.runBatch(ctx, "status", statusScript, len(calls), keys, args)
 		}}
 		s.queues[name] = q
 		s.names = append(s.names, name)
@@ -388,29 +409,42 @@ func (s *Store) Seed(ctx context.Context) error {
 // back. Concurrent calls for one queue are gathered into one script call
 // (batch.go); ctx can end this caller's wait early.
 func (s *Store) Enter(ctx context.Context, queue, user string) (Ticket, error) {
+	return s.EnterAs(ctx, queue, Caller{User: user})
+}
+
+// EnterAs is Enter for a call the defences check (defences.go): it may be
+// refused with ErrRateLimited, ErrQueueFull (both in a *Retry) or
+// ErrChallengeRequired, and then changed nothing.
+func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, error) {
 	q, err := s.queue(queue)
 	if err != nil {
 		return Ticket{}, err
 	}
 	// Validated before joining a batch, so one bad id never fails the
 	// others' call.
-	if err := ValidateUserID(user); err != nil {
+	if err := ValidateUserID(c.User); err != nil {
 		return Ticket{}, err
 	}
-	return q.enters.do(ctx, user)
+	return q.enters.do(ctx, c)
 }
 
 // Status reports where user stands. Concurrent calls for one queue are
 // gathered into one script call (batch.go).
 func (s *Store) Status(ctx context.Context, queue, user string) (Ticket, error) {
+	return s.StatusAs(ctx, queue, Caller{User: user})
+}
+
+// StatusAs is Status for a call the rate limits check: it may be refused
+// with ErrRateLimited (in a *Retry).
+func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, error) {
 	q, err := s.queue(queue)
 	if err != nil {
 		return Ticket{}, err
 	}
-	if err := ValidateUserID(user); err != nil {
+	if err := ValidateUserID(c.User); err != nil {
 		return Ticket{}, err
 	}
-	return q.statuses.do(ctx, user)
+	return q.statuses.do(ctx, c)
 }
 
 // Join is Enter for a user who may already hold a place from another
@@ -527,7 +561,7 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("queue: info: %w", err)
 	}
-	if len(v) != 18 {
+	if len(v) != 20 {
 		return Info{}, fmt.Errorf("queue: info: unexpected reply %v", v)
 	}
 	info := Info{
@@ -537,12 +571,15 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 		Tokens:  v[2],
 		Paused:  v[9] == 1,
 		Settings: Settings{
-			RefillSize:     int(v[3]),
-			RefillInterval: time.Duration(v[4]) * time.Millisecond,
-			SessionTTL:     time.Duration(v[5]) * time.Millisecond,
-			SessionMax:     s.defaults.SessionMax, // a replica's setting, not the queue's
-			MaxActive:      int(v[8]),
-			AbandonAfter:   time.Duration(v[10]) * time.Millisecond,
+			RefillSize:          int(v[3]),
+			RefillInterval:      time.Duration(v[4]) * time.Millisecond,
+			SessionTTL:          time.Duration(v[5]) * time.Millisecond,
+			SessionMax:          s.defaults.SessionMax, // a replica's setting, not the queue's
+			MaxActive:           int(v[8]),
+			AbandonAfter:        time.Duration(v[10]) * time.Millisecond,
+			MaxWaiting:          int(v[18]),
+			ChallengeDifficulty: int(v[19]),
+			Limits:              s.defaults.Limits, // a replica's setting, not the queue's
 		},
 		AbandonedLastInterval: v[11],
 		OpensAt:               msTime(v[12]),
@@ -562,10 +599,12 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 // Update holds the settings an operator changes live; nil fields stay as
 // they are.
 type Update struct {
-	RefillSize   *int
-	MaxActive    *int
-	Paused       *bool
-	AbandonAfter *time.Duration
+	RefillSize          *int
+	MaxActive           *int
+	MaxWaiting          *int
+	ChallengeDifficulty *int
+	Paused              *bool
+	AbandonAfter        *time.Duration
 	// OpensAt and PrequeueFrom schedule an opening; a zero time clears it.
 	OpensAt, PrequeueFrom *time.Time
 }
@@ -579,6 +618,16 @@ func (u Update) Validate() error {
 	}
 	if u.MaxActive != nil {
 		if err := checkMaxActive(*u.MaxActive); err != nil {
+			return err
+		}
+	}
+	if u.MaxWaiting != nil {
+		if err := checkMaxWaiting(*u.MaxWaiting); err != nil {
+			return err
+		}
+	}
+	if u.ChallengeDifficulty != nil {
+		if err := checkDifficulty(*u.ChallengeDifficulty); err != nil {
 			return err
 		}
 	}
@@ -611,6 +660,12 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	}
 	if u.MaxActive != nil {
 		fields = append(fields, "max_active", *u.MaxActive)
+	}
+	if u.MaxWaiting != nil {
+		fields = append(fields, "max_waiting", *u.MaxWaiting)
+	}
+	if u.ChallengeDifficulty != nil {
+		fields = append(fields, "challenge_difficulty", *u.ChallengeDifficulty)
 	}
 	if u.AbandonAfter != nil {
 		fields = append(fields, "abandon_after_ms", u.AbandonAfter.Milliseconds())

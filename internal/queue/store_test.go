@@ -677,9 +677,13 @@ func runStatusCall(t *testing.T, s *Store, q string, users ...string) []Ticket {
 	return runCall(t, s.queues[q].statuses.run, users)
 }
 
-func runCall(t *testing.T, run func(context.Context, []string) ([]Ticket, error), users []string) []Ticket {
+func runCall(t *testing.T, run func(context.Context, []Caller) ([]Ticket, error), users []string) []Ticket {
 	t.Helper()
-	tickets, err := run(context.Background(), users)
+	calls := make([]Caller, len(users))
+	for i, u := range users {
+		calls[i] = Caller{User: u}
+	}
+	tickets, err := run(context.Background(), calls)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,14 +9,15 @@ local function now_ms()
 end
 
 -- queue_config: refill_size, refill_interval_ms, session_ttl_ms, max_active
--- (0: no cap), paused (0 or 1), abandon_after_ms (0: off), and a scheduled
--- opening's opens_at_ms and prequeue_from_ms (0: none) from the config
--- HASH, falling back to the calling replica's defaults (ARGV[1..5] of every
--- script that calls it) for any field that is missing (a fresh or flushed
--- Redis).
+-- (0: no cap), paused (0 or 1), abandon_after_ms (0: off), a scheduled
+-- opening's opens_at_ms and prequeue_from_ms (0: none), max_waiting (the
+-- line's cap, 0: none) and challenge_difficulty (proof of work before
+-- entering, 0: off) from the config HASH, falling back to the calling
+-- replica's defaults (ARGV[1..5] of every script that calls it) for any
+-- field that is missing (a fresh or flushed Redis).
 local function queue_config(key)
   local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms', 'max_active', 'paused',
-    'abandon_after_ms', 'opens_at_ms', 'prequeue_from_ms')
+    'abandon_after_ms', 'opens_at_ms', 'prequeue_from_ms', 'max_waiting', 'challenge_difficulty')
   return tonumber(v[1]) or tonumber(ARGV[1]),
          tonumber(v[2]) or tonumber(ARGV[2]),
          tonumber(v[3]) or tonumber(ARGV[3]),
@@ -24,7 +25,9 @@ local function queue_config(key)
          tonumber(v[5]) or 0,
          tonumber(v[6]) or tonumber(ARGV[5]),
          tonumber(v[7]) or 0,
-         tonumber(v[8]) or 0
+         tonumber(v[8]) or 0,
+         tonumber(v[9]) or 0,
+         tonumber(v[10]) or 0
 end
 local DEFAULTS = 5 -- ARGV[1..DEFAULTS] are the defaults queue_config reads
 
@@ -64,8 +67,49 @@ local function active_count(entered_key, now, ttl)
 end
 
 -- Status codes shared with store.go. NOT_OPEN: a scheduled opening's
--- pre-queue window has not begun, so nobody can join yet.
+-- pre-queue window has not begun, so nobody can join yet. The others
+-- refuse one call and change nothing for its user: LIMITED, the caller
+-- went over a rate limit; FULL, the line is at its cap (max_waiting);
+-- CHALLENGE, the queue asks for proof of work and the call brought none
+-- that is valid (or brought one already used).
 local ENTERED, WAITING, NOT_WAITING, NOT_OPEN = 1, 2, 3, 4
+local LIMITED, FULL, CHALLENGE = 5, 6, 7
+
+-- Rate limits (enter.lua and status.lua): ARGV[DEFAULTS + 1 .. LIMITS] are
+-- the replica's limits per client address and per place, each the time
+-- one request earns back (ms, fractional; 0: no limit) and the burst.
+local LIMITS = DEFAULTS + 4
+
+-- rate_take is one generic cell rate algorithm (GCRA) check of the bucket
+-- at key: it holds the time (ms) at which the bucket is full again, and
+-- expires then, so an idle client costs no memory. Up to burst calls pass
+-- at once, then one per period. Returns the new value to store when the
+-- call passes (commit it with rate_commit), or nil and the wait (ms).
+local function rate_take(key, now, period, burst)
+  if period <= 0 then
+    return nil, 0
+  end
+  local full_at = math.max(tonumber(redis.call('GET', key)) or now, now) + period
+  local wait = full_at - now - period * burst
+  if wait > 0 then
+    return nil, wait
+  end
+  return full_at, 0
+end
+
+local function rate_commit(key, full_at, now)
+  if full_at then
+    redis.call('SET', key, full_at, 'PX', math.max(1, math.ceil(full_at - now)))
+  end
+end
+
+-- until_room_ms estimates when a line of waiting people, over its cap,
+-- has room again: the ticks it takes to admit the excess (at least a
+-- second, so nobody is told to come back at once).
+local function until_room_ms(waiting, max_waiting, refill, interval, until_next)
+  local ticks = math.ceil((waiting - max_waiting + 1) / math.max(refill, 1))
+  return math.max(1000, until_next + math.max(ticks - 1, 0) * interval)
+end
 
 -- draw_key is a participant's place in a scheduled opening's draw: the
 -- first 52 bits of SHA-1(seed ":" user), less 2^52, so every drawn place

@@ -6,6 +6,12 @@
 -- back: an admission is given up, and a place in the line is replaced by the
 -- new arrival number (ZADD updates the score of a member already there).
 --
+-- Before any of that, each call passes the defences or is refused without
+-- changing anything for its user: the rate limits per client address and
+-- per place (LIMITED), the queue's proof of work (CHALLENGE), and the cap
+-- on the line for a newcomer (FULL). They live in this script so that they
+-- cost no round trip of their own.
+--
 -- Taking many users per call spreads the script's fixed cost (clock,
 -- config, bucket) over all of them, and each step below is one command for
 -- the whole call, not one per user; each call is still atomic. Positions
@@ -22,49 +28,140 @@
 -- KEYS[7] -> heard   (ZSET member=user, score=when last heard; for abandonment)
 -- KEYS[8] -> draw    (SET of a scheduled opening's participants, see tick.lua)
 -- KEYS[9] -> admitted (HASH: a renewed sliding session's start, renew.lua)
+-- KEYS[10..] -> per call, three keys: the client's rate bucket, the place's
+--              rate bucket, and the key that marks its proof of work used
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
--- ARGV[6..]  -> user ids
+-- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
+-- ARGV[10..] -> per call, five values: user id, 1 to apply the client's
+--              limit else 0, 1 to apply the place's limit (the caller proved
+--              a place) else 0, the difficulty its proof of work meets
+--              (0: none), and when that proof expires (ms)
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
 --          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...}
 -- where waiting is the line after the last user (the draw's participants
 -- included), until_open_ms the time until a scheduled opening (0: none
--- ahead), and place is the position when WAITING (0 while in a draw) and
--- the admission time (ms) when ENTERED.
+-- ahead), and place is the position when WAITING (0 while in a draw), the
+-- admission time (ms) when ENTERED, and the time to wait (ms) before
+-- trying again when LIMITED or FULL.
 --
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
-local FIRST = DEFAULTS + 1 -- ARGV index of the first user
+local FIXED = 9 -- KEYS before the per-call ones
 local now = now_ms()
-local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from = queue_config(KEYS[5])
-local n = #ARGV - FIRST + 1
+local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty =
+  queue_config(KEYS[5])
 local in_draw = redis.call('SCARD', KEYS[8])
+local out = reply_head(0, KEYS[6], now, refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
+local HEAD = #out
+
+-- The defences, per call. users and slot are the calls let through: their
+-- user ids and their index among the calls (where their answer goes).
+local client_period, client_burst = tonumber(ARGV[DEFAULTS + 1]), tonumber(ARGV[DEFAULTS + 2])
+local place_period, place_burst = tonumber(ARGV[DEFAULTS + 3]), tonumber(ARGV[DEFAULTS + 4])
+local users, slot = {}, {}
+for i = 1, (#ARGV - LIMITS) / 5 do
+  local a = LIMITS + 5 * (i - 1)
+  local client_key, place_key, proof_key = KEYS[FIXED + 3 * i - 2], KEYS[FIXED + 3 * i - 1], KEYS[FIXED + 3 * i]
+  local client_at, client_wait, place_at, place_wait = nil, 0, nil, 0
+  if ARGV[a + 2] == '1' then
+    client_at, client_wait = rate_take(client_key, now, client_period, client_burst)
+  end
+  if ARGV[a + 3] == '1' then
+    place_at, place_wait = rate_take(place_key, now, place_period, place_burst)
+  end
+  if client_wait > 0 or place_wait > 0 then
+    out[HEAD + 2 * i - 1] = LIMITED
+    out[HEAD + 2 * i] = math.ceil(math.max(client_wait, place_wait))
+  else
+    -- Every call let through the limits counts against them, whatever
+    -- comes of it.
+    rate_commit(client_key, client_at, now)
+    rate_commit(place_key, place_at, now)
+    local proof_expires = tonumber(ARGV[a + 5])
+    if difficulty > 0 and (tonumber(ARGV[a + 4]) < difficulty or proof_expires <= now or
+        not redis.call('SET', proof_key, 1, 'NX', 'PX', proof_expires - now)) then
+      out[HEAD + 2 * i - 1] = CHALLENGE
+      out[HEAD + 2 * i] = 0
+    else
+      users[#users + 1] = ARGV[a + 1]
+      slot[#users] = i
+    end
+  end
+end
+local n = #users
+
+-- answer sets the answer of users[j].
+local function answer(j, status, value)
+  out[HEAD + 2 * slot[j] - 1] = status
+  out[HEAD + 2 * slot[j]] = value
+end
+
+-- room_for returns which of the users of list (indices into users) may
+-- join a line of `line` people capped at max_waiting: everyone already in
+-- it (a re-entry: is_member(names)[k] is true), and newcomers while there
+-- is room. The others are answered FULL, with when to try again: the
+-- ticks the excess takes from `moves_in` ms (the next tick, or before an
+-- opening the opening).
+local function room_for(list, line, moves_in, is_member)
+  if max_waiting == 0 or #list == 0 then
+    return list
+  end
+  local names = {}
+  for k, j in ipairs(list) do
+    names[k] = users[j]
+  end
+  local member = is_member(names)
+  local kept, newcomers = {}, 0
+  for k, j in ipairs(list) do
+    if member[k] then
+      kept[#kept + 1] = j
+    elseif line + newcomers < max_waiting then
+      newcomers = newcomers + 1
+      kept[#kept + 1] = j
+    else
+      answer(j, FULL, until_room_ms(line + newcomers, max_waiting, refill, interval, moves_in))
+    end
+  end
+  return kept
+end
 
 if opens_at > now then
-  local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[6], now,
-    refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
-  local status = NOT_OPEN
-  if now >= prequeue_from then
-    status = WAITING
-    local users, heard = {}, {}
-    for i = 1, n do
-      users[i] = ARGV[FIRST - 1 + i]
-      heard[2 * i - 1] = now
-      heard[2 * i] = users[i]
+  out[1] = redis.call('ZCARD', KEYS[1]) + in_draw
+  if now < prequeue_from then
+    for j = 1, n do
+      answer(j, NOT_OPEN, 0)
+    end
+    return out
+  end
+  local all = {}
+  for j = 1, n do
+    all[j] = j
+  end
+  local joining = room_for(all, out[1], out[10], function(names)
+    local in_set = redis.call('SMISMEMBER', KEYS[8], unpack(names))
+    for k, v in ipairs(in_set) do
+      in_set[k] = v == 1
+    end
+    return in_set
+  end)
+  if #joining > 0 then
+    local list, heard = {}, {}
+    for k, j in ipairs(joining) do
+      list[k] = users[j]
+      heard[2 * k - 1] = now
+      heard[2 * k] = users[j]
+      answer(j, WAITING, 0)
     end
     -- Entering again gives up an admission, as ever; in the draw it
     -- changes nothing else (the order is drawn at the opening).
-    if redis.call('ZREM', KEYS[2], unpack(users)) > 0 then
-      redis.call('HDEL', KEYS[9], unpack(users))
+    if redis.call('ZREM', KEYS[2], unpack(list)) > 0 then
+      redis.call('HDEL', KEYS[9], unpack(list))
     end
-    redis.call('ZREM', KEYS[1], unpack(users))
-    redis.call('SADD', KEYS[8], unpack(users))
+    redis.call('ZREM', KEYS[1], unpack(list))
+    redis.call('SADD', KEYS[8], unpack(list))
     redis.call('ZADD', KEYS[7], unpack(heard))
     out[1] = redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[8])
-  end
-  for i = 1, n do
-    out[#out + 1] = status
-    out[#out + 1] = 0
   end
   return out
 end
@@ -76,8 +173,6 @@ end
 -- An opening's draw still being placed in the line (tick.lua) counts as
 -- people waiting: they are ahead of everyone who arrives now.
 local waiting = redis.call('ZCARD', KEYS[1]) + in_draw
-local out = reply_head(0, KEYS[6], now, refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
-local HEAD = #out
 
 -- The first users go straight in while tokens remain, if nobody waits, the
 -- queue is not paused and the cap on active users leaves room.
@@ -89,59 +184,65 @@ if waiting == 0 and paused == 0 then
   end
 end
 if direct > 0 then
-  local args = {}
-  for i = 1, direct do
-    args[2 * i - 1] = now
-    args[2 * i] = ARGV[FIRST - 1 + i]
-    out[HEAD - 1 + 2 * i] = ENTERED
-    out[HEAD + 2 * i] = now
+  local args, list = {}, {}
+  for j = 1, direct do
+    args[2 * j - 1] = now
+    args[2 * j] = users[j]
+    list[j] = users[j]
+    answer(j, ENTERED, now)
   end
   -- ZADD counts new members only: fewer means someone held an admission,
   -- now replaced by this one, whose start is its score.
   if redis.call('ZADD', KEYS[2], unpack(args)) < direct then
-    local users = {}
-    for i = 1, direct do
-      users[i] = ARGV[FIRST - 1 + i]
-    end
-    redis.call('HDEL', KEYS[9], unpack(users))
+    redis.call('HDEL', KEYS[9], unpack(list))
   end
   redis.call('SET', KEYS[3], tokens - direct)
   redis.call('HINCRBY', KEYS[6], 'direct', direct)
 end
 
 -- The others join the tail in the order given, each with its own arrival
--- number, giving up any admission they held.
-local rest = n - direct
-if rest > 0 then
-  local users, args = {}, {}
-  local first = redis.call('INCRBY', KEYS[4], rest) - rest
-  for j = 1, rest do
-    local user = ARGV[FIRST - 1 + direct + j]
-    users[j] = user
-    args[2 * j - 1] = first + j
-    args[2 * j] = user
+-- number, giving up any admission they held; newcomers only while the
+-- line's cap leaves room.
+local rest = {}
+for j = direct + 1, n do
+  rest[#rest + 1] = j
+end
+rest = room_for(rest, waiting, out[2], function(names)
+  local scores = redis.call('ZMSCORE', KEYS[1], unpack(names))
+  local member = {}
+  for k = 1, #names do
+    member[k] = scores[k] ~= false
   end
-  if redis.call('ZREM', KEYS[2], unpack(users)) > 0 then
-    redis.call('HDEL', KEYS[9], unpack(users))
+  return member
+end)
+if #rest > 0 then
+  local list, args = {}, {}
+  local first = redis.call('INCRBY', KEYS[4], #rest) - #rest
+  for k, j in ipairs(rest) do
+    list[k] = users[j]
+    args[2 * k - 1] = first + k
+    args[2 * k] = users[j]
+  end
+  if redis.call('ZREM', KEYS[2], unpack(list)) > 0 then
+    redis.call('HDEL', KEYS[9], unpack(list))
   end
   -- ZADD counts newcomers only: a user already waiting moves to the back.
   waiting = waiting + redis.call('ZADD', KEYS[1], unpack(args))
   -- Heard from now (the same arrival numbers' slots, reused for the time).
-  for j = 1, rest do
-    args[2 * j - 1] = now
+  for k = 1, #rest do
+    args[2 * k - 1] = now
   end
   redis.call('ZADD', KEYS[7], unpack(args))
   -- These users are now the last of the line, in the order given; walking
   -- back from the end, each distinct user is one place further forward.
   local place, behind = {}, 0
-  for j = rest, 1, -1 do
-    local user = users[j]
+  for k = #rest, 1, -1 do
+    local user = list[k]
     if not place[user] then
       place[user] = waiting - behind
       behind = behind + 1
     end
-    out[HEAD - 1 + 2 * (direct + j)] = WAITING
-    out[HEAD + 2 * (direct + j)] = place[user]
+    answer(rest[k], WAITING, place[user])
   end
 end
 

@@ -12,11 +12,13 @@
 --          last_tick_at_ms, now_ms, max_active, paused, abandon_after_ms,
 --          abandoned by the last tick, opens_at_ms, prequeue_from_ms,
 --          the opening its draw was for (ms), its seed, participants placed,
---          admitted so far in the interval in progress}
+--          admitted so far in the interval in progress, max_waiting,
+--          challenge_difficulty}
 -- where waiting includes the participants of a draw not yet placed.
 -- where entered counts the admissions that have not ended (the active users).
 local now = now_ms()
-local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from = queue_config(KEYS[4])
+local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty =
+  queue_config(KEYS[4])
 local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
 if tokens > refill then
   tokens = refill
@@ -26,4 +28,4 @@ local t = redis.call('HMGET', KEYS[5], 'at_ms', 'abandoned', 'draw_for', 'draw_s
 return {redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[6]), entered, tokens, refill, interval, ttl,
         tonumber(t[1]) or 0, now, max_active, paused, abandon_after, tonumber(t[2]) or 0,
         opens_at, prequeue_from, tonumber(t[3]) or 0, tonumber(t[4]) or 0, tonumber(t[5]) or 0,
-        (tonumber(t[6]) or 0) + (tonumber(t[7]) or 0)}
+        (tonumber(t[6]) or 0) + (tonumber(t[7]) or 0), max_waiting, difficulty}

@@ -12,27 +12,61 @@
 -- KEYS[7] -> draw    (SET of a scheduled opening's participants)
 -- KEYS[8] -> admitted (HASH member=user, value=admission time ms; only for
 --                      sliding sessions renewed by renew.lua)
+-- KEYS[9..] -> per call, two keys: the client's rate bucket and the place's
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
--- ARGV[6..]  -> user ids
+-- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
+-- ARGV[10..] -> per call, three values: user id, 1 to apply the client's
+--              limit else 0, 1 to apply the place's limit else 0
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
 --          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...}
 -- where waiting includes a draw's participants, until_open_ms is the time
 -- until a scheduled opening (0: none ahead), place is the position when
 -- WAITING (0 while in a draw), the admission time (ms) when
 -- ENTERED (an entry pass names it, so a pass ends with its admission),
--- and when NOT_WAITING the code of why the user's place ended (0: none
--- known; REASONS in common.lua).
+-- when NOT_WAITING the code of why the user's place ended (0: none
+-- known; REASONS in common.lua), and when LIMITED (a call over a rate
+-- limit, answered without looking) the time to wait in ms. A page polls
+-- at the pace the answers suggest (poll_after_ms), far below the limits;
+-- a client polling faster is told to wait, at the cost of two reads here
+-- and no round trip of its own.
 local now = now_ms()
 local refill, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from = queue_config(KEYS[3])
 local in_draw = redis.call('SCARD', KEYS[7])
 local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[4], now,
   refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
 
--- One ZMSCORE answers "admitted?" for every user of the call.
-local users = {}
-for i = DEFAULTS + 1, #ARGV do
-  users[i - DEFAULTS] = ARGV[i]
+-- The rate limits, per call; users and slot are the calls let through
+-- and their index among the calls (where their answer goes).
+local FIXED = 8 -- KEYS before the per-call ones
+local client_period, client_burst = tonumber(ARGV[DEFAULTS + 1]), tonumber(ARGV[DEFAULTS + 2])
+local place_period, place_burst = tonumber(ARGV[DEFAULTS + 3]), tonumber(ARGV[DEFAULTS + 4])
+local HEAD = #out
+local users, slot = {}, {}
+for i = 1, (#ARGV - LIMITS) / 3 do
+  local a = LIMITS + 3 * (i - 1)
+  local client_key, place_key = KEYS[FIXED + 2 * i - 1], KEYS[FIXED + 2 * i]
+  local client_at, client_wait, place_at, place_wait = nil, 0, nil, 0
+  if ARGV[a + 2] == '1' then
+    client_at, client_wait = rate_take(client_key, now, client_period, client_burst)
+  end
+  if ARGV[a + 3] == '1' then
+    place_at, place_wait = rate_take(place_key, now, place_period, place_burst)
+  end
+  if client_wait > 0 or place_wait > 0 then
+    out[HEAD + 2 * i - 1] = LIMITED
+    out[HEAD + 2 * i] = math.ceil(math.max(client_wait, place_wait))
+  else
+    rate_commit(client_key, client_at, now)
+    rate_commit(place_key, place_at, now)
+    users[#users + 1] = ARGV[a + 1]
+    slot[#users] = i
+  end
 end
+if #users == 0 then
+  return out
+end
+
+-- One ZMSCORE answers "admitted?" for every user of the call.
 local admitted = redis.call('ZMSCORE', KEYS[2], unpack(users))
 local drawing = {}
 if in_draw > 0 then
@@ -41,28 +75,29 @@ end
 
 local heard, renewed = {}, {}
 for i, user in ipairs(users) do
+  local at = HEAD + 2 * slot[i] -- the index of this call's place
   -- An admission older than the session TTL no longer counts, even before
   -- the tick has purged it. (Its score is when it began, or for a sliding
-  -- session its last renewal: admission_start below.)
+  -- session its last renewal: the start is then read below.)
   local admitted_at = tonumber(admitted[i])
   if admitted_at and admitted_at > now - ttl then
-    out[#out + 1] = ENTERED
-    out[#out + 1] = admitted_at
-    renewed[#renewed + 1] = #out
+    out[at - 1] = ENTERED
+    out[at] = admitted_at
+    renewed[#renewed + 1] = at
     renewed[#renewed + 1] = user
   else
     local rank = redis.call('ZRANK', KEYS[1], user)
     if rank or drawing[i] == 1 then
-      out[#out + 1] = WAITING
-      out[#out + 1] = rank and rank + 1 or 0 -- 0: in the draw, no place yet
+      out[at - 1] = WAITING
+      out[at] = rank and rank + 1 or 0 -- 0: in the draw, no place yet
       heard[#heard + 1] = now
       heard[#heard + 1] = user
     elseif admitted_at then
-      out[#out + 1] = NOT_WAITING
-      out[#out + 1] = 3 -- expired, not purged yet
+      out[at - 1] = NOT_WAITING
+      out[at] = 3 -- expired, not purged yet
     else
-      out[#out + 1] = NOT_WAITING
-      out[#out + 1] = gone_reason(KEYS[6], user)
+      out[at - 1] = NOT_WAITING
+      out[at] = gone_reason(KEYS[6], user)
     end
   end
 end
