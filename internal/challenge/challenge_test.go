@@ -1,0 +1,122 @@
+package challenge
+
+import (
+	"crypto/sha256"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newChallenges(t testing.TB) *Challenges {
+	t.Helper()
+	c, err := New([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestIssueAndCheck(t *testing.T) {
+	c := newChallenges(t)
+	ch, expires := c.Issue("q", 12)
+	if d := time.Until(expires); d < TTL-time.Second || d > TTL {
+		t.Fatalf("expires in %s", d)
+	}
+	nonce := Solve(ch, 12)
+	p, err := c.Check("q", ch, nonce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Difficulty != 12 || !p.Expires.Equal(expires) || len(p.ID) != 22 {
+		t.Fatalf("proof %+v", p)
+	}
+	// A nonce that misses the difficulty (the first that does not).
+	bad := "0"
+	for i := 0; LeadingZeroBits(ch, bad) >= 12; i++ {
+		bad = strings.Repeat("x", i+1)
+	}
+	other, _ := New([]byte(strings.Repeat("o", 32)))
+	forged, _ := other.Issue("q", 12)
+	parts := strings.Split(ch, ".")
+	easier := strings.Join([]string{parts[0], parts[1], "0", parts[3], parts[4], parts[5]}, ".")
+	for name, tc := range map[string]struct{ queue, challenge, nonce string }{
+		"wrong solution":           {"q", ch, bad},
+		"another queue":            {"r", ch, nonce},
+		"signed with another key":  {"q", forged, Solve(forged, 12)},
+		"difficulty edited":        {"q", easier, "0"},
+		"empty nonce":              {"q", ch, ""},
+		"nonce too long":           {"q", ch, strings.Repeat("1", MaxNonce+1)},
+		"nonce with a space":       {"q", ch, nonce + " "},
+		"garbage":                  {"q", "c1.q.x", nonce},
+		"mac not base64":           {"q", strings.Join(append(parts[:5:5], "!!"), "."), nonce},
+		"empty challenge":          {"q", "", nonce},
+		"queue with a dot smuggle": {"q.12", ch, nonce},
+	} {
+		if _, err := c.Check(tc.queue, tc.challenge, tc.nonce); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	// Expired.
+	c.now = func() time.Time { return time.Now().Add(TTL + time.Second) }
+	if _, err := c.Check("q", ch, nonce); !errors.Is(err, ErrInvalid) {
+		t.Errorf("expired: %v", err)
+	}
+	if _, err := New([]byte("short")); err == nil {
+		t.Error("short secret accepted")
+	}
+}
+
+func TestLeadingZeroBits(t *testing.T) {
+	// Against the definition, bit by bit.
+	for _, n := range []string{"0", "1", "abc", Solve("c", 8), Solve("c", 16)} {
+		got := LeadingZeroBits("c", n)
+		sum := sha256.Sum256([]byte("c:" + n))
+		want := 0
+		for _, b := range sum {
+			for bit := 7; bit >= 0; bit-- {
+				if b>>bit&1 != 0 {
+					goto done
+				}
+				want++
+			}
+		}
+	done:
+		if got != want {
+			t.Errorf("%q: %d, want %d", n, got, want)
+		}
+	}
+	if LeadingZeroBits("c", Solve("c", 16)) < 16 {
+		t.Error("Solve missed the difficulty")
+	}
+}
+
+// BenchmarkSolve is the attacker's cost of one place at each difficulty,
+// solving natively in Go (faster than a browser's WebCrypto): ns/op is
+// the CPU time of one solution on one core.
+//
+//	go test -run x -bench Solve ./internal/challenge/
+func BenchmarkSolve(b *testing.B) {
+	c := newChallenges(b)
+	for _, d := range []int{12, 16, 18, 20} {
+		b.Run("difficulty="+strconv.Itoa(d), func(b *testing.B) {
+			for b.Loop() {
+				ch, _ := c.Issue("q", d)
+				Solve(ch, d)
+			}
+		})
+	}
+}
+
+// BenchmarkCheck is the server's cost of checking one solution.
+func BenchmarkCheck(b *testing.B) {
+	c := newChallenges(b)
+	ch, _ := c.Issue("q", 8)
+	nonce := Solve(ch, 8)
+	for b.Loop() {
+		if _, err := c.Check("q", ch, nonce); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
