@@ -109,6 +109,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		Gate:     g,
 		Upstream: upstream,
 		Store:    store,
+		Redis:    rdb,
 		Places:   places,
 		Passes:   passes,
 		Join:     join,

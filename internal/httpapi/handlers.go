@@ -179,9 +179,20 @@ func (s *Server) leaveUser(w http.ResponseWriter, r *http.Request) {
 }
 
 // removeUser is the operator taking the user named in the path out of
-// the line, or ending their admission.
+// the line, or ending their admission; where the user stood goes to the
+// audit log.
 func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) {
-	s.leaveNamed(w, r, s.store.Remove)
+	s.leaveNamed(w, r, func(ctx context.Context, q, user string) error {
+		before, err := s.store.Status(ctx, q, user)
+		if err != nil {
+			return err
+		}
+		if err := s.store.Remove(ctx, q, user); err != nil {
+			return err
+		}
+		s.recordRemoval(r, q, user, before)
+		return nil
+	})
 }
 
 func (s *Server) leaveNamed(w http.ResponseWriter, r *http.Request, leave func(ctx context.Context, queue, user string) error) {
@@ -295,16 +306,25 @@ func (s *Server) setRefillSize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := chi.URLParam(r, "queue")
+	// The view before, for the audit log's old value.
+	before, err := s.adminQueueInfo(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if err := s.store.SetRefillSize(r.Context(), q, *req.RefillSize); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	logger(r, s.log).Info("refill size changed", "queue", q, "refill_size", *req.RefillSize)
+	requested := requestedRefill(*req.RefillSize)
 	aq, err := s.adminQueueInfo(r.Context(), q)
 	if err != nil {
+		s.record(r, q, "refill_size", "", settingChanges(requested, before, nil))
 		s.fail(w, r, err)
 		return
 	}
+	s.record(r, q, "refill_size", "", settingChanges(requested, before, &aq))
 	writeJSON(w, http.StatusOK, aq)
 }
 

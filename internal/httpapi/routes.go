@@ -55,6 +55,7 @@ func (s *Server) routes() http.Handler {
 		r.Patch("/queues/{queue}", s.patchSettings)
 		r.Put("/queues/{queue}/refill-size", s.setRefillSize)
 		r.Get("/queues/{queue}/history", s.history)
+		r.Get("/queues/{queue}/audit", s.auditLog)                // the admin changes, newest first
 		r.Delete("/queues/{queue}/users/{user_id}", s.removeUser) // every admin call is logged at info
 	})
 	return r

@@ -51,6 +51,9 @@ type Options struct {
 	// ClientIP finds a request's client address for per-client limits;
 	// nil: the peer's address (no trusted proxies).
 	ClientIP *clientip.Resolver
+	// Redis keeps the admin API's lockout of failed attempts and its
+	// audit log. Without it an enabled admin API answers 503.
+	Redis Redis
 }
 
 // Server serves the HTTP API.
@@ -73,6 +76,7 @@ type Server struct {
 	gated            http.Handler // everything else, through the gate
 	proxying         bool         // gate mode: gated serves every other path
 	clientIP         *clientip.Resolver
+	admin            adminGuard // lockout and audit log of the admin API (admin.go)
 }
 
 // New returns the server with its routes.
@@ -99,6 +103,7 @@ func New(o Options) *Server {
 	if s.clientIP == nil {
 		s.clientIP, _ = clientip.New(nil) // trusts nobody: cannot fail
 	}
+	s.admin = newAdminGuard(o.AdminToken, o.Redis)
 	s.handler = s.routes()
 	s.gated = s.gatedRoutes(o.Upstream)
 	return s

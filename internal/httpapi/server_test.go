@@ -56,6 +56,7 @@ func newEnv(t testing.TB, rdb *redis.Client, settings queue.Settings, timeout ti
 func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name string, opts Options) *env {
 	t.Helper()
 	opts.Store = store
+	opts.Redis = rdb
 	if opts.Places == nil {
 		opts.Places, opts.Passes = newTrust(t, rdb)
 	}

@@ -28,6 +28,12 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := chi.URLParam(r, "queue")
+	// The view before, for the audit log's old values.
+	before, err := s.adminQueueInfo(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if err := s.store.UpdateSettings(r.Context(), q, u); err != nil {
 		s.fail(w, r, err)
 		return
@@ -35,9 +41,11 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 	logger(r, s.log).Info("settings changed", "queue", q, "fields", slices.Sorted(mapKeys(fields)))
 	aq, err := s.adminQueueInfo(r.Context(), q)
 	if err != nil {
+		s.record(r, q, "settings", "", settingChanges(fields, before, nil))
 		s.fail(w, r, err)
 		return
 	}
+	s.record(r, q, "settings", "", settingChanges(fields, before, &aq))
 	writeJSON(w, http.StatusOK, aq)
 }
 
