@@ -6,6 +6,14 @@
 #                            wait for /readyz
 #   scripts/up.sh logs -f    any other arguments go to docker compose as-is
 #                            (ps, logs, down, down -v, ...)
+#   scripts/up.sh token      print the admin token (made if there is none yet),
+#                            e.g. WAITROOM_ADMIN_TOKEN=$(scripts/up.sh token)
+#                            docker compose up --build
+#
+# The admin token: WAITROOM_ADMIN_TOKEN if set, else the one kept in
+# .waitroom/admin-token (git-ignored, mode 0600), which the first run makes
+# from 32 random bytes and prints once. There is no default token; compose
+# run without one leaves the admin API off.
 #
 # Redis is the public redis:7-alpine where it can be pulled, else an image
 # built from this host's redis-server (scripts/redis-image.sh). The service
@@ -13,12 +21,43 @@
 # base image is needed. Set WAITROOM_REDIS_IMAGE / WAITROOM_IMAGE to run
 # other images; with registry access, `docker compose up --build` works too.
 #
-# Other knobs: WAITROOM_PORT (host port, 8080), WAITROOM_ADMIN_TOKEN
-# (change-me), COMPOSE_PROJECT_NAME (waitroom).
+# Other knobs: WAITROOM_PORT (host port, 8080), WAITROOM_ADMIN_TOKEN,
+# WAITROOM_STATE_DIR (where the token is kept, .waitroom),
+# COMPOSE_PROJECT_NAME (waitroom).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+
+state_dir=${WAITROOM_STATE_DIR:-$root/.waitroom}
+token_file=$state_dir/admin-token
+
+# new_admin_token makes the token file, readable by this user only, unless
+# it is there; it reports on stderr whether it made one. The file is
+# written under another name and renamed, so a run cut short never leaves
+# a half-written token behind.
+new_admin_token() {
+	if [ -s "$token_file" ]; then
+		return 1
+	fi
+	mkdir -p "$state_dir"
+	chmod 700 "$state_dir"
+	(
+		umask 077
+		od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$token_file.tmp"
+	)
+	mv "$token_file.tmp" "$token_file"
+}
+
+if [ "${1:-}" = token ]; then
+	if [ -n "${WAITROOM_ADMIN_TOKEN:-}" ]; then
+		echo "$WAITROOM_ADMIN_TOKEN"
+	else
+		new_admin_token && echo "made a new admin token in $token_file" >&2
+		cat "$token_file"
+	fi
+	exit 0
+fi
 
 if ! docker info >/dev/null 2>&1; then
 	echo "docker is not usable here (is the daemon running, may this user use it?)" >&2
@@ -38,6 +77,20 @@ fi
 # Without this the project is named after the checkout directory.
 export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-waitroom}
 export WAITROOM_IMAGE=${WAITROOM_IMAGE:-waitroom/waitroom:local}
+
+if [ -z "${WAITROOM_ADMIN_TOKEN:-}" ]; then
+	token_note="admin token: in $token_file"
+	# Other compose commands get the token kept, but do not make one.
+	if [ "$#" -eq 0 ] && new_admin_token; then
+		token_note="admin token (printed this once; kept in $token_file): $(cat "$token_file")"
+	fi
+	if [ -s "$token_file" ]; then
+		WAITROOM_ADMIN_TOKEN=$(cat "$token_file")
+		export WAITROOM_ADMIN_TOKEN
+	fi
+else
+	token_note="admin token: the WAITROOM_ADMIN_TOKEN you set"
+fi
 
 if [ "$#" -gt 0 ]; then
 	exec "${compose[@]}" "$@"
@@ -59,11 +112,12 @@ for _ in $(seq 60); do
 	if curl -fsS "http://localhost:$port/readyz" >/dev/null 2>&1; then
 		echo "waitroom is ready. Open http://localhost:$port/ : the demo order page, through the waiting room."
 		echo "  waiting page: http://localhost:$port/q/default   back office: http://localhost:$port/admin"
+		echo "  $token_note"
 		echo "logs: scripts/up.sh logs -f    stop: scripts/up.sh down    wipe data: scripts/up.sh down -v"
 		exit 0
 	fi
 	sleep 1
 done
-echo "waitroom did not become ready in 60s; recent logs:" >&2
+echo "waitroom did not become ready in 60s; $token_note; recent logs:" >&2
 "${compose[@]}" logs --tail 50 >&2
 exit 1
