@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -21,6 +23,9 @@ type apiError struct {
 	field   string // the request field at fault, where there is one
 	// A scheduled opening's times (not_open), RFC 3339.
 	opensAt, prequeueFrom string
+	// retryAfter, when set, is when to try again (Retry-After, and
+	// retry_at in the body).
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -41,6 +46,10 @@ var (
 	errInvalidPass      = &apiError{status: http.StatusUnauthorized, code: "invalid_pass", message: "missing, invalid, expired or revoked entry pass"}
 	errInvalidReturn    = &apiError{status: http.StatusBadRequest, code: "invalid_return", message: "return must be a path on this site"}
 	errTwoIdentities    = &apiError{status: http.StatusBadRequest, code: "invalid_json", message: "give user_id or join_token, not both"}
+
+	errCrossSite         = &apiError{status: http.StatusForbidden, code: "cross_site_request", message: "this request must come from the waiting room's own page or an allowed origin"}
+	errNotJSON           = &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", message: "send the body as Content-Type: application/json"}
+	errChallengeRequired = &apiError{status: http.StatusForbidden, code: "challenge_required", message: "this queue asks for proof of work: get /challenge, solve it and send challenge and nonce with enter"}
 )
 
 type errorBody struct {
@@ -53,6 +62,7 @@ type errorDetail struct {
 	Field        string `json:"field,omitempty"`
 	OpensAt      string `json:"opens_at,omitempty"`
 	PrequeueFrom string `json:"prequeue_from,omitempty"`
+	RetryAt      string `json:"retry_at,omitempty"` // when a rate-limited or full-line call may be tried again
 }
 
 // fail is the one place that turns an error into an HTTP answer. Redis
@@ -62,7 +72,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if e.status >= 500 {
 		logger(r, s.log).Error("request failed", "status", e.status, "err", err)
 	}
-	if e.status == http.StatusServiceUnavailable {
+	retryAt := ""
+	switch {
+	case e.retryAfter > 0:
+		w.Header().Set("Retry-After", retryAfter(e.retryAfter))
+		retryAt = time.Now().Add(e.retryAfter).UTC().Format(time.RFC3339)
+	case e.status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
 	}
 	switch e {
@@ -71,7 +86,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errInvalidPlace, errInvalidPass:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
 	}
-	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field, e.opensAt, e.prequeueFrom}})
+	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field, e.opensAt, e.prequeueFrom, retryAt}})
 }
 
 func classify(err error) *apiError {
@@ -79,6 +94,18 @@ func classify(err error) *apiError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.Is(err, queue.ErrRateLimited):
+		return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many requests from this address or for this place; try again after Retry-After seconds",
+			retryAfter: storeWait(err)}
+	case errors.Is(err, queue.ErrQueueFull):
+		return &apiError{status: http.StatusServiceUnavailable, code: "queue_full", message: "the line is full; try again at retry_at",
+			retryAfter: storeWait(err)}
+	case errors.Is(err, queue.ErrChallengeRequired), errors.Is(err, challenge.ErrInvalid):
+		return errChallengeRequired
+	case errors.Is(err, queue.ErrInvalidMaxWaiting):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "max_waiting"}
+	case errors.Is(err, queue.ErrInvalidDifficulty):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "challenge_difficulty"}
 	case errors.Is(err, queue.ErrUnknownQueue):
 		return &apiError{status: http.StatusNotFound, code: "queue_not_found", message: "no such queue"}
 	case errors.Is(err, queue.ErrInvalidUserID):
@@ -100,6 +127,15 @@ func classify(err error) *apiError {
 	default:
 		return errInternal
 	}
+}
+
+// storeWait is the wait a refusal from the store carries (queue.Retry).
+func storeWait(err error) time.Duration {
+	var r *queue.Retry
+	if errors.As(err, &r) {
+		return r.After
+	}
+	return time.Second
 }
 
 // clientMessage is a store validation error as a client reads it, without

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/scheduler"
@@ -35,13 +36,26 @@ type ticketResponse struct {
 
 // enterRequest is the enter body: empty (or {}) for a browser or app
 // that proves no identity, a site's join token, or, in insecure mode
-// only, a plain user id.
+// only, a plain user id; and a solved proof-of-work challenge when the
+// queue asks for one.
 type enterRequest struct {
 	UserID    *string `json:"user_id"`
 	JoinToken string  `json:"join_token"`
+	Challenge string  `json:"challenge"`
+	Nonce     string  `json:"nonce"`
 }
 
 func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
+	// Other sites' pages cannot plant places with their visitors'
+	// browsers (package origin).
+	if !s.origins.SameSite(r) {
+		s.fail(w, r, errCrossSite)
+		return
+	}
+	if !origin.JSONBody(r) {
+		s.fail(w, r, errNotJSON)
+		return
+	}
 	req, err := decodeEnter(w, r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -52,8 +66,17 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, queue.ErrUnknownQueue)
 		return
 	}
+	// A proof of work is checked here (an HMAC and one hash); the store
+	// makes it single-use and compares it with the queue's difficulty.
+	caller := queue.Caller{Client: s.clientIP.Addr(r).String()}
+	if req.Challenge != "" {
+		if caller.Proof, err = s.challenges.Check(q, req.Challenge, req.Nonce); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	var member, token, replaced string
-	enter := s.store.Enter
+	enter := s.store.EnterAs
 	switch {
 	case req.UserID != nil && req.JoinToken != "":
 		s.fail(w, r, errTwoIdentities)
@@ -64,6 +87,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		member = *req.UserID
+		caller.Proved = true
 	case req.JoinToken != "":
 		if member, err = s.join.Member(q, req.JoinToken); err != nil {
 			s.fail(w, r, err)
@@ -71,6 +95,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		}
 		// The account may already hold a place from another device.
 		enter = s.store.Join
+		caller.Proved = true
 		// An anonymous place this browser held is given up for it (first,
 		// so the answer's position counts it out); else it would wait on,
 		// unclaimed, and take an admission later.
@@ -86,8 +111,11 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			member = place.NewMember() // no cookie, or a stale one
+		} else {
+			caller.Proved = true
 		}
 	}
+	caller.User = member
 	if req.UserID == nil {
 		token = s.places.Issue(q, member)
 		// Set before the store is asked: even a 503 (outcome unknown)
@@ -100,7 +128,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	t, err := enter(r.Context(), q, member)
+	t, err := enter(r.Context(), q, caller)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -140,7 +168,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	t, err := s.store.Status(r.Context(), q, member)
+	t, err := s.store.StatusAs(r.Context(), q, queue.Caller{User: member, Client: s.clientIP.Addr(r).String(), Proved: true})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -150,6 +178,10 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 
 // leavePlace gives up the place the caller proves, and forgets the cookie.
 func (s *Server) leavePlace(w http.ResponseWriter, r *http.Request) {
+	if !s.origins.SameSite(r) {
+		s.fail(w, r, errCrossSite)
+		return
+	}
 	q := chi.URLParam(r, "queue")
 	if !s.store.Has(q) {
 		s.fail(w, r, queue.ErrUnknownQueue)

@@ -11,7 +11,7 @@ import (
 // routes is the whole HTTP surface at a glance.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.logRequests, s.recoverPanics, securityHeaders, middleware.GetHead)
+	r.Use(middleware.RequestID, s.logRequests, s.recoverPanics, securityHeaders, middleware.GetHead, s.origins.CORS)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNotFound)
 	})
@@ -42,6 +42,7 @@ func (s *Server) routes() http.Handler {
 	const api = "/api/v1/queues/{queue}"
 	r.Get(api, s.queueInfo)
 	r.Get(api+"/", s.queueInfo)
+	r.Get(api+"/challenge", s.issueChallenge)
 	r.Post(api+"/enter", s.enter)
 	r.Get(api+"/status", s.status)
 	r.Delete(api+"/place", s.leavePlace)

@@ -3,6 +3,7 @@
 package httpapi
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"io/fs"
 	"log/slog"
@@ -10,7 +11,9 @@ import (
 	"strings"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -51,6 +54,12 @@ type Options struct {
 	// ClientIP finds a request's client address for per-client limits;
 	// nil: the peer's address (no trusted proxies).
 	ClientIP *clientip.Resolver
+	// Challenges issues and checks the proof of work a queue may ask for
+	// before entering; nil: a key of this process's own (one replica).
+	Challenges *challenge.Challenges
+	// Origins are the other sites allowed to call the public API (CORS);
+	// nil: none.
+	Origins *origin.Policy
 	// Redis keeps the admin API's lockout of failed attempts and its
 	// audit log. Without it an enabled admin API answers 503.
 	Redis Redis
@@ -76,6 +85,8 @@ type Server struct {
 	gated            http.Handler // everything else, through the gate
 	proxying         bool         // gate mode: gated serves every other path
 	clientIP         *clientip.Resolver
+	challenges       *challenge.Challenges
+	origins          *origin.Policy
 	admin            adminGuard // lockout and audit log of the admin API (admin.go)
 }
 
@@ -102,6 +113,15 @@ func New(o Options) *Server {
 	s.clientIP = o.ClientIP
 	if s.clientIP == nil {
 		s.clientIP, _ = clientip.New(nil) // trusts nobody: cannot fail
+	}
+	s.challenges, s.origins = o.Challenges, o.Origins
+	if s.challenges == nil {
+		key := make([]byte, 32)
+		_, _ = rand.Read(key) // never fails (crypto/rand)
+		s.challenges, _ = challenge.New(key)
+	}
+	if s.origins == nil {
+		s.origins, _ = origin.New(nil) // no origins: cannot fail
 	}
 	s.admin = newAdminGuard(o.AdminToken, o.Redis)
 	s.handler = s.routes()

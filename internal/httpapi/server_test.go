@@ -96,6 +96,9 @@ func (e *env) do(method, path, body string, header ...string) response {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if method == "POST" {
+		req.Header.Set("Content-Type", "application/json") // as every client must (origin.JSONBody)
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

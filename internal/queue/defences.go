@@ -1,11 +1,14 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The defences of enter and status run inside enter.lua and status.lua,
@@ -137,4 +140,23 @@ func flag(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// ChallengeDifficulty is the proof of work queue asks for before entering
+// (0: none): one read, for the challenge endpoint.
+func (s *Store) ChallengeDifficulty(ctx context.Context, queue string) (int, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return 0, err
+	}
+	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) (string, error) {
+		return s.rdb.HGet(ctx, q.keys.config, "challenge_difficulty").Result()
+	})
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("queue: challenge difficulty: %w", err)
+	}
+	return strconv.Atoi(v)
 }

@@ -206,6 +206,7 @@ type HistoryPoint struct {
 // *redis.ClusterClient both satisfy it.
 type Redis interface {
 	redis.Scripter
+	HGet(ctx context.Context, key, field string) *redis.StringCmd
 	HSet(ctx context.Context, key string, values ...any) *redis.IntCmd
 	HSetNX(ctx context.Context, key, field string, value any) *redis.BoolCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
@@ -452,12 +453,12 @@ func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, e
 // in the line or an admission is kept as it is, and only a user holding
 // neither enters. Two devices joining at the same instant may both enter;
 // the later one then goes to the back, next to where both arrived.
-func (s *Store) Join(ctx context.Context, queue, user string) (Ticket, error) {
-	t, err := s.Status(ctx, queue, user)
+func (s *Store) Join(ctx context.Context, queue string, c Caller) (Ticket, error) {
+	t, err := s.Status(ctx, queue, c.User)
 	if err != nil || t.Status != NotWaiting {
 		return t, err
 	}
-	return s.Enter(ctx, queue, user)
+	return s.EnterAs(ctx, queue, c)
 }
 
 // Admission returns the start of user's current admission to queue, or

@@ -757,20 +757,20 @@ func TestJoinKeepsAPlaceHeld(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
-	in, err := s.Join(ctx, q, "in")
+	in, err := s.Join(ctx, q, Caller{User: "in"})
 	if err != nil || in.Status != Entered {
 		t.Fatalf("join in = %+v, %v", in, err)
 	}
-	if again, err := s.Join(ctx, q, "in"); err != nil || again.Status != Entered || !again.AdmittedAt.Equal(in.AdmittedAt) {
+	if again, err := s.Join(ctx, q, Caller{User: "in"}); err != nil || again.Status != Entered || !again.AdmittedAt.Equal(in.AdmittedAt) {
 		t.Fatalf("join in again = %+v, %v; want the same admission", again, err)
 	}
 	for _, u := range []string{"w1", "w2", "w3"} {
 		enter(t, s, q, u)
 	}
-	if tk, err := s.Join(ctx, q, "w1"); err != nil || tk.Status != Waiting || tk.Position != 1 {
+	if tk, err := s.Join(ctx, q, Caller{User: "w1"}); err != nil || tk.Status != Waiting || tk.Position != 1 {
 		t.Fatalf("join w1 = %+v, %v; want it kept at 1", tk, err)
 	}
-	if tk, err := s.Join(ctx, q, "new"); err != nil || tk.Status != Waiting || tk.Position != 4 {
+	if tk, err := s.Join(ctx, q, Caller{User: "new"}); err != nil || tk.Status != Waiting || tk.Position != 4 {
 		t.Fatalf("join new = %+v, %v; want the back (4)", tk, err)
 	}
 }

@@ -1,0 +1,35 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// challengeResponse is a proof-of-work challenge (package challenge has
+// the protocol).
+type challengeResponse struct {
+	Challenge  string `json:"challenge"`
+	Difficulty int    `json:"difficulty"`
+	ExpiresAt  string `json:"expires_at"` // RFC 3339
+}
+
+// issueChallenge issues a challenge at the queue's difficulty now (0 when
+// it asks for none: any nonce solves it). Issuing costs an HMAC and one
+// read.
+func (s *Server) issueChallenge(w http.ResponseWriter, r *http.Request) {
+	q := chi.URLParam(r, "queue")
+	if !s.store.Has(q) {
+		s.fail(w, r, queue.ErrUnknownQueue)
+		return
+	}
+	d, err := s.store.ChallengeDifficulty(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, expires := s.challenges.Issue(q, d)
+	writeJSON(w, http.StatusOK, challengeResponse{Challenge: c, Difficulty: d, ExpiresAt: rfc3339(expires)})
+}

@@ -1,0 +1,90 @@
+package origin
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestSameSite(t *testing.T) {
+	p, err := New([]string{"https://shop.example", " ", "http://localhost:3000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name         string
+		site, origin string
+		want         bool
+	}{
+		{"no browser", "", "", true},
+		{"own page", "same-origin", "https://wait.example", true},
+		{"typed in the address bar", "none", "", true},
+		{"another site", "cross-site", "https://evil.example", false},
+		{"a sibling subdomain", "same-site", "https://evil.wait.example", false},
+		{"an allowed origin", "cross-site", "https://shop.example", true},
+		{"an allowed origin, other case", "cross-site", "HTTPS://SHOP.EXAMPLE", true},
+		{"old browser, own host", "", "https://wait.example", true},
+		{"old browser, another site", "", "https://evil.example", false},
+		{"old browser, null origin", "", "null", false},
+		{"old browser, allowed origin", "", "http://localhost:3000", true},
+	} {
+		r := httptest.NewRequest("POST", "https://wait.example/api/v1/queues/q/enter", nil)
+		if tc.site != "" {
+			r.Header.Set("Sec-Fetch-Site", tc.site)
+		}
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		if got := p.SameSite(r); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"shop.example", "https://shop.example/path", "ftp://x", "https://", "https://u@x"} {
+		if _, err := New([]string{bad}); err == nil {
+			t.Errorf("New(%q) accepted", bad)
+		}
+	}
+}
+
+func TestJSONBody(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json": true, "application/json; charset=utf-8": true, "Application/JSON": true,
+		"": false, "text/plain": false, "application/x-www-form-urlencoded": false, "multipart/form-data; boundary=x": false,
+		"application/json-patch+json": false,
+	} {
+		r := httptest.NewRequest("POST", "/", nil)
+		if ct != "" {
+			r.Header.Set("Content-Type", ct)
+		}
+		if got := JSONBody(r); got != want {
+			t.Errorf("%q: %v, want %v", ct, got, want)
+		}
+	}
+}
+
+func TestCORS(t *testing.T) {
+	p, _ := New([]string{"https://shop.example"})
+	h := p.CORS(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
+	pre := httptest.NewRequest("OPTIONS", "/api/v1/queues/q/enter", nil)
+	pre.Header.Set("Origin", "https://shop.example")
+	pre.Header.Set("Access-Control-Request-Method", "POST")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, pre)
+	if w.Code != 204 || w.Header().Get("Access-Control-Allow-Origin") != "https://shop.example" ||
+		w.Header().Get("Access-Control-Allow-Headers") == "" || w.Header().Get("Access-Control-Allow-Credentials") != "" {
+		t.Fatalf("preflight of an allowed origin: %d %v", w.Code, w.Header())
+	}
+	pre.Header.Set("Origin", "https://evil.example")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, pre)
+	if w.Header().Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("another origin got %v", w.Header())
+	}
+	get := httptest.NewRequest("GET", "/api/v1/queues/q", nil)
+	get.Header.Set("Origin", "https://shop.example")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, get)
+	if w.Code != 200 || w.Header().Get("Access-Control-Allow-Origin") != "https://shop.example" {
+		t.Fatalf("a request from an allowed origin: %d %v", w.Code, w.Header())
+	}
+}
