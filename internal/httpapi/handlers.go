@@ -275,16 +275,19 @@ func (s *Server) queueInfo(w http.ResponseWriter, r *http.Request) {
 
 // adminQueueResponse is one queue as the back office sees it.
 type adminQueueResponse struct {
-	Queue          string `json:"queue"`
-	Waiting        int64  `json:"waiting"`
-	Entered        int64  `json:"entered"`
-	Active         int64  `json:"active"` // the same count as entered
-	MaxActive      int    `json:"max_active"`
-	Paused         bool   `json:"paused"`
-	AbandonAfterMS int64  `json:"abandon_after_ms"`
-	AbandonedLast  int64  `json:"abandoned_last_interval"`
-	OpensAt        string `json:"opens_at,omitempty"`      // a scheduled opening, RFC 3339
-	PrequeueFrom   string `json:"prequeue_from,omitempty"` // its pre-queue window's start
+	Queue      string `json:"queue"`
+	Waiting    int64  `json:"waiting"`
+	Entered    int64  `json:"entered"`
+	Active     int64  `json:"active"` // the same count as entered
+	MaxActive  int    `json:"max_active"`
+	MaxWaiting int    `json:"max_waiting"` // the line's cap (0: none)
+	// The proof of work asked before entering, in leading zero bits (0: none).
+	ChallengeDifficulty int    `json:"challenge_difficulty"`
+	Paused              bool   `json:"paused"`
+	AbandonAfterMS      int64  `json:"abandon_after_ms"`
+	AbandonedLast       int64  `json:"abandoned_last_interval"`
+	OpensAt             string `json:"opens_at,omitempty"`      // a scheduled opening, RFC 3339
+	PrequeueFrom        string `json:"prequeue_from,omitempty"` // its pre-queue window's start
 	// The last opening's draw, once made: its seed and participants, with
 	// which anyone can recompute the order (README, "Scheduled opening").
 	DrawFor            string `json:"draw_for,omitempty"`
@@ -400,24 +403,26 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		return adminQueueResponse{}, err
 	}
 	aq := adminQueueResponse{
-		Queue:            q,
-		Waiting:          info.Waiting,
-		Entered:          info.Entered,
-		Active:           info.Entered,
-		MaxActive:        info.Settings.MaxActive,
-		Paused:           info.Paused,
-		AbandonAfterMS:   info.Settings.AbandonAfter.Milliseconds(),
-		AbandonedLast:    info.AbandonedLastInterval,
-		OpensAt:          rfc3339(info.OpensAt),
-		PrequeueFrom:     rfc3339(info.PrequeueFrom),
-		DrawFor:          rfc3339(info.DrawFor),
-		DrawSeed:         info.DrawSeed,
-		DrawCount:        info.DrawCount,
-		Tokens:           info.Tokens,
-		RefillSize:       info.Settings.RefillSize,
-		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
-		SessionTTLMS:     info.Settings.SessionTTL.Milliseconds(),
-		SessionMaxMS:     info.Settings.SessionMax.Milliseconds(),
+		Queue:               q,
+		Waiting:             info.Waiting,
+		Entered:             info.Entered,
+		Active:              info.Entered,
+		MaxActive:           info.Settings.MaxActive,
+		MaxWaiting:          info.Settings.MaxWaiting,
+		Paused:              info.Paused,
+		AbandonAfterMS:      info.Settings.AbandonAfter.Milliseconds(),
+		ChallengeDifficulty: info.Settings.ChallengeDifficulty,
+		AbandonedLast:       info.AbandonedLastInterval,
+		OpensAt:             rfc3339(info.OpensAt),
+		PrequeueFrom:        rfc3339(info.PrequeueFrom),
+		DrawFor:             rfc3339(info.DrawFor),
+		DrawSeed:            info.DrawSeed,
+		DrawCount:           info.DrawCount,
+		Tokens:              info.Tokens,
+		RefillSize:          info.Settings.RefillSize,
+		RefillIntervalMS:    info.Settings.RefillInterval.Milliseconds(),
+		SessionTTLMS:        info.Settings.SessionTTL.Milliseconds(),
+		SessionMaxMS:        info.Settings.SessionMax.Milliseconds(),
 	}
 	if !info.LastTickAt.IsZero() {
 		aq.LastTickAtMS = info.LastTickAt.UnixMilli()

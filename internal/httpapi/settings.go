@@ -61,6 +61,10 @@ func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
 			u.RefillSize, err = intField(raw, 1, queue.MaxRefillSize)
 		case "max_active":
 			u.MaxActive, err = intField(raw, 0, queue.MaxMaxActive)
+		case "max_waiting":
+			u.MaxWaiting, err = intField(raw, 0, queue.MaxMaxWaiting)
+		case "challenge_difficulty":
+			u.ChallengeDifficulty, err = intField(raw, 0, queue.MaxChallengeDifficulty)
 		case "abandon_after_ms":
 			var ms *int
 			ms, err = intField(raw, 0, int(queue.MaxAbandonAfter.Milliseconds()))
@@ -79,7 +83,7 @@ func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
 			}
 			u.Paused = &b
 		default:
-			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, abandon_after_ms, paused, opens_at, prequeue_from")
+			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, max_waiting, challenge_difficulty, abandon_after_ms, paused, opens_at, prequeue_from")
 		}
 		if err != nil {
 			return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: name + " " + err.Error(), field: name}

@@ -40,12 +40,13 @@ func wantInvalidSettings(t *testing.T, r response, field string) {
 func TestPatchSettings(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
-	r := e.patch(`{"refill_size":7,"max_active":300,"paused":true,"abandon_after_ms":60000}`)
+	r := e.patch(`{"refill_size":7,"max_active":300,"paused":true,"abandon_after_ms":60000,"max_waiting":5000,"challenge_difficulty":16}`)
 	var aq adminQueueResponse
 	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 {
 		t.Fatalf("patch: %d %s", r.status, r.body)
 	}
-	if aq.RefillSize != 7 || aq.MaxActive != 300 || !aq.Paused || aq.RefillIntervalMS != 3600000 || aq.AbandonAfterMS != 60000 {
+	if aq.RefillSize != 7 || aq.MaxActive != 300 || !aq.Paused || aq.RefillIntervalMS != 3600000 || aq.AbandonAfterMS != 60000 ||
+		aq.MaxWaiting != 5000 || aq.ChallengeDifficulty != 16 {
 		t.Fatalf("after patch: %+v", aq)
 	}
 	if info := e.info(); info.MaxActive != 300 || !info.Paused || info.RefillSize != 7 {
@@ -73,6 +74,14 @@ func TestPatchSettings(t *testing.T) {
 		{`{"abandon_after_ms":86400001}`, "abandon_after_ms"},
 		{`{"abandon_after_ms":"2m"}`, "abandon_after_ms"},
 		{`{"abandon_after_ms":null}`, "abandon_after_ms"},
+		{`{"max_waiting":-1}`, "max_waiting"},
+		{`{"max_waiting":100000001}`, "max_waiting"},
+		{`{"max_waiting":"lots"}`, "max_waiting"},
+		{`{"max_waiting":null}`, "max_waiting"},
+		{`{"challenge_difficulty":-1}`, "challenge_difficulty"},
+		{`{"challenge_difficulty":33}`, "challenge_difficulty"},
+		{`{"challenge_difficulty":8.5}`, "challenge_difficulty"},
+		{`{"challenge_difficulty":null}`, "challenge_difficulty"},
 		{`{"paused":"yes"}`, "paused"},
 		{`{"paused":1}`, "paused"},
 		{`{"paused":null}`, "paused"},
@@ -88,7 +97,8 @@ func TestPatchSettings(t *testing.T) {
 	}
 	wantError(t, e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"paused":true}`), 401, "unauthorized")
 	wantError(t, e.do("PATCH", "/admin/v1/queues/nope", `{"paused":true}`, "Authorization", "Bearer "+adminToken), 404, "queue_not_found")
-	if aq := e.adminQueue(); aq.Paused || aq.MaxActive != 300 || aq.RefillSize != 7 || aq.AbandonAfterMS != 60000 {
+	if aq := e.adminQueue(); aq.Paused || aq.MaxActive != 300 || aq.RefillSize != 7 || aq.AbandonAfterMS != 60000 ||
+		aq.MaxWaiting != 5000 || aq.ChallengeDifficulty != 16 {
 		t.Fatalf("bad patches changed the config: %+v", aq)
 	}
 	// PUT refill-size stays.
