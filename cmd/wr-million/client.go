@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+)
+
+// conn is one HTTP/1.1 keep-alive connection to the server, used by one
+// goroutine at a time. Not net/http: the generator shares this two-core
+// machine with the server it measures and must cost it far less CPU per
+// call than the server spends (bench.sh says the same of wrk against k6).
+// The server answers every API call with a Content-Length body, so the
+// client needs no more of HTTP/1.1 than writing a prepared request and
+// reading a status line, headers and a sized body.
+type conn struct {
+	addr string
+	c    net.Conn
+	r    *bufio.Reader
+	body []byte
+}
+
+// errProtocol is an answer this client cannot read (no Content-Length).
+var errProtocol = errors.New("wr-million: unexpected HTTP answer")
+
+// do sends req and reads the answer: its status code and body, which stays
+// valid until the next call. After a transport error the connection is
+// closed; the next call dials again.
+func (c *conn) do(req []byte) (code int, body []byte, err error) {
+	if c.c == nil {
+		nc, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
+		if err != nil {
+			return 0, nil, err
+		}
+		c.c = nc
+		if c.r == nil {
+			c.r = bufio.NewReaderSize(nc, 4096)
+		} else {
+			c.r.Reset(nc)
+		}
+	}
+	if _, err := c.c.Write(req); err != nil {
+		c.close()
+		return 0, nil, err
+	}
+	code, c.body, err = readResponse(c.r, c.body[:0], func() { c.close() })
+	if err != nil {
+		c.close()
+		return 0, nil, err
+	}
+	return code, c.body, nil
+}
+
+func (c *conn) close() {
+	if c.c != nil {
+		_ = c.c.Close()
+		c.c = nil
+	}
+}
+
+// readResponse reads one answer into buf; onClose runs when the server
+// said it closes the connection after it.
+func readResponse(r *bufio.Reader, buf []byte, onClose func()) (code int, body []byte, err error) {
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return 0, nil, err
+	}
+	// "HTTP/1.1 200 OK\r\n"
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
+		return 0, nil, fmt.Errorf("%w: status line %q", errProtocol, line)
+	}
+	code, err = strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: status line %q", errProtocol, line)
+	}
+	length, closing := -1, false
+	for {
+		h, err := r.ReadSlice('\n')
+		if err != nil {
+			return 0, nil, err
+		}
+		h = bytes.TrimRight(h, "\r\n")
+		if len(h) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(h, []byte(":"))
+		if !ok {
+			continue
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
+				return 0, nil, fmt.Errorf("%w: Content-Length %q", errProtocol, value)
+			}
+		case bytes.EqualFold(name, []byte("Connection")):
+			closing = bytes.EqualFold(value, []byte("close"))
+		}
+	}
+	if length < 0 {
+		return 0, nil, fmt.Errorf("%w: no Content-Length (status %d)", errProtocol, code)
+	}
+	if cap(buf) < length {
+		buf = make([]byte, length)
+	}
+	buf = buf[:length]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return 0, nil, err
+	}
+	if closing {
+		onClose()
+	}
+	return code, buf, nil
+}
+
+// Requests, written once: the status request differs per user only in
+// the place token.
+func enterRequest(host, q string) []byte {
+	return []byte("POST /api/v1/queues/" + q + "/enter HTTP/1.1\r\nHost: " + host +
+		"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+}
+
+func appendStatusRequest(b []byte, host, q, token string) []byte {
+	b = append(b, "GET /api/v1/queues/"...)
+	b = append(b, q...)
+	b = append(b, "/status HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\nAuthorization: Bearer "...)
+	b = append(b, token...)
+	return append(b, "\r\n\r\n"...)
+}
+
+// jsonString returns the string value of key in a flat JSON object whose
+// strings hold no escapes, which is true of the ticket's status, place
+// token and pass (enum words and base64url). A full decoder would cost
+// the generator more than the rest of the call.
+func jsonString(b []byte, key string) ([]byte, bool) {
+	k := `"` + key + `":"`
+	i := bytes.Index(b, []byte(k))
+	if i < 0 {
+		return nil, false
+	}
+	v := b[i+len(k):]
+	j := bytes.IndexByte(v, '"')
+	if j < 0 {
+		return nil, false
+	}
+	return v[:j], true
+}
+
+// jsonInt returns the integer value of key in a flat JSON object.
+func jsonInt(b []byte, key string) (int64, bool) {
+	k := `"` + key + `":`
+	i := bytes.Index(b, []byte(k))
+	if i < 0 {
+		return 0, false
+	}
+	v := b[i+len(k):]
+	j := 0
+	for j < len(v) && (v[j] == '-' || v[j] >= '0' && v[j] <= '9') {
+		j++
+	}
+	n, err := strconv.ParseInt(string(v[:j]), 10, 64)
+	return n, err == nil
+}
+
+// admittedAt reads the admission time (claim adm, ms since the epoch, on
+// Redis's clock) from an entry pass without verifying it: the generator
+// only needs to know when the admission began, and the server signed it.
+func admittedAt(pass []byte) (time.Time, error) {
+	parts := bytes.Split(pass, []byte("."))
+	if len(parts) != 3 {
+		return time.Time{}, fmt.Errorf("%w: pass is not a JWT", errProtocol)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(string(parts[1]))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: pass payload: %w", errProtocol, err)
+	}
+	var c struct {
+		Adm int64 `json:"adm"`
+	}
+	if err := json.Unmarshal(payload, &c); err != nil || c.Adm <= 0 {
+		return time.Time{}, fmt.Errorf("%w: pass without adm", errProtocol)
+	}
+	return time.UnixMilli(c.Adm), nil
+}

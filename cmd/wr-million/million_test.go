@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestScheduleOrder(t *testing.T) {
+	s := newSchedule(0)
+	r := rand.New(rand.NewPCG(1, 2))
+	var want []int64
+	for i := range 10000 {
+		d := r.Int64N(1000) // many equal due times
+		want = append(want, d)
+		s.push(call{due: d, user: int32(i)})
+	}
+	slices.Sort(want)
+	// Pop in slices of time, as the dispatcher does.
+	var got []int64
+	for now := int64(0); now < 1000; now += 37 {
+		var due []call
+		due, next, ok := s.popDue(now, due)
+		for _, c := range due {
+			if c.due > now {
+				t.Fatalf("popped %d at %d", c.due, now)
+			}
+			got = append(got, c.due)
+		}
+		if ok && next <= now {
+			t.Fatalf("next %d is already due at %d", next, now)
+		}
+	}
+	due, _, ok := s.popDue(1000, nil)
+	for _, c := range due {
+		got = append(got, c.due)
+	}
+	if ok || s.len() != 0 {
+		t.Fatalf("%d calls left", s.len())
+	}
+	if !slices.Equal(got, want) {
+		t.Fatal("calls did not come out in due order")
+	}
+}
+
+// Workers push while the dispatcher pops: every call comes out once.
+func TestScheduleConcurrent(t *testing.T) {
+	s := newSchedule(0)
+	const workers, each = 8, 2000
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				s.push(call{due: int64(i), user: int32(w*each + i)})
+			}
+		})
+	}
+	seen := make([]bool, workers*each)
+	n := 0
+	var due []call
+	for n < workers*each {
+		due, _, _ = s.popDue(each, due[:0])
+		for _, c := range due {
+			if seen[c.user] {
+				t.Fatalf("user %d popped twice", c.user)
+			}
+			seen[c.user] = true
+			n++
+		}
+	}
+	wg.Wait()
+}
+
+func TestHistQuantiles(t *testing.T) {
+	var h hist
+	for v := int64(1); v <= 100000; v++ {
+		h.add(v)
+	}
+	for _, q := range []float64{0.5, 0.9, 0.99, 0.999} {
+		want := q * 100000
+		got := float64(h.quantile(q))
+		if got < want || got > want*1.016+1 {
+			t.Errorf("q%.3f = %.0f, want %.0f (at most 1.6 %% above)", q, got, want)
+		}
+	}
+	if h.quantile(1) != 100000 || h.max != 100000 {
+		t.Errorf("max %d, q1 %d", h.max, h.quantile(1))
+	}
+	// Bucket bounds are contiguous and each value falls in its own.
+	for v := int64(0); v < 1<<20; v += 1 + v/500 {
+		b := bucketOf(v)
+		if v > bucketTop(b) || (b > 0 && v <= bucketTop(b-1)) {
+			t.Fatalf("%d in bucket %d (top %d, previous top %d)", v, b, bucketTop(b), bucketTop(b-1))
+		}
+	}
+	if b := bucketOf(1<<63 - 1); b >= histBuckets {
+		t.Fatalf("max int64 in bucket %d of %d", b, histBuckets)
+	}
+}
+
+func TestTicketFields(t *testing.T) {
+	body := []byte(`{"queue":"default","user_id":"p_x","status":"WAITING","position":42,"waiting":1000,"eta_seconds":25,"poll_after_ms":5600,"place_token":"abc.DEF-_"}`)
+	if v, ok := jsonString(body, "status"); !ok || string(v) != "WAITING" {
+		t.Errorf("status %q %v", v, ok)
+	}
+	if v, ok := jsonString(body, "place_token"); !ok || string(v) != "abc.DEF-_" {
+		t.Errorf("place_token %q %v", v, ok)
+	}
+	if v, ok := jsonInt(body, "position"); !ok || v != 42 {
+		t.Errorf("position %d %v", v, ok)
+	}
+	if v, ok := jsonInt(body, "poll_after_ms"); !ok || v != 5600 {
+		t.Errorf("poll_after_ms %d %v", v, ok)
+	}
+	if _, ok := jsonString(body, "pass"); ok {
+		t.Error("found a pass that is not there")
+	}
+}
+
+func TestAdmittedAt(t *testing.T) {
+	enc := base64.RawURLEncoding.EncodeToString
+	pass := enc([]byte(`{"alg":"EdDSA"}`)) + "." + enc([]byte(`{"sub":"p_x","adm":1700000000123}`)) + ".sig"
+	got, err := admittedAt([]byte(pass))
+	if err != nil || got.UnixMilli() != 1700000000123 {
+		t.Fatalf("admittedAt = %v, %v", got, err)
+	}
+	if _, err := admittedAt([]byte("nope")); err == nil {
+		t.Fatal("no error for a non-JWT")
+	}
+}
+
+// The hand-written client against Go's own server: keep-alive, bodies of
+// any size, a status other than 200, and a server that closes.
+func TestConn(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/queues/q/status":
+			fmt.Fprintf(w, `{"status":"WAITING","auth":%q}`, r.Header.Get("Authorization"))
+		case "/api/v1/queues/q/enter":
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Content-Length", "10000") // else Go chunks a body this long
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, strings.Repeat("x", 10000))
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	c := &conn{addr: host}
+	defer c.close()
+	for i := range 3 {
+		code, body, err := c.do(appendStatusRequest(nil, host, "q", fmt.Sprint("tok", i)))
+		if err != nil || code != 200 || string(body) != fmt.Sprintf(`{"status":"WAITING","auth":"Bearer tok%d"}`, i) {
+			t.Fatalf("status %d: %d %q %v", i, code, body, err)
+		}
+	}
+	code, body, err := c.do(enterRequest(host, "q"))
+	if err != nil || code != 503 || len(body) != 10000 {
+		t.Fatalf("enter: %d, %d bytes, %v", code, len(body), err)
+	}
+	if c.c != nil {
+		t.Fatal("connection kept after Connection: close")
+	}
+	if code, _, err := c.do(appendStatusRequest(nil, host, "q", "again")); err != nil || code != 200 {
+		t.Fatalf("after a close: %d %v", code, err)
+	}
+}
+
+func TestReadResponseNoLength(t *testing.T) {
+	r := bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"))
+	if _, _, err := readResponse(r, nil, func() {}); err == nil {
+		t.Fatal("no error for a body without Content-Length")
+	}
+}
+
+func TestParseStatTicks(t *testing.T) {
+	got, err := parseStatTicks("1234 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 700 45 0 0 20 0 8 0 100")
+	if err != nil || got != 745 {
+		t.Fatalf("got %d, %v", got, err)
+	}
+}
+
+// The pieces of the run that need no server: flags and a report.
+func TestFlags(t *testing.T) {
+	if _, err := parseFlags([]string{"-users", "0"}); err == nil {
+		t.Error("-users 0 accepted")
+	}
+	c, err := parseFlags([]string{"-users", "10", "-duration", "1s"})
+	if err != nil || c.users != 10 || c.duration != time.Second {
+		t.Errorf("%+v %v", c, err)
+	}
+}
+
+func TestReadCPUTimes(t *testing.T) {
+	cpus, err := readCPUTimes()
+	if err != nil || len(cpus) == 0 {
+		t.Fatalf("%d CPUs, %v", len(cpus), err)
+	}
+	for _, c := range cpus {
+		if c.busy > c.all || c.softirq > c.busy {
+			t.Errorf("%+v", c)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# million.sh: "holding a million" (issue 11). One queue at the defaults
+# (refill 10 every 5 s, abandon after 2 min) is filled with USERS places
+# through the HTTP API, and every place then polls its status as the poll
+# policy tells it (cmd/wr-million: open loop, next call at the last answer
+# plus its poll_after_ms). After SETTLE it measures for DURATION: status
+# rate against the rate the policy implies, p50/p99/max, 503s, the
+# generator's own schedule lag, how late admitted users learned of their
+# admission, CPU per status call of the server, redis-server and the
+# generator (utime+stime deltas from /proc/PID/stat), and Redis memory per
+# waiting user after the fill.
+#
+#   scripts/million.sh                        # 1 M users, pinned (lib.sh)
+#   USERS=100000 DURATION=60s scripts/million.sh
+#   WR_PIN=0 scripts/million.sh               # unpinned
+#
+# About 2 min of fill (at ~8,000 enters a second), SETTLE (60 s: the
+# longest poll interval, so every place has polled since the fill ended)
+# and DURATION (120 s: 24 ticks): under 5 minutes with the defaults.
+#
+# Pinning (lib.sh, on by default with 2+ CPUs): the server and Redis on
+# CPU 1, the generator on CPU 0, as scripts/bench.sh; so the server runs
+# with GOMAXPROCS=1 and shares its core with Redis.
+#
+# Env: USERS (1000000), SETTLE (60s), DURATION (120s), CONNS (2048 status
+# connections), FILL_CONNS (64), QUEUE (default), LOG_LEVEL (warn, as
+# bench.sh: no access log line per request), RESULTS_DIR (keep the report
+# there), plus WAITROOM_BIN, WR_PIN, WR_SERVER_CPUS, WR_REDIS_CPUS,
+# WR_LOAD_CPUS, WR_KEEP (lib.sh).
+# Exits 2 when a target was missed (status p99 > 100 ms, a 503, or a user
+# within the next 10 ticks learning of its admission more than one
+# interval late), 1 on any other failure.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+USERS=${USERS:-1000000}
+SETTLE=${SETTLE:-60s}
+DURATION=${DURATION:-120s}
+CONNS=${CONNS:-2048}
+FILL_CONNS=${FILL_CONNS:-64}
+QUEUE=${QUEUE:-default}
+LOG_LEVEL=${LOG_LEVEL:-warn}
+
+command -v redis-cli >/dev/null || wr_die "redis-cli not found"
+
+wr_init
+wr_build
+wr_log "building ./cmd/wr-million"
+(cd "$WR_ROOT" && go build -o "$WR_TMP/wr-million" ./cmd/wr-million) || wr_die "go build failed"
+wr_start_redis
+# The defaults of the service (refill, interval, abandon_after) on purpose:
+# the poll policy's load is what is measured. Place credentials, not
+# plain ids, as in production.
+wr_start_server WAITROOM_QUEUES="$QUEUE" WAITROOM_LOG_LEVEL="$LOG_LEVEL"
+
+OUT=${RESULTS_DIR:-$WR_TMP}
+mkdir -p "$OUT"
+REPORT=$OUT/million.txt
+wr_log "pinning: $WR_PINNING; $USERS users, settle $SETTLE, window $DURATION"
+rc=0
+timeout 900 "${WR_PIN_LOAD[@]}" "$WR_TMP/wr-million" -url "$WR_BASE_URL" -queue "$QUEUE" \
+	-users "$USERS" -settle "$SETTLE" -duration "$DURATION" -conns "$CONNS" -fill-conns "$FILL_CONNS" \
+	-server-pid "$WR_SERVER_PID" -redis-pid "$WR_REDIS_PID" -redis-addr "127.0.0.1:$WR_REDIS_PORT" \
+	-clk-tck "$(getconf CLK_TCK)" | tee "$REPORT" || rc=$?
+errors=$(grep -c 'level=ERROR' "$WR_TMP/server.log" || true)
+wr_log "server log: $errors error lines; redis-server: $(wr_redis INFO memory | tr -d '\r' | grep '^used_memory_human:')"
+echo "pinning: $WR_PINNING" >>"$REPORT"
+exit "$rc"
