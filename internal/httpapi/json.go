@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/waitroom/waitroom/internal/strictjson"
 )
 
 // maxBodyBytes bounds request bodies; every valid one is far smaller.
@@ -35,17 +37,17 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// unmarshal decodes body as exactly one JSON object of type T. Unknown
-// fields are refused so a typo ("refillSize") is an error, not a no-op.
+// unmarshal decodes body as exactly one JSON object of type T, strictly
+// (internal/strictjson): unknown fields are refused so a typo
+// ("refillSize") is an error, not a no-op; keys match exactly ("USER_ID"
+// is unknown) and only once; and strings must be valid UTF-8 without lone
+// surrogates, so that two different bodies never decode to one id.
 func unmarshal[T any](body []byte) (T, error) {
 	var v T
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
+	if b := skipSpace(body); len(b) == 0 || b[0] != '{' {
 		return v, errInvalidJSON
 	}
-	// Anything after the object is an error too.
-	if dec.Decode(&struct{}{}) != io.EOF {
+	if err := strictjson.Unmarshal(body, &v); err != nil {
 		return v, errInvalidJSON
 	}
 	return v, nil
@@ -57,7 +59,8 @@ func unmarshal[T any](body []byte) (T, error) {
 // with no escapes in the id; those are read directly, which costs a
 // fraction of encoding/json (change 6 in docs/PERFORMANCE.md). Anything
 // else goes through unmarshal, so both accept and refuse the same bodies
-// (FuzzDecodeEnter checks it).
+// (FuzzDecodeEnter checks it): the fast path's key is exact and single and
+// its id valid UTF-8 without escapes, which the strict decoder accepts.
 func decodeEnter(w http.ResponseWriter, r *http.Request) (enterRequest, error) {
 	body, err := readBody(w, r)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -40,6 +41,7 @@ func FuzzDecodeEnter(f *testing.F) {
 	for _, s := range []string{
 		`{"user_id":"user-1"}`, ` { "user_id" : "x" } `, `{"user_id":"a\"b"}`, `{"user_id":"é"}`,
 		"{\"user_id\":\"\xc3\"}", `{"user_id":"a"}  {}`, `{"user_id":"a",}`, `{"user_id":"\u00e9"}`,
+		`{"USER_ID":"a"}`, `{"user_id":"a","user_id":"b"}`, `{"user_id":"\ud800"}`, `{"join_token":"j"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -51,6 +53,9 @@ func FuzzDecodeEnter(f *testing.F) {
 				t.Fatalf("body %q: fast path an empty object, encoding/json %+v (%v)", body, slow, err)
 			}
 		}
+		if slow, err := unmarshal[enterRequest](body); err == nil && slow.UserID != nil && !utf8.ValidString(*slow.UserID) {
+			t.Fatalf("body %q: the strict decoder took an id of invalid UTF-8 %q", body, *slow.UserID)
+		}
 		fast, ok := plainUserID(body)
 		if !ok {
 			return
@@ -58,6 +63,64 @@ func FuzzDecodeEnter(f *testing.F) {
 		slow, err := unmarshal[enterRequest](body)
 		if err != nil || slow.UserID == nil || *slow.UserID != fast || slow.JoinToken != "" {
 			t.Fatalf("body %q: fast path %q, encoding/json %+v (%v)", body, fast, slow, err)
+		}
+	})
+}
+
+// The strict decoder refuses what encoding/json would turn into another
+// body's meaning; plainUserID leaves all of these to it.
+func TestUnmarshalIsStrict(t *testing.T) {
+	for _, body := range []string{
+		"{\"user_id\":\"a\xffb\"}", `{"user_id":"\ud800"}`, `{"user_id":"\udc00x"}`,
+		`{"user_id":"a","user_id":"b"}`, `{"USER_ID":"a"}`, `{"User_Id":"a"}`, `{"Join_Token":"j"}`,
+		`{"user_id":"a","nope":1}`, `null`, `[]`, `"x"`,
+	} {
+		if _, ok := plainUserID([]byte(body)); ok {
+			t.Errorf("plainUserID took %q", body)
+		}
+		if v, err := unmarshal[enterRequest]([]byte(body)); err != errInvalidJSON {
+			t.Errorf("unmarshal(%q) = %+v, %v; want errInvalidJSON", body, v, err)
+		}
+	}
+	for body, want := range map[string]string{
+		`{"user_id":"\ud83d\ude00"}`: "\U0001F600",
+		`{"user_id":"\u00e9"}`:       "é",
+		`{"user_id":"a\"b"}`:         `a"b`,
+	} {
+		if v, err := unmarshal[enterRequest]([]byte(body)); err != nil || v.UserID == nil || *v.UserID != want {
+			t.Errorf("unmarshal(%q) = %+v, %v; want %q", body, v, err, want)
+		}
+	}
+}
+
+// BenchmarkUnmarshal: enter bodies that miss the fast path, and the fast
+// path itself. Before the strict decoder (commit 9c8762a) the same
+// benchmark measured encoding/json alone (docs/RELIABILITY.md).
+//
+//	go test -run '^$' -bench Unmarshal -benchmem ./internal/httpapi/
+func BenchmarkUnmarshal(b *testing.B) {
+	for _, c := range []struct{ name, body string }{
+		{"join_token", `{"join_token":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTEyMyIsInF1ZXVlIjoiZGVmYXVsdCIsImV4cCI6MTc2NTAwMDAwMH0.c2lnbmF0dXJl"}`},
+		{"user_id_escaped", `{"user_id":"user-\u00e9-42"}`},
+		{"refill_size", `{"refill_size": 25}`}, // an unknown field: the refusal
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			body := []byte(c.body)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := unmarshal[enterRequest](body); err != nil && c.name != "refill_size" {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("decodeEnter_fast", func(b *testing.B) {
+		body := []byte(`{"user_id":"user-123456"}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := plainUserID(body); !ok {
+				b.Fatal("slow")
+			}
 		}
 	})
 }
