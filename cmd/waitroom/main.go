@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -21,7 +22,9 @@ import (
 
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/config"
+	"github.com/waitroom/waitroom/internal/connlimit"
 	"github.com/waitroom/waitroom/internal/httpapi"
+	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
@@ -154,8 +157,17 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		IdleTimeout:       cfg.IdleTimeout,
+		// Go's default is 1 MiB, so 1,000 connections sending unfinished
+		// headers held 643 MB (docs/RELIABILITY.md).
+		MaxHeaderBytes: cfg.MaxHeaderBytes,
+		// net/http logs some lines per request a client can repeat (a query
+		// with ';'); at most 10 a second reach the log.
+		ErrorLog: slog.NewLogLogger(loglimit.Handler(log.Handler(), errorLogBurst, time.Second), slog.LevelWarn),
+	}
+	ln, err := listen(cfg, srv, log)
+	if err != nil {
+		return err
 	}
 
 	if cfg.DebugAddr != "" {
@@ -172,7 +184,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	errc := make(chan error, 1)
 	go func() {
 		log.Info("listening", "addr", cfg.Addr, "queues", cfg.Queues, "admin_api", cfg.AdminToken != "")
-		errc <- srv.ListenAndServe()
+		errc <- srv.Serve(ln)
 	}()
 	select {
 	case err := <-errc:
@@ -190,6 +202,37 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 		return err
 	}
 	return nil
+}
+
+// errorLogBurst is how many of net/http's own log lines pass per second.
+const errorLogBurst = 10
+
+// listen opens the public listener, capped at cfg.MaxConns connections
+// open at once (more wait in the kernel's accept queue). From 80 % of the
+// cap, every idle keep-alive connection is closed and keep-alive is off
+// until the open connections are back at half the cap: clients that idle
+// on connections (15,000 from one client stayed open before) cannot keep
+// new ones out, and those that poll reconnect, which costs them little.
+func listen(cfg config.Config, srv *http.Server, log *slog.Logger) (*connlimit.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	var limited *connlimit.Listener
+	limited, err = connlimit.New(ln, cfg.MaxConns, func(high bool) {
+		// SetKeepAlivesEnabled(false) closes the idle connections now.
+		srv.SetKeepAlivesEnabled(!high)
+		if high {
+			log.Warn("connections near the cap: idle keep-alive connections closed, keep-alive off", "open", limited.Open(), "max", cfg.MaxConns)
+		} else {
+			log.Info("connections back under half the cap: keep-alive on", "open", limited.Open(), "max", cfg.MaxConns)
+		}
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return limited, nil
 }
 
 // untilRedisAnswers runs step until it succeeds, once a second, for as

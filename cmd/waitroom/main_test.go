@@ -17,7 +17,13 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		serveAsChild() // bounds_test.go: this binary is the server
+		return
+	}
+	os.Exit(redistest.Main(m))
+}
 
 // replica is one run() of the service, started from env on a free port.
 type replica struct {
@@ -100,6 +106,9 @@ func (r *replica) call(t *testing.T, method, path, bearer string, out any) int {
 	req, err := http.NewRequest(method, r.base+path, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if method == "POST" {
+		req.Header.Set("Content-Type", "application/json") // as every client must (origin.JSONBody)
 	}
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
@@ -252,6 +261,15 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"WAITROOM_JOIN_SECRET": "too-short"},
 		{"WAITROOM_COOKIE_SECURE": "maybe"},
 		{"WAITROOM_INSECURE_USER_IDS": "yes please"},
+		{"WAITROOM_MAX_CONNS": "0"},
+		{"WAITROOM_MAX_CONNS": "lots"},
+		{"WAITROOM_MAX_CONNS": "1000001"},
+		{"WAITROOM_MAX_HEADER_BYTES": "512"},
+		{"WAITROOM_MAX_HEADER_BYTES": "2000000"},
+		{"WAITROOM_MAX_HEADER_BYTES": "8k"},
+		{"WAITROOM_IDLE_TIMEOUT": "0s"},
+		{"WAITROOM_IDLE_TIMEOUT": "1h"},
+		{"WAITROOM_IDLE_TIMEOUT": "soon"},
 		{"WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0", "WAITROOM_SIGNING_KEY_FILE": filepath.Join(dir, "missing.pem")},
 		{"WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0", "WAITROOM_SIGNING_KEY_FILE": notKey},
 	} {

@@ -68,7 +68,25 @@ type Config struct {
 	// TrustedProxies are the CIDRs of proxies whose X-Forwarded-For is
 	// believed (WAITROOM_TRUSTED_PROXIES); none: the peer is the client.
 	TrustedProxies []string
+
+	// MaxConns caps the connections open at once (WAITROOM_MAX_CONNS);
+	// from 80 % of it, idle keep-alive connections are closed.
+	MaxConns int
+	// MaxHeaderBytes bounds a request's line and headers
+	// (WAITROOM_MAX_HEADER_BYTES); larger ones get 431.
+	MaxHeaderBytes int
+	// IdleTimeout closes a keep-alive connection idle this long
+	// (WAITROOM_IDLE_TIMEOUT).
+	IdleTimeout time.Duration
 }
+
+// Bounds of the connection settings.
+const (
+	MaxMaxConns       = 1_000_000
+	MinMaxHeaderBytes = 1 << 10
+	MaxMaxHeaderBytes = 1 << 20
+	MaxIdleTimeout    = 10 * time.Minute
+)
 
 // MinRefillInterval keeps the scheduler sane: ticks are checked ten times
 // per interval.
@@ -207,6 +225,21 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if _, err := clientip.New(c.TrustedProxies); err != nil {
 		errs = append(errs, fmt.Errorf("WAITROOM_TRUSTED_PROXIES: %w", err))
+	}
+
+	integer := func(key, def string, lo, hi int) int {
+		v := get(key, def)
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			errs = append(errs, fmt.Errorf("%s: want an integer from %d to %d, got %q", key, lo, hi, v))
+		}
+		return n
+	}
+	c.MaxConns = integer("WAITROOM_MAX_CONNS", "10000", 1, MaxMaxConns)
+	c.MaxHeaderBytes = integer("WAITROOM_MAX_HEADER_BYTES", "8192", MinMaxHeaderBytes, MaxMaxHeaderBytes)
+	c.IdleTimeout = duration("WAITROOM_IDLE_TIMEOUT", "30s")
+	if c.IdleTimeout <= 0 || c.IdleTimeout > MaxIdleTimeout {
+		errs = append(errs, fmt.Errorf("WAITROOM_IDLE_TIMEOUT: must be positive and at most %s", MaxIdleTimeout))
 	}
 
 	if err := c.LogLevel.UnmarshalText([]byte(get("WAITROOM_LOG_LEVEL", "info"))); err != nil {

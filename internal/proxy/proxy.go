@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/pass"
 )
 
@@ -73,7 +74,7 @@ func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handle
 			if errors.Is(err, context.Canceled) {
 				return // the client went away
 			}
-			log.WarnContext(r.Context(), "upstream failed", "err", err, "path", r.URL.Path)
+			log.WarnContext(r.Context(), "upstream failed", "err", err, "path", loglimit.String(r.URL.Path))
 			badGateway(w, r)
 		},
 	}
