@@ -76,7 +76,9 @@ type Config struct {
 	// (WAITROOM_MAX_HEADER_BYTES); larger ones get 431.
 	MaxHeaderBytes int
 	// IdleTimeout closes a keep-alive connection idle this long
-	// (WAITROOM_IDLE_TIMEOUT).
+	// (WAITROOM_IDLE_TIMEOUT). The default, 75 s like nginx's, stays above
+	// the idle timeouts of the usual proxies in front (60 s), which must
+	// close first lest they reuse a connection being closed (a 502).
 	IdleTimeout time.Duration
 }
 
@@ -237,7 +239,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.MaxConns = integer("WAITROOM_MAX_CONNS", "10000", 1, MaxMaxConns)
 	c.MaxHeaderBytes = integer("WAITROOM_MAX_HEADER_BYTES", "8192", MinMaxHeaderBytes, MaxMaxHeaderBytes)
-	c.IdleTimeout = duration("WAITROOM_IDLE_TIMEOUT", "30s")
+	c.IdleTimeout = duration("WAITROOM_IDLE_TIMEOUT", "75s")
 	if c.IdleTimeout <= 0 || c.IdleTimeout > MaxIdleTimeout {
 		errs = append(errs, fmt.Errorf("WAITROOM_IDLE_TIMEOUT: must be positive and at most %s", MaxIdleTimeout))
 	}
