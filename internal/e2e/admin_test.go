@@ -12,7 +12,8 @@ import (
 )
 
 // The back office refuses a wrong token, signs in with the right one,
-// changes the refill size and charts the ticks.
+// changes the refill size, shows the change in the audit log and charts
+// the ticks.
 func TestAdmin(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
@@ -89,6 +90,21 @@ func TestAdmin(t *testing.T) {
 	})
 	if e := eval[bool](b, fmt.Sprintf(`document.querySelector(%q).hidden`, section+" .refill-error")); !e {
 		t.Errorf("refill error shown: %q", b.text(section+" .refill-error"))
+	}
+
+	// The change is in the queue's audit log, shown under the chart: who
+	// (the address), what, old -> new; the token is nowhere on the page.
+	b.waitJS(10*time.Second, "the change in the audit log", fmt.Sprintf(
+		`document.querySelectorAll(%q).length === 1 && document.querySelector(%q).hidden`,
+		section+" .audit-list .audit-entry", section+" .audit-empty"))
+	entry := b.text(section + " .audit-list .audit-entry")
+	for _, want := range []string{"Settings changed", "from 127.0.0.1", "refill_size: 2 → 7"} {
+		if !strings.Contains(entry, want) {
+			t.Errorf("audit entry %q, want it to say %q", entry, want)
+		}
+	}
+	if page := eval[string](b, `document.body.innerText`); strings.Contains(page, adminToken) {
+		t.Error("the admin token is shown on the page")
 	}
 
 	// The chart: a waiting line and admitted bars, drawn from the history

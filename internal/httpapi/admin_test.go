@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,13 +282,13 @@ func TestSettingChangesGeneric(t *testing.T) {
 	t.Parallel()
 	before := adminQueueResponse{RefillSize: 5, MaxActive: 10}
 	after := adminQueueResponse{RefillSize: 5, MaxActive: 20}
-	req := map[string]json.RawMessage{"max_active": json.RawMessage(`20`), "refill_size": json.RawMessage(`5`), "challenge_difficulty": json.RawMessage(`12`)}
-	want := `[{"field":"challenge_difficulty","old":null,"new":12},{"field":"max_active","old":10,"new":20},{"field":"refill_size","old":5,"new":5}]`
+	req := map[string]json.RawMessage{"max_active": json.RawMessage(`20`), "refill_size": json.RawMessage(`5`), "future_setting": json.RawMessage(`12`)}
+	want := `[{"field":"future_setting","old":null,"new":12},{"field":"max_active","old":10,"new":20},{"field":"refill_size","old":5,"new":5}]`
 	if got := changesJSON(t, settingChanges(req, before, &after)); got != want {
 		t.Fatalf("changes %s, want %s", got, want)
 	}
 	// The view after could not be read: the values asked stand for it.
-	want = `[{"field":"challenge_difficulty","old":null,"new":12},{"field":"max_active","old":10,"new":20},{"field":"refill_size","old":5,"new":5}]`
+	want = `[{"field":"future_setting","old":null,"new":12},{"field":"max_active","old":10,"new":20},{"field":"refill_size","old":5,"new":5}]`
 	if got := changesJSON(t, settingChanges(req, before, nil)); got != want {
 		t.Fatalf("changes without the view after %s, want %s", got, want)
 	}
@@ -305,4 +308,58 @@ func TestAuditWriteFailureKeepsTheChange(t *testing.T) {
 	if aq := e.adminQueue(); aq.MaxActive != 42 {
 		t.Fatalf("max_active %d, want 42", aq.MaxActive)
 	}
+}
+
+// Neither the admin token nor a guess at it reaches the log, whatever
+// happens: calls, a lock, a change whose audit entry falls back to the log.
+func TestAdminTokenNeverLogged(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
+	var buf syncBuffer
+	e.server().log = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	client := testClient()
+	const guess = "guess-4f9d2c"
+	for range adminLockout.MaxFailures + 2 {
+		e.do("GET", "/admin/v1/queues", "", asClient(client, guess)...)
+	}
+	other := testClient()
+	if r := e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"max_active":3}`, asClient(other, adminToken)...); r.status != 200 {
+		t.Fatalf("patch: %d %s", r.status, r.body)
+	}
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { dead.Close() })
+	e.server().admin.audit, _ = audit.New(dead)
+	if r := e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"max_active":4}`, asClient(other, adminToken)...); r.status != 200 {
+		t.Fatalf("patch: %d %s", r.status, r.body)
+	}
+	log := buf.String()
+	for _, want := range []string{"admin API locked", "audit log not written", `\"max_active\"`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
+	}
+	for _, secret := range []string{adminToken, guess} {
+		if strings.Contains(log, secret) {
+			t.Errorf("the log holds %q:\n%s", secret, log)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

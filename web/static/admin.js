@@ -1,8 +1,9 @@
 // Back office at /admin: sign in with the admin token, watch every queue,
 // change a queue's refill size, its cap on active users and how long a
 // waiting place may go unheard before it is dropped, pause and resume it,
-// schedule an opening (and read its draw's seed), and see a chart of its
-// recent ticks and of its active users.
+// schedule an opening (and read its draw's seed), see a chart of its
+// recent ticks and of its active users, and read its audit log (who changed
+// what, from which address).
 //
 // The token lives in sessionStorage only (gone when the tab closes) and is
 // sent as a Bearer header, never in a URL. All text is set with textContent,
@@ -18,6 +19,7 @@
   const REFRESH_MS = 2000;
   const REQUEST_TIMEOUT_MS = 10000;
   const CHART_WINDOW_MS = 10 * 60 * 1000; // the chart shows the last 10 minutes of ticks
+  const AUDIT_SHOWN = 20; // the newest audit entries each queue shows
   const TOKEN_KEY = 'waitroom:admin-token';
   const SVG_NS = 'http://www.w3.org/2000/svg';
 
@@ -93,7 +95,8 @@
       if (!res.ok) {
         const e = (data && data.error) || {};
         throw Object.assign(new Error(e.message || res.statusText || 'HTTP ' + res.status),
-          { status: res.status, code: e.code || 'http_' + res.status, field: e.field || '' });
+          { status: res.status, code: e.code || 'http_' + res.status, field: e.field || '',
+            retryAfter: Number(res.headers.get('Retry-After')) || 0 });
       }
       return data;
     } catch (err) {
@@ -121,11 +124,20 @@
 
   function authMessage(err) {
     if (err.status === 401) return 'That token was not accepted. Check it and try again.';
+    if (err.code === 'too_many_attempts') {
+      return 'Too many failed sign-ins from this address. Try again in ' + waitText(err.retryAfter) + '.';
+    }
     if (err.code === 'admin_disabled') {
       return 'The admin API is turned off on this server. Start it with WAITROOM_ADMIN_TOKEN set to enable it.';
     }
     if (err.status === 0) return 'Could not reach the server. Try again in a moment.';
     return 'The server answered with an error (' + err.code + '): ' + err.message;
+  }
+
+  function waitText(seconds) {
+    if (!(seconds > 0)) return 'a while';
+    if (seconds < 90) return seconds + ' s';
+    return Math.ceil(seconds / 60) + ' min';
   }
 
   // ---- sign in / out ----
@@ -208,14 +220,20 @@
     if (mine === session) schedule(mine);
   }
 
+  // refreshHistories reads each queue's ticks (the chart) and audit log.
   async function refreshHistories(mine) {
     await Promise.all(Array.from(sections.keys(), async (name) => {
-      const h = await api('GET', '/admin/v1/queues/' + encodeURIComponent(name) + '/history');
+      const path = '/admin/v1/queues/' + encodeURIComponent(name);
+      const [h, log] = await Promise.all([
+        api('GET', path + '/history'),
+        api('GET', path + '/audit?limit=' + AUDIT_SHOWN),
+      ]);
       const view = sections.get(name);
       if (mine !== session || !view) return;
       view.points = h.points || [];
       view.intervalMs = h.refill_interval_ms;
       drawChart(view);
+      renderAudit(view, log.entries || []);
     }));
   }
 
@@ -287,6 +305,63 @@
       }).observe(view.charts.waiting);
     }
     return view;
+  }
+
+  // ---- audit log ----
+
+  const ACTIONS = {
+    settings: 'Settings changed',
+    refill_size: 'Refill size set',
+    remove_user: 'User removed:',
+  };
+
+  // renderAudit shows a queue's newest audit entries, redrawn only when
+  // they changed (entries are never edited: the count and the newest tell).
+  function renderAudit(view, entries) {
+    const key = entries.length + ':' + (entries.length ? entries[0].at_ms + ':' + entries[0].request_id : '');
+    if (view.auditKey === key) return;
+    view.auditKey = key;
+    const list = view.root.querySelector('.audit-list');
+    list.replaceChildren(...entries.map(auditEntry));
+    list.hidden = entries.length === 0;
+    view.root.querySelector('.audit-empty').hidden = entries.length > 0;
+  }
+
+  function auditEntry(e) {
+    const at = new Date(e.at_ms);
+    let what = ACTIONS[e.action] || e.action;
+    if (e.target) what += ' ' + e.target;
+    const meta = html('p', 'audit-meta');
+    const when = html('time', 'audit-when', dateClock.format(at));
+    when.dateTime = at.toISOString();
+    meta.append(when, ' · ', html('span', 'audit-what', what), ' · from ' + (e.client_ip || 'an unknown address'));
+    const li = html('li', 'audit-entry');
+    li.append(meta);
+    const changes = html('ul', 'audit-changes');
+    for (const c of e.changes || []) {
+      changes.append(html('li', 'audit-change', c.field + ': ' + auditValue(c.old) + ' → ' + auditValue(c.new)));
+    }
+    if (changes.childElementCount) li.append(changes);
+    return li;
+  }
+
+  // auditValue is one old or new value as an operator reads it.
+  function auditValue(v) {
+    if (v === null || v === undefined || v === '') return 'none';
+    if (typeof v === 'object') {
+      if (v.status) return v.status.toLowerCase().replace('_', ' ') + (v.position ? ' at position ' + num.format(v.position) : '');
+      return JSON.stringify(v);
+    }
+    if (typeof v === 'number') return num.format(v);
+    return String(v);
+  }
+
+  // html makes an HTML element with a class and, optionally, its text.
+  function html(name, cls, text) {
+    const node = document.createElement(name);
+    node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
   }
 
   // buildForm wires one setting's form: a whole-number field and Save.
