@@ -3,7 +3,9 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -20,11 +22,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/connlimit"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/loglimit"
+	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
@@ -81,15 +85,16 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	// live in Redis, so wait for Redis at start-up rather than guess;
 	// later outages are survived (503s).
 	var (
-		interval time.Duration
-		places   *place.Credentials
-		passes   *pass.Passes
+		interval   time.Duration
+		places     *place.Credentials
+		passes     *pass.Passes
+		challenges *challenge.Challenges
 	)
 	err = untilRedisAnswers(ctx, log, func() (err error) {
 		if interval, err = seed(ctx, store); err != nil {
 			return err
 		}
-		places, passes, err = loadTrust(ctx, cfg, rdb)
+		places, passes, challenges, err = loadTrust(ctx, cfg, rdb)
 		return err
 	})
 	if err != nil {
@@ -132,6 +137,10 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	if err != nil {
 		return err
 	}
+	origins, err := origin.New(cfg.CORSOrigins)
+	if err != nil {
+		return err
+	}
 
 	static, err := fs.Sub(web.Static, "static")
 	if err != nil {
@@ -153,6 +162,8 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 			Gate:            g,
 			Upstream:        upstream,
 			ClientIP:        clientIP,
+			Challenges:      challenges,
+			Origins:         origins,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -289,10 +300,10 @@ const (
 	signingKeyField  = "pass_signing_key"
 )
 
-// loadTrust builds the place credentials and entry passes from the
-// configured secret and key file, or from the ones the first replica
-// generated and keeps in Redis.
-func loadTrust(ctx context.Context, cfg config.Config, rdb secrets.Redis) (*place.Credentials, *pass.Passes, error) {
+// loadTrust builds the place credentials, the proof-of-work challenges
+// and the entry passes from the configured secret and key file, or from
+// the ones the first replica generated and keeps in Redis.
+func loadTrust(ctx context.Context, cfg config.Config, rdb secrets.Redis) (*place.Credentials, *pass.Passes, *challenge.Challenges, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 	defer cancel()
 	secret := cfg.Secret
@@ -304,31 +315,39 @@ func loadTrust(ctx context.Context, cfg config.Config, rdb secrets.Redis) (*plac
 			return b, err
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	places, err := place.New(secret)
 	if err != nil {
-		return nil, nil, errFatal{err}
+		return nil, nil, nil, errFatal{err}
+	}
+	// The challenges' key is derived from the same secret, so every
+	// replica shares it and the operator keeps one secret.
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("waitroom proof-of-work challenge key v1"))
+	challenges, err := challenge.New(mac.Sum(nil))
+	if err != nil {
+		return nil, nil, nil, errFatal{err}
 	}
 
 	var keyPEM []byte
 	if cfg.SigningKeyFile != "" {
 		if keyPEM, err = os.ReadFile(cfg.SigningKeyFile); err != nil {
-			return nil, nil, errFatal{fmt.Errorf("WAITROOM_SIGNING_KEY_FILE: %w", err)}
+			return nil, nil, nil, errFatal{fmt.Errorf("WAITROOM_SIGNING_KEY_FILE: %w", err)}
 		}
 	} else if keyPEM, err = secrets.Shared(ctx, rdb, signingKeyField, pass.GenerateKeyPEM); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	keys, err := pass.ParseKeys(keyPEM)
 	if err != nil {
-		return nil, nil, errFatal{fmt.Errorf("signing keys: %w", err)}
+		return nil, nil, nil, errFatal{fmt.Errorf("signing keys: %w", err)}
 	}
 	passes, err := pass.New(keys, cfg.Issuer)
 	if err != nil {
-		return nil, nil, errFatal{err}
+		return nil, nil, nil, errFatal{err}
 	}
-	return places, passes, nil
+	return places, passes, challenges, nil
 }
 
 // redisLogger sends go-redis's internal messages (failed dials and the

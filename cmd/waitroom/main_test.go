@@ -251,6 +251,13 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"WAITROOM_SESSION_SLIDING": "yes"},
 		{"WAITROOM_SESSION_SLIDING": "true", "WAITROOM_SESSION_MAX": "5m"}, // below the 10m TTL
 		{"WAITROOM_SESSION_SLIDING": "true", "WAITROOM_SESSION_MAX": "long"},
+		{"WAITROOM_LIMIT_ENTER_PER_CLIENT": "5"},
+		{"WAITROOM_LIMIT_ENTER_PER_PLACE": "-1,5"},
+		{"WAITROOM_LIMIT_STATUS_PER_CLIENT": "10,0"},
+		{"WAITROOM_LIMIT_STATUS_PER_PLACE": "fast,10"},
+		{"WAITROOM_CORS_ORIGINS": "shop.example"},
+		{"WAITROOM_CORS_ORIGINS": "https://shop.example/path"},
+		{"WAITROOM_TRUSTED_PROXIES": "10.0.0.0/33"},
 		{"WAITROOM_QUEUES": "a,{b}"},
 		{"WAITROOM_QUEUES": " , "},
 		{"WAITROOM_REDIS_URL": "http://nope"},

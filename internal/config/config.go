@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -68,6 +69,9 @@ type Config struct {
 	// TrustedProxies are the CIDRs of proxies whose X-Forwarded-For is
 	// believed (WAITROOM_TRUSTED_PROXIES); none: the peer is the client.
 	TrustedProxies []string
+	// CORSOrigins may call the public API from their pages
+	// (WAITROOM_CORS_ORIGINS); none: only waitroom's own pages.
+	CORSOrigins []string
 
 	// MaxConns caps the connections open at once (WAITROOM_MAX_CONNS);
 	// from 80 % of it, idle keep-alive connections are closed.
@@ -150,6 +154,28 @@ func Load(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("WAITROOM_MAX_ACTIVE: %w", err))
 	}
 	c.Defaults.MaxActive = maxActive
+	// Rate limits per client address and per place, shared by the
+	// replicas (README, "Defences"): "rate,burst" (calls a second, calls at
+	// once), or 0 for none.
+	limit := func(key, def string) queue.Limit {
+		v := get(key, def)
+		if v == "0" {
+			return queue.Limit{}
+		}
+		rate, burst, ok := strings.Cut(v, ",")
+		r, err1 := strconv.ParseFloat(strings.TrimSpace(rate), 64)
+		b, err2 := strconv.Atoi(strings.TrimSpace(burst))
+		if !ok || err1 != nil || err2 != nil || r <= 0 || b < 1 {
+			errs = append(errs, fmt.Errorf("%s: want \"rate,burst\" (e.g. \"5,300\") or 0, got %q", key, v))
+		}
+		return queue.Limit{Rate: r, Burst: b}
+	}
+	c.Defaults.Limits = queue.Limits{
+		EnterPerClient:  limit("WAITROOM_LIMIT_ENTER_PER_CLIENT", "5,300"),
+		EnterPerPlace:   limit("WAITROOM_LIMIT_ENTER_PER_PLACE", "1,5"),
+		StatusPerClient: limit("WAITROOM_LIMIT_STATUS_PER_CLIENT", "200,2000"),
+		StatusPerPlace:  limit("WAITROOM_LIMIT_STATUS_PER_PLACE", "5,20"),
+	}
 	if err := queue.ValidateSettings(c.Defaults); err != nil {
 		errs = append(errs, err)
 	}
@@ -220,6 +246,14 @@ func Load(getenv func(string) string) (Config, error) {
 		c.GateBypass = append(c.GateBypass, p)
 	}
 
+	for _, o := range strings.Split(get("WAITROOM_CORS_ORIGINS", ""), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			c.CORSOrigins = append(c.CORSOrigins, o)
+		}
+	}
+	if _, err := origin.New(c.CORSOrigins); err != nil {
+		errs = append(errs, fmt.Errorf("WAITROOM_CORS_ORIGINS: %w", err))
+	}
 	for _, p := range strings.Split(get("WAITROOM_TRUSTED_PROXIES", ""), ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			c.TrustedProxies = append(c.TrustedProxies, p)
