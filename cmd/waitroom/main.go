@@ -164,6 +164,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 			ClientIP:        clientIP,
 			Challenges:      challenges,
 			Origins:         origins,
+			Redis:           rdb, // the admin API's lockout and audit log
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

@@ -163,6 +163,17 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	if code := r.call(t, "GET", api+"/status?user_id="+b.UserID, "", nil); code != 400 {
 		t.Fatalf("plain user id on a production config: %d, want 400", code)
 	}
+	// The admin API works as run() wires it: its lockout and audit log
+	// need Redis.
+	if code := r.call(t, "GET", "/admin/v1/queues/"+queue, "t", nil); code != 200 {
+		t.Fatalf("admin with the token: %d", code)
+	}
+	if code := r.call(t, "GET", "/admin/v1/queues/"+queue+"/audit", "t", nil); code != 200 {
+		t.Fatalf("audit log: %d", code)
+	}
+	if code := r.call(t, "GET", "/admin/v1/queues/"+queue, "wrong", nil); code != 401 {
+		t.Fatalf("admin with a wrong token: %d", code)
+	}
 	if err := r.stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
