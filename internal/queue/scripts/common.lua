@@ -103,6 +103,29 @@ local function rate_commit(key, full_at, now)
   end
 end
 
+-- pass_limits applies the rate limits to call i of enter.lua or
+-- status.lua, whose ARGV from a + 1 are its user, then '1' to apply the
+-- client's limit and '1' to apply the place's, with its two buckets'
+-- keys. A call over either limit is answered LIMITED with the wait (in
+-- out, after head) and false returned; one within both is charged to both.
+local function pass_limits(i, a, client_key, place_key, now, out, head)
+  local client_at, client_wait, place_at, place_wait = nil, 0, nil, 0
+  if ARGV[a + 2] == '1' then
+    client_at, client_wait = rate_take(client_key, now, tonumber(ARGV[DEFAULTS + 1]), tonumber(ARGV[DEFAULTS + 2]))
+  end
+  if ARGV[a + 3] == '1' then
+    place_at, place_wait = rate_take(place_key, now, tonumber(ARGV[DEFAULTS + 3]), tonumber(ARGV[DEFAULTS + 4]))
+  end
+  if client_wait > 0 or place_wait > 0 then
+    out[head + 2 * i - 1] = LIMITED
+    out[head + 2 * i] = math.ceil(math.max(client_wait, place_wait))
+    return false
+  end
+  rate_commit(client_key, client_at, now)
+  rate_commit(place_key, place_at, now)
+  return true
+end
+
 -- until_room_ms estimates when a line of waiting people, over its cap,
 -- has room again: the ticks it takes to admit the excess (at least a
 -- second, so nobody is told to come back at once).

@@ -57,27 +57,13 @@ local HEAD = #out
 
 -- The defences, per call. users and slot are the calls let through: their
 -- user ids and their index among the calls (where their answer goes).
-local client_period, client_burst = tonumber(ARGV[DEFAULTS + 1]), tonumber(ARGV[DEFAULTS + 2])
-local place_period, place_burst = tonumber(ARGV[DEFAULTS + 3]), tonumber(ARGV[DEFAULTS + 4])
 local users, slot = {}, {}
 for i = 1, (#ARGV - LIMITS) / 5 do
   local a = LIMITS + 5 * (i - 1)
-  local client_key, place_key, proof_key = KEYS[FIXED + 3 * i - 2], KEYS[FIXED + 3 * i - 1], KEYS[FIXED + 3 * i]
-  local client_at, client_wait, place_at, place_wait = nil, 0, nil, 0
-  if ARGV[a + 2] == '1' then
-    client_at, client_wait = rate_take(client_key, now, client_period, client_burst)
-  end
-  if ARGV[a + 3] == '1' then
-    place_at, place_wait = rate_take(place_key, now, place_period, place_burst)
-  end
-  if client_wait > 0 or place_wait > 0 then
-    out[HEAD + 2 * i - 1] = LIMITED
-    out[HEAD + 2 * i] = math.ceil(math.max(client_wait, place_wait))
-  else
-    -- Every call let through the limits counts against them, whatever
-    -- comes of it.
-    rate_commit(client_key, client_at, now)
-    rate_commit(place_key, place_at, now)
+  -- Every call let through the limits counts against them, whatever
+  -- comes of it.
+  if pass_limits(i, a, KEYS[FIXED + 3 * i - 2], KEYS[FIXED + 3 * i - 1], now, out, HEAD) then
+    local proof_key = KEYS[FIXED + 3 * i]
     local proof_expires = tonumber(ARGV[a + 5])
     if difficulty > 0 and (tonumber(ARGV[a + 4]) < difficulty or proof_expires <= now or
         not redis.call('SET', proof_key, 1, 'NX', 'PX', proof_expires - now)) then

@@ -38,26 +38,11 @@ local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[4], now,
 -- The rate limits, per call; users and slot are the calls let through
 -- and their index among the calls (where their answer goes).
 local FIXED = 8 -- KEYS before the per-call ones
-local client_period, client_burst = tonumber(ARGV[DEFAULTS + 1]), tonumber(ARGV[DEFAULTS + 2])
-local place_period, place_burst = tonumber(ARGV[DEFAULTS + 3]), tonumber(ARGV[DEFAULTS + 4])
 local HEAD = #out
 local users, slot = {}, {}
 for i = 1, (#ARGV - LIMITS) / 3 do
   local a = LIMITS + 3 * (i - 1)
-  local client_key, place_key = KEYS[FIXED + 2 * i - 1], KEYS[FIXED + 2 * i]
-  local client_at, client_wait, place_at, place_wait = nil, 0, nil, 0
-  if ARGV[a + 2] == '1' then
-    client_at, client_wait = rate_take(client_key, now, client_period, client_burst)
-  end
-  if ARGV[a + 3] == '1' then
-    place_at, place_wait = rate_take(place_key, now, place_period, place_burst)
-  end
-  if client_wait > 0 or place_wait > 0 then
-    out[HEAD + 2 * i - 1] = LIMITED
-    out[HEAD + 2 * i] = math.ceil(math.max(client_wait, place_wait))
-  else
-    rate_commit(client_key, client_at, now)
-    rate_commit(place_key, place_at, now)
+  if pass_limits(i, a, KEYS[FIXED + 2 * i - 1], KEYS[FIXED + 2 * i], now, out, HEAD) then
     users[#users + 1] = ARGV[a + 1]
     slot[#users] = i
   end
