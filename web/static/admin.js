@@ -1,6 +1,7 @@
 // Back office at /admin: sign in with the admin token, watch every queue,
 // change a queue's refill size, its cap on active users and how long a
-// waiting place may go unheard before it is dropped, pause and resume it,
+// waiting place may go unheard before it is dropped, its defences (a cap
+// on the line, proof of work before entering), pause and resume it,
 // schedule an opening (and read its draw's seed), see a chart of its
 // recent ticks and of its active users, and read its audit log (who changed
 // what, from which address).
@@ -54,6 +55,18 @@
         ? 'Saved: a waiting place unheard for ' + secs.format(q.abandon_after_ms / 1000) +
           ' s is dropped when the line reaches it.'
         : 'Saved: waiting places are never dropped as abandoned.',
+    },
+    max_waiting: {
+      range: 'from 0 (no cap) to 100,000,000',
+      saved: (q) => q.max_waiting > 0
+        ? 'Saved: at most ' + num.format(q.max_waiting) + ' people waiting; newcomers beyond are told the line is full.'
+        : 'Saved: no cap on the line.',
+    },
+    challenge_difficulty: {
+      range: 'from 0 (off) to 32',
+      saved: (q) => q.challenge_difficulty > 0
+        ? 'Saved: pages solve a proof of work of difficulty ' + q.challenge_difficulty + ' before entering.'
+        : 'Saved: no proof of work before entering.',
     },
   };
 
@@ -399,7 +412,8 @@
     view.samples = view.samples.filter((p) => p.at_ms > at - CHART_WINDOW_MS && p.at_ms < at);
     view.samples.push({ at_ms: at, active: q.active });
     const set = (sel, text) => { view.root.querySelector(sel).textContent = text; };
-    set('.waiting', num.format(q.waiting));
+    set('.waiting', waitingText(q));
+    view.root.querySelector('.waiting').classList.toggle('at-cap', q.max_waiting > 0 && q.waiting >= q.max_waiting);
     set('.active', activeText(q));
     view.root.querySelector('.active').classList.toggle('at-cap', q.max_active > 0 && q.active >= q.max_active);
     set('.tokens', num.format(q.tokens));
@@ -408,6 +422,7 @@
     set('.per-minute', num.format(q.admitted_last_minute));
     set('.abandoned', num.format(q.abandoned_last_interval || 0));
     set('.abandon-after', q.abandon_after_ms > 0 ? secs.format(q.abandon_after_ms / 1000) + ' s' : 'never');
+    set('.pow', q.challenge_difficulty > 0 ? 'difficulty ' + q.challenge_difficulty : 'off');
     set('.last-tick', q.last_tick_at_ms ? clock.format(new Date(q.last_tick_at_ms)) + ' (' + ago(q.last_tick_at_ms) + ')' : 'never');
 
     view.paused = q.paused === true;
@@ -430,6 +445,13 @@
   function activeText(q) {
     if (!(q.max_active > 0)) return num.format(q.active) + ' (no cap)';
     return num.format(q.active) + ' / ' + num.format(q.max_active) + (q.active >= q.max_active ? ' (full)' : '');
+  }
+
+  // waitingText is the line's length, with its cap when it has one
+  // ("(full)" at it: newcomers are told to come back later).
+  function waitingText(q) {
+    if (!(q.max_waiting > 0)) return num.format(q.waiting) + ' (no cap)';
+    return num.format(q.waiting) + ' / ' + num.format(q.max_waiting) + (q.waiting >= q.max_waiting ? ' (full)' : '');
   }
 
   function ago(ms) {

@@ -12,7 +12,22 @@
 // Entering again puts the user at the back, so after any error we only ask
 // for the status, and only a successful answer that we hold no place
 // (NOT_WAITING, or a status that finds no valid cookie) may lead to a new
-// enter.
+// enter. Three refusals of an enter are definite answers that changed
+// nothing, not failures, and are the only ones answered with another enter:
+//
+//   - challenge_required: the queue asks for proof of work. The page gets
+//     a challenge, solves it in a Web Worker (pow-worker.js, same origin as
+//     the CSP wants) while it says it is checking the browser, and enters
+//     with {challenge, nonce}. A challenge that expires before it is
+//     solved, or a solution refused again, gets a new challenge, at most
+//     CHALLENGE_ATTEMPTS in all, then the error panel. Once asked, every
+//     later enter of this page solves one first.
+//   - queue_full: the line is at its cap. The page says when to try again
+//     (Retry-After, shown as local time) with a button, and tries once by
+//     itself at that time, with jitter so full pages do not return at once.
+//   - rate_limited (also for a status): the call is made again after
+//     Retry-After, with jitter and growing if it repeats, and nothing is
+//     shown: it is the server pacing us, not a lost connection.
 //
 // While the operator pauses the line, WAITING tickets say paused: true.
 // Nobody is admitted then and every place is kept, so the page says so,
@@ -49,6 +64,15 @@
   // of open pages need not hit the server in the same instant.
   const SPREAD_MAX_MS = 3000;
   const CLOCK_JUMP_MS = 3000; // a clock estimate this far below the last one means the local clock moved
+  // Proof of work: challenges fetched for one join before the page gives
+  // up; a solve is abandoned this long before its challenge expires.
+  const CHALLENGE_ATTEMPTS = 3;
+  const CHALLENGE_MARGIN_MS = 2000;
+  const WORKER_URL = '/_waitroom/static/pow-worker.js';
+  // A full line's automatic retry comes up to this much after its time
+  // (at most a tenth of the wait, at least a second's spread).
+  const FULL_SPREAD_MAX_MS = 5000;
+  const LIMIT_JITTER = 0.2; // a rate-limited call waits Retry-After plus up to 20 %
   // Why a place ended (NOT_WAITING reason) -> the notice shown after the
   // single automatic re-enter. "abandoned" is not here: it never re-enters.
   const REJOIN_NOTICES = {
@@ -87,6 +111,14 @@
       errorTitle: 'Something went wrong',
       joining: 'Joining the line…',
       resuming: 'Checking your place in line…',
+      checking: 'Checking your browser… (this takes a second)',
+      errChallenge: 'We could not check your browser. Please try again.',
+      // The line is at its cap (queue_full); time is HH:MM, local. The
+      // panel reads: fullTitle, then fullBody.
+      fullTitle: 'The line is full right now',
+      fullBody: (time) => 'Try again at ' + time + ' (local time).',
+      fullAuto: 'This page will try once more by itself at that time.',
+      fullRetry: 'Try again',
       // n is formatted, count the number (for plurals); eta is humanEta's
       // text, the same as the Estimated wait card shows.
       summary: (n, count, eta) =>
@@ -168,6 +200,12 @@
       errorTitle: '문제가 발생했습니다',
       joining: '대기열에 들어가는 중…',
       resuming: '대기 순번을 확인하는 중…',
+      checking: '브라우저를 확인하는 중… (잠시면 됩니다)',
+      errChallenge: '브라우저 확인을 마치지 못했습니다. 다시 시도해 주세요.',
+      fullTitle: '지금은 대기열이 가득 찼습니다',
+      fullBody: (time) => time + '(현지 시각)에 다시 시도해 주세요.',
+      fullAuto: '그 시각에 이 페이지가 한 번 더 자동으로 시도합니다.',
+      fullRetry: '다시 시도',
       summary: (n, count, eta) => '현재 대기 인원 ' + n + '명, 예상 대기 시간 ' + eta,
       summaryPaused: (n) => '현재 대기 인원 ' + n + '명, 대기열 일시 정지 중',
       paused: '대기열이 잠시 멈췄습니다. 순번은 그대로 유지되며, 대기열이 다시 움직이면 이어서 진행됩니다.',
@@ -222,7 +260,7 @@
   };
 
   let lang = pickLang();
-  let state = 'loading'; // mirrors body[data-state]: loading|notopen|waiting|entered|left|released|error
+  let state = 'loading'; // mirrors body[data-state]: loading|notopen|waiting|entered|left|released|full|error
   let resuming = false; // loading text: checking an old place vs joining fresh
   // A site's join token (?join=): the first enter sends it, so one account
   // holds one place on every device. Dropped once an enter with it is
@@ -257,6 +295,18 @@
   let notOpenAgain = 0; // not_open answers in a row after the window should have opened
   let skew = null; // the server's clock is at least Date.now() + skew (from Date headers)
   let clockTimer = 0; // re-renders a countdown on the second
+  // Proof of work (see the top of the file).
+  let needChallenge = false; // the queue asked for one: later enters solve first
+  let challengeTries = 0; // challenges fetched since the last ticket or join
+  let checking = false; // solving one: the page says it checks the browser
+  let solver = null; // {worker, cancel} of the solve in progress
+  let limited = 0; // rate_limited answers in a row
+  // A full line: the local time to try again at (shown), when the
+  // automatic retry comes (with its jitter; 0: none pending), and whether
+  // it has been used since the last ticket or click.
+  let fullAt = 0;
+  let fullRetryAt = 0;
+  let fullAutoUsed = false;
 
   // ---- storage: localStorage can throw (private mode, disabled storage) ----
 
@@ -352,6 +402,17 @@
       : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(d);
   }
 
+  // hhmm formats a local time to try again at as HH:MM, rounded up to the
+  // minute (trying at the time shown is never too early), with the date
+  // when it is not today.
+  function hhmm(ms) {
+    const d = new Date(Math.ceil(ms / 60000) * 60000);
+    const today = d.toDateString() === new Date().toDateString();
+    return new Intl.DateTimeFormat(locale(), today
+      ? { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }
+      : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(d);
+  }
+
   // countdown formats a time left (ms) as m:ss or h:mm:ss, with days in
   // front when there are any; whole seconds rounded up, so it reads 0:00
   // only once the moment has come.
@@ -396,6 +457,8 @@
         err.status = res.status;
         err.code = (data && data.error && data.error.code) || 'http_' + res.status;
         err.detail = (data && data.error) || {};
+        const after = Number(res.headers.get('Retry-After'));
+        err.retryAfterMs = after > 0 ? after * 1000 : 0; // seconds; an HTTP date is not sent
         throw err;
       }
       if (!data) throw Object.assign(new Error('empty response'), { status: 0, code: 'bad_response' });
@@ -441,18 +504,54 @@
     timer = setTimeout(() => step('status'), ms);
   }
 
+  // enter joins the line, with a solved challenge first when the queue
+  // has asked this page for one.
+  function enter() {
+    if (needChallenge) solveAndEnter();
+    else step('enter');
+  }
+
   // step runs one request; every answer or error decides the next one.
-  async function step(action) {
+  // An enter carries the join token while there is one, and solution, a
+  // solved challenge {challenge, nonce}, when given.
+  async function step(action, solution) {
     clearTimeout(timer);
     const gen = generation;
     inFlight = true;
     let tk;
     try {
-      tk = action === 'enter'
-        ? await api('POST', base + '/enter', joinToken ? { join_token: joinToken } : {})
-        : await api('GET', base + '/status');
+      if (action === 'enter') {
+        const body = joinToken ? { join_token: joinToken } : {};
+        if (solution) {
+          body.challenge = solution.challenge;
+          body.nonce = solution.nonce;
+        }
+        tk = await api('POST', base + '/enter', body);
+      } else {
+        tk = await api('GET', base + '/status');
+      }
     } catch (err) {
       if (gen !== generation) return;
+      checking = false;
+      if (err.code === 'rate_limited') {
+        onLimited(action, solution, err);
+        return;
+      }
+      limited = 0;
+      if (action === 'enter' && err.code === 'challenge_required') {
+        // Definite: no place was made. Solve one (again) and enter.
+        failures = 0;
+        retryInMs = 0;
+        needChallenge = true;
+        solveAndEnter();
+        return;
+      }
+      if (action === 'enter' && err.code === 'queue_full') {
+        failures = 0;
+        retryInMs = 0;
+        onFull(err);
+        return;
+      }
       if (action === 'enter' && err.code === 'not_open') {
         // A definite "not yet": no place is held, nothing failed. The
         // answer set the place cookie, which the later enter proves.
@@ -478,8 +577,179 @@
     if (gen !== generation) return;
     failures = 0;
     retryInMs = 0;
+    limited = 0;
+    checking = false;
+    challengeTries = 0;
+    fullAutoUsed = false;
     if (action === 'enter') dropJoinToken();
     onTicket(tk, action);
+  }
+
+  // onLimited makes a rate-limited call again once the server allows it:
+  // a 429 changed nothing, so an enter is made again (with the same
+  // solution: its challenge was not used) and a status asked again. The
+  // wait is Retry-After plus jitter, never less, and grows like a backoff
+  // if the refusals go on; the page shows nothing, its last answer stands.
+  function onLimited(action, solution, err) {
+    limited++;
+    const wait = Math.max(err.retryAfterMs || 0, backoff(limited)) * (1 + Math.random() * LIMIT_JITTER);
+    clearTimeout(timer);
+    timer = setTimeout(() => step(action, solution), Math.min(MAX_TIMER_MS, Math.round(wait)));
+  }
+
+  // solveAndEnter gets a challenge, solves it in the worker and enters
+  // with the solution. A challenge that expires first, a failed fetch or
+  // an unusable answer gets another after a backoff, at most
+  // CHALLENGE_ATTEMPTS since the last ticket; then the error panel.
+  async function solveAndEnter() {
+    clearTimeout(timer);
+    stopSolver();
+    const gen = generation;
+    if (challengeTries >= CHALLENGE_ATTEMPTS) {
+      checking = false;
+      fail(t('errChallenge'));
+      return;
+    }
+    challengeTries++;
+    checking = true;
+    render();
+    setCheckProgress(0);
+    inFlight = true;
+    let solution;
+    try {
+      const ch = await api('GET', base + '/challenge');
+      if (gen !== generation) return;
+      if (typeof ch.challenge !== 'string' || !(ch.difficulty >= 0)) {
+        throw Object.assign(new Error('bad challenge'), { status: 0, code: 'bad_response' });
+      }
+      solution = await solve(ch);
+    } catch (err) {
+      if (gen !== generation || err.code === 'cancelled') return;
+      inFlight = false;
+      if (err.code === 'queue_not_found' || err.code === 'no_worker') {
+        checking = false;
+        fail(err.code === 'queue_not_found' ? t('errQueue') : t('errChallenge'));
+        return;
+      }
+      // Expired, a failed fetch, a solver error: another challenge, later.
+      const wait = err.code === 'rate_limited' ? Math.max(err.retryAfterMs, backoff(challengeTries)) : backoff(challengeTries);
+      timer = setTimeout(solveAndEnter, Math.round(wait));
+      return;
+    }
+    if (gen !== generation) return;
+    setCheckProgress(100);
+    step('enter', solution);
+  }
+
+  // solve runs the challenge ch in a worker and resolves to the solution,
+  // or rejects (code expired) when the challenge would expire before the
+  // enter could use it. stopSolver cancels it (code cancelled).
+  function solve(ch) {
+    return new Promise((resolve, reject) => {
+      const fault = (code, msg) => Object.assign(new Error(msg), { status: -1, code: code });
+      let worker;
+      try {
+        worker = new Worker(WORKER_URL);
+      } catch (e) {
+        reject(fault('no_worker', String(e)));
+        return;
+      }
+      const expected = Math.pow(2, ch.difficulty);
+      // expires_at is on the server's clock; at the latest 5 minutes.
+      const expires = Date.parse(ch.expires_at || '') - (skew || 0);
+      const left = isFinite(expires) ? expires - Date.now() - CHALLENGE_MARGIN_MS : 300000;
+      let expiry = 0;
+      const finish = (fn, v) => {
+        clearTimeout(expiry);
+        worker.terminate();
+        if (solver && solver.worker === worker) solver = null;
+        fn(v);
+      };
+      solver = { worker: worker, cancel: () => finish(reject, fault('cancelled', 'cancelled')) };
+      expiry = setTimeout(() => finish(reject, fault('expired', 'challenge expired')), Math.max(0, left));
+      worker.onmessage = (e) => {
+        const m = e.data || {};
+        if (m.type === 'progress') {
+          // The chance of having found a solution by now: it rises
+          // steadily and reaches 100 % only when one is found.
+          setCheckProgress(100 * (1 - Math.exp(-m.tried / expected)));
+        } else if (m.type === 'done') {
+          finish(resolve, { challenge: ch.challenge, nonce: String(m.nonce) });
+        } else {
+          finish(reject, fault('solver', m.message || 'solver failed'));
+        }
+      };
+      // A worker that cannot load (blocked, missing) fails here.
+      worker.onerror = (e) => {
+        e.preventDefault();
+        finish(reject, fault('no_worker', e.message || 'worker failed'));
+      };
+      worker.postMessage({ challenge: ch.challenge, difficulty: ch.difficulty });
+    });
+  }
+
+  function stopSolver() {
+    if (solver) solver.cancel();
+  }
+
+  function setCheckProgress(pct) {
+    const p = Math.min(100, Math.max(0, Math.round(pct)));
+    const el = $('check-progress');
+    el.value = p;
+    el.textContent = p + '%';
+  }
+
+  // onFull shows that the line is at its cap and when to try again, and
+  // arms the one automatic retry: at that time, plus jitter. After that
+  // one, a line still full leaves the retry to the button.
+  function onFull(err) {
+    clearTimeout(timer);
+    let wait = err.retryAfterMs;
+    if (!(wait > 0)) wait = Date.parse((err.detail && err.detail.retry_at) || '') - serverNow();
+    if (!(wait > 0)) wait = backoff(1);
+    fullAt = Date.now() + wait;
+    fullRetryAt = 0;
+    if (!fullAutoUsed) {
+      fullAutoUsed = true;
+      fullRetryAt = fullAt + Math.random() * Math.min(FULL_SPREAD_MAX_MS, Math.max(1000, wait / 10));
+    }
+    hadPlace = false;
+    ticket = null;
+    clearPlace();
+    state = 'full';
+    resuming = false;
+    render();
+    $('live').textContent = t('fullTitle') + '. ' + t('fullBody', hhmm(fullAt));
+    if (fullRetryAt) armFull();
+  }
+
+  function armFull() {
+    clearTimeout(timer);
+    timer = setTimeout(fullWhenDue, Math.min(MAX_TIMER_MS, Math.max(0, fullRetryAt - Date.now())));
+  }
+
+  function fullWhenDue() {
+    if (state !== 'full' || inFlight || !fullRetryAt) return;
+    if (Date.now() < fullRetryAt) {
+      armFull();
+      return;
+    }
+    retryFull(false);
+  }
+
+  // retryFull enters again from the full panel: by itself once, or when
+  // the user asks (which earns one more automatic retry if still full).
+  function retryFull(byUser) {
+    if (state !== 'full' || inFlight) return;
+    clearTimeout(timer);
+    fullRetryAt = 0;
+    if (byUser) {
+      fullAutoUsed = false;
+      challengeTries = 0;
+    }
+    state = 'loading';
+    render();
+    enter();
   }
 
   // dropJoinToken forgets the join token once the server has answered an
@@ -567,7 +837,7 @@
     ticket = null;
     resuming = false;
     render();
-    step('enter');
+    enter();
   }
 
   // release shows that the place was dropped as abandoned and offers to
@@ -628,7 +898,7 @@
     }
     state = 'loading';
     render();
-    step('enter');
+    enter();
   }
 
   // enterTurn shows the turn. The place stays ours (the server keeps the
@@ -708,6 +978,8 @@
   function leave() {
     generation++;
     clearTimeout(timer);
+    stopSolver();
+    checking = false;
     inFlight = false;
     clearPlace();
     state = 'left';
@@ -735,6 +1007,7 @@
 
   async function joinAgain() {
     if (state !== 'left' && state !== 'error' && state !== 'released') return; // a double click joins once
+    stopSolver();
     state = 'loading';
     resuming = false;
     render();
@@ -745,6 +1018,10 @@
     reentered = false;
     failures = 0;
     retryInMs = 0;
+    limited = 0;
+    challengeTries = 0;
+    checking = false;
+    fullAutoUsed = false;
     ticket = null;
     pass = '';
     target = '';
@@ -753,15 +1030,17 @@
     announcedPaused = false;
     errorText = '';
     render();
-    step('enter');
+    enter();
   }
 
   // Poll at once when the tab comes back (shown, thawed or restored) or
   // the network returns: browsers throttle timers in background tabs and
   // stop them in frozen ones, and a backoff may be long. Before an opening
-  // the only request is the scheduled enter, made if it is due.
+  // the only request is the scheduled enter, made if it is due; on a full
+  // line, the automatic retry if it is due.
   function pollSoon() {
     if (state === 'notopen') enterWhenDue();
+    else if (state === 'full') fullWhenDue();
     else if ((state === 'waiting' || state === 'loading') && !inFlight) step('status');
   }
 
@@ -777,6 +1056,12 @@
     $('turn').hidden = state !== 'entered';
     $('left').hidden = state !== 'left';
     $('released').hidden = state !== 'released';
+    $('full').hidden = state !== 'full';
+    if (state === 'full') {
+      $('full-text').textContent = t('fullBody', hhmm(fullAt));
+      $('full-auto').hidden = !fullRetryAt;
+    }
+    $('checking').hidden = !(state === 'loading' && checking);
     $('error').hidden = state !== 'error';
     $('error-text').textContent = errorText;
     $('retry').hidden = !canRetry;
@@ -823,13 +1108,15 @@
     } else if (notOpen) {
       status = isFinite(opening.from) && opening.from > serverNow() ? t('notOpenStatus', when(opening.from)) : t('joining');
     } else if (state === 'loading') {
-      status = resuming ? t('resuming') : t('joining');
+      status = checking ? t('checking') : resuming ? t('resuming') : t('joining');
     } else if (state === 'entered') {
       status = t('turnTitle');
     } else if (state === 'left') {
       status = t('leftTitle');
     } else if (state === 'released') {
       status = t('releasedTitle');
+    } else if (state === 'full') {
+      status = t('fullTitle');
     } else {
       status = t('errorTitle');
     }
@@ -922,6 +1209,7 @@
     $('join-again').addEventListener('click', joinAgain);
     $('retry').addEventListener('click', joinAgain);
     $('rejoin').addEventListener('click', joinAgain);
+    $('full-retry').addEventListener('click', () => retryFull(true));
     $('pass').addEventListener('focus', (e) => e.target.select());
 
     document.addEventListener('visibilitychange', () => {
@@ -940,7 +1228,8 @@
     // The cookie may hold a place from an earlier visit (or an admission):
     // ask first, never enter blindly. A join token enters at once, which
     // keeps the account's place if it holds one already.
-    step(joinToken ? 'enter' : 'status');
+    if (joinToken) enter();
+    else step('status');
   }
 
   function closeDialog(dialog) {
