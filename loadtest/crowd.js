@@ -1,5 +1,8 @@
 // crowd.js: USERS people arrive together, each enters once and then polls its
 // status, waiting the server's poll_after_ms between polls, until ENTERED.
+// Each person calls from an address of its own (X-Forwarded-For: clientAddr
+// of its VU number, see lib.js), as the server limits enter and status per
+// client address.
 //
 // Start the server for this run with a short tick and a refill size larger
 // than the default (scripts/loadtest.sh does exactly this):
@@ -28,7 +31,7 @@
 import { check, sleep } from 'k6';
 import exec from 'k6/execution';
 import { Counter, Trend } from 'k6/metrics';
-import { enter, status, ticket, adminGet, envInt, durationMs, runId, waitReady, ADMIN_TOKEN, BASE_URL, QUEUE } from './lib.js';
+import { enter, status, ticket, clientAddr, adminGet, envInt, durationMs, runId, waitReady, ADMIN_TOKEN, BASE_URL, QUEUE } from './lib.js';
 import { operator as runOperator } from './operator.js';
 
 const USERS = envInt('USERS', 2000);
@@ -89,9 +92,10 @@ export function crowd(data) {
   if (ENTER_SPREAD_MS > 0) sleep((Math.random() * ENTER_SPREAD_MS) / 1000);
 
   const user = `${data.runId}-${exec.vu.idInTest}`;
+  const client = clientAddr(exec.vu.idInTest);
   const start = Date.now();
   const deadline = start + MAX_MS - 10000;
-  const res = enter(user);
+  const res = enter(user, client);
   let t = ticket(res);
   if (!check(res, { 'enter 200 with WAITING or ENTERED': () => t !== null && (t.status === 'WAITING' || t.status === 'ENTERED') })) {
     return;
@@ -102,7 +106,7 @@ export function crowd(data) {
     check(last, { 'WAITING has poll_after_ms > 0': (x) => x.poll_after_ms > 0 });
     sleep(Math.max(last.poll_after_ms, 50) / 1000);
     n++;
-    const r = status(user);
+    const r = status(user, client);
     const next = ticket(r);
     if (!check(r, { 'status 200': () => next !== null })) continue; // try again after the same pause
     if (next.status === 'NOT_WAITING') {

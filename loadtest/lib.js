@@ -12,6 +12,12 @@
 // runs with WAITROOM_INSECURE_USER_IDS=true, as scripts/loadtest.sh starts
 // it: load tests only, never production. None of the scenarios reads the
 // entry pass (pass, target_url's wr_pass) of an ENTERED ticket.
+//
+// Both take the caller's client address (clientAddr), sent as
+// X-Forwarded-For: the server limits enter and status per client address
+// (5/s burst 300 and 200/s burst 2000 by default), and a crowd comes from
+// many addresses, not from k6's one. The server believes the header only
+// from a trusted proxy: scripts/lib.sh starts it trusting loopback.
 import http from 'k6/http';
 import { sleep } from 'k6';
 
@@ -49,15 +55,34 @@ export function durationMs(s) {
 
 const q = encodeURIComponent(QUEUE);
 
-export function enter(userId, tags) {
+// clientAddr returns a pseudo-random unicast IPv4 address for the integer
+// n >= 0, distinct for every n below 100 * 2^24 and never loopback: the
+// same as client_addr in wrk/clients.lua (scripts/lib.sh wr_client_addr).
+export function clientAddr(n) {
+  const lo = ((n % 16777216) * 40503) % 16777216; // < 2^40: exact in a double
+  const hi = 11 + (Math.floor(n / 16777216) % 100);
+  return `${hi}.${lo >>> 16}.${(lo >>> 8) & 255}.${lo & 255}`;
+}
+
+// xff returns the headers that make a request come from client (none when
+// client is empty).
+function xff(client, headers) {
+  return client ? Object.assign({ 'X-Forwarded-For': client }, headers) : headers || {};
+}
+
+// enter enters userId from the client address client (clientAddr; '' for
+// k6's own address).
+export function enter(userId, client, tags) {
   return http.post(`${BASE_URL}/api/v1/queues/${q}/enter`, JSON.stringify({ user_id: userId }), {
-    headers: JSON_HEADERS,
+    headers: xff(client, JSON_HEADERS),
     tags: Object.assign({ name: 'enter' }, tags),
   });
 }
 
-export function status(userId, tags) {
+// status asks for userId's place from the client address client.
+export function status(userId, client, tags) {
   return http.get(`${BASE_URL}/api/v1/queues/${q}/status?user_id=${encodeURIComponent(userId)}`, {
+    headers: xff(client),
     tags: Object.assign({ name: 'status' }, tags),
   });
 }

@@ -1,5 +1,7 @@
 // spike.js: a flash crowd at a fixed arrival rate. Every iteration is a new
-// user (id = run id + k6's global iteration number) who enters the queue once.
+// user (id = run id + k6's global iteration number) who enters the queue
+// once, from its own address (X-Forwarded-For: clientAddr of the iteration
+// number, see lib.js; the server limits enter per client address).
 //
 //   k6 run -e RATE=500 -e DURATION=60s -e BASE_URL=http://127.0.0.1:8080 loadtest/spike.js
 //
@@ -19,7 +21,7 @@
 // dropped_iterations if it runs out of VUs (raise MAX_VUS then).
 import { check } from 'k6';
 import exec from 'k6/execution';
-import { enter, ticket, envInt, runId, waitReady, BASE_URL, QUEUE } from './lib.js';
+import { enter, ticket, clientAddr, envInt, runId, waitReady, BASE_URL, QUEUE } from './lib.js';
 
 const RATE = envInt('RATE', 500);
 const DURATION = __ENV.DURATION || '60s';
@@ -53,8 +55,9 @@ export function setup() {
 }
 
 export default function (data) {
-  const user = `${data.runId}-${exec.scenario.iterationInTest}`;
-  const res = enter(user);
+  const n = exec.scenario.iterationInTest;
+  const user = `${data.runId}-${n}`;
+  const res = enter(user, clientAddr(n));
   const t = ticket(res);
   check(res, {
     'enter 200': (r) => r.status === 200,

@@ -33,6 +33,17 @@
 # So MODE_A=plain MODE_B=place with one binary in both slots measures what
 # the credential costs per request; swap the modes for the other order.
 #
+# ENV_A, ENV_B: extra server env for a slot, NAME=VALUE words separated by
+# spaces (no spaces in a value), after the mode's; e.g. to measure what the
+# rate limits cost, one build in both slots:
+#   ENV_B="WAITROOM_LIMIT_ENTER_PER_CLIENT=0 WAITROOM_LIMIT_ENTER_PER_PLACE=0
+#     WAITROOM_LIMIT_STATUS_PER_CLIENT=0 WAITROOM_LIMIT_STATUS_PER_PLACE=0"
+#
+# Every request comes from its own client address (enter) or its user's
+# (status), in X-Forwarded-For, which the servers believe from loopback
+# (lib.sh): the server limits enter and status per client address, and
+# status per place (loadtest/wrk/clients.lua, status.lua).
+#
 # Each round runs every scenario once; the line grows with the enter runs
 # (refill interval 1h, refill size 1, as in bench.sh), and status asks for
 # users of the warm-up enter run (plain: its ids; place: the place tokens it
@@ -41,7 +52,8 @@
 # A's, total (server + Redis) and server alone, with each round's ratio.
 #
 # Env: SCENARIOS ("healthz enter status"), ROUNDS (3), DURATION (8s),
-# CONNS (32 per server), MODE_A / MODE_B (plain), and lib.sh's WR_PIN,
+# CONNS (32 per server), MODE_A / MODE_B (plain), ENV_A / ENV_B (none),
+# and lib.sh's WR_PIN,
 # WR_SERVER_CPUS, WR_REDIS_CPUS, WR_LOAD_CPUS, WR_KEEP.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -58,10 +70,14 @@ for name in $SCENARIOS; do
 done
 command -v wrk >/dev/null || "$WR_ROOT/scripts/install-tools.sh" bench >&2
 
-declare -A BIN=([A]=$1 [B]=$2) MODE=([A]=${MODE_A:-plain} [B]=${MODE_B:-plain}) URL SPID RPID IDS
+declare -A BIN=([A]=$1 [B]=$2) MODE=([A]=${MODE_A:-plain} [B]=${MODE_B:-plain}) XENV=([A]=${ENV_A:-} [B]=${ENV_B:-})
+declare -A URL SPID RPID IDS
 for x in A B; do
 	[[ -x ${BIN[$x]} ]] || wr_die "${BIN[$x]} is not executable"
 	[[ ${MODE[$x]} == plain || ${MODE[$x]} == place ]] || wr_die "MODE_$x=${MODE[$x]}: want plain or place"
+	for kv in ${XENV[$x]}; do
+		[[ $kv =~ ^[A-Z_][A-Z0-9_]*= ]] || wr_die "ENV_$x: \"$kv\" is not NAME=VALUE"
+	done
 done
 wr_init
 for x in A B; do
@@ -72,8 +88,9 @@ for x in A B; do
 	# Plain ids name places without proof, which the server refuses unless
 	# told this is a load test (see the modes above).
 	[[ ${MODE[$x]} == plain ]] && mode_env=(WAITROOM_INSECURE_USER_IDS=true)
+	read -ra extra_env <<<"${XENV[$x]}"
 	wr_start_server WAITROOM_ADMIN_TOKEN="$(wr_token)" WAITROOM_QUEUES=default \
-		WAITROOM_REFILL_INTERVAL=1h WAITROOM_REFILL_SIZE=1 WAITROOM_LOG_LEVEL=warn "${mode_env[@]}"
+		WAITROOM_REFILL_INTERVAL=1h WAITROOM_REFILL_SIZE=1 WAITROOM_LOG_LEVEL=warn "${mode_env[@]}" "${extra_env[@]}"
 	URL[$x]=$WR_BASE_URL
 	SPID[$x]=$WR_SERVER_PID
 	RPID[$x]=$WR_REDIS_PID
@@ -134,7 +151,7 @@ run() {
 			-v ds="$((s1 - s0[$x]))" -v dr="$((r1 - r0[$x]))" 'BEGIN {
 			n = split(res, kv, " ")
 			for (i = 2; i <= n; i++) { split(kv[i], p, "="); f[p[1]] = p[2] }
-			if (f["non2xx"] + f["socket_errors"] > 0) { print "errors in " name " " x > "/dev/stderr"; exit 1 }
+			if (f["non2xx"] + f["socket_errors"] > 0) { printf "errors in %s %s: %d non-2xx (429: over a rate limit?), %d socket errors\n", name, x, f["non2xx"], f["socket_errors"] > "/dev/stderr"; exit 1 }
 			us = 1e6 / clk / f["requests"]
 			printf "%s\t%s\t%s\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%s\n", round, name, x, f["rps"], f["p99_us"] / 1000,
 				ds * us, dr * us, (ds + dr) * us, mode
@@ -142,8 +159,8 @@ run() {
 	done
 }
 
-wr_log "A: ${BIN[A]} (${MODE[A]})"
-wr_log "B: ${BIN[B]} (${MODE[B]})"
+wr_log "A: ${BIN[A]} (${MODE[A]}${XENV[A]:+, ${XENV[A]}})"
+wr_log "B: ${BIN[B]} (${MODE[B]}${XENV[B]:+, ${XENV[B]}})"
 wr_log "warm-up: enter, 3s (its users are the ones status asks for)"
 run enter w 3s
 for round in $(seq "$ROUNDS"); do
@@ -153,7 +170,7 @@ for round in $(seq "$ROUNDS"); do
 done
 
 echo
-echo "B (${BIN[B]}, ${MODE[B]}) against A (${BIN[A]}, ${MODE[A]}), CPU per request,"
+echo "B (${BIN[B]}, ${MODE[B]}${XENV[B]:+, ${XENV[B]}}) against A (${BIN[A]}, ${MODE[A]}${XENV[A]:+, ${XENV[A]}}), CPU per request,"
 echo "median of $ROUNDS rounds (each round's ratio in brackets); pinning: $WR_PINNING"
 awk -F'\t' '
 function ratios(col, s,   r, k, a, b, t, m, list) {

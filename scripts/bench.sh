@@ -13,7 +13,10 @@
 # it drives the same fixed closed-loop load with wrk at
 #   healthz  GET /healthz               baseline: HTTP + middleware, no Redis
 #   enter    POST .../enter             one new user id per request
-#   status   GET .../status?user_id=    random users already in the line
+#   status   GET .../status?user_id=    every user already in the line in turn
+# each user from its own client address (X-Forwarded-For, which the server
+# believes from loopback: lib.sh), as the server limits enter and status
+# per client address and status per place (loadtest/wrk/clients.lua);
 # interleaved (healthz, enter, status, healthz, ...) REPEAT times, and prints
 # per scenario the medians over the repeats of: req/s, p50, p99, server and
 # Redis CPU time per request (utime+stime deltas from /proc/PID/stat), Redis
@@ -164,7 +167,7 @@ done
 
 echo
 echo "waitroom bench: wrk -t$THREADS -c$CONNS -d$DURATION, medians of $REPEAT interleaved runs; pinning: $WR_PINNING; log level $LOG_LEVEL"
-echo "line: users waiting at the end of the run (status reads random ones)"
+echo "line: users waiting at the end of the run (status asks for each of the first enter run's in turn)"
 awk -F'\t' '
 function median(s, k,   a, n, i, j, t) {
 	n = split(s, a, " ")

@@ -12,6 +12,14 @@
 #   WR_SERVER_CPUS / WR_REDIS_CPUS / WR_LOAD_CPUS  taskset CPU lists
 #                 (default 1 / same as the server / 0)
 #   WR_KEEP=1     keep the temp dir (logs) after exit
+#
+# The server trusts loopback as a proxy (WAITROOM_TRUSTED_PROXIES=
+# 127.0.0.1/32,::1/128, see wr_start_server), so that the load generators,
+# all on loopback, can speak for many clients: the server limits enter and
+# status per client address (WAITROOM_LIMIT_*), and a crowd comes from many
+# addresses. Each virtual client sends its own X-Forwarded-For
+# (loadtest/wrk/clients.lua, loadtest/lib.js, cmd/wr-million, wr_client_addr
+# here); a request without one is the loopback client, as before.
 
 # Set here, read by the scripts that source this file.
 # shellcheck disable=SC2034
@@ -148,12 +156,15 @@ wr_await() {
 wr_redis() { redis-cli -p "$WR_REDIS_PORT" "$@"; }
 
 # wr_start_server NAME=VALUE... starts the server with the given extra env
-# (on top of WAITROOM_ADDR and WAITROOM_REDIS_URL) and waits for /readyz.
+# (on top of WAITROOM_ADDR, WAITROOM_REDIS_URL and WAITROOM_TRUSTED_PROXIES,
+# which trusts loopback: see the top; WAITROOM_TRUSTED_PROXIES= among the
+# arguments trusts nobody) and waits for /readyz.
 wr_start_server() {
 	WR_SERVER_PORT=$(wr_free_port)
 	WR_BASE_URL=http://127.0.0.1:$WR_SERVER_PORT
 	env WAITROOM_ADDR="127.0.0.1:$WR_SERVER_PORT" \
 		WAITROOM_REDIS_URL="redis://127.0.0.1:$WR_REDIS_PORT/0" \
+		WAITROOM_TRUSTED_PROXIES=127.0.0.1/32,::1/128 \
 		"$@" "${WR_PIN_SERVER[@]}" "$WR_BIN" >"$WR_TMP/server$WR_INSTANCE.log" 2>&1 &
 	WR_SERVER_PID=$!
 	WR_PIDS+=("$WR_SERVER_PID")
@@ -202,6 +213,15 @@ wr_seconds() {
 # wr_enter_ids LOG prints N from the ENTER_IDS line of a wrk run of
 # loadtest/wrk/enter.lua: every id ID_PREFIXn with n < N was sent.
 wr_enter_ids() { sed -n 's/^ENTER_IDS .*dense_below=\([0-9]*\).*/\1/p' "$1"; }
+
+# wr_client_addr N prints the client address of virtual client N >= 0, for
+# X-Forwarded-For: the same pseudo-random IPv4 as client_addr in
+# loadtest/wrk/clients.lua (distinct for N < 100 * 2^24, never loopback).
+wr_client_addr() {
+	local n=$1 lo
+	lo=$((n % 16777216 * 40503 % 16777216))
+	echo "$((11 + n / 16777216 % 100)).$((lo >> 16)).$((lo >> 8 & 255)).$((lo & 255))"
+}
 
 # wr_token prints a random admin token.
 wr_token() { head -c 18 /dev/urandom | base64 | tr '+/' '-_'; }

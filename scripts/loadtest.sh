@@ -10,6 +10,8 @@
 # does not delay the crowd, and a short tick for the crowd's admission checks:
 # WAITROOM_REFILL_INTERVAL=$REFILL_INTERVAL (1s), WAITROOM_REFILL_SIZE=$REFILL_SIZE (50),
 # and with WAITROOM_INSECURE_USER_IDS=true, as the k6 users are plain ids.
+# Its rate limits are the defaults: each k6 user calls from an address of
+# its own (X-Forwarded-For, believed from loopback: lib.sh; loadtest/lib.js).
 #
 # Env: SCENARIOS ("spike crowd"), SPIKE_RATE (500), SPIKE_DURATION (60s),
 # SPIKE_P99_MS (5), CROWD_USERS (2000), CROWD_MAX_DURATION (3m), NEW_SIZE

@@ -8,7 +8,9 @@
 # generator's own schedule lag, how late admitted users learned of their
 # admission, CPU per status call of the server, redis-server and the
 # generator (utime+stime deltas from /proc/PID/stat), and Redis memory per
-# waiting user after the fill.
+# waiting user after the fill. The server runs with its default rate
+# limits, and each user calls from an address of its own (X-Forwarded-For,
+# which the server believes from loopback: lib.sh), as a real crowd does.
 #
 #   scripts/million.sh                        # 1 M users, pinned (lib.sh)
 #   USERS=100000 DURATION=60s scripts/million.sh
@@ -49,9 +51,9 @@ wr_build
 wr_log "building ./cmd/wr-million"
 (cd "$WR_ROOT" && go build -o "$WR_TMP/wr-million" ./cmd/wr-million) || wr_die "go build failed"
 wr_start_redis
-# The defaults of the service (refill, interval, abandon_after) on purpose:
-# the poll policy's load is what is measured. Place credentials, not
-# plain ids, as in production.
+# The defaults of the service (refill, interval, abandon_after, the rate
+# limits) on purpose: the poll policy's load is what is measured. Place
+# credentials, not plain ids, as in production.
 wr_start_server WAITROOM_QUEUES="$QUEUE" WAITROOM_LOG_LEVEL="$LOG_LEVEL"
 
 OUT=${RESULTS_DIR:-$WR_TMP}

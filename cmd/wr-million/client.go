@@ -120,21 +120,51 @@ func readResponse(r *bufio.Reader, buf []byte, onClose func()) (code int, body [
 	return code, buf, nil
 }
 
-// Requests, written once: the status request differs per user only in
-// the place token.
-func enterRequest(host, q string) []byte {
-	return []byte("POST /api/v1/queues/" + q + "/enter HTTP/1.1\r\nHost: " + host +
-		"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+// Requests, appended to a reused buffer: they differ per user only in the
+// client address (X-Forwarded-For, when xff) and the place token.
+func appendEnterRequest(b []byte, host, q string, xff bool, u int32) []byte {
+	b = append(b, "POST /api/v1/queues/"...)
+	b = append(b, q...)
+	b = append(b, "/enter HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = appendXFF(b, xff, u)
+	return append(b, "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"...)
 }
 
-func appendStatusRequest(b []byte, host, q, token string) []byte {
+func appendStatusRequest(b []byte, host, q string, xff bool, u int32, token string) []byte {
 	b = append(b, "GET /api/v1/queues/"...)
 	b = append(b, q...)
 	b = append(b, "/status HTTP/1.1\r\nHost: "...)
 	b = append(b, host...)
+	b = appendXFF(b, xff, u)
 	b = append(b, "\r\nAuthorization: Bearer "...)
 	b = append(b, token...)
 	return append(b, "\r\n\r\n"...)
+}
+
+// appendXFF appends, when xff, the header line that says user u calls
+// from its own address: "\r\nX-Forwarded-For: <clientAddr(u)>".
+func appendXFF(b []byte, xff bool, u int32) []byte {
+	if !xff {
+		return b
+	}
+	b = append(b, "\r\nX-Forwarded-For: "...)
+	return appendClientAddr(b, int64(u))
+}
+
+// appendClientAddr appends a pseudo-random unicast IPv4 address for n >= 0,
+// distinct for every n below 100 * 2^24 and never loopback: the first
+// octet is 11 + n / 2^24, the others n mod 2^24 times an odd constant mod
+// 2^24 (a permutation, so neighbours fall in different /24s). The same as
+// loadtest/wrk/clients.lua and scripts/lib.sh wr_client_addr.
+func appendClientAddr(b []byte, n int64) []byte {
+	lo := n % (1 << 24) * 40503 % (1 << 24)
+	b = strconv.AppendInt(b, 11+n>>24%100, 10)
+	for _, o := range [3]int64{lo >> 16, lo >> 8 & 255, lo & 255} {
+		b = append(b, '.')
+		b = strconv.AppendInt(b, o, 10)
+	}
+	return b
 }
 
 // jsonString returns the string value of key in a flat JSON object whose

@@ -5,7 +5,10 @@
 // loop, and reports for a measurement window: the status rate against the
 // rate the policy implies, latency, 503s, the generator's own lateness,
 // how long after its admission each admitted user learned of it, and the
-// CPU per status call of the server, Redis and the generator.
+// CPU per status call of the server, Redis and the generator. Each user
+// calls from an address of its own (X-Forwarded-For, -xff), as the server
+// limits enter and status per client address; the server must trust the
+// generator's address as a proxy (scripts/million.sh does).
 //
 //	wr-million -url http://127.0.0.1:8080 -server-pid P -redis-pid R -redis-addr 127.0.0.1:6379
 //
@@ -61,6 +64,7 @@ type config struct {
 	redisAddr           string
 	clkTck              int64
 	targetP99           time.Duration
+	xff                 bool
 }
 
 func parseFlags(args []string) (config, error) {
@@ -82,6 +86,10 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.redisAddr, "redis-addr", "", "redis host:port, for INFO memory before and after the fill (empty: skipped)")
 	fs.Int64Var(&c.clkTck, "clk-tck", 100, "clock ticks per second of /proc/PID/stat (getconf CLK_TCK)")
 	fs.DurationVar(&c.targetP99, "target-p99", 100*time.Millisecond, "status p99 target")
+	// The server limits enter and status per client address; a million
+	// users come from about as many. It believes the header only from a
+	// trusted proxy (scripts/million.sh trusts loopback, lib.sh).
+	fs.BoolVar(&c.xff, "xff", true, "send each user's calls with X-Forwarded-For: an address of its own")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -217,8 +225,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	for _, a := range []*atomic.Int64{&g.fillEnd, &g.windowStart, &g.windowEnd} {
 		a.Store(math.MaxInt64)
 	}
-	fmt.Fprintf(out, "queue %q: refill %d every %s, %d waiting before the fill; %d users, %d fill and %d poll connections, GOMAXPROCS %d\n",
-		cfg.queue, info.RefillSize, g.interval, info.Waiting, cfg.users, cfg.fillConns, cfg.conns, runtime.GOMAXPROCS(0))
+	from := "an address each (X-Forwarded-For)"
+	if !cfg.xff {
+		from = "the generator's address"
+	}
+	fmt.Fprintf(out, "queue %q: refill %d every %s, %d waiting before the fill; %d users from %s, %d fill and %d poll connections, GOMAXPROCS %d\n",
+		cfg.queue, info.RefillSize, g.interval, info.Waiting, cfg.users, from, cfg.fillConns, cfg.conns, runtime.GOMAXPROCS(0))
 	memBefore, err := redisUsedMemory(ctx, cfg.redisAddr)
 	if err != nil {
 		return err
@@ -316,12 +328,13 @@ func (g *gen) fill(ctx context.Context) (stats, error) {
 			st := &per[i]
 			c := &conn{addr: g.addr}
 			defer c.close()
-			req := enterRequest(g.host, g.cfg.queue)
+			var req []byte
 			for {
 				u := next.Add(1) - 1
 				if u >= int64(g.cfg.users) || ctx.Err() != nil {
 					return
 				}
+				req = appendEnterRequest(req[:0], g.host, g.cfg.queue, g.cfg.xff, int32(u))
 				if err := g.enter(ctx, c, req, int32(u), st); err != nil {
 					errs <- err
 					cancel()
@@ -471,7 +484,7 @@ func (g *gen) pollWorker(ctx context.Context, st *[phases]stats) {
 func (g *gen) poll(c *conn, req []byte, j call, all *[phases]stats) []byte {
 	u := j.user
 	start := g.now()
-	req = appendStatusRequest(req[:0], g.host, g.cfg.queue, g.token[u])
+	req = appendStatusRequest(req[:0], g.host, g.cfg.queue, g.cfg.xff, u, g.token[u])
 	code, body, err := c.do(req)
 	end := g.now()
 	st := &all[g.phase(start)]

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -143,7 +144,7 @@ func TestConn(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api/v1/queues/q/status":
-			fmt.Fprintf(w, `{"status":"WAITING","auth":%q}`, r.Header.Get("Authorization"))
+			fmt.Fprintf(w, `{"status":"WAITING","auth":%q,"xff":%q}`, r.Header.Get("Authorization"), r.Header.Get("X-Forwarded-For"))
 		case "/api/v1/queues/q/enter":
 			w.Header().Set("Connection", "close")
 			w.Header().Set("Content-Length", "10000") // else Go chunks a body this long
@@ -155,21 +156,54 @@ func TestConn(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	c := &conn{addr: host}
 	defer c.close()
-	for i := range 3 {
-		code, body, err := c.do(appendStatusRequest(nil, host, "q", fmt.Sprint("tok", i)))
-		if err != nil || code != 200 || string(body) != fmt.Sprintf(`{"status":"WAITING","auth":"Bearer tok%d"}`, i) {
+	for i, want := range []string{"11.0.0.0", "11.0.158.55", "11.1.60.110"} {
+		code, body, err := c.do(appendStatusRequest(nil, host, "q", true, int32(i), fmt.Sprint("tok", i)))
+		if err != nil || code != 200 || string(body) != fmt.Sprintf(`{"status":"WAITING","auth":"Bearer tok%d","xff":%q}`, i, want) {
 			t.Fatalf("status %d: %d %q %v", i, code, body, err)
 		}
 	}
-	code, body, err := c.do(enterRequest(host, "q"))
+	code, body, err := c.do(appendStatusRequest(nil, host, "q", false, 7, "tok"))
+	if err != nil || code != 200 || string(body) != `{"status":"WAITING","auth":"Bearer tok","xff":""}` {
+		t.Fatalf("status without xff: %d %q %v", code, body, err)
+	}
+	code, body, err = c.do(appendEnterRequest(nil, host, "q", true, 1))
 	if err != nil || code != 503 || len(body) != 10000 {
 		t.Fatalf("enter: %d, %d bytes, %v", code, len(body), err)
 	}
 	if c.c != nil {
 		t.Fatal("connection kept after Connection: close")
 	}
-	if code, _, err := c.do(appendStatusRequest(nil, host, "q", "again")); err != nil || code != 200 {
+	if code, _, err := c.do(appendStatusRequest(nil, host, "q", true, 3, "again")); err != nil || code != 200 {
 		t.Fatalf("after a close: %d %v", code, err)
+	}
+}
+
+// Every user calls from an address of its own: distinct, valid, public
+// looking (not loopback, private or unspecified), and the same as
+// scripts/lib.sh's wr_client_addr (checked on a few values).
+func TestClientAddr(t *testing.T) {
+	seen := make(map[netip.Addr]int64)
+	for _, n := range []int64{0, 1, 1 << 24, 1<<24 + 1, 99<<24 + 5, 100 << 24} {
+		seen[netip.MustParseAddr(string(appendClientAddr(nil, n)))] = -1
+	}
+	if len(seen) != 5 { // distinct below 100 << 24 only: that is 0's address again
+		t.Fatalf("%d addresses: %v", len(seen), seen)
+	}
+	clear(seen)
+	for n := range int64(1 << 20) {
+		a, err := netip.ParseAddr(string(appendClientAddr(nil, n)))
+		if err != nil || !a.Is4() || a.IsLoopback() || a.IsPrivate() || a.IsUnspecified() {
+			t.Fatalf("%d: %v %v", n, a, err)
+		}
+		if m, dup := seen[a]; dup {
+			t.Fatalf("%d and %d share %v", m, n, a)
+		}
+		seen[a] = n
+	}
+	for n, want := range map[int64]string{0: "11.0.0.0", 2: "11.1.60.110", 256: "11.158.55.0", 1 << 24: "12.0.0.0"} {
+		if got := string(appendClientAddr(nil, n)); got != want {
+			t.Errorf("%d: %s, want %s", n, got, want)
+		}
 	}
 }
 

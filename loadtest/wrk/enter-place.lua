@@ -15,23 +15,42 @@
 --      costs the load generator CPU; leave it unset for measured runs.
 --      done() then prints
 --        PLACE_TOKENS file=<TOKENS_OUT> count=N
-dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "report.lua")
+--
+-- Each request comes from its own client address, X-Forwarded-For:
+-- client_addr(tid + 256k) for the k-th request of thread tid (clients.lua),
+-- as a crowd's enters do: the server limits enter per client address (5/s
+-- burst 300 by default) and believes the header only from a trusted proxy
+-- (scripts/lib.sh trusts loopback). The addresses repeat from one wrk run
+-- to the next: one enter per address and run is well within the limit.
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+dofile(dir .. "report.lua")
+dofile(dir .. "clients.lua")
 
 local queue = os.getenv("QUEUE") or "default"
 local out = os.getenv("TOKENS_OUT") or ""
 
-wrk.method = "POST"
-wrk.path = "/api/v1/queues/" .. queue .. "/enter"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = "{}"
+-- setup runs in the main Lua state once per thread, before that thread starts.
+local threads = {}
+function setup(thread)
+  thread:set("tid", #threads)
+  table.insert(threads, thread)
+end
+
+local path = "/api/v1/queues/" .. queue .. "/enter"
+local headers = { ["Content-Type"] = "application/json" }
+local sent = 0
+
+function init(args)
+  if tid >= 256 then error("enter-place.lua: at most 256 threads") end
+end
+
+function request()
+  headers["X-Forwarded-For"] = client_addr(tid + 256 * sent)
+  sent = sent + 1
+  return wrk.format("POST", path, headers, "{}")
+end
 
 if out ~= "" then
-  -- setup runs in the main Lua state once per thread, before that thread starts.
-  local threads = {}
-  function setup(thread)
-    table.insert(threads, thread)
-  end
-
   -- tokens is a global of each thread's Lua state, so that report_extra
   -- (main state, after the run) can copy it with thread:get: wrk has no
   -- per-thread hook at the end of a run where a thread could write it.

@@ -15,7 +15,14 @@
 -- meaning every id ID_PREFIX..n with n < N was sent; the last request of
 -- each connection (WRK_CONNECTIONS/-t per thread) is left out, as it may
 -- have been cut off at the end. status.lua reads those ids back.
-dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "report.lua")
+--
+-- Each request comes from its own client address, X-Forwarded-For:
+-- client_addr(n) for id n (clients.lua), as a crowd's enters do; the
+-- server believes it only from a trusted proxy (scripts/lib.sh trusts
+-- loopback). status.lua asks for id n from the same address.
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+dofile(dir .. "report.lua")
+dofile(dir .. "clients.lua")
 
 local queue = os.getenv("QUEUE") or "default"
 local prefix = os.getenv("ID_PREFIX") or "bench-"
@@ -40,9 +47,10 @@ function init(args)
 end
 
 function request()
-  local id = prefix .. (tid + stride * sent)
+  local n = tid + stride * sent
   sent = sent + 1
-  return wrk.format("POST", path, headers, '{"user_id":"' .. id .. '"}')
+  headers["X-Forwarded-For"] = client_addr(n)
+  return wrk.format("POST", path, headers, '{"user_id":"' .. prefix .. n .. '"}')
 end
 
 function report_extra()
