@@ -1061,7 +1061,7 @@
       $('full-text').textContent = t('fullBody', hhmm(fullAt));
       $('full-auto').hidden = !fullRetryAt;
     }
-    $('checking').hidden = !(state === 'loading' && checking);
+    $('checking').hidden = !((state === 'loading' || state === 'waiting') && checking);
     $('error').hidden = state !== 'error';
     $('error-text').textContent = errorText;
     $('retry').hidden = !canRetry;
@@ -1097,7 +1097,9 @@
     $('lede').textContent = notOpen ? t('notOpenLede') : inDraw ? t('drawLede') : t('lede');
 
     let status;
-    if (state === 'waiting' && ticket && paused) {
+    if (active && checking) {
+      status = t('checking'); // also when a lost place is entered again from 'waiting'
+    } else if (state === 'waiting' && ticket && paused) {
       status = t('summaryPaused', fmt(ticket.waiting), ticket.waiting);
     } else if (state === 'waiting' && ticket && inDraw) {
       status = drawPending
@@ -1108,7 +1110,7 @@
     } else if (notOpen) {
       status = isFinite(opening.from) && opening.from > serverNow() ? t('notOpenStatus', when(opening.from)) : t('joining');
     } else if (state === 'loading') {
-      status = checking ? t('checking') : resuming ? t('resuming') : t('joining');
+      status = resuming ? t('resuming') : t('joining');
     } else if (state === 'entered') {
       status = t('turnTitle');
     } else if (state === 'left') {
