@@ -52,6 +52,8 @@ var (
 	errChallengeRequired = &apiError{status: http.StatusForbidden, code: "challenge_required", message: "this queue asks for proof of work: get /challenge, solve it and send challenge and nonce with enter"}
 )
 
+const codeQueueFull = "queue_full"
+
 type errorBody struct {
 	Error errorDetail `json:"error"`
 }
@@ -69,7 +71,9 @@ type errorDetail struct {
 // errors are logged, never shown to clients.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e := classify(err)
-	if e.status >= 500 {
+	// A full line is a refusal the operator chose, met by every newcomer
+	// while it lasts: not an error to log line by line.
+	if e.status >= 500 && e.code != codeQueueFull {
 		logger(r, s.log).Error("request failed", "status", e.status, "err", err)
 	}
 	retryAt := ""
@@ -98,7 +102,7 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many requests from this address or for this place; try again after Retry-After seconds",
 			retryAfter: storeWait(err)}
 	case errors.Is(err, queue.ErrQueueFull):
-		return &apiError{status: http.StatusServiceUnavailable, code: "queue_full", message: "the line is full; try again at retry_at",
+		return &apiError{status: http.StatusServiceUnavailable, code: codeQueueFull, message: "the line is full; try again at retry_at",
 			retryAfter: storeWait(err)}
 	case errors.Is(err, queue.ErrChallengeRequired), errors.Is(err, challenge.ErrInvalid):
 		return errChallengeRequired

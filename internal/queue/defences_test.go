@@ -254,6 +254,28 @@ func TestProofOfWork(t *testing.T) {
 	}
 }
 
+// A newcomer refused by a full line keeps its proof of work unspent.
+func TestFullLineKeepsTheProof(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	enter(t, s, q, "in")
+	enter(t, s, q, "w1")
+	one, eight := 1, 8
+	setUpdate(t, s, q, Update{MaxWaiting: &one, ChallengeDifficulty: &eight})
+	kept := Proof{ID: "kept", Difficulty: 8, Expires: time.Now().Add(time.Minute)}
+	_, err := s.EnterAs(ctx, q, Caller{User: "late", Proof: kept})
+	refusedWith(t, err, ErrQueueFull, 2*time.Hour)
+	two := 2
+	setUpdate(t, s, q, Update{MaxWaiting: &two})
+	if tk, err := s.EnterAs(ctx, q, Caller{User: "late", Proof: kept}); err != nil || tk.Status != Waiting {
+		t.Fatalf("the same proof once there is room: %+v %v", tk, err)
+	}
+	if _, err := s.EnterAs(ctx, q, Caller{User: "again", Proof: kept}); !errors.Is(err, ErrChallengeRequired) {
+		t.Fatalf("then spent: %v", err)
+	}
+}
+
 func TestLimitsValidate(t *testing.T) {
 	for _, l := range []Limits{
 		{EnterPerClient: Limit{Rate: -1, Burst: 1}},

@@ -107,6 +107,11 @@ local function room_for(list, line, moves_in, is_member)
       kept[#kept + 1] = j
     else
       answer(j, FULL, until_room_ms(line + newcomers, max_waiting, refill, interval, moves_in))
+      -- The call changed nothing: its proof of work stays unspent, for
+      -- when the line has room.
+      if difficulty > 0 then
+        redis.call('DEL', KEYS[FIXED + 3 * slot[j]])
+      end
     end
   end
   return kept
