@@ -223,7 +223,7 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 			proofKey, expires = q.keys.proof(c.Proof.ID), c.Proof.Expires.UnixMilli()
 		}
 		keys = append(keys, q.clientKey("enter", c), q.placeKey("enter", c), proofKey)
-		args = append(args, c.User, flag(c.Client != ""), flag(c.Proved), strconv.Itoa(c.Proof.Difficulty), expires)
+		args = append(args, c.User, c.clientCost, c.placeCost, strconv.Itoa(c.Proof.Difficulty), expires)
 	}
 	return keys, args
 }
@@ -236,7 +236,7 @@ func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []a
 	args = append(args, s.statusLimits[:]...)
 	for _, c := range calls {
 		keys = append(keys, q.clientKey("status", c), q.placeKey("status", c))
-		args = append(args, c.User, flag(c.Client != ""), flag(c.Proved))
+		args = append(args, c.User, c.clientCost, c.placeCost)
 	}
 	return keys, args
 }

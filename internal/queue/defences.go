@@ -29,6 +29,10 @@ type Caller struct {
 	Proved bool
 	// Proof is the proof of work an enter brings (zero: none).
 	Proof Proof
+
+	// clientCost and placeCost are what the script charges the shared
+	// buckets (0: not asked), set by the store's local stage (local.go).
+	clientCost, placeCost int
 }
 
 // Proof is a solved, checked proof-of-work challenge (package challenge
@@ -132,14 +136,6 @@ func refusal(status, wait int64) error {
 		return nil
 	}
 	return &Retry{Err: err, After: time.Duration(wait) * time.Millisecond}
-}
-
-// flag is a script's 0/1 argument.
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // ChallengeDifficulty is the proof of work queue asks for before entering

@@ -87,7 +87,11 @@ func TestStatusRateLimitPerPlace(t *testing.T) {
 }
 
 // Replicas share one budget: many calls from one client racing through
-// two stores get exactly the burst, however they are batched.
+// two stores get the burst, however they are batched, give or take what
+// the local stage lets through quietly (local.go): a replica's first
+// calls, up to a tenth of the burst, are charged to the shared bucket
+// with its next hot call, so one less may pass (the charge does not fit
+// the last unit), or, when calls race in one batch, that many more.
 func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -112,10 +116,10 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if ok.Load() != 10 || limited.Load() != 50 {
-		t.Fatalf("%d let through, %d limited; want 10 and 50", ok.Load(), limited.Load())
+	if n := ok.Load(); n < 9 || n > 10+2 || n+limited.Load() != 60 {
+		t.Fatalf("%d let through, %d limited; want 9 to 12 of 60", n, limited.Load())
 	}
-	if i := info(t, replicas[0], q); i.Waiting+i.Entered != 10 {
+	if i := info(t, replicas[0], q); i.Waiting+i.Entered != ok.Load() {
 		t.Fatalf("places made: %d waiting, %d entered", i.Waiting, i.Entered)
 	}
 }
@@ -126,9 +130,10 @@ func TestRefusalsInOneCall(t *testing.T) {
 	t.Parallel()
 	limits := Limits{EnterPerClient: Limit{Rate: 0.001, Burst: 2}}
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Limits: limits})
+	// Straight to the script, as calls the local stage found hot (cost 1).
 	calls := []Caller{
-		{User: "a", Client: "c1"}, {User: "b", Client: "c1"}, {User: "c", Client: "c1"},
-		{User: "d", Client: "c2"}, {User: "e", Client: "c1"}, {User: "f"},
+		{User: "a", Client: "c1", clientCost: 1}, {User: "b", Client: "c1", clientCost: 1}, {User: "c", Client: "c1", clientCost: 1},
+		{User: "d", Client: "c2", clientCost: 1}, {User: "e", Client: "c1", clientCost: 1}, {User: "f"},
 	}
 	tickets, err := s.queues[q].enters.run(context.Background(), calls)
 	if err != nil {

@@ -53,18 +53,18 @@ func keysFor(queue string) keys {
 }
 
 // clientKey and placeKey are a call's rate buckets for op ("enter" or
-// "status": each has its own), or the unused key when its limit does not
-// apply. The address and the id are the key's tail: Redis keys are
+// "status": each has its own), or the unused key when the script is not
+// to charge it (no limit, or quiet in the local stage). The address and the id are the key's tail: Redis keys are
 // binary-safe, and ids are validated (ValidateUserID).
 func (q *queueRef) clientKey(op string, c Caller) string {
-	if c.Client == "" {
+	if c.clientCost == 0 {
 		return q.keys.unused
 	}
 	return q.keys.rate + op + ":c:" + c.Client
 }
 
 func (q *queueRef) placeKey(op string, c Caller) string {
-	if !c.Proved {
+	if c.placeCost == 0 {
 		return q.keys.unused
 	}
 	return q.keys.rate + op + ":p:" + c.User

@@ -226,6 +226,8 @@ type Store struct {
 	// enterLimits and statusLimits are the scripts' limit arguments
 	// (Limit.args: per client, then per place).
 	enterLimits, statusLimits [4]any
+	// local is the first stage of the rate limits (local.go).
+	local *localStage
 	// timeout bounds every call of the store, however Redis behaves.
 	timeout time.Duration
 }
@@ -341,6 +343,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 			strconv.FormatInt(defaults.AbandonAfter.Milliseconds(), 10),
 		},
 		timeout: timeout,
+		local:   newLocalStage(),
 	}
 	copy(s.enterLimits[:], append(defaults.Limits.EnterPerClient.args(), defaults.Limits.EnterPerPlace.args()...))
 	copy(s.statusLimits[:], append(defaults.Limits.StatusPerClient.args(), defaults.Limits.StatusPerPlace.args()...))
@@ -426,7 +429,15 @@ func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, er
 	if err := ValidateUserID(c.User); err != nil {
 		return Ticket{}, err
 	}
-	return q.enters.do(ctx, c)
+	l, op := s.defaults.Limits, queue+" enter"
+	if err := s.local.admit(op, &c, l.EnterPerClient, l.EnterPerPlace, time.Now()); err != nil {
+		return Ticket{}, err
+	}
+	t, err := q.enters.do(ctx, c)
+	if errors.Is(err, ErrRateLimited) {
+		s.local.refused(op, c)
+	}
+	return t, err
 }
 
 // Status reports where user stands. Concurrent calls for one queue are
@@ -445,7 +456,15 @@ func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, e
 	if err := ValidateUserID(c.User); err != nil {
 		return Ticket{}, err
 	}
-	return q.statuses.do(ctx, c)
+	l, op := s.defaults.Limits, queue+" status"
+	if err := s.local.admit(op, &c, l.StatusPerClient, l.StatusPerPlace, time.Now()); err != nil {
+		return Ticket{}, err
+	}
+	t, err := q.statuses.do(ctx, c)
+	if errors.Is(err, ErrRateLimited) {
+		s.local.refused(op, c)
+	}
+	return t, err
 }
 
 // Join is Enter for a user who may already hold a place from another

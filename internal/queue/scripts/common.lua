@@ -81,15 +81,16 @@ local LIMITED, FULL, CHALLENGE = 5, 6, 7
 local LIMITS = DEFAULTS + 4
 
 -- rate_take is one generic cell rate algorithm (GCRA) check of the bucket
--- at key: it holds the time (ms) at which the bucket is full again, and
--- expires then, so an idle client costs no memory. Up to burst calls pass
--- at once, then one per period. Returns the new value to store when the
--- call passes (commit it with rate_commit), or nil and the wait (ms).
-local function rate_take(key, now, period, burst)
+-- at key for cost calls: it holds the time (ms) at which the bucket is full
+-- again, and expires then, so an idle client costs no memory. Up to burst
+-- calls pass at once, then one per period. Returns the new value to store
+-- when the calls pass (commit it with rate_commit), or nil and the wait
+-- (ms).
+local function rate_take(key, now, period, burst, cost)
   if period <= 0 then
     return nil, 0
   end
-  local full_at = math.max(tonumber(redis.call('GET', key)) or now, now) + period
+  local full_at = math.max(tonumber(redis.call('GET', key)) or now, now) + period * cost
   local wait = full_at - now - period * burst
   if wait > 0 then
     return nil, wait
@@ -104,17 +105,20 @@ local function rate_commit(key, full_at, now)
 end
 
 -- pass_limits applies the rate limits to call i of enter.lua or
--- status.lua, whose ARGV from a + 1 are its user, then '1' to apply the
--- client's limit and '1' to apply the place's, with its two buckets'
--- keys. A call over either limit is answered LIMITED with the wait (in
--- out, after head) and false returned; one within both is charged to both.
+-- status.lua, whose ARGV from a + 1 are its user, then the costs to
+-- charge its client's and its place's buckets (0: not asked; the
+-- replica's local stage has let the call through, see local.go), with
+-- its two buckets' keys. A call over either limit is answered LIMITED
+-- with the wait (in out, after head) and false returned; one within both
+-- is charged to both.
 local function pass_limits(i, a, client_key, place_key, now, out, head)
   local client_at, client_wait, place_at, place_wait = nil, 0, nil, 0
-  if ARGV[a + 2] == '1' then
-    client_at, client_wait = rate_take(client_key, now, tonumber(ARGV[DEFAULTS + 1]), tonumber(ARGV[DEFAULTS + 2]))
+  local client_cost, place_cost = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  if client_cost > 0 then
+    client_at, client_wait = rate_take(client_key, now, tonumber(ARGV[DEFAULTS + 1]), tonumber(ARGV[DEFAULTS + 2]), client_cost)
   end
-  if ARGV[a + 3] == '1' then
-    place_at, place_wait = rate_take(place_key, now, tonumber(ARGV[DEFAULTS + 3]), tonumber(ARGV[DEFAULTS + 4]))
+  if place_cost > 0 then
+    place_at, place_wait = rate_take(place_key, now, tonumber(ARGV[DEFAULTS + 3]), tonumber(ARGV[DEFAULTS + 4]), place_cost)
   end
   if client_wait > 0 or place_wait > 0 then
     out[head + 2 * i - 1] = LIMITED

@@ -32,9 +32,9 @@
 --              rate bucket, and the key that marks its proof of work used
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
--- ARGV[10..] -> per call, five values: user id, 1 to apply the client's
---              limit else 0, 1 to apply the place's limit (the caller proved
---              a place) else 0, the difficulty its proof of work meets
+-- ARGV[10..] -> per call, five values: user id, the calls to charge the
+--              client's and the place's buckets (0: not asked; see
+--              pass_limits), the difficulty its proof of work meets
 --              (0: none), and when that proof expires (ms)
 -- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
 --          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...}

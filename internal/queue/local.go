@@ -1,0 +1,122 @@
+package queue
+
+import (
+	"sync"
+	"time"
+)
+
+// localStage is a replica's own first look at the rate limits, so that the
+// shared buckets in Redis (two commands per bucket in the scripts) are
+// consulted only for the clients and places that call often. Every call is
+// counted here, in the same GCRA as the scripts':
+//
+//   - over the limit here: refused at once, without Redis (the shared count
+//     is at least this replica's, so it is over too);
+//   - quiet (at most a tenth of the burst used, and at least one call's
+//     worth): let through without the shared bucket, and remembered as
+//     not charged to it yet;
+//   - otherwise hot: the shared bucket decides, charged with this call and
+//     the quiet ones before it.
+//
+// A page polling every few seconds is always quiet, so the usual status
+// call costs Redis nothing for its limits (docs/PERFORMANCE.md, "What the
+// defences cost"). A client spreading its calls over N replicas is seen
+// whole once it is hot on one of them; it can pass unseen only while it
+// stays quiet on every replica, below N tenths of its burst.
+type localStage struct {
+	mu      sync.Mutex
+	buckets map[string]*localBucket
+	sweep   time.Time // when expired buckets are next dropped
+}
+
+type localBucket struct {
+	fullAt    float64 // when the bucket is full again, ms since the epoch
+	uncharged int     // quiet calls not yet charged to the shared bucket
+}
+
+// maxLocalBuckets bounds the stage's memory; beyond it every call is hot
+// (the shared buckets still hold).
+const maxLocalBuckets = 1 << 20
+
+func newLocalStage() *localStage {
+	return &localStage{buckets: make(map[string]*localBucket)}
+}
+
+// take counts one call against key's bucket under lim at now. It returns
+// the cost to charge the shared bucket (0: quiet, do not ask it) or, when
+// the call is over the limit, the wait before the next would pass.
+func (l *localStage) take(key string, lim Limit, now time.Time) (cost int, wait time.Duration) {
+	if lim.Rate == 0 {
+		return 0, 0
+	}
+	period := 1000 / lim.Rate
+	t := float64(now.UnixNano()) / 1e6
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !now.Before(l.sweep) {
+		for k, b := range l.buckets {
+			if b.fullAt < t {
+				delete(l.buckets, k)
+			}
+		}
+		l.sweep = now.Add(2 * time.Second)
+	}
+	b := l.buckets[key]
+	if b == nil {
+		if len(l.buckets) >= maxLocalBuckets {
+			return 1, 0
+		}
+		b = &localBucket{fullAt: t}
+		l.buckets[key] = b
+	}
+	fullAt := max(b.fullAt, t) + period
+	if over := fullAt - t - period*float64(lim.Burst); over > 0 {
+		return 0, time.Duration(over * float64(time.Millisecond))
+	}
+	b.fullAt = fullAt
+	if fullAt-t <= period*float64(max(1, lim.Burst/10)) {
+		b.uncharged++
+		return 0, 0
+	}
+	cost = b.uncharged + 1
+	b.uncharged = 0
+	return cost, 0
+}
+
+// admit runs c through the stage for op (the queue and "enter" or
+// "status": each has buckets of its own) with its client and place
+// limits, setting the costs the script charges to the shared buckets, or
+// returns the refusal.
+func (l *localStage) admit(op string, c *Caller, client, place Limit, now time.Time) error {
+	if c.Client != "" {
+		cost, wait := l.take(op+":c:"+c.Client, client, now)
+		if wait > 0 {
+			return &Retry{Err: ErrRateLimited, After: wait}
+		}
+		c.clientCost = cost
+	}
+	if c.Proved {
+		cost, wait := l.take(op+":p:"+c.User, place, now)
+		if wait > 0 {
+			return &Retry{Err: ErrRateLimited, After: wait}
+		}
+		c.placeCost = cost
+	}
+	return nil
+}
+
+// refused is told that the shared buckets refused c (admitted for op): the
+// quiet calls its costs carried were not charged, so the next hot call
+// carries them again, and the shared count stays whole.
+func (l *localStage) refused(op string, c Caller) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range []struct {
+		key  string
+		cost int
+	}{{op + ":c:" + c.Client, c.clientCost}, {op + ":p:" + c.User, c.placeCost}} {
+		if b := l.buckets[k.key]; b != nil && k.cost > 1 {
+			b.uncharged += k.cost - 1
+		}
+	}
+}
