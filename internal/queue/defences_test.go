@@ -165,7 +165,7 @@ func setUpdate(t *testing.T, s *Store, q string, u Update) {
 func TestMaxWaiting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
 	three := 3
 	setUpdate(t, s, q, Update{MaxWaiting: &three})
 	if i := info(t, s, q); i.Settings.MaxWaiting != 3 {
@@ -213,7 +213,6 @@ func TestMaxWaiting(t *testing.T) {
 	if tk := enter(t, s2, q2, "d1"); tk.Status != Waiting {
 		t.Fatalf("a participant entering again: %+v", tk)
 	}
-	_ = rdb
 }
 
 // Proof of work: asked for, an enter without one, with too little, with
