@@ -68,12 +68,7 @@ func (b *lockedBuffer) String() string {
 
 func startChild(t *testing.T, env map[string]string) *child {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	cmd := exec.Command(os.Args[0])
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "WAITROOM_") {

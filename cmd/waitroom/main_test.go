@@ -31,14 +31,20 @@ type replica struct {
 	stop func() error // ends run's context and returns what run returned
 }
 
-func startReplica(t *testing.T, env map[string]string) *replica {
+// freeAddr is a loopback address no one listens on (now).
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startReplica(t *testing.T, env map[string]string) *replica {
+	t.Helper()
+	addr := freeAddr(t)
 	full := map[string]string{"WAITROOM_ADDR": addr, "WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0"}
 	for k, v := range env {
 		full[k] = v

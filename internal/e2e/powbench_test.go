@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"math"
-	"math/bits"
 	"net/url"
 	"os"
 	"slices"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -131,23 +130,10 @@ func solveInPage(b *browser, s *stack, d, batch int, pureJS bool) powSolve {
 	if err != nil {
 		b.fail("solve at difficulty %d: %v", d, err)
 	}
-	if got := zeroBits(r.Challenge, r.Nonce); got < d {
+	if got := challenge.LeadingZeroBits(r.Challenge, r.Nonce); got < d {
 		b.fail("nonce %q has %d leading zero bits, want %d", r.Nonce, got, d)
 	}
 	return r
-}
-
-// zeroBits counts the leading zero bits of SHA-256(challenge ":" nonce).
-func zeroBits(challenge, nonce string) int {
-	sum := sha256.Sum256([]byte(challenge + ":" + nonce))
-	n := 0
-	for _, c := range sum {
-		if c != 0 {
-			return n + bits.LeadingZeros8(c)
-		}
-		n += 8
-	}
-	return n
 }
 
 // quantile of sorted values, by linear interpolation.
