@@ -34,9 +34,11 @@ type localBucket struct {
 	uncharged int     // quiet calls not yet charged to the shared bucket
 }
 
-// maxLocalBuckets bounds the stage's memory; beyond it every call is hot
-// (the shared buckets still hold).
-const maxLocalBuckets = 1 << 20
+// maxLocalBuckets bounds the stage's memory and the sweep's pause (a
+// bucket lives from a call until it is full again: a fifth of a second for
+// a polling page); beyond it every call is hot (the shared buckets still
+// hold).
+const maxLocalBuckets = 1 << 17
 
 func newLocalStage() *localStage {
 	return &localStage{buckets: make(map[string]*localBucket)}
@@ -69,7 +71,12 @@ func (l *localStage) take(key string, lim Limit, now time.Time) (cost int, wait 
 		b = &localBucket{fullAt: t}
 		l.buckets[key] = b
 	}
-	fullAt := max(b.fullAt, t) + period
+	if b.fullAt < t {
+		// Full again: the shared bucket has earned back whatever quiet
+		// calls it was not charged.
+		b.fullAt, b.uncharged = t, 0
+	}
+	fullAt := b.fullAt + period
 	if over := fullAt - t - period*float64(lim.Burst); over > 0 {
 		return 0, time.Duration(over * float64(time.Millisecond))
 	}
