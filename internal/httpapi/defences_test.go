@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/origin"
+	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
@@ -205,5 +208,31 @@ func TestProofOfWorkOverHTTP(t *testing.T) {
 	wantError(t, e.do("POST", base+"/enter", solved(easy.Challenge, challenge.Solve(easy.Challenge, 10))), 403, "challenge_required")
 	if n := e.waiting(); n != 1 {
 		t.Fatalf("%d places, want the one solved enter", n)
+	}
+}
+
+// A join refused by a defence changes nothing: the anonymous place the
+// browser held stays in line (it is given up only once the join is
+// through).
+func TestRefusedJoinKeepsThePlace(t *testing.T) {
+	t.Parallel()
+	join, err := place.NewJoin([]byte(joinSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{Join: join})
+	e.enterAnon()
+	e.enterAnon()
+	mine, resp := e.enterAnon()
+	c := placeCookie(t, resp, e.queue)
+	eight := 8
+	if err := e.store.UpdateSettings(context.Background(), e.queue, queue.Update{ChallengeDifficulty: &eight}); err != nil {
+		t.Fatal(err)
+	}
+	tok := mintJoin(t, jwt.SigningMethodHS256, []byte(joinSecret), jwt.MapClaims{"sub": "alice", "aud": e.queue, "exp": time.Now().Add(time.Hour).Unix()})
+	r := e.do("POST", "/api/v1/queues/"+e.queue+"/enter", `{"join_token":"`+tok+`"}`, "Cookie", c.Name+"="+c.Value)
+	wantError(t, r, 403, "challenge_required")
+	if st := decodeTicket(t, e.statusOf(bearerHeader(mine.PlaceToken)...)); st.Status != queue.Waiting || st.Position != mine.Position {
+		t.Fatalf("the anonymous place after a refused join: %+v, was %+v", st, mine)
 	}
 }

@@ -96,9 +96,9 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		// The account may already hold a place from another device.
 		enter = s.store.Join
 		caller.Proved = true
-		// An anonymous place this browser held is given up for it (first,
-		// so the answer's position counts it out); else it would wait on,
-		// unclaimed, and take an admission later.
+		// An anonymous place this browser held is given up for it, once
+		// the join is through (a refused one changes nothing); else it
+		// would wait on, unclaimed, and take an admission later.
 		if old, err := s.placeOf(r, q); err == nil && old != member {
 			replaced = old
 		}
@@ -122,16 +122,21 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		// leaves the browser able to ask for the place it may have got.
 		s.setPlaceCookie(w, q, token)
 	}
-	if replaced != "" {
-		if err := s.store.Leave(r.Context(), q, replaced); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-	}
 	t, err := enter(r.Context(), q, caller)
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	if replaced != "" {
+		// The answer then counts the place given up out of the line.
+		if err := s.store.Leave(r.Context(), q, replaced); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if t, err = s.store.Status(r.Context(), q, member); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
 	if t.Status == queue.NotOpen {
 		s.fail(w, r, notOpen(t))
