@@ -17,7 +17,6 @@ import (
 
 	"github.com/waitroom/waitroom/internal/audit"
 	"github.com/waitroom/waitroom/internal/clientip"
-	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/lockout"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
@@ -115,16 +114,7 @@ func TestAdminLockoutBackOff(t *testing.T) {
 // token through, right or wrong; unwired (no Options.Redis) likewise.
 func TestAdminWithoutRedis(t *testing.T) {
 	t.Parallel()
-	ctr := redistest.NewContainer(t)
-	cfg, err := config.Load(func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	redisOpts, err := cfg.RedisOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := ctr.Client(t, redisOpts)
+	ctr, rdb := outageRedis(t)
 	e := newEnv(t, rdb, slow, 500*time.Millisecond, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
 	client := testClient()
 	if r := e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...); r.status != 200 {

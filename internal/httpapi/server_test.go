@@ -400,12 +400,12 @@ func TestPagesAndHeaders(t *testing.T) {
 	}
 }
 
-// Redis goes away mid-test: requests answer 503 within the request
-// timeout (no hang, no panic), and the service recovers by itself.
-func TestRedisOutage(t *testing.T) {
+// outageRedis is a Redis of the test's own, which it may pause or stop,
+// reached with the service's own client options (dialling the container
+// wherever Docker maps it now).
+func outageRedis(t *testing.T) (*redistest.Container, *redis.Client) {
+	t.Helper()
 	ctr := redistest.NewContainer(t)
-	// The service's own client options, dialling the container wherever
-	// Docker maps it now.
 	cfg, err := config.Load(func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -414,7 +414,13 @@ func TestRedisOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := ctr.Client(t, redisOpts)
+	return ctr, ctr.Client(t, redisOpts)
+}
+
+// Redis goes away mid-test: requests answer 503 within the request
+// timeout (no hang, no panic), and the service recovers by itself.
+func TestRedisOutage(t *testing.T) {
+	ctr, rdb := outageRedis(t)
 	e := newEnv(t, rdb, slow, 500*time.Millisecond, Options{AdminToken: adminToken, InsecureUserIDs: true})
 	ctx := context.Background()
 	for _, u := range []string{"a", "b", "c"} {

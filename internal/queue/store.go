@@ -599,7 +599,6 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 			AbandonAfter:        time.Duration(v[10]) * time.Millisecond,
 			MaxWaiting:          int(v[18]),
 			ChallengeDifficulty: int(v[19]),
-			Limits:              s.defaults.Limits, // a replica's setting, not the queue's
 		},
 		AbandonedLastInterval: v[11],
 		OpensAt:               msTime(v[12]),
