@@ -10,7 +10,6 @@ type hist struct {
 	counts [histBuckets]uint64
 	n      uint64
 	max    int64
-	sum    float64
 }
 
 // 64 exact buckets, then 64 for each of the exponents 0..57 that an
@@ -40,7 +39,6 @@ func (h *hist) add(v int64) {
 	h.counts[bucketOf(v)]++
 	h.n++
 	h.max = max(h.max, v)
-	h.sum += float64(v)
 }
 
 func (h *hist) merge(o *hist) {
@@ -49,7 +47,6 @@ func (h *hist) merge(o *hist) {
 	}
 	h.n += o.n
 	h.max = max(h.max, o.max)
-	h.sum += o.sum
 }
 
 // quantile returns the value at or below which a fraction q of the
@@ -68,11 +65,4 @@ func (h *hist) quantile(q float64) int64 {
 		}
 	}
 	return h.max
-}
-
-func (h *hist) mean() float64 {
-	if h.n == 0 {
-		return 0
-	}
-	return h.sum / float64(h.n)
 }

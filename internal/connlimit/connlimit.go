@@ -15,7 +15,6 @@ import (
 // to close (new clients wait in the kernel's accept queue meanwhile).
 type Listener struct {
 	net.Listener
-	max       int
 	high, low int
 	slots     chan struct{}
 	done      chan struct{}
@@ -38,7 +37,6 @@ func New(l net.Listener, max int, onPressure func(high bool)) (*Listener, error)
 	}
 	return &Listener{
 		Listener:   l,
-		max:        max,
 		high:       max - max/5,
 		low:        max / 2,
 		slots:      make(chan struct{}, max),
@@ -49,9 +47,6 @@ func New(l net.Listener, max int, onPressure func(high bool)) (*Listener, error)
 
 // Open returns how many accepted connections are still open.
 func (l *Listener) Open() int { return int(l.open.Load()) }
-
-// Max returns the cap.
-func (l *Listener) Max() int { return l.max }
 
 // Accept waits for a free slot, then for a connection.
 func (l *Listener) Accept() (net.Conn, error) {

@@ -281,19 +281,8 @@ func (s *checker) object(sh *shape, depth int) error {
 		if err := s.value(next, depth); err != nil {
 			return err
 		}
-		s.skipSpace()
-		if s.i >= len(s.data) {
-			return s.fail("unexpected end of JSON")
-		}
-		switch s.data[s.i] {
-		case ',':
-			s.i++
-			s.skipSpace()
-		case '}':
-			s.i++
-			return nil
-		default:
-			return s.fail("expected ',' or '}' after a value")
+		if done, err := s.afterValue('}'); done || err != nil {
+			return err
 		}
 	}
 }
@@ -316,21 +305,29 @@ func (s *checker) array(sh *shape, depth int) error {
 		if err := s.value(elem, depth); err != nil {
 			return err
 		}
-		s.skipSpace()
-		if s.i >= len(s.data) {
-			return s.fail("unexpected end of JSON")
-		}
-		switch s.data[s.i] {
-		case ',':
-			s.i++
-			s.skipSpace()
-		case ']':
-			s.i++
-			return nil
-		default:
-			return s.fail("expected ',' or ']' after a value")
+		if done, err := s.afterValue(']'); done || err != nil {
+			return err
 		}
 	}
+}
+
+// afterValue reads what follows a member of an object or an element of an
+// array: a ',' (another comes) or end, the closing '}' or ']' (done).
+func (s *checker) afterValue(end byte) (done bool, err error) {
+	s.skipSpace()
+	if s.i >= len(s.data) {
+		return false, s.fail("unexpected end of JSON")
+	}
+	switch s.data[s.i] {
+	case ',':
+		s.i++
+		s.skipSpace()
+		return false, nil
+	case end:
+		s.i++
+		return true, nil
+	}
+	return false, s.fail("expected ',' or '" + string(rune(end)) + "' after a value")
 }
 
 // str reads a string. With want, it returns the string's value: the bytes
