@@ -3,13 +3,17 @@
 // by all tests of a package. Tests isolate themselves with their own queue
 // names, not by flushing.
 //
-// The image is WAITROOM_TEST_REDIS_IMAGE, by default the public redis image.
-// Machines that cannot pull images build a local one with
-// scripts/build-images.sh (.ci/run does).
+// The image is WAITROOM_TEST_REDIS_IMAGE; unset, the public redis image, or
+// where that cannot be pulled the local waitroom/redis:local that
+// scripts/test.sh (and scripts/build-images.sh redis) builds from this
+// host's redis-server. A few tests need a Redis of their own, to stop,
+// pause or run in cluster mode (NewContainer, NewClusterNode): they need
+// Docker even with REDIS_ADDR set, and skip without it.
 package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -27,12 +31,133 @@ import (
 // DefaultImage is used when WAITROOM_TEST_REDIS_IMAGE is unset.
 const DefaultImage = "redis:7-alpine"
 
-// Image returns the Redis image tests start.
-func Image() string {
-	if img := os.Getenv("WAITROOM_TEST_REDIS_IMAGE"); img != "" {
-		return img
+// LocalImage is the image scripts/build-images.sh redis builds without any
+// registry; tests fall back to it when DefaultImage cannot be pulled.
+const LocalImage = "waitroom/redis:local"
+
+// howTo is what to do when no Redis image can be had: said in every such
+// failure, because the bare testcontainers error ("no such host") does not.
+const howTo = "run the tests with scripts/test.sh, which builds " + LocalImage +
+	" from this host's redis-server when images cannot be pulled; or run" +
+	" scripts/build-images.sh redis and set WAITROOM_TEST_REDIS_IMAGE=" + LocalImage +
+	"; or set REDIS_ADDR to a Redis for all but the tests that stop or pause one"
+
+// imageChoice is Image's answer, worked out once per test binary.
+type imageChoice struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+var image = new(imageChoice)
+
+// Image returns the Redis image tests start, pulling DefaultImage if need
+// be; the choice is made once per test binary.
+func Image() (string, error) {
+	c := image
+	c.once.Do(func() {
+		localDockerHost()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c.name, c.err = pickImage(ctx, DefaultImage, LocalImage)
+	})
+	return c.name, c.err
+}
+
+// localDockerHost makes a plain `go test` find the containers' mapped
+// ports as scripts/test.sh does: run inside a container, testcontainers
+// looks for them on the default gateway, but with a local socket they are
+// on localhost. It must run before testcontainers first reads its settings.
+func localDockerHost() {
+	if os.Getenv("TESTCONTAINERS_HOST_OVERRIDE") != "" {
+		return
 	}
-	return DefaultImage
+	if h := os.Getenv("DOCKER_HOST"); h == "" || strings.HasPrefix(h, "unix://") {
+		os.Setenv("TESTCONTAINERS_HOST_OVERRIDE", "localhost")
+	}
+}
+
+// pickImage chooses the image: public, else local. It talks to Docker with a client of its own,
+// not testcontainers': testcontainers reads its settings (the reaper's
+// among them) once, on first use, and the fallback must change one first.
+func pickImage(ctx context.Context, public, local string) (string, error) {
+	if img := os.Getenv("WAITROOM_TEST_REDIS_IMAGE"); img != "" {
+		return img, nil
+	}
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(ctx, public); err == nil {
+		return public, nil
+	}
+	pullErr := pull(ctx, cli, public)
+	if pullErr == nil {
+		return public, nil
+	}
+	if _, err := cli.ImageInspect(ctx, local); err != nil {
+		return "", fmt.Errorf("cannot pull %s (%v), and there is no %s: %s", public, pullErr, local, howTo)
+	}
+	// Where the redis image cannot be pulled, neither can testcontainers'
+	// reaper. Without it each package removes its own containers (Main,
+	// CleanupContainer), as under scripts/test.sh.
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
+	fmt.Fprintf(os.Stderr, "redistest: %s cannot be pulled; using %s\n", public, local)
+	return local, nil
+}
+
+func pull(ctx context.Context, cli *client.Client, ref string) error {
+	resp, err := cli.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return err
+	}
+	return resp.Wait(ctx)
+}
+
+// dockerClient returns a client of a Docker daemon that answers.
+func dockerClient(ctx context.Context) (*client.Client, error) {
+	cli, err := client.New(client.FromEnv)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err = cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+			cli.Close()
+		}
+	}
+	if err != nil {
+		return nil, &dockerError{err}
+	}
+	return cli, nil
+}
+
+// dockerError says Docker itself is not usable (no daemon, no permission).
+type dockerError struct{ err error }
+
+func (e *dockerError) Error() string {
+	return "docker is not usable (" + e.err.Error() + "); tests start Redis in containers unless REDIS_ADDR is set"
+}
+
+func (e *dockerError) Unwrap() error { return e.err }
+
+// ContainerImage is the image for a test's own containers (NewContainer,
+// NewClusterNode, a Sentinel topology). Such tests cannot share the
+// REDIS_ADDR server, so where Docker is not usable and REDIS_ADDR says the
+// run was meant to go without it, they skip; under scripts/test.sh (no
+// REDIS_ADDR) they fail, so CI never skips them.
+func ContainerImage(tb testing.TB) string {
+	tb.Helper()
+	img, err := Image()
+	var de *dockerError
+	if errors.As(err, &de) && os.Getenv("REDIS_ADDR") != "" {
+		tb.Skipf("needs Docker: it stops, pauses or clusters a Redis of its own, which the REDIS_ADDR one cannot be; %v", err)
+	}
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	return img
 }
 
 var shared struct {
@@ -62,16 +187,22 @@ func Addr(tb testing.TB) string {
 			shared.addr = addr
 			return
 		}
+		img, err := Image()
+		if err != nil {
+			shared.err = err
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		shared.ctr, shared.err = tcredis.Run(ctx, Image())
+		shared.ctr, shared.err = tcredis.Run(ctx, img)
 		if shared.err != nil {
+			shared.err = fmt.Errorf("start redis (image %s): %w", img, shared.err)
 			return
 		}
 		shared.addr, shared.err = endpoint(ctx, shared.ctr)
 	})
 	if shared.err != nil {
-		tb.Fatalf("redistest: start redis (image %s): %v", Image(), shared.err)
+		tb.Fatalf("redistest: %v", shared.err)
 	}
 	return shared.addr
 }
@@ -95,12 +226,13 @@ type Container struct {
 // would break other tests.
 func NewContainer(tb testing.TB) *Container {
 	tb.Helper()
+	img := ContainerImage(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ctr, err := tcredis.Run(ctx, Image())
+	ctr, err := tcredis.Run(ctx, img)
 	testcontainers.CleanupContainer(tb, ctr)
 	if err != nil {
-		tb.Fatalf("redistest: start redis (image %s): %v", Image(), err)
+		tb.Fatalf("redistest: start redis (image %s): %v", img, err)
 	}
 	return &Container{ctr: ctr}
 }
@@ -186,13 +318,14 @@ func (c *Container) Unpause(ctx context.Context) error {
 // network, which the host may not reach.
 func NewClusterNode(tb testing.TB) *redis.ClusterClient {
 	tb.Helper()
+	img := ContainerImage(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ctr, err := tcredis.Run(ctx, Image(), testcontainers.WithCmd(
+	ctr, err := tcredis.Run(ctx, img, testcontainers.WithCmd(
 		"redis-server", "--cluster-enabled", "yes", "--protected-mode", "no", "--save", "", "--appendonly", "no"))
 	testcontainers.CleanupContainer(tb, ctr)
 	if err != nil {
-		tb.Fatalf("redistest: start redis cluster node (image %s): %v", Image(), err)
+		tb.Fatalf("redistest: start redis cluster node (image %s): %v", img, err)
 	}
 	addr, err := endpoint(ctx, ctr)
 	if err != nil {
