@@ -113,7 +113,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 		log.Warn("WAITROOM_COOKIE_SECURE=false: place cookies travel over plain http; never use this in production")
 	}
 
-	sched, err := scheduler.Start(store, scheduler.Period(interval), log)
+	sched, err := scheduler.Start(store, scheduler.Period(interval), log, nil)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	sched, err := scheduler.Start(store, scheduler.Period(o.settings.RefillInterval), log)
+	sched, err := scheduler.Start(store, scheduler.Period(o.settings.RefillInterval), log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strconv"
 	"sync"
 	"time"
 
@@ -33,6 +32,8 @@ type batcher struct {
 	// them get.
 	run     func(ctx context.Context, calls []Caller) ([]Ticket, error)
 	timeout time.Duration
+	// observe, when set, hears the size of each script call.
+	observe func(size int)
 
 	mu       sync.Mutex
 	pending  []*batchCall
@@ -143,6 +144,9 @@ func (b *batcher) drain() {
 		for i, c := range calls {
 			callers[i] = c.caller
 		}
+		if b.observe != nil {
+			b.observe(len(callers))
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 		tickets, err := b.run(ctx, callers)
 		cancel()
@@ -223,7 +227,7 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 			proofKey, expires = q.keys.proof(c.Proof.ID), c.Proof.Expires.UnixMilli()
 		}
 		keys = append(keys, q.clientKey("enter", c), q.placeKey("enter", c), proofKey)
-		args = append(args, c.User, c.clientCost, c.placeCost, strconv.Itoa(c.Proof.Difficulty), expires)
+		args = append(args, c.User, c.clientCost, c.placeCost, c.Proof.Difficulty, expires)
 	}
 	return keys, args
 }
@@ -248,6 +252,11 @@ func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []a
 // and then a status and place per call.
 func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, n int, keys []string, args []any) ([]Ticket, error) {
 	v, err := script.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	return s.batchTickets(name, n, v, err)
+}
+
+// batchTickets reads the reply v (or err) of a batched script's call.
+func (s *Store) batchTickets(name string, n int, v []int64, err error) ([]Ticket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: %s: %w", name, err)
 	}

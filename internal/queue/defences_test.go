@@ -51,11 +51,23 @@ func TestEnterRateLimitPerClient(t *testing.T) {
 	if _, err := s.EnterAs(ctx, q, Caller{User: "c0"}); err != nil {
 		t.Fatalf("no client (the service's own call): %v", err)
 	}
+	// A client that waits what it is told gets through. The replica's local
+	// stage charges a quiet call to the shared bucket with the next hot
+	// one (local.go), so the shared bucket can be full again later than the
+	// local one, by as long as that took; a wait the local stage gave can
+	// then be answered with one more, exact, wait from Redis, never a third.
 	var r *Retry
 	errors.As(err, &r)
-	time.Sleep(r.After + 10*time.Millisecond)
-	if _, err := s.EnterAs(ctx, q, Caller{User: "a3", Client: "192.0.2.1"}); err != nil {
-		t.Fatalf("after the wait it said: %v", err)
+	for try := 1; ; try++ {
+		time.Sleep(r.After + 10*time.Millisecond)
+		_, err := s.EnterAs(ctx, q, Caller{User: "a3", Client: "192.0.2.1"})
+		if err == nil {
+			break
+		}
+		if try == 2 || !errors.As(err, &r) {
+			t.Fatalf("try %d, after the wait it said: %v", try, err)
+		}
+		t.Logf("try %d, after the wait it said: %v", try, err)
 	}
 }
 

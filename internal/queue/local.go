@@ -90,20 +90,20 @@ func (l *localStage) take(key string, lim Limit, now time.Time) (cost int, wait 
 	return cost, 0
 }
 
-// admit runs c through the stage for op (the queue and "enter" or
-// "status": each has buckets of its own) with its client and place
-// limits, setting the costs the script charges to the shared buckets, or
-// returns the refusal.
-func (l *localStage) admit(op string, c *Caller, client, place Limit, now time.Time) error {
+// admit runs c through the stage for op (OpEnter or OpStatus) in queue
+// (each pair has buckets of its own) with its client and place limits,
+// setting the costs the script charges to the shared buckets, or returns
+// the refusal. Each key is one concatenation: one allocation per bucket.
+func (l *localStage) admit(queue, op string, c *Caller, client, place Limit, now time.Time) error {
 	if c.Client != "" {
-		cost, wait := l.take(op+":c:"+c.Client, client, now)
+		cost, wait := l.take(queue+" "+op+":c:"+c.Client, client, now)
 		if wait > 0 {
 			return &Retry{Err: ErrRateLimited, After: wait}
 		}
 		c.clientCost = cost
 	}
 	if c.Proved {
-		cost, wait := l.take(op+":p:"+c.User, place, now)
+		cost, wait := l.take(queue+" "+op+":p:"+c.User, place, now)
 		if wait > 0 {
 			return &Retry{Err: ErrRateLimited, After: wait}
 		}
@@ -112,18 +112,31 @@ func (l *localStage) admit(op string, c *Caller, client, place Limit, now time.T
 	return nil
 }
 
-// refused is told that the shared buckets refused c (admitted for op): the
-// quiet calls its costs carried were not charged, so the next hot call
-// carries them again, and the shared count stays whole.
-func (l *localStage) refused(op string, c Caller) {
+// refused is told that the shared buckets refused c (admitted for op in
+// queue under client and place): a refused call changes nothing, so it
+// no longer counts here either (else this replica would turn stricter
+// than the shared buckets, refusing a client that waited what it was
+// told), and the quiet calls its costs carried were not charged, so the
+// next hot call carries them again and the shared count stays whole.
+func (l *localStage) refused(queue, op string, c Caller, client, place Limit) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range []struct {
-		key  string
-		cost int
-	}{{op + ":c:" + c.Client, c.clientCost}, {op + ":p:" + c.User, c.placeCost}} {
-		if b := l.buckets[k.key]; b != nil && k.cost > 1 {
+		taken bool // admit counted the call in this bucket
+		key   string
+		lim   Limit
+		cost  int
+	}{{c.Client != "", queue + " " + op + ":c:" + c.Client, client, c.clientCost}, {c.Proved, queue + " " + op + ":p:" + c.User, place, c.placeCost}} {
+		b := l.buckets[k.key]
+		if !k.taken || b == nil || k.lim.Rate == 0 {
+			continue
+		}
+		b.fullAt -= 1000 / k.lim.Rate
+		switch {
+		case k.cost > 1:
 			b.uncharged += k.cost - 1
+		case k.cost == 0 && b.uncharged > 0:
+			b.uncharged--
 		}
 	}
 }

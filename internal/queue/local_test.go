@@ -37,15 +37,19 @@ func TestLocalStage(t *testing.T) {
 	c := Caller{User: "u", Proved: true}
 	now = now.Add(time.Hour)
 	for range 3 {
-		if err := l.admit("q status", &c, Limit{}, lim, now); err != nil {
+		if err := l.admit("q", OpStatus, &c, Limit{}, lim, now); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if c.placeCost != 3 {
 		t.Fatalf("third call's cost %d", c.placeCost)
 	}
-	l.refused("q status", c)
-	if err := l.admit("q status", &c, Limit{}, lim, now); err != nil || c.placeCost != 3 {
+	fullAt := l.buckets["q "+OpStatus+":p:u"].fullAt
+	l.refused("q", OpStatus, c, Limit{}, lim)
+	if got, want := l.buckets["q "+OpStatus+":p:u"].fullAt, fullAt-100; got != want {
+		t.Fatalf("after a refusal the bucket is full at %v, want %v: the refused call still counts", got, want)
+	}
+	if err := l.admit("q", OpStatus, &c, Limit{}, lim, now); err != nil || c.placeCost != 3 {
 		t.Fatalf("after a refusal: cost %d, %v; want the 2 quiet ones again, and this one", c.placeCost, err)
 	}
 	// Idle buckets go at the next sweep.

@@ -166,6 +166,9 @@ type TickResult struct {
 	// Abandoned counts the places this tick dropped at the head of the
 	// line: not heard from for abandon_after.
 	Abandoned int64
+	// Late is how long after its interval began (Redis clock) an applied
+	// tick was applied: the wait a refill adds on top of the interval.
+	Late time.Duration
 }
 
 // Info is a snapshot of one queue.
@@ -230,6 +233,10 @@ type Store struct {
 	local *localStage
 	// timeout bounds every call of the store, however Redis behaves.
 	timeout time.Duration
+	// observer hears admissions, refusals and batch sizes (observe.go).
+	observer Observer
+	// replica is the replica WAIT of enters (replica.go).
+	replica replicaState
 }
 
 // queueRef holds one queue's keys, and the KEYS list of each script, built
@@ -342,8 +349,9 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 			strconv.Itoa(defaults.MaxActive),
 			strconv.FormatInt(defaults.AbandonAfter.Milliseconds(), 10),
 		},
-		timeout: timeout,
-		local:   newLocalStage(),
+		timeout:  timeout,
+		local:    newLocalStage(),
+		observer: nopObserver{},
 	}
 	copy(s.enterLimits[:], append(defaults.Limits.EnterPerClient.args(), defaults.Limits.EnterPerPlace.args()...))
 	copy(s.statusLimits[:], append(defaults.Limits.StatusPerClient.args(), defaults.Limits.StatusPerPlace.args()...))
@@ -367,12 +375,14 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		}
 		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
 			keys, args := s.enterArgs(q, calls)
-			return s.runBatch(ctx, "enter", enterScript, len(calls), keys, args)
+			return s.runEnter(ctx, name, q, len(calls), keys, args) // the script, and WAIT if set (replica.go)
 		}}
 		q.statuses = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
 			keys, args := s.statusArgs(q, calls)
 			return s.runBatch(ctx, "status", statusScript, len(calls), keys, args)
 		}}
+		q.enters.observe = func(n int) { s.observer.Batch(name, OpEnter, n) }
+		q.statuses.observe = func(n int) { s.observer.Batch(name, OpStatus, n) }
 		s.queues[name] = q
 		s.names = append(s.names, name)
 	}
@@ -424,20 +434,8 @@ func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, er
 	if err != nil {
 		return Ticket{}, err
 	}
-	// Validated before joining a batch, so one bad id never fails the
-	// others' call.
-	if err := ValidateUserID(c.User); err != nil {
-		return Ticket{}, err
-	}
-	l, op := s.defaults.Limits, queue+" enter"
-	if err := s.local.admit(op, &c, l.EnterPerClient, l.EnterPerPlace, time.Now()); err != nil {
-		return Ticket{}, err
-	}
-	t, err := q.enters.do(ctx, c)
-	if errors.Is(err, ErrRateLimited) {
-		s.local.refused(op, c)
-	}
-	return t, err
+	l := s.defaults.Limits
+	return s.limited(ctx, &q.enters, queue, OpEnter, l.EnterPerClient, l.EnterPerPlace, c)
 }
 
 // Status reports where user stands. Concurrent calls for one queue are
@@ -453,17 +451,28 @@ func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, e
 	if err != nil {
 		return Ticket{}, err
 	}
+	l := s.defaults.Limits
+	return s.limited(ctx, &q.statuses, queue, OpStatus, l.StatusPerClient, l.StatusPerPlace, c)
+}
+
+// limited runs c's call (op: OpEnter or OpStatus) through b behind the
+// rate limits: the local first stage (local.go), then the script's shared
+// buckets, whose refusal the local stage is told of.
+func (s *Store) limited(ctx context.Context, b *batcher, queue, op string, perClient, perPlace Limit, c Caller) (Ticket, error) {
+	// Validated before joining a batch, so one bad id never fails the
+	// others' call.
 	if err := ValidateUserID(c.User); err != nil {
 		return Ticket{}, err
 	}
-	l, op := s.defaults.Limits, queue+" status"
-	if err := s.local.admit(op, &c, l.StatusPerClient, l.StatusPerPlace, time.Now()); err != nil {
+	if err := s.local.admit(queue, op, &c, perClient, perPlace, time.Now()); err != nil {
+		s.observe(queue, op, Ticket{}, err)
 		return Ticket{}, err
 	}
-	t, err := q.statuses.do(ctx, c)
+	t, err := b.do(ctx, c)
 	if errors.Is(err, ErrRateLimited) {
-		s.local.refused(op, c)
+		s.local.refused(queue, op, c, perClient, perPlace)
 	}
+	s.observe(queue, op, t, err)
 	return t, err
 }
 
@@ -540,7 +549,8 @@ func (s *Store) leave(ctx context.Context, queue, user, reason string) error {
 		return err
 	}
 	_, err = waitFor(ctx, s.timeout, func(ctx context.Context) (any, error) {
-		return leaveScript.Run(ctx, s.rdb, q.leaveKeys, user, reason).Result()
+		res, _ := s.runWaited(ctx, q, leaveScript, q.leaveKeys, user, reason)
+		return res.Result()
 	})
 	if err != nil {
 		return fmt.Errorf("queue: leave: %w", err)
@@ -563,10 +573,11 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
 	}
-	if len(v) != 7 {
+	if len(v) != 8 {
 		return TickResult{}, fmt.Errorf("queue: tick: unexpected reply %v", v)
 	}
-	return TickResult{Applied: v[0] == 1, Moved: v[1], Waiting: v[2], Tokens: v[3], Purged: v[4], Admitted: v[5], Abandoned: v[6]}, nil
+	return TickResult{Applied: v[0] == 1, Moved: v[1], Waiting: v[2], Tokens: v[3], Purged: v[4], Admitted: v[5], Abandoned: v[6],
+		Late: time.Duration(v[7]) * time.Millisecond}, nil
 }
 
 // Info returns counts and settings of a queue.
@@ -731,7 +742,8 @@ func (s *Store) Done(ctx context.Context, queue, user string, admittedAt time.Ti
 		return false, err
 	}
 	n, err := waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
-		return doneScript.Run(ctx, s.rdb, q.doneKeys, user, admittedAt.UnixMilli()).Int64()
+		res, _ := s.runWaited(ctx, q, doneScript, q.doneKeys, user, admittedAt.UnixMilli())
+		return res.Int64()
 	})
 	if err != nil {
 		return false, fmt.Errorf("queue: done: %w", err)

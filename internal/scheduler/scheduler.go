@@ -38,14 +38,23 @@ type Scheduler struct {
 	s gocron.Scheduler
 }
 
-// Start begins calling the tick of each queue every period.
-func Start(store *queue.Store, period time.Duration, logger *slog.Logger) (*Scheduler, error) {
+// Observer hears every tick call, for metrics (internal/metrics), so that
+// this package knows nothing of Prometheus: the result (Applied false when
+// another call already applied the interval's tick), how long the call
+// took, or why it failed. It must be safe for concurrent use.
+type Observer interface {
+	Tick(queue string, res queue.TickResult, took time.Duration, err error)
+}
+
+// Start begins calling the tick of each queue every period, telling obs
+// (nil: nobody) how each call went.
+func Start(store *queue.Store, period time.Duration, logger *slog.Logger, obs Observer) (*Scheduler, error) {
 	s, err := gocron.NewScheduler(gocron.WithLogger(logger), gocron.WithStopTimeout(5*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	for _, name := range store.Queues() {
-		t := &ticker{store: store, queue: name, log: logger.With("queue", name)}
+		t := &ticker{store: store, queue: name, log: logger.With("queue", name), obs: obs}
 		_, err := s.NewJob(
 			gocron.DurationJob(period),
 			gocron.NewTask(t.run),
@@ -72,13 +81,21 @@ type ticker struct {
 	store   *queue.Store
 	queue   string
 	log     *slog.Logger
-	failing bool // log a failure once, not every period, until it recovers
+	obs     Observer // nil: nobody
+	failing bool     // log a failure once, not every period, until it recovers
 }
 
-func (t *ticker) run(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, tickTimeout)
+func (t *ticker) run(jobCtx context.Context) {
+	ctx, cancel := context.WithTimeout(jobCtx, tickTimeout)
 	defer cancel()
+	start := time.Now()
 	res, err := t.store.Tick(ctx, t.queue)
+	if jobCtx.Err() != nil {
+		return // stopping: a call cut short is no failed tick
+	}
+	if t.obs != nil {
+		t.obs.Tick(t.queue, res, time.Since(start), err)
+	}
 	if err != nil {
 		if !t.failing {
 			t.log.Warn("tick failed", "err", err)
@@ -92,6 +109,6 @@ func (t *ticker) run(ctx context.Context) {
 	}
 	if res.Applied {
 		t.log.Debug("tick applied", "moved", res.Moved, "waiting", res.Waiting,
-			"tokens", res.Tokens, "purged", res.Purged, "admitted", res.Admitted)
+			"tokens", res.Tokens, "purged", res.Purged, "admitted", res.Admitted, "late", res.Late)
 	}
 }

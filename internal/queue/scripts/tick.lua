@@ -31,7 +31,8 @@
 -- ARGV[9] -> a fresh random seed (52 bits), used if this call starts a draw
 -- ARGV[10] -> max participants placed per call while a draw runs
 -- Returns {applied (0|1), moved, waiting, tokens, purged, admitted in the
--- interval that just ended, abandoned places dropped}
+-- interval that just ended, abandoned places dropped, how late the tick is
+-- (ms after the start of its interval on the Redis clock)}
 local now = now_ms()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at = queue_config(KEYS[4])
 
@@ -60,14 +61,14 @@ if opens_at <= now and redis.call('SCARD', KEYS[9]) > 0 then
   end
   redis.call('HINCRBY', KEYS[5], 'draw_count', #batch)
   if redis.call('SCARD', KEYS[9]) > 0 then
-    return {0, 0, 0, 0, 0, 0, 0}
+    return {0, 0, 0, 0, 0, 0, 0, 0}
   end
 end
 
 local state = redis.call('HMGET', KEYS[5], 'next_at_ms', 'at_ms', 'moved', 'direct', 'min_next_ms', 'abandoned')
 local next_at, min_next = tonumber(state[1]), tonumber(state[5])
 if (next_at and now < next_at) or (min_next and now < min_next) then
-  return {0, 0, 0, 0, 0, 0, 0}
+  return {0, 0, 0, 0, 0, 0, 0, 0}
 end
 
 -- Close the interval the previous tick opened: it admitted the users that
@@ -158,4 +159,4 @@ redis.call('HSET', KEYS[5],
   'moved', moved,
   'abandoned', #dropped,
   'direct', 0)
-return {1, moved, waiting_before - moved - #dropped, tokens, purged, admitted, #dropped}
+return {1, moved, waiting_before - moved - #dropped, tokens, purged, admitted, #dropped, now % interval}

@@ -1,0 +1,63 @@
+package queue
+
+import "errors"
+
+// Observer hears what the store did, for metrics (internal/metrics), so
+// that this package knows nothing of Prometheus. Its methods run on the
+// request path: they must be quick, safe for concurrent use and never
+// block. The queue is always one of the store's declared queues.
+type Observer interface {
+	// DirectAdmission counts an enter admitted at once, on the bucket's
+	// tokens (an admission by the tick is in Tick's result instead).
+	DirectAdmission(queue string)
+	// Refused counts an enter or status call (op) that the defences
+	// refused; reason is the refusal's stable code: RefusedRateLimited,
+	// RefusedQueueFull or RefusedChallenge.
+	Refused(queue, op, reason string)
+	// Batch reports the calls one enter or status script call carried
+	// (group commit, batch.go).
+	Batch(queue, op string, size int)
+}
+
+// The ops and refusal reasons an Observer hears. The reasons are the API's
+// error codes for the same refusals.
+const (
+	OpEnter  = "enter"
+	OpStatus = "status"
+
+	RefusedRateLimited = "rate_limited"
+	RefusedQueueFull   = "queue_full"
+	RefusedChallenge   = "challenge_required"
+)
+
+// SetObserver makes o hear what the store does from now on; nil stops it.
+// Call it before the store serves anything: it is not synchronized.
+func (s *Store) SetObserver(o Observer) {
+	if o == nil {
+		o = nopObserver{}
+	}
+	s.observer = o
+}
+
+// observe reports how an enter or status call (op) ended.
+func (s *Store) observe(queue, op string, t Ticket, err error) {
+	switch {
+	case err == nil:
+		if op == OpEnter && t.Status == Entered {
+			s.observer.DirectAdmission(queue)
+		}
+	case errors.Is(err, ErrRateLimited):
+		s.observer.Refused(queue, op, RefusedRateLimited)
+	case errors.Is(err, ErrQueueFull):
+		s.observer.Refused(queue, op, RefusedQueueFull)
+	case errors.Is(err, ErrChallengeRequired):
+		s.observer.Refused(queue, op, RefusedChallenge)
+	}
+}
+
+// nopObserver is the store's observer until SetObserver.
+type nopObserver struct{}
+
+func (nopObserver) DirectAdmission(string)         {}
+func (nopObserver) Refused(string, string, string) {}
+func (nopObserver) Batch(string, string, int)      {}
