@@ -1,0 +1,121 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// httpMetrics count requests by route pattern, method and status code, and
+// time them by route pattern and status class.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+
+	// children caches each label set's series: WithLabelValues hashes the
+	// values and takes a lock on every call, and its variadic slice
+	// allocates; a map read under a read lock does neither.
+	mu       sync.RWMutex
+	children map[httpKey]httpChild
+}
+
+type httpKey struct {
+	route, method string
+	code          int
+}
+
+type httpChild struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// unmatched is the route of a request no route of waitroom's own matched:
+// a 404 or 405, or in gate mode a page of the upstream's.
+const unmatched = "unmatched"
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	h := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "http_requests_total",
+			Help: "HTTP requests answered, by chi route pattern (unmatched: none of waitroom's own), method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by chi route pattern and status class (2xx, 3xx, 4xx, 5xx).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "class"}),
+		children: map[httpKey]httpChild{},
+	}
+	reg.MustRegister(h.requests, h.duration)
+	return h
+}
+
+// Middleware counts and times each request. It must run inside chi's
+// router (r.Use), where it reads the matched route's pattern once the
+// handler has run. A chi WrapResponseWriter made by an outer middleware
+// (the access log) is reused to read the status; else it makes one.
+func (m *Metrics) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww, ok := w.(middleware.WrapResponseWriter)
+		if !ok {
+			ww = middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		}
+		next.ServeHTTP(ww, r)
+		route := chi.RouteContext(r.Context()).RoutePattern() // "" without a chi context
+		if route == "" {
+			route = unmatched
+		}
+		code := ww.Status()
+		if code == 0 { // nothing written: net/http answers 200
+			code = http.StatusOK
+		}
+		m.http.child(route, r.Method, code).observe(time.Since(start))
+	})
+}
+
+func (c httpChild) observe(d time.Duration) {
+	c.requests.Inc()
+	c.duration.Observe(d.Seconds())
+}
+
+// child returns the series of one label set, made on its first use.
+// Unusual methods and codes are folded so that a client cannot grow the
+// label sets.
+func (h *httpMetrics) child(route, method string, code int) httpChild {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	default:
+		method = "other"
+	}
+	if code < 100 || code > 599 {
+		code = 0
+	}
+	k := httpKey{route, method, code}
+	h.mu.RLock()
+	c, ok := h.children[k]
+	h.mu.RUnlock()
+	if ok {
+		return c
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok = h.children[k]; !ok {
+		codeLabel, class := "other", "other"
+		if code != 0 {
+			codeLabel, class = strconv.Itoa(code), strconv.Itoa(code/100)+"xx"
+		}
+		c = httpChild{
+			requests: h.requests.WithLabelValues(route, method, codeLabel),
+			duration: h.duration.WithLabelValues(route, class),
+		}
+		h.children[k] = c
+	}
+	return c
+}
