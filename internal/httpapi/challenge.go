@@ -4,8 +4,6 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-
-	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // challengeResponse is a proof-of-work challenge (package challenge has
@@ -21,11 +19,7 @@ type challengeResponse struct {
 // read.
 func (s *Server) issueChallenge(w http.ResponseWriter, r *http.Request) {
 	q := chi.URLParam(r, "queue")
-	if !s.store.Has(q) {
-		s.fail(w, r, queue.ErrUnknownQueue)
-		return
-	}
-	d, err := s.store.ChallengeDifficulty(r.Context(), q)
+	d, err := s.store.ChallengeDifficulty(r.Context(), q) // ErrUnknownQueue: 404
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -12,7 +12,6 @@ import (
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/origin"
-	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
@@ -216,11 +215,7 @@ func TestProofOfWorkOverHTTP(t *testing.T) {
 // through).
 func TestRefusedJoinKeepsThePlace(t *testing.T) {
 	t.Parallel()
-	join, err := place.NewJoin([]byte(joinSecret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{Join: join})
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{Join: newJoin(t)})
 	e.enterAnon()
 	e.enterAnon()
 	mine, resp := e.enterAnon()

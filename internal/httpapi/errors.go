@@ -156,7 +156,9 @@ func storeUnavailable(err error) bool {
 		// Not a reply from Redis: a dial, network, pool or deadline error.
 		return true
 	}
-	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "OOM", "NOREPLICAS"} {
+	// MOVED and ASK: the cluster client follows no redirect (a script is
+	// sent at most once, config.Redis), so a slot that moved fails the call.
+	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "OOM", "NOREPLICAS", "MOVED", "ASK"} {
 		if strings.HasPrefix(reply.Error(), p) {
 			return true
 		}

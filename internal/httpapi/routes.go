@@ -11,7 +11,11 @@ import (
 // routes is the whole HTTP surface at a glance.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.logRequests, s.recoverPanics, securityHeaders, middleware.GetHead, s.origins.CORS)
+	r.Use(middleware.RequestID, s.logRequests)
+	if s.metrics != nil { // after the access log, whose response writer it reuses
+		r.Use(s.metrics)
+	}
+	r.Use(s.recoverPanics, securityHeaders, middleware.GetHead, s.origins.CORS)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNotFound)
 	})
@@ -25,6 +29,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/.well-known/jwks.json", s.jwks)
 	r.Get("/api/v1/verify", s.verify)
 	r.Get("/readyz", s.readyz)
+	r.Get("/api/openapi.yaml", s.openAPI) // the contract, api/openapi.yaml
 
 	// Pages. In gate mode "/" and /favicon.ico are the upstream's.
 	if !s.proxying {
@@ -34,7 +39,8 @@ func (s *Server) routes() http.Handler {
 	r.Get("/q/{queue}", s.waitingPage)
 	r.Get("/admin", s.adminPage)
 	// Under a prefix of waitroom's own, so an upstream keeps its /static/.
-	r.Handle(assets+"*", http.StripPrefix(assets, http.FileServerFS(s.static)))
+	// GET (and HEAD) only: the files have no other method.
+	r.Method(http.MethodGet, assets+"*", http.StripPrefix(assets, http.FileServerFS(s.static)))
 
 	// The public API is routed flat, not in a sub-router: chi's mounting
 	// cost 3-4 % of the server CPU of each enter and status (paired runs),
@@ -93,5 +99,9 @@ func (s *Server) gatedRoutes(upstream http.Handler) http.Handler {
 	if next == nil {
 		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errNotFound) })
 	}
-	return middleware.RequestID(s.logRequests(s.recoverPanics(s.gate.Handler(next))))
+	h := s.recoverPanics(s.gate.Handler(next))
+	if s.metrics != nil {
+		h = s.metrics(h)
+	}
+	return middleware.RequestID(s.logRequests(h))
 }

@@ -4,7 +4,6 @@ package httpapi
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -63,6 +62,9 @@ type Options struct {
 	// Redis keeps the admin API's lockout of failed attempts and its
 	// audit log. Without it an enabled admin API answers 503.
 	Redis Redis
+	// Metrics counts and times the requests (metrics.Metrics.Middleware);
+	// it runs inside chi's router, to read the route pattern. nil: none.
+	Metrics func(http.Handler) http.Handler
 }
 
 // Server serves the HTTP API.
@@ -76,7 +78,6 @@ type Server struct {
 	placeCookieAttrs string
 	insecureIDs      bool
 	adminEnabled     bool
-	adminHash        [sha256.Size]byte
 	targetURL        string
 	log              *slog.Logger
 	static           fs.FS
@@ -88,6 +89,8 @@ type Server struct {
 	challenges       *challenge.Challenges
 	origins          *origin.Policy
 	admin            adminGuard // lockout and audit log of the admin API (admin.go)
+	// metrics wraps the routes (Options.Metrics); nil: none.
+	metrics func(http.Handler) http.Handler
 }
 
 // New returns the server with its routes.
@@ -101,13 +104,10 @@ func New(o Options) *Server {
 		placeCookieAttrs: placeCookieAttrs(o.CookieSecure),
 		insecureIDs:      o.InsecureUserIDs,
 		adminEnabled:     o.AdminToken != "",
-		// Comparing hashes keeps the comparison constant-time even in the
-		// token's length.
-		adminHash: sha256.Sum256([]byte(o.AdminToken)),
-		targetURL: o.TargetURL,
-		log:       o.Logger,
-		static:    o.Static,
-		gate:      o.Gate,
+		targetURL:        o.TargetURL,
+		log:              o.Logger,
+		static:           o.Static,
+		gate:             o.Gate,
 	}
 	s.proxying = o.Upstream != nil
 	s.clientIP = o.ClientIP
@@ -124,6 +124,7 @@ func New(o Options) *Server {
 		s.origins, _ = origin.New(nil) // no origins: cannot fail
 	}
 	s.admin = newAdminGuard(o.AdminToken, o.Redis)
+	s.metrics = o.Metrics
 	s.handler = s.routes()
 	s.gated = s.gatedRoutes(o.Upstream)
 	return s

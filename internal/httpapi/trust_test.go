@@ -219,6 +219,16 @@ func (e *env) srvPlaces(t *testing.T) *place.Credentials {
 
 const joinSecret = "join-secret-of-the-shop-0123456789abcdef"
 
+// newJoin verifies join tokens signed with joinSecret.
+func newJoin(t *testing.T) *place.Join {
+	t.Helper()
+	join, err := place.NewJoin([]byte(joinSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return join
+}
+
 func mintJoin(t *testing.T, method jwt.SigningMethod, key any, claims jwt.MapClaims) string {
 	t.Helper()
 	s, err := jwt.NewWithClaims(method, claims).SignedString(key)
@@ -233,11 +243,7 @@ func mintJoin(t *testing.T, method jwt.SigningMethod, key any, claims jwt.MapCla
 // not a new one at the back. Bad join tokens are refused.
 func TestJoinToken(t *testing.T) {
 	t.Parallel()
-	join, err := place.NewJoin([]byte(joinSecret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{Join: join})
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{Join: newJoin(t)})
 	e.enterAnon()
 	e.enterAnon()
 	e.enterAnon()                     // one waits ahead
