@@ -23,16 +23,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/challenge"
-	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/connlimit"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/loglimit"
-	"github.com/waitroom/waitroom/internal/origin"
+	"github.com/waitroom/waitroom/internal/metrics"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/scheduler"
 	"github.com/waitroom/waitroom/internal/secrets"
 	"github.com/waitroom/waitroom/web"
@@ -51,10 +51,21 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Getenv, os.Stderr); err != nil {
+	if err := run(ctx, getenv, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "waitroom:", err)
 		os.Exit(1)
 	}
+}
+
+// getenv is os.Getenv, except that WAITROOM_METRICS_ADDR set to the empty
+// string reads "off": config takes an empty value for unset (the default)
+// everywhere, but an empty metrics address is documented as no metrics.
+func getenv(key string) string {
+	v, set := os.LookupEnv(key)
+	if key == "WAITROOM_METRICS_ADDR" && set && v == "" {
+		return "off"
+	}
+	return v
 }
 
 // shutdownTimeout bounds how long in-flight requests may take to finish.
@@ -70,14 +81,50 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	redis.SetLogger(redisLogger{log})
 
-	opts, err := cfg.RedisOptions()
+	opts, err := cfg.Redis()
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(opts)
+	rdb := redisconn.New(opts) // one node, Sentinel or Cluster, as the URL says
 	defer rdb.Close()
+	log.Info("redis", "topology", redisconn.KindOf(opts), "url", redisconn.Redact(cfg.RedisURL), "wait_replicas", cfg.RedisWaitReplicas)
 
 	store, err := queue.NewStore(rdb, cfg.Queues, cfg.Defaults, cfg.RequestTimeout)
+	if err != nil {
+		return err
+	}
+	// Metrics on a listener of their own, never the public one. Off, nothing
+	// is counted at all. A listener that cannot open is logged, not fatal:
+	// the waiting room serves on, and Prometheus sees the target down; then
+	// nothing is counted either, since nobody could read it.
+	var (
+		tickObserver   scheduler.Observer
+		httpMiddleware func(http.Handler) http.Handler
+	)
+	if cfg.MetricsAddr != "" {
+		mets := metrics.New(store)
+		if addr, stop, err := mets.Serve(cfg.MetricsAddr, log); err != nil {
+			log.Error("metrics listener: not serving metrics", "addr", cfg.MetricsAddr, "err", err)
+		} else {
+			log.Info("serving metrics", "addr", addr.String())
+			defer stop()
+			rdb.AddHook(mets.RedisHook())
+			store.SetObserver(mets)
+			tickObserver, httpMiddleware = mets, mets.Middleware
+		}
+	}
+	// An enter that fewer replicas than asked acknowledged in time is
+	// answered all the same; a warning says so at most once a minute, with
+	// the count of those left unsaid.
+	shortLog := slog.New(loglimit.Handler(log.Handler(), 1, time.Minute))
+	err = store.SetReplicaWait(queue.ReplicaWait{
+		Replicas: cfg.RedisWaitReplicas,
+		Timeout:  cfg.RedisWaitTimeout,
+		Short: func(q string, acked, calls int) {
+			shortLog.Warn("redis: enters answered before enough replicas acknowledged them; a failover now could lose them",
+				"queue", q, "acked", acked, "want", cfg.RedisWaitReplicas, "enters", calls)
+		},
+	})
 	if err != nil {
 		return err
 	}
@@ -113,7 +160,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 		log.Warn("WAITROOM_COOKIE_SECURE=false: place cookies travel over plain http; never use this in production")
 	}
 
-	sched, err := scheduler.Start(store, scheduler.Period(interval), log, nil)
+	sched, err := scheduler.Start(store, scheduler.Period(interval), log, tickObserver)
 	if err != nil {
 		return err
 	}
@@ -131,15 +178,6 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 	if cfg.Upstream != nil {
 		upstream = proxy.New(cfg.Upstream, cfg.UpstreamTimeout, log)
 		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "bypass", cfg.GateBypass)
-	}
-
-	clientIP, err := clientip.New(cfg.TrustedProxies)
-	if err != nil {
-		return err
-	}
-	origins, err := origin.New(cfg.CORSOrigins)
-	if err != nil {
-		return err
 	}
 
 	static, err := fs.Sub(web.Static, "static")
@@ -161,10 +199,11 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer) erro
 			Static:          static,
 			Gate:            g,
 			Upstream:        upstream,
-			ClientIP:        clientIP,
+			ClientIP:        cfg.ClientIP,
 			Challenges:      challenges,
-			Origins:         origins,
+			Origins:         cfg.Origins,
 			Redis:           rdb, // the admin API's lockout and audit log
+			Metrics:         httpMiddleware,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

@@ -18,21 +18,31 @@ import (
 	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/redisconn"
 )
 
 // Config is the whole service configuration.
 type Config struct {
 	Addr           string         // WAITROOM_ADDR
-	RedisURL       string         // WAITROOM_REDIS_URL
+	RedisURL       string         // WAITROOM_REDIS_URL: one node, Sentinel or Cluster (redisconn)
 	Queues         []string       // WAITROOM_QUEUES
 	Defaults       queue.Settings // WAITROOM_REFILL_SIZE, _REFILL_INTERVAL, _SESSION_TTL, _SESSION_SLIDING, _SESSION_MAX, _MAX_ACTIVE, _ABANDON_AFTER
 	AdminToken     string         // WAITROOM_ADMIN_TOKEN; empty disables the admin API
 	TargetURL      string         // WAITROOM_TARGET_URL; where admitted users go
 	RequestTimeout time.Duration  // WAITROOM_REQUEST_TIMEOUT: bound on each wait for Redis (queue.NewStore)
 	LogLevel       slog.Level     // WAITROOM_LOG_LEVEL
+	// RedisWaitReplicas makes each enter batch wait, after its script,
+	// until that many replicas hold its writes (WAITROOM_REDIS_WAIT_REPLICAS;
+	// 0: off), at most RedisWaitTimeout (WAITROOM_REDIS_WAIT_TIMEOUT).
+	RedisWaitReplicas int
+	RedisWaitTimeout  time.Duration
 	// DebugAddr, when set, serves net/http/pprof there (WAITROOM_DEBUG_ADDR);
 	// keep it on a private interface.
 	DebugAddr string
+	// MetricsAddr serves Prometheus metrics at /metrics, on a listener of
+	// their own (WAITROOM_METRICS_ADDR, default DefaultMetricsAddr); empty
+	// (the variable set to "" or "off"): no metrics, nothing is counted.
+	MetricsAddr string
 
 	// Secret keys place credentials (WAITROOM_SECRET); empty: the first
 	// replica generates one and keeps it in Redis (secrets package).
@@ -66,12 +76,12 @@ type Config struct {
 	// GateBypass are path prefixes the gate lets through without a pass
 	// (WAITROOM_GATE_BYPASS).
 	GateBypass []string
-	// TrustedProxies are the CIDRs of proxies whose X-Forwarded-For is
-	// believed (WAITROOM_TRUSTED_PROXIES); none: the peer is the client.
-	TrustedProxies []string
-	// CORSOrigins may call the public API from their pages
-	// (WAITROOM_CORS_ORIGINS); none: only waitroom's own pages.
-	CORSOrigins []string
+	// ClientIP believes X-Forwarded-For from the proxies listed in
+	// WAITROOM_TRUSTED_PROXIES (CIDRs); none: the peer is the client.
+	ClientIP *clientip.Resolver
+	// Origins lets the origins in WAITROOM_CORS_ORIGINS call the public
+	// API from their pages; none: only waitroom's own pages.
+	Origins *origin.Policy
 
 	// MaxConns caps the connections open at once (WAITROOM_MAX_CONNS);
 	// from 80 % of it, idle keep-alive connections are closed.
@@ -93,6 +103,18 @@ const (
 	MaxMaxHeaderBytes = 1 << 20
 	MaxIdleTimeout    = 10 * time.Minute
 )
+
+// Bounds of the replica WAIT. Its timeout stays well under the Redis
+// client's 1 s read timeout (RedisOptions), which also bounds the
+// pipeline that carries the WAIT.
+const (
+	MaxRedisWaitReplicas = 16
+	MaxRedisWaitTimeout  = 500 * time.Millisecond
+)
+
+// DefaultMetricsAddr is where metrics are served unless
+// WAITROOM_METRICS_ADDR says otherwise.
+const DefaultMetricsAddr = ":9090"
 
 // MinRefillInterval keeps the scheduler sane: ticks are checked ten times
 // per interval.
@@ -130,6 +152,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AdminToken:     getenv("WAITROOM_ADMIN_TOKEN"),
 		TargetURL:      get("WAITROOM_TARGET_URL", ""),
 		DebugAddr:      get("WAITROOM_DEBUG_ADDR", ""),
+		MetricsAddr:    get("WAITROOM_METRICS_ADDR", DefaultMetricsAddr),
 		RequestTimeout: duration("WAITROOM_REQUEST_TIMEOUT", "2s"),
 		Defaults: queue.Settings{
 			RefillInterval: duration("WAITROOM_REFILL_INTERVAL", "5s"),
@@ -246,20 +269,11 @@ func Load(getenv func(string) string) (Config, error) {
 		c.GateBypass = append(c.GateBypass, p)
 	}
 
-	for _, o := range strings.Split(get("WAITROOM_CORS_ORIGINS", ""), ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			c.CORSOrigins = append(c.CORSOrigins, o)
-		}
-	}
-	if _, err := origin.New(c.CORSOrigins); err != nil {
+	// Both parsers skip empty entries and trim the others.
+	if c.Origins, err = origin.New(strings.Split(get("WAITROOM_CORS_ORIGINS", ""), ",")); err != nil {
 		errs = append(errs, fmt.Errorf("WAITROOM_CORS_ORIGINS: %w", err))
 	}
-	for _, p := range strings.Split(get("WAITROOM_TRUSTED_PROXIES", ""), ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			c.TrustedProxies = append(c.TrustedProxies, p)
-		}
-	}
-	if _, err := clientip.New(c.TrustedProxies); err != nil {
+	if c.ClientIP, err = clientip.New(strings.Split(get("WAITROOM_TRUSTED_PROXIES", ""), ",")); err != nil {
 		errs = append(errs, fmt.Errorf("WAITROOM_TRUSTED_PROXIES: %w", err))
 	}
 
@@ -278,21 +292,29 @@ func Load(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("WAITROOM_IDLE_TIMEOUT: must be positive and at most %s", MaxIdleTimeout))
 	}
 
+	if c.MetricsAddr == "off" {
+		c.MetricsAddr = ""
+	}
 	if err := c.LogLevel.UnmarshalText([]byte(get("WAITROOM_LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, fmt.Errorf("WAITROOM_LOG_LEVEL: %w", err))
 	}
-	if _, err := c.RedisOptions(); err != nil {
+	if _, err := c.Redis(); err != nil {
 		errs = append(errs, err)
+	}
+	c.RedisWaitReplicas = integer("WAITROOM_REDIS_WAIT_REPLICAS", "0", 0, MaxRedisWaitReplicas)
+	c.RedisWaitTimeout = duration("WAITROOM_REDIS_WAIT_TIMEOUT", "100ms")
+	if c.RedisWaitTimeout < time.Millisecond || c.RedisWaitTimeout > MaxRedisWaitTimeout || c.RedisWaitTimeout >= c.RequestTimeout {
+		errs = append(errs, fmt.Errorf("WAITROOM_REDIS_WAIT_TIMEOUT: want from 1ms to %s, and less than WAITROOM_REQUEST_TIMEOUT", MaxRedisWaitTimeout))
 	}
 	return c, errors.Join(errs...)
 }
 
-// RedisOptions turns WAITROOM_REDIS_URL into client options with bounded
-// timeouts, so a dead or stalled Redis fails a request quickly instead of
-// hanging it. Every store call ends by RequestTimeout too (queue.NewStore),
-// whatever the client does.
-func (c Config) RedisOptions() (*redis.Options, error) {
-	opts, err := redis.ParseURL(c.RedisURL)
+// Redis turns WAITROOM_REDIS_URL into client options (redisconn.New
+// makes the client) with bounded timeouts, so a dead or stalled Redis
+// fails a request quickly instead of hanging it. Every store call ends by
+// RequestTimeout too (queue.NewStore), whatever the client does.
+func (c Config) Redis() (*redis.UniversalOptions, error) {
+	opts, err := redisconn.Parse(c.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("WAITROOM_REDIS_URL: %w", err)
 	}
@@ -301,8 +323,31 @@ func (c Config) RedisOptions() (*redis.Options, error) {
 	opts.WriteTimeout = time.Second
 	opts.PoolTimeout = time.Second
 	opts.ContextTimeoutEnabled = true
+	// One dial per attempt, not go-redis's five: a primary that died
+	// without closing its connections (a crash, a lost machine) leaves
+	// dials hanging until DialTimeout, and five in a row held an enter
+	// batch for 5 s after its callers had their 503, delaying recovery
+	// after a failover (internal/failover).
+	opts.DialerRetries = 1
 	// A script is sent at most once: retrying after a network error could
-	// run enter twice. Clients retry at the HTTP level instead.
+	// run enter twice. Clients retry at the HTTP level instead. A cluster
+	// client retries within its redirect budget too, so it gets none: a
+	// MOVED reply (a slot that moved, a failover) fails that one call with
+	// a 503 and makes the client re-read the slot map for the next.
 	opts.MaxRetries = -1
+	opts.MaxRedirects = -1
 	return opts, nil
+}
+
+// RedisOptions is Redis for a single node, as a *redis.Options: for tests
+// that dial one Redis their own way with the service's timeouts.
+func (c Config) RedisOptions() (*redis.Options, error) {
+	opts, err := c.Redis()
+	if err != nil {
+		return nil, err
+	}
+	if kind := redisconn.KindOf(opts); kind != redisconn.Single {
+		return nil, fmt.Errorf("WAITROOM_REDIS_URL: a %s URL, not a single node", kind)
+	}
+	return opts.Simple(), nil
 }

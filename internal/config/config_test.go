@@ -1,0 +1,89 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/redisconn"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+// Every form of WAITROOM_REDIS_URL loads, with the service's bounded
+// timeouts and no retries whatever the topology.
+func TestRedisURLForms(t *testing.T) {
+	for url, kind := range map[string]redisconn.Kind{
+		"":                                    redisconn.Single, // the default, redis://localhost:6379/0
+		"rediss://:pw@redis.example.com:6380": redisconn.Single,
+		"redis-sentinel://s1:26379,s2:26379,s3:26379/0?master_name=mymaster": redisconn.Sentinel,
+		"redis-cluster://n1:6379,n2:6379,n3:6379":                            redisconn.Cluster,
+	} {
+		c, err := Load(env(map[string]string{"WAITROOM_REDIS_URL": url}))
+		if err != nil {
+			t.Fatalf("%q: %v", url, err)
+		}
+		o, err := c.Redis()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := redisconn.KindOf(o); k != kind {
+			t.Errorf("%q: %s, want %s", url, k, kind)
+		}
+		if o.ReadTimeout != time.Second || o.DialTimeout != time.Second || !o.ContextTimeoutEnabled ||
+			o.MaxRetries != -1 || o.MaxRedirects != -1 || o.DialerRetries != 1 {
+			t.Errorf("%q: timeouts or retries %+v", url, o)
+		}
+		_, err = c.RedisOptions()
+		if (err == nil) != (kind == redisconn.Single) {
+			t.Errorf("%q: RedisOptions: %v", url, err)
+		}
+	}
+}
+
+func TestRedisURLRefusedAtStart(t *testing.T) {
+	for _, url := range []string{
+		"redis-sentinel://:hunter2@s1:26379",    // no master_name
+		"redis-cluster://:hunter2@n1:6379/2",    // db 2
+		"http://:hunter2@localhost:6379",        // scheme
+		"redis://:hunter2@localhost:6379?x=y",   // unknown parameter
+		"redis://:hunter2@localhost:6379,other", // one node only
+	} {
+		_, err := Load(env(map[string]string{"WAITROOM_REDIS_URL": url}))
+		if err == nil || !strings.Contains(err.Error(), "WAITROOM_REDIS_URL: ") {
+			t.Errorf("%q: %v, want a WAITROOM_REDIS_URL error", url, err)
+		} else if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q: the error repeats the password: %v", url, err)
+		}
+	}
+}
+
+func TestRedisWait(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RedisWaitReplicas != 0 || c.RedisWaitTimeout != 100*time.Millisecond {
+		t.Errorf("defaults: %d replicas, %s", c.RedisWaitReplicas, c.RedisWaitTimeout)
+	}
+	c, err = Load(env(map[string]string{"WAITROOM_REDIS_WAIT_REPLICAS": "1", "WAITROOM_REDIS_WAIT_TIMEOUT": "250ms"}))
+	if err != nil || c.RedisWaitReplicas != 1 || c.RedisWaitTimeout != 250*time.Millisecond {
+		t.Errorf("set: %d replicas, %s, %v", c.RedisWaitReplicas, c.RedisWaitTimeout, err)
+	}
+	for _, kv := range []map[string]string{
+		{"WAITROOM_REDIS_WAIT_REPLICAS": "-1"},
+		{"WAITROOM_REDIS_WAIT_REPLICAS": "17"},
+		{"WAITROOM_REDIS_WAIT_REPLICAS": "one"},
+		{"WAITROOM_REDIS_WAIT_TIMEOUT": "0s"},
+		{"WAITROOM_REDIS_WAIT_TIMEOUT": "500us"}, // WAIT counts whole ms, and 0 would block for ever
+		{"WAITROOM_REDIS_WAIT_TIMEOUT": "600ms"},
+		{"WAITROOM_REDIS_WAIT_TIMEOUT": "100"},
+		{"WAITROOM_REDIS_WAIT_TIMEOUT": "300ms", "WAITROOM_REQUEST_TIMEOUT": "300ms"},
+	} {
+		if _, err := Load(env(kv)); err == nil || !strings.Contains(err.Error(), "WAITROOM_REDIS_WAIT_") {
+			t.Errorf("%v: %v, want a WAITROOM_REDIS_WAIT_ error", kv, err)
+		}
+	}
+}
