@@ -1,27 +1,35 @@
 #!/usr/bin/env bash
 # Build waitroom's local Docker images without pulling anything from a registry.
 #
-#   scripts/build-images.sh [--force] [redis|app|all]    (default: all)
+#   scripts/build-images.sh [--force] [redis|nginx|app|all]    (default: all)
 #
 #   waitroom/redis:local     redis-server + redis-cli copied from this host
 #                            (with their shared libraries) into a FROM scratch
 #                            image; for tests and docker-compose where
 #                            redis:7-alpine cannot be pulled.
+#   waitroom/nginx:local     this host's nginx (scripts/install-tools.sh
+#                            installs it) the same way: docker-compose's load
+#                            balancer where nginx:1.27-alpine cannot be pulled.
 #   waitroom/waitroom:local  ./cmd/waitroom and ./cmd/demo-order built on the
 #                            host (static, CGO off) and wrapped by
 #                            scripts/Dockerfile.local.
 #
-# The redis image is skipped when an image built from the same files already
-# exists (fingerprint label), unless --force. The app image is rebuilt every
-# time; Docker's layer cache makes that cheap when the binary did not change.
-# Machines with registry access can use the multi-stage ./Dockerfile instead.
+# The redis and nginx images are skipped when an image built from the same
+# files already exists (fingerprint label), unless --force. The app image is
+# rebuilt every time; Docker's layer cache makes that cheap when the binary
+# did not change. Machines with registry access can use the multi-stage
+# ./Dockerfile and the public images instead.
 set -euo pipefail
 
 REDIS_IMAGE=waitroom/redis:local
+NGINX_IMAGE=waitroom/nginx:local
 APP_IMAGE=waitroom/waitroom:local
 # Bump when the image layout below changes, so existing images get rebuilt.
 REDIS_RECIPE=1
+NGINX_RECIPE=1
 REDIS_UID=999
+# The official nginx image's nginx user: docker-compose.yml runs either image as it.
+NGINX_UID=101
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -30,13 +38,13 @@ what=all
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=1 ;;
-	redis | app | all) what=$arg ;;
+	redis | nginx | app | all) what=$arg ;;
 	-h | --help)
-		sed -n '2,16p' "$0"
+		sed -n '2,21p' "$0"
 		exit 0
 		;;
 	*)
-		echo "usage: $0 [--force] [redis|app|all]" >&2
+		echo "usage: $0 [--force] [redis|nginx|app|all]" >&2
 		exit 2
 		;;
 	esac
@@ -62,6 +70,33 @@ install_redis() {
 	fi
 }
 
+# image_current <image> <fingerprint>: whether <image> was built from
+# exactly these files (and --force was not given).
+image_current() {
+	local current
+	current=$(docker image inspect -f '{{index .Config.Labels "org.waitroom.fingerprint"}}' "$1" 2>/dev/null || true)
+	[ "$force" = 0 ] && [ "$current" = "$2" ]
+}
+
+# fingerprint <ctx>: a hash of every file under <ctx>/rootfs, the Dockerfile
+# and <recipe>: a changed binary, a library upgrade or a new layout all
+# force a rebuild.
+fingerprint() {
+	(cd "$1" && find rootfs -type f -print0 | sort -z | xargs -0 sha256sum && cat Dockerfile && echo "recipe=$2") |
+		sha256sum | cut -d' ' -f1
+}
+
+# copy_libs <rootfs> <elf>...: the shared libraries and dynamic loader the
+# programs need, each at the path ldd reports: that is where the loader looks.
+copy_libs() {
+	local rootfs=$1 f
+	shift
+	for f in $(for elf in "$@"; do libs_of "$elf"; done | sort -u); do
+		mkdir -p "$rootfs$(dirname "$f")"
+		cp -L "$f" "$rootfs$f"
+	done
+}
+
 # libs_of <elf>: the shared libraries and dynamic loader <elf> needs, one path a line.
 libs_of() {
 	ldd "$1" | awk '
@@ -79,20 +114,12 @@ build_redis() {
 	server=$(readlink -f "$(command -v redis-server)")
 	cli=$(readlink -f "$(command -v redis-cli)")
 
-	local files
-	files=$( (libs_of "$server" && libs_of "$cli") | sort -u)
-
 	local ctx=$workdir/redis rootfs=$workdir/redis/rootfs
 	mkdir -p "$rootfs/usr/bin" "$rootfs/etc" "$rootfs/tmp" "$ctx/data"
 	chmod 1777 "$rootfs/tmp"
 	cp "$server" "$rootfs/usr/bin/redis-server"
 	cp "$cli" "$rootfs/usr/bin/redis-cli"
-	local f
-	for f in $files; do
-		# Keep each library at the path ldd reports: that is where the loader looks.
-		mkdir -p "$rootfs$(dirname "$f")"
-		cp -L "$f" "$rootfs$f"
-	done
+	copy_libs "$rootfs" "$server" "$cli"
 	# redis-server only needs the user for log output; nothing reads nsswitch.
 	printf 'root:x:0:0:root:/root:/sbin/nologin\nredis:x:%s:%s:redis:/data:/sbin/nologin\n' \
 		"$REDIS_UID" "$REDIS_UID" >"$rootfs/etc/passwd"
@@ -114,26 +141,73 @@ EXPOSE 6379
 CMD ["redis-server", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "", "--appendonly", "no"]
 DOCKERFILE
 
-	# Fingerprint every copied file plus the recipe: a changed redis-server,
-	# a library upgrade or a new layout all force a rebuild.
-	local server_sum version fingerprint current
+	local server_sum version fp
 	# Ask through the redis-server name: the real file's name picks another mode.
 	version=$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
 	server_sum=$(sha256sum "$server" | cut -d' ' -f1)
-	fingerprint=$( (cd "$ctx" && find rootfs -type f -print0 | sort -z | xargs -0 sha256sum && cat Dockerfile && echo "recipe=$REDIS_RECIPE") |
-		sha256sum | cut -d' ' -f1)
-	current=$(docker image inspect -f '{{index .Config.Labels "org.waitroom.fingerprint"}}' "$REDIS_IMAGE" 2>/dev/null || true)
-	if [ "$force" = 0 ] && [ "$current" = "$fingerprint" ]; then
+	fp=$(fingerprint "$ctx" "$REDIS_RECIPE")
+	if image_current "$REDIS_IMAGE" "$fp"; then
 		echo "$REDIS_IMAGE is up to date (redis-server sha256 $server_sum)"
 		return
 	fi
 
 	docker build -q -t "$REDIS_IMAGE" \
-		--label "org.waitroom.fingerprint=$fingerprint" \
+		--label "org.waitroom.fingerprint=$fp" \
 		--label "org.waitroom.redis-server.sha256=$server_sum" \
 		--label "org.waitroom.redis-server.version=$version" \
 		"$ctx" >/dev/null
 	echo "built $REDIS_IMAGE from $server (redis $version, sha256 $server_sum)"
+}
+
+build_nginx() {
+	local nginx
+	nginx=$(command -v nginx 2>/dev/null || true)
+	if [ -z "$nginx" ] && [ -x /usr/sbin/nginx ]; then nginx=/usr/sbin/nginx; fi
+	if [ -z "$nginx" ]; then
+		"$root/scripts/install-tools.sh" nginx >&2
+		nginx=$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)
+	fi
+	nginx=$(readlink -f "$nginx")
+
+	local ctx=$workdir/nginx rootfs=$workdir/nginx/rootfs
+	mkdir -p "$rootfs/usr/sbin" "$rootfs/etc/nginx" "$rootfs/tmp" \
+		"$ctx/owned/var/lib/nginx" "$ctx/owned/var/log/nginx"
+	chmod 1777 "$rootfs/tmp"
+	cp "$nginx" "$rootfs/usr/sbin/nginx"
+	copy_libs "$rootfs" "$nginx"
+	# Run as root, nginx would switch its workers to this user; run as it
+	# (docker-compose.yml does), nothing reads these files.
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnginx:x:%s:%s:nginx:/nonexistent:/sbin/nologin\n' \
+		"$NGINX_UID" "$NGINX_UID" >"$rootfs/etc/passwd"
+	printf 'root:x:0:\nnginx:x:%s:\n' "$NGINX_UID" >"$rootfs/etc/group"
+
+	# No config of its own: docker-compose.yml mounts deploy/lb/nginx.conf,
+	# which keeps every file nginx writes under /tmp, the same in this image
+	# and the official one. The Debian build's default paths (/var/lib/nginx,
+	# /var/log/nginx) exist, owned by the nginx user, for other configs.
+	cat >"$ctx/Dockerfile" <<DOCKERFILE
+FROM scratch
+COPY rootfs/ /
+COPY --chown=$NGINX_UID:$NGINX_UID owned/ /
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+USER $NGINX_UID:$NGINX_UID
+EXPOSE 8080
+STOPSIGNAL SIGQUIT
+CMD ["nginx", "-c", "/etc/waitroom-lb/nginx.conf"]
+DOCKERFILE
+
+	local version fp
+	version=$("$nginx" -v 2>&1 | sed -n 's|.*nginx/\([^ ]*\).*|\1|p')
+	fp=$(fingerprint "$ctx" "$NGINX_RECIPE")
+	if image_current "$NGINX_IMAGE" "$fp"; then
+		echo "$NGINX_IMAGE is up to date (nginx $version)"
+		return
+	fi
+	docker build -q -t "$NGINX_IMAGE" \
+		--label "org.waitroom.fingerprint=$fp" \
+		--label "org.waitroom.nginx.version=$version" \
+		"$ctx" >/dev/null
+	echo "built $NGINX_IMAGE from $nginx (nginx $version)"
 }
 
 build_app() {
@@ -155,9 +229,11 @@ build_app() {
 
 case "$what" in
 redis) build_redis ;;
+nginx) build_nginx ;;
 app) build_app ;;
 all)
 	build_redis
+	build_nginx
 	build_app
 	;;
 esac

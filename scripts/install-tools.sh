@@ -2,10 +2,11 @@
 # Install the tools that waitroom's tests and benchmarks need, skipping what is
 # already present, so CI can call it unconditionally.
 #
-#   scripts/install-tools.sh [test|bench|all]    (default: all)
+#   scripts/install-tools.sh [test|bench|nginx|all]    (default: all)
 #     test  -> redis-server, redis-cli, chromium, a Korean font, nginx (integration,
 #              browser and nginx forward-auth tests)
 #     bench -> wrk, k6, nginx                       (load tests, scripts/bench-gate.sh)
+#     nginx -> nginx only (scripts/build-images.sh nginx)
 #
 # Debian/Ubuntu only (apt). k6 is built from source with `go install` because
 # it is not packaged by Debian; that takes about two minutes the first time.
@@ -17,13 +18,13 @@ K6_VERSION=v1.8.1
 
 mode=${1:-all}
 case "$mode" in
-test | bench | all) ;;
+test | bench | nginx | all) ;;
 -h | --help)
-	sed -n '2,13p' "$0"
+	sed -n '2,14p' "$0"
 	exit 0
 	;;
 *)
-	echo "usage: $0 [test|bench|all]" >&2
+	echo "usage: $0 [test|bench|nginx|all]" >&2
 	exit 2
 	;;
 esac

@@ -156,15 +156,17 @@ wr_await() {
 wr_redis() { redis-cli -p "$WR_REDIS_PORT" "$@"; }
 
 # wr_start_server NAME=VALUE... starts the server with the given extra env
-# (on top of WAITROOM_ADDR, WAITROOM_REDIS_URL and WAITROOM_TRUSTED_PROXIES,
-# which trusts loopback: see the top; WAITROOM_TRUSTED_PROXIES= among the
-# arguments trusts nobody) and waits for /readyz.
+# (on top of WAITROOM_ADDR, WAITROOM_REDIS_URL, WAITROOM_TRUSTED_PROXIES,
+# which trusts loopback: see the top, WAITROOM_TRUSTED_PROXIES= among the
+# arguments trusts nobody; and metrics on a free loopback port, so that
+# servers side by side do not all try :9090) and waits for /readyz.
 wr_start_server() {
 	WR_SERVER_PORT=$(wr_free_port)
 	WR_BASE_URL=http://127.0.0.1:$WR_SERVER_PORT
 	env WAITROOM_ADDR="127.0.0.1:$WR_SERVER_PORT" \
 		WAITROOM_REDIS_URL="redis://127.0.0.1:$WR_REDIS_PORT/0" \
 		WAITROOM_TRUSTED_PROXIES=127.0.0.1/32,::1/128 \
+		WAITROOM_METRICS_ADDR=127.0.0.1:0 \
 		"$@" "${WR_PIN_SERVER[@]}" "$WR_BIN" >"$WR_TMP/server$WR_INSTANCE.log" 2>&1 &
 	WR_SERVER_PID=$!
 	WR_PIDS+=("$WR_SERVER_PID")

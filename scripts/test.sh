@@ -24,11 +24,15 @@ case "${DOCKER_HOST:-unix://}" in
 unix://*) export TESTCONTAINERS_HOST_OVERRIDE="${TESTCONTAINERS_HOST_OVERRIDE:-localhost}" ;;
 esac
 
-unformatted=$(gofmt -l cmd internal web)
+unformatted=$(gofmt -l cmd internal web gate api scripts)
 if [ -n "$unformatted" ]; then
 	echo "test.sh: gofmt would change:" >&2
 	echo "$unformatted" >&2
 	exit 1
 fi
-go vet ./...
+# -race for vet too: vet then compiles every package just as go test -race
+# does, and go test reuses those builds instead of compiling it all a
+# second time without the race detector (a third less CPU from a cold
+# cache; docs/PERFORMANCE.md, "Cold start").
+go vet -race ./...
 go test -race -count=1 -timeout 30m "$@" ./...

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Run waitroom with Redis locally: the one command.
 #
-#   scripts/up.sh            build local images, start Redis, waitroom in gate
-#                            mode and the demo order page behind it, detached;
-#                            wait for /readyz
+#   scripts/up.sh            build local images, start Redis, 3 waitroom
+#                            replicas in gate mode behind an nginx load
+#                            balancer and the demo order page behind the gate,
+#                            detached; wait for /readyz through the balancer
 #   scripts/up.sh logs -f    any other arguments go to docker compose as-is
-#                            (ps, logs, down, down -v, ...)
+#                            (ps, logs, down, down -v, ...); for up, create
+#                            and run the images are picked (and built) first,
+#                            as above: scripts/up.sh up -d --scale waitroom=5
 #   scripts/up.sh token      print the admin token (made if there is none yet),
 #                            e.g. WAITROOM_ADMIN_TOKEN=$(scripts/up.sh token)
 #                            docker compose up --build
@@ -15,14 +18,17 @@
 # from 32 random bytes and prints once. There is no default token; compose
 # run without one leaves the admin API off.
 #
-# Redis is the public redis:7-alpine where it can be pulled, else an image
-# built from this host's redis-server (scripts/redis-image.sh). The service
-# image is compiled on the host (scripts/build-images.sh app), so no golang
-# base image is needed. Set WAITROOM_REDIS_IMAGE / WAITROOM_IMAGE to run
-# other images; with registry access, `docker compose up --build` works too.
+# Redis and the load balancer are the public redis:7-alpine and
+# nginx:1.27-alpine where they can be pulled, else images built from this
+# host's redis-server and nginx (scripts/redis-image.sh). The service image
+# is compiled on the host (scripts/build-images.sh app), so no golang base
+# image is needed. Set WAITROOM_REDIS_IMAGE / WAITROOM_LB_IMAGE /
+# WAITROOM_IMAGE to run other images; with registry access,
+# `docker compose up --build` works too.
 #
 # Other knobs: WAITROOM_PORT (host port, 8080), WAITROOM_ADMIN_TOKEN,
 # WAITROOM_STATE_DIR (where the token is kept, .waitroom),
+# WAITROOM_SUBNET (the project's network, 172.30.78.0/24),
 # COMPOSE_PROJECT_NAME (waitroom).
 set -euo pipefail
 
@@ -92,25 +98,36 @@ else
 	token_note="admin token: the WAITROOM_ADMIN_TOKEN you set"
 fi
 
+# pick_images chooses (building if need be) the images compose starts; the
+# service image is compiled on the host, so that compose never builds it
+# (its Dockerfile needs the golang base image).
+pick_images() {
+	WAITROOM_REDIS_IMAGE=$(scripts/redis-image.sh redis)
+	WAITROOM_LB_IMAGE=$(scripts/redis-image.sh nginx)
+	export WAITROOM_REDIS_IMAGE WAITROOM_LB_IMAGE
+	if [ "$WAITROOM_IMAGE" = waitroom/waitroom:local ]; then
+		scripts/build-images.sh app
+	fi
+}
+
 if [ "$#" -gt 0 ]; then
+	# Only commands that start containers need the images; ps, logs, down
+	# and the rest run at once.
+	case "$1" in
+	up | create | run) pick_images ;;
+	esac
 	exec "${compose[@]}" "$@"
 fi
 
-WAITROOM_REDIS_IMAGE=$(scripts/redis-image.sh)
-export WAITROOM_REDIS_IMAGE
-if [ "$WAITROOM_IMAGE" = waitroom/waitroom:local ]; then
-	scripts/build-images.sh app
-fi
-
-# --no-build: the app image was just built on the host; compose's own build
-# would need the golang base image.
+pick_images
 "${compose[@]}" up -d --no-build
 
 port=${WAITROOM_PORT:-8080}
 echo "waiting for http://localhost:$port/readyz ..."
 for _ in $(seq 60); do
 	if curl -fsS "http://localhost:$port/readyz" >/dev/null 2>&1; then
-		echo "waitroom is ready. Open http://localhost:$port/ : the demo order page, through the waiting room."
+		echo "waitroom is ready: $("${compose[@]}" ps -q waitroom | wc -l) replicas behind the load balancer."
+		echo "Open http://localhost:$port/ : the demo order page, through the waiting room."
 		echo "  waiting page: http://localhost:$port/q/default   back office: http://localhost:$port/admin"
 		echo "  $token_note"
 		echo "logs: scripts/up.sh logs -f    stop: scripts/up.sh down    wipe data: scripts/up.sh down -v"

@@ -1,14 +1,22 @@
-// Package scripts holds tests of the shell scripts that can run without
-// Docker.
+// Package scripts holds tests of the shell scripts.
 package scripts
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // upToken runs `scripts/up.sh token` with its state in dir.
@@ -83,4 +91,180 @@ func TestNoDefaultAdminToken(t *testing.T) {
 	if !strings.Contains(string(b), "WAITROOM_ADMIN_TOKEN: ${WAITROOM_ADMIN_TOKEN:-}") {
 		t.Error("docker-compose.yml: the admin token must come from WAITROOM_ADMIN_TOKEN, with no fallback")
 	}
+}
+
+// The whole stack as scripts/up.sh starts it, in a project of its own (its
+// own name, port, subnet and token): the load balancer reaches every
+// replica, the demo order page opens through the gate, and the documented
+// pass-through scales the replicas. Needs Docker; about a minute once the
+// service image's build is cached (it is compiled on the host).
+func TestUpLoadBalancedStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the compose stack")
+	}
+	if err := exec.Command("docker", "info").Run(); err != nil {
+		t.Skipf("needs Docker: %v", err)
+	}
+	state := t.TempDir()
+	env := append(os.Environ(),
+		"COMPOSE_PROJECT_NAME="+fmt.Sprintf("waitroom-uptest-%d", os.Getpid()),
+		"WAITROOM_PORT="+freePort(t),
+		// Not the default 172.30.78.0/24, so a developer's own stack can run.
+		"WAITROOM_SUBNET=172.30.77.0/24",
+		"WAITROOM_STATE_DIR="+state,
+		"WAITROOM_ADMIN_TOKEN=",
+	)
+	up := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", append([]string{"up.sh"}, args...)...)
+		cmd.Env = env
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("up.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("up.sh %s: %.1fs", strings.Join(args, " "), time.Since(start).Seconds())
+		return string(out)
+	}
+	t.Cleanup(func() { up("down", "-v") })
+	out := up()
+	if !strings.Contains(out, "waitroom is ready: 3 replicas behind the load balancer") {
+		t.Fatalf("up.sh said:\n%s", out)
+	}
+	var base string
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "WAITROOM_PORT="); ok {
+			base = "http://localhost:" + p
+		}
+	}
+
+	// Every replica answers: the load balancer logs which one did.
+	reachesAll := func(replicas int) {
+		t.Helper()
+		seen := map[string]bool{}
+		for i := 0; i < 50*replicas && len(seen) < replicas; i++ {
+			resp, err := http.Get(base + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("readyz through the load balancer: %s", resp.Status)
+			}
+			if i%replicas == replicas-1 {
+				seen = upstreams(t, up("logs", "--no-color", "lb"))
+			}
+		}
+		if len(seen) != replicas {
+			t.Fatalf("requests reached %d replicas (%v), want %d", len(seen), seen, replicas)
+		}
+	}
+	reachesAll(3)
+
+	// The demo order page, through the gate: sent to the waiting room
+	// without a pass, let in with one.
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	resp, err := client.Post(base+"/api/v1/queues/default/enter", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ticket struct {
+		Status string
+		UserID string `json:"user_id"`
+		Pass   string
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ticket)
+	resp.Body.Close()
+	if err != nil || ticket.Status != "ENTERED" || ticket.Pass == "" {
+		t.Fatalf("enter: %s %+v %v, want ENTERED with a pass", resp.Status, ticket, err)
+	}
+	resp, err = client.Get(base + "/?wr_pass=" + url.QueryEscape(ticket.Pass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// The page names the member the pass was issued to.
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), `<code id="sub">`+ticket.UserID+`</code>`) {
+		t.Fatalf("order page with a pass: %s %q", resp.Status, page)
+	}
+	noPass := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = noPass.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/q/default?return=%2F" {
+		t.Fatalf("order page without a pass: %s to %q, want 303 to the waiting page", resp.Status, loc)
+	}
+
+	// The replicas see the client the load balancer saw, not the load
+	// balancer, and not what the client claims: the audit log of an admin
+	// call records the address its rate limits and lockout key on.
+	token, err := os.ReadFile(filepath.Join(state, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("PUT", base+"/admin/v1/queues/default/refill-size", strings.NewReader(`{"refill_size":12}`))
+	req.Header.Set("Authorization", "Bearer "+string(token))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Forwarded-For", "198.51.100.7")
+	if resp, err = client.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("admin call: %s", resp.Status)
+	}
+	req, _ = http.NewRequest("GET", base+"/admin/v1/queues/default/audit?limit=1", nil)
+	req.Header.Set("Authorization", "Bearer "+string(token))
+	if resp, err = client.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	var audit struct {
+		Entries []struct {
+			ClientIP string `json:"client_ip"`
+		}
+	}
+	err = json.NewDecoder(resp.Body).Decode(&audit)
+	resp.Body.Close()
+	if err != nil || len(audit.Entries) != 1 {
+		t.Fatalf("audit: %s %+v %v", resp.Status, audit, err)
+	}
+	m := regexp.MustCompile(`(?m)\| (\S+) \[[^]]*\] "PUT /admin/v1/queues/default/refill-size"`).FindStringSubmatch(up("logs", "--no-color", "lb"))
+	if m == nil {
+		t.Fatal("the load balancer did not log the admin call")
+	}
+	if got := audit.Entries[0].ClientIP; got != m[1] {
+		t.Errorf("the replica saw the client as %s, the load balancer as %s", got, m[1])
+	}
+
+	// The documented pass-through: more replicas, all reached.
+	up("up", "-d", "--scale", "waitroom=4")
+	reachesAll(4)
+}
+
+// upstreams returns the replica addresses in the load balancer's log.
+func upstreams(t *testing.T, log string) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`upstream=([0-9.]+:8080)`).FindAllStringSubmatch(log, -1) {
+		seen[m[1]] = true
+	}
+	return seen
+}
+
+// freePort is a TCP port on the host that nothing listens on (now).
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
 }
