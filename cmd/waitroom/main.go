@@ -51,21 +51,10 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, getenv, os.Stderr); err != nil {
+	if err := run(ctx, os.LookupEnv, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "waitroom:", err)
 		os.Exit(1)
 	}
-}
-
-// getenv is os.Getenv, except that WAITROOM_METRICS_ADDR set to the empty
-// string reads "off": config takes an empty value for unset (the default)
-// everywhere, but an empty metrics address is documented as no metrics.
-func getenv(key string) string {
-	v, set := os.LookupEnv(key)
-	if key == "WAITROOM_METRICS_ADDR" && set && v == "" {
-		return "off"
-	}
-	return v
 }
 
 // shutdownTimeout bounds how long in-flight requests may take to finish.
@@ -73,8 +62,8 @@ const shutdownTimeout = 10 * time.Second
 
 // run wires config → Redis → store → scheduler → HTTP, serves until ctx
 // ends, and shuts them down in reverse.
-func run(ctx context.Context, getenv func(string) string, logOut io.Writer) error {
-	cfg, err := config.Load(getenv)
+func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writer) error {
+	cfg, err := config.Load(lookup)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
@@ -45,13 +46,14 @@ func freeAddr(t *testing.T) string {
 func startReplica(t *testing.T, env map[string]string) *replica {
 	t.Helper()
 	addr := freeAddr(t)
-	full := map[string]string{"WAITROOM_ADDR": addr, "WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0"}
+	// No metrics unless env asks: replicas side by side would all try :9090.
+	full := map[string]string{"WAITROOM_ADDR": addr, "WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0", "WAITROOM_METRICS_ADDR": ""}
 	for k, v := range env {
 		full[k] = v
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(k string) string { return full[k] }, io.Discard) }()
+	go func() { done <- run(ctx, config.Map(full), io.Discard) }()
 	r := &replica{base: "http://" + addr}
 	stopped := false
 	r.stop = func() error {
@@ -298,7 +300,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0", "WAITROOM_SIGNING_KEY_FILE": notKey},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := run(ctx, func(k string) string { return env[k] }, io.Discard)
+		err := run(ctx, config.Map(env), io.Discard)
 		timedOut := ctx.Err() != nil
 		cancel()
 		if err == nil || timedOut {

@@ -116,12 +116,39 @@ const (
 // WAITROOM_METRICS_ADDR says otherwise.
 const DefaultMetricsAddr = ":9090"
 
+// metricsAddr reads WAITROOM_METRICS_ADDR: unset, the default; set to ""
+// or "off", no metrics.
+func metricsAddr(lookup func(string) (string, bool)) string {
+	v, set := lookup("WAITROOM_METRICS_ADDR")
+	switch v = strings.TrimSpace(v); {
+	case !set:
+		return DefaultMetricsAddr
+	case v == "off":
+		return ""
+	}
+	return v
+}
+
+// Map is a lookup for Load over the variables in m (tests, embedding).
+func Map(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
 // MinRefillInterval keeps the scheduler sane: ticks are checked ten times
 // per interval.
 const MinRefillInterval = 50 * time.Millisecond
 
-// Load reads the configuration through getenv and validates it.
-func Load(getenv func(string) string) (Config, error) {
+// Load reads the configuration through lookup (os.LookupEnv, or Map) and
+// validates it. An empty value means the default, except where a variable
+// set to "" means off (WAITROOM_METRICS_ADDR).
+func Load(lookup func(string) (string, bool)) (Config, error) {
+	getenv := func(key string) string {
+		v, _ := lookup(key)
+		return v
+	}
 	get := func(key, def string) string {
 		if v := strings.TrimSpace(getenv(key)); v != "" {
 			return v
@@ -152,7 +179,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AdminToken:     getenv("WAITROOM_ADMIN_TOKEN"),
 		TargetURL:      get("WAITROOM_TARGET_URL", ""),
 		DebugAddr:      get("WAITROOM_DEBUG_ADDR", ""),
-		MetricsAddr:    get("WAITROOM_METRICS_ADDR", DefaultMetricsAddr),
+		MetricsAddr:    metricsAddr(lookup),
 		RequestTimeout: duration("WAITROOM_REQUEST_TIMEOUT", "2s"),
 		Defaults: queue.Settings{
 			RefillInterval: duration("WAITROOM_REFILL_INTERVAL", "5s"),
@@ -292,9 +319,6 @@ func Load(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("WAITROOM_IDLE_TIMEOUT: must be positive and at most %s", MaxIdleTimeout))
 	}
 
-	if c.MetricsAddr == "off" {
-		c.MetricsAddr = ""
-	}
 	if err := c.LogLevel.UnmarshalText([]byte(get("WAITROOM_LOG_LEVEL", "info"))); err != nil {
 		errs = append(errs, fmt.Errorf("WAITROOM_LOG_LEVEL: %w", err))
 	}

@@ -8,9 +8,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redisconn"
 )
 
-func env(kv map[string]string) func(string) string {
-	return func(k string) string { return kv[k] }
-}
+func env(kv map[string]string) func(string) (string, bool) { return Map(kv) }
 
 // Every form of WAITROOM_REDIS_URL loads, with the service's bounded
 // timeouts and no retries whatever the topology.
@@ -84,6 +82,25 @@ func TestRedisWait(t *testing.T) {
 	} {
 		if _, err := Load(env(kv)); err == nil || !strings.Contains(err.Error(), "WAITROOM_REDIS_WAIT_") {
 			t.Errorf("%v: %v, want a WAITROOM_REDIS_WAIT_ error", kv, err)
+		}
+	}
+}
+
+// WAITROOM_METRICS_ADDR: unset is the default; set to "" or "off", no
+// metrics (unlike other variables, where empty means the default).
+func TestMetricsAddr(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, DefaultMetricsAddr},
+		{map[string]string{"WAITROOM_METRICS_ADDR": ""}, ""},
+		{map[string]string{"WAITROOM_METRICS_ADDR": " off "}, ""},
+		{map[string]string{"WAITROOM_METRICS_ADDR": "127.0.0.1:9100"}, "127.0.0.1:9100"},
+	} {
+		c, err := Load(env(tc.env))
+		if err != nil || c.MetricsAddr != tc.want {
+			t.Errorf("%v: %q, %v; want %q", tc.env, c.MetricsAddr, err, tc.want)
 		}
 	}
 }

@@ -606,7 +606,7 @@ func TestReconnectKeepsPlace(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
 	ctr := redistest.NewContainer(t)
-	cfg, err := config.Load(func(string) string { return "" })
+	cfg, err := config.Load(config.Map(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,9 +76,7 @@ func BenchmarkEnterReplicaWait(b *testing.B) {
 		for _, callers := range []int{1, 32} {
 			for _, wait := range []int{0, 1} {
 				b.Run(fmt.Sprintf("callers=%d/wait=%d", callers, wait), func(b *testing.B) {
-					cfg, err := config.Load(func(k string) string {
-						return map[string]string{"WAITROOM_REDIS_URL": "redis://" + primary.addr + "/0"}[k]
-					})
+					cfg, err := config.Load(config.Map(map[string]string{"WAITROOM_REDIS_URL": "redis://" + primary.addr + "/0"}))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -55,24 +55,22 @@ type service struct {
 // can name and count them; sessions slide, so a pass check runs renew.lua.
 func startService(t testing.TB, redisURL string, queues []string, waitReplicas int) *service {
 	t.Helper()
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"WAITROOM_REDIS_URL":               redisURL,
-			"WAITROOM_QUEUES":                  strings.Join(queues, ","),
-			"WAITROOM_REDIS_WAIT_REPLICAS":     strconv.Itoa(waitReplicas),
-			"WAITROOM_REQUEST_TIMEOUT":         "2s",
-			"WAITROOM_REFILL_SIZE":             "2",
-			"WAITROOM_REFILL_INTERVAL":         "1h",
-			"WAITROOM_ABANDON_AFTER":           "0s",
-			"WAITROOM_SESSION_SLIDING":         "true",
-			"WAITROOM_LIMIT_ENTER_PER_CLIENT":  "0",
-			"WAITROOM_LIMIT_ENTER_PER_PLACE":   "0",
-			"WAITROOM_LIMIT_STATUS_PER_CLIENT": "0",
-			"WAITROOM_LIMIT_STATUS_PER_PLACE":  "0",
-			"WAITROOM_INSECURE_USER_IDS":       "true",
-			"WAITROOM_COOKIE_SECURE":           "false",
-		}[k]
-	})
+	cfg, err := config.Load(config.Map(map[string]string{
+		"WAITROOM_REDIS_URL":               redisURL,
+		"WAITROOM_QUEUES":                  strings.Join(queues, ","),
+		"WAITROOM_REDIS_WAIT_REPLICAS":     strconv.Itoa(waitReplicas),
+		"WAITROOM_REQUEST_TIMEOUT":         "2s",
+		"WAITROOM_REFILL_SIZE":             "2",
+		"WAITROOM_REFILL_INTERVAL":         "1h",
+		"WAITROOM_ABANDON_AFTER":           "0s",
+		"WAITROOM_SESSION_SLIDING":         "true",
+		"WAITROOM_LIMIT_ENTER_PER_CLIENT":  "0",
+		"WAITROOM_LIMIT_ENTER_PER_PLACE":   "0",
+		"WAITROOM_LIMIT_STATUS_PER_CLIENT": "0",
+		"WAITROOM_LIMIT_STATUS_PER_PLACE":  "0",
+		"WAITROOM_INSECURE_USER_IDS":       "true",
+		"WAITROOM_COOKIE_SECURE":           "false",
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

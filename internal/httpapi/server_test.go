@@ -406,7 +406,7 @@ func TestPagesAndHeaders(t *testing.T) {
 func outageRedis(t *testing.T) (*redistest.Container, *redis.Client) {
 	t.Helper()
 	ctr := redistest.NewContainer(t)
-	cfg, err := config.Load(func(string) string { return "" })
+	cfg, err := config.Load(config.Map(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
