@@ -15,6 +15,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // MaxEntries is how many entries each queue's log keeps.
@@ -67,9 +69,9 @@ func New(rdb Redis) (*Log, error) {
 	return &Log{rdb: rdb}, nil
 }
 
-// Key is the Redis key (LIST of JSON entries, newest first) of queue's
-// log, in the queue's hash tag like the queue's own keys.
-func Key(queue string) string { return "wr:{" + queue + "}:audit" }
+// Key is the Redis key (LIST of JSON entries, newest first) of the log of
+// the queue name, in the queue's hash tag like the queue's own keys.
+func Key(name string) string { return queue.KeyPrefix(name) + "audit" }
 
 // Record adds e to the log of e.Queue, stamped with the Redis clock, and
 // returns e as stored.

@@ -32,8 +32,13 @@ type keys struct {
 // proof is the key that marks the proof of work of challenge id used.
 func (k keys) proof(id string) string { return k.pow + id }
 
+// KeyPrefix begins the name of every Redis key of queue, the queue's own
+// and those of packages that keep more beside them (the audit log) or read
+// them (the soak checker): "wr:{name}:", the name as a Cluster hash tag.
+func KeyPrefix(queue string) string { return "wr:{" + queue + "}:" }
+
 func keysFor(queue string) keys {
-	p := "wr:{" + queue + "}:"
+	p := KeyPrefix(queue)
 	return keys{
 		waiting:  p + "waiting",
 		entered:  p + "entered",

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // Options configure a soak run.
@@ -329,7 +331,7 @@ func snapshot(ctx context.Context, e *env) (Snapshot, error) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
-	prefix := "wr:{" + Queue + "}:"
+	prefix := queue.KeyPrefix(Queue)
 	s := Snapshot{Waiting: map[string]int64{}, Entered: map[string]int64{}}
 	for key, into := range map[string]map[string]int64{"waiting": s.Waiting, "entered": s.Entered} {
 		zs, err := rdb.ZRangeWithScores(ctx, prefix+key, 0, -1).Result()
