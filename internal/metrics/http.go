@@ -3,7 +3,6 @@ package metrics
 import (
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -16,12 +15,7 @@ import (
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-
-	// children caches each label set's series: WithLabelValues hashes the
-	// values and takes a lock on every call, and its variadic slice
-	// allocates; a map read under a read lock does neither.
-	mu       sync.RWMutex
-	children map[httpKey]httpChild
+	children children[httpKey, httpChild]
 }
 
 type httpKey struct {
@@ -49,7 +43,6 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Help:    "Time to answer an HTTP request, by chi route pattern and status class (2xx, 3xx, 4xx, 5xx).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route", "class"}),
-		children: map[httpKey]httpChild{},
 	}
 	reg.MustRegister(h.requests, h.duration)
 	return h
@@ -97,25 +90,16 @@ func (h *httpMetrics) child(route, method string, code int) httpChild {
 	if code < 100 || code > 599 {
 		code = 0
 	}
-	k := httpKey{route, method, code}
-	h.mu.RLock()
-	c, ok := h.children[k]
-	h.mu.RUnlock()
-	if ok {
-		return c
+	return h.children.get(httpKey{route, method, code}, h.newChild)
+}
+
+func (h *httpMetrics) newChild(k httpKey) httpChild {
+	code, class := "other", "other"
+	if k.code != 0 {
+		code, class = strconv.Itoa(k.code), strconv.Itoa(k.code/100)+"xx"
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if c, ok = h.children[k]; !ok {
-		codeLabel, class := "other", "other"
-		if code != 0 {
-			codeLabel, class = strconv.Itoa(code), strconv.Itoa(code/100)+"xx"
-		}
-		c = httpChild{
-			requests: h.requests.WithLabelValues(route, method, codeLabel),
-			duration: h.duration.WithLabelValues(route, class),
-		}
-		h.children[k] = c
+	return httpChild{
+		requests: h.requests.WithLabelValues(k.route, k.method, code),
+		duration: h.duration.WithLabelValues(k.route, class),
 	}
-	return c
 }

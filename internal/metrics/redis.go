@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,9 +16,7 @@ import (
 type redisMetrics struct {
 	duration         *prometheus.HistogramVec
 	errors, timeouts *prometheus.CounterVec
-
-	mu       sync.RWMutex
-	children map[string]*redisChild
+	children         children[string, *redisChild]
 }
 
 type redisChild struct {
@@ -47,7 +44,6 @@ func newRedisMetrics(reg prometheus.Registerer) *redisMetrics {
 			Namespace: namespace, Name: "redis_timeouts_total",
 			Help: "Redis commands that failed because no answer came in time (also in redis_errors_total).",
 		}, []string{"command"}),
-		children: map[string]*redisChild{},
 	}
 	reg.MustRegister(r.duration, r.errors, r.timeouts)
 	for _, name := range knownCommands {
@@ -58,23 +54,15 @@ func newRedisMetrics(reg prometheus.Registerer) *redisMetrics {
 
 // child returns the series of one command, made on its first use.
 func (r *redisMetrics) child(name string) *redisChild {
-	r.mu.RLock()
-	c := r.children[name]
-	r.mu.RUnlock()
-	if c != nil {
-		return c
+	return r.children.get(name, r.newChild)
+}
+
+func (r *redisMetrics) newChild(name string) *redisChild {
+	return &redisChild{
+		duration: r.duration.WithLabelValues(name),
+		errors:   r.errors.WithLabelValues(name),
+		timeouts: r.timeouts.WithLabelValues(name),
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c = r.children[name]; c == nil {
-		c = &redisChild{
-			duration: r.duration.WithLabelValues(name),
-			errors:   r.errors.WithLabelValues(name),
-			timeouts: r.timeouts.WithLabelValues(name),
-		}
-		r.children[name] = c
-	}
-	return c
 }
 
 // observe records one command (or pipeline) that took d and ended with err.
