@@ -327,7 +327,10 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	}
 	c.RedisWaitReplicas = integer("WAITROOM_REDIS_WAIT_REPLICAS", "0", 0, MaxRedisWaitReplicas)
 	c.RedisWaitTimeout = duration("WAITROOM_REDIS_WAIT_TIMEOUT", "100ms")
-	if c.RedisWaitTimeout < time.Millisecond || c.RedisWaitTimeout > MaxRedisWaitTimeout || c.RedisWaitTimeout >= c.RequestTimeout {
+	// Below the request timeout only matters when there is a WAIT: a short
+	// WAITROOM_REQUEST_TIMEOUT alone must not fail on the WAIT's default.
+	if c.RedisWaitTimeout < time.Millisecond || c.RedisWaitTimeout > MaxRedisWaitTimeout ||
+		(c.RedisWaitReplicas > 0 && c.RedisWaitTimeout >= c.RequestTimeout) {
 		errs = append(errs, fmt.Errorf("WAITROOM_REDIS_WAIT_TIMEOUT: want from 1ms to %s, and less than WAITROOM_REQUEST_TIMEOUT", MaxRedisWaitTimeout))
 	}
 	return c, errors.Join(errs...)

@@ -78,11 +78,17 @@ func TestRedisWait(t *testing.T) {
 		{"WAITROOM_REDIS_WAIT_TIMEOUT": "500us"}, // WAIT counts whole ms, and 0 would block for ever
 		{"WAITROOM_REDIS_WAIT_TIMEOUT": "600ms"},
 		{"WAITROOM_REDIS_WAIT_TIMEOUT": "100"},
-		{"WAITROOM_REDIS_WAIT_TIMEOUT": "300ms", "WAITROOM_REQUEST_TIMEOUT": "300ms"},
+		{"WAITROOM_REDIS_WAIT_REPLICAS": "1", "WAITROOM_REDIS_WAIT_TIMEOUT": "300ms", "WAITROOM_REQUEST_TIMEOUT": "300ms"},
+		{"WAITROOM_REDIS_WAIT_REPLICAS": "1", "WAITROOM_REQUEST_TIMEOUT": "100ms"},
 	} {
 		if _, err := Load(env(kv)); err == nil || !strings.Contains(err.Error(), "WAITROOM_REDIS_WAIT_") {
 			t.Errorf("%v: %v, want a WAITROOM_REDIS_WAIT_ error", kv, err)
 		}
+	}
+	// Without a WAIT, its default timeout does not limit the request
+	// timeout (100ms was valid before the WAIT existed).
+	if _, err := Load(env(map[string]string{"WAITROOM_REQUEST_TIMEOUT": "100ms"})); err != nil {
+		t.Errorf("WAITROOM_REQUEST_TIMEOUT=100ms without a WAIT: %v", err)
 	}
 }
 
