@@ -98,7 +98,7 @@ func New(store Store) *Metrics {
 	}, []string{"queue"})
 	tickLateness := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "queue_tick_lateness_seconds",
-		Help:    "How long after its interval began (Redis clock) each applied tick was applied.",
+		Help:    "How long after it was due (the start of its interval, Redis clock) each applied tick was applied; whole intervals missed count.",
 		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 	}, []string{"queue"})
 	batch := prometheus.NewHistogramVec(prometheus.HistogramOpts{

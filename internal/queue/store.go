@@ -166,8 +166,9 @@ type TickResult struct {
 	// Abandoned counts the places this tick dropped at the head of the
 	// line: not heard from for abandon_after.
 	Abandoned int64
-	// Late is how long after its interval began (Redis clock) an applied
-	// tick was applied: the wait a refill adds on top of the interval.
+	// Late is how long after it was due (the start of its interval, Redis
+	// clock) an applied tick was applied: the wait a refill adds on top of
+	// the interval, whole intervals missed included.
 	Late time.Duration
 }
 

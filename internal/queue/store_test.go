@@ -407,6 +407,26 @@ func TestConcurrentEnter(t *testing.T) {
 	}
 }
 
+// A tick's lateness counts from when it was due: a queue's first tick is
+// not late, and one that comes after whole intervals were missed says so
+// (not just how far into the current interval it came).
+func TestTickLateness(t *testing.T) {
+	t.Parallel()
+	const interval = 100 * time.Millisecond
+	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: interval, SessionTTL: time.Hour})
+	ctx := context.Background()
+	first, err := s.Tick(ctx, q)
+	if err != nil || !first.Applied || first.Late != 0 {
+		t.Fatalf("first tick: %+v, %v; want applied, not late", first, err)
+	}
+	// Due at most one interval after the first; three and a half missed.
+	time.Sleep(3*interval + interval/2)
+	res, err := s.Tick(ctx, q)
+	if err != nil || !res.Applied || res.Late < 2*interval+interval/2 {
+		t.Fatalf("tick after missed intervals: %+v, %v; want applied, at least %s late", res, err, 2*interval+interval/2)
+	}
+}
+
 // Enters, status polls and ticks race for a while with a real clock; the
 // history shows no interval ever admitted more than the bucket, and every
 // user ends up counted once.

@@ -32,7 +32,8 @@
 -- ARGV[10] -> max participants placed per call while a draw runs
 -- Returns {applied (0|1), moved, waiting, tokens, purged, admitted in the
 -- interval that just ended, abandoned places dropped, how late the tick is
--- (ms after the start of its interval on the Redis clock)}
+-- (ms after it was due, next_at_ms, on the Redis clock: whole intervals
+-- missed count too; 0 for a queue's first tick)}
 local now = now_ms()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at = queue_config(KEYS[4])
 
@@ -159,4 +160,4 @@ redis.call('HSET', KEYS[5],
   'moved', moved,
   'abandoned', #dropped,
   'direct', 0)
-return {1, moved, waiting_before - moved - #dropped, tokens, purged, admitted, #dropped, now % interval}
+return {1, moved, waiting_before - moved - #dropped, tokens, purged, admitted, #dropped, next_at and now - next_at or 0}
