@@ -49,10 +49,8 @@ var (
 
 	errCrossSite         = &apiError{status: http.StatusForbidden, code: "cross_site_request", message: "this request must come from the waiting room's own page or an allowed origin"}
 	errNotJSON           = &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", message: "send the body as Content-Type: application/json"}
-	errChallengeRequired = &apiError{status: http.StatusForbidden, code: "challenge_required", message: "this queue asks for proof of work: get /challenge, solve it and send challenge and nonce with enter"}
+	errChallengeRequired = &apiError{status: http.StatusForbidden, code: queue.RefusedChallenge, message: "this queue asks for proof of work: get /challenge, solve it and send challenge and nonce with enter"}
 )
-
-const codeQueueFull = "queue_full"
 
 type errorBody struct {
 	Error errorDetail `json:"error"`
@@ -73,7 +71,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e := classify(err)
 	// A full line is a refusal the operator chose, met by every newcomer
 	// while it lasts: not an error to log line by line.
-	if e.status >= 500 && e.code != codeQueueFull {
+	if e.status >= 500 && e.code != queue.RefusedQueueFull {
 		logger(r, s.log).Error("request failed", "status", e.status, "err", err)
 	}
 	retryAt := ""
@@ -99,10 +97,10 @@ func classify(err error) *apiError {
 	case errors.As(err, &ae):
 		return ae
 	case errors.Is(err, queue.ErrRateLimited):
-		return &apiError{status: http.StatusTooManyRequests, code: "rate_limited", message: "too many requests from this address or for this place; try again after Retry-After seconds",
+		return &apiError{status: http.StatusTooManyRequests, code: queue.RefusedRateLimited, message: "too many requests from this address or for this place; try again after Retry-After seconds",
 			retryAfter: storeWait(err)}
 	case errors.Is(err, queue.ErrQueueFull):
-		return &apiError{status: http.StatusServiceUnavailable, code: codeQueueFull, message: "the line is full; try again at retry_at",
+		return &apiError{status: http.StatusServiceUnavailable, code: queue.RefusedQueueFull, message: "the line is full; try again at retry_at",
 			retryAfter: storeWait(err)}
 	case errors.Is(err, queue.ErrChallengeRequired), errors.Is(err, challenge.ErrInvalid):
 		return errChallengeRequired

@@ -32,8 +32,6 @@ type batcher struct {
 	// them get.
 	run     func(ctx context.Context, calls []Caller) ([]Ticket, error)
 	timeout time.Duration
-	// observe, when set, hears the size of each script call.
-	observe func(size int)
 
 	mu       sync.Mutex
 	pending  []*batchCall
@@ -143,9 +141,6 @@ func (b *batcher) drain() {
 		callers := make([]Caller, len(calls))
 		for i, c := range calls {
 			callers[i] = c.caller
-		}
-		if b.observe != nil {
-			b.observe(len(callers))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 		tickets, err := b.run(ctx, callers)

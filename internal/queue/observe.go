@@ -19,8 +19,9 @@ type Observer interface {
 	Batch(queue, op string, size int)
 }
 
-// The ops and refusal reasons an Observer hears. The reasons are the API's
-// error codes for the same refusals.
+// The ops and refusal reasons an Observer hears. The reasons are also the
+// API's error codes for the same refusals (internal/httpapi errors.go), so
+// metrics and answers cannot drift apart.
 const (
 	OpEnter  = "enter"
 	OpStatus = "status"

@@ -375,15 +375,15 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
 		}
 		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
+			s.observer.Batch(name, OpEnter, len(calls))
 			keys, args := s.enterArgs(q, calls)
 			return s.runEnter(ctx, name, q, len(calls), keys, args) // the script, and WAIT if set (replica.go)
 		}}
 		q.statuses = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
+			s.observer.Batch(name, OpStatus, len(calls))
 			keys, args := s.statusArgs(q, calls)
 			return s.runBatch(ctx, "status", statusScript, len(calls), keys, args)
 		}}
-		q.enters.observe = func(n int) { s.observer.Batch(name, OpEnter, n) }
-		q.statuses.observe = func(n int) { s.observer.Batch(name, OpStatus, n) }
 		s.queues[name] = q
 		s.names = append(s.names, name)
 	}
