@@ -12,15 +12,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/httpapi"
@@ -32,8 +29,6 @@ import (
 	"github.com/waitroom/waitroom/web"
 )
 
-func TestMain(m *testing.M) { os.Exit(m.Run()) }
-
 const adminToken = "failover-admin-token"
 
 // service is waitroom on one Redis topology: config from the environment
@@ -41,8 +36,6 @@ const adminToken = "failover-admin-token"
 // store and the real HTTP API in front.
 type service struct {
 	t       testing.TB
-	cfg     config.Config
-	rdb     redis.UniversalClient
 	store   *queue.Store
 	url     string
 	http    *http.Client
@@ -133,7 +126,7 @@ func startService(t testing.TB, redisURL string, queues []string, waitReplicas i
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}))
 	t.Cleanup(srv.Close)
-	return &service{t: t, cfg: cfg, rdb: rdb, store: store, url: srv.URL, timeout: cfg.RequestTimeout,
+	return &service{t: t, store: store, url: srv.URL, timeout: cfg.RequestTimeout,
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 }
 
