@@ -39,7 +39,7 @@ func Example() {
 
 	// One with a pass gets in.
 	r := httptest.NewRequest("GET", "/order", nil)
-	r.AddCookie(&http.Cookie{Name: gate.CookieName("default"), Value: room.issue(exampleTB{}, "default", time.Now().Add(time.Hour))})
+	r.AddCookie(&http.Cookie{Name: gate.CookieName("default", true), Value: room.issue(exampleTB{}, "default", time.Now().Add(time.Hour))})
 	w = httptest.NewRecorder()
 	orderPage.ServeHTTP(w, r)
 	fmt.Println(w.Code, w.Body)

@@ -12,11 +12,18 @@
 //	})
 //	http.ListenAndServe(":8081", g.Handler(orderPage))
 //
-// A pass comes in the cookie wr_pass_{queue}, in Authorization: Bearer, or
-// once in the query parameter wr_pass, which is how the waiting room hands
-// it over: the gate checks it, moves it into the HttpOnly cookie and
-// redirects to the same URL without it, so it does not stay in the address
-// bar, the history or the upstream's logs.
+// A pass comes in the cookie __Host-wr_pass_{queue} (CookieName), in
+// Authorization: Bearer, or once in the query parameter wr_pass, which is
+// how the waiting room hands it over: the gate checks it, moves it into the
+// HttpOnly cookie and redirects to the same path on this site without it,
+// so it does not stay in the address bar, the history or the upstream's
+// logs. Each hand-over link is exchanged once (Options.HandOvers): a shared
+// link admits one browser, not every one it reaches.
+//
+// The gate decides on the path as the upstream will resolve it
+// (httpin.CleanPath: dot segments applied, slashes merged) and passes that
+// same path on; a path servers could read more than one way (an encoded
+// slash or dot, a backslash, a NUL) is refused with 400 invalid_path.
 //
 // Passes are checked offline against the waitroom's JWKS, which is cached,
 // refreshed every few minutes and at once (at most every 30 s) when a pass
@@ -37,10 +44,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/MicahParks/keyfunc/v3"
-	"golang.org/x/time/rate"
-
-	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/httpin"
 )
 
 // Claims are what a valid pass says about its holder.
@@ -53,18 +57,47 @@ type Claims struct {
 
 type ctxKey struct{}
 
+// admission is what the gate puts in the context of a request it let in.
+type admission struct {
+	claims Claims
+	token  string
+}
+
 // FromContext returns the claims of the pass that let the request in.
 func FromContext(ctx context.Context) (Claims, bool) {
-	c, ok := ctx.Value(ctxKey{}).(Claims)
-	return c, ok
+	a, ok := ctx.Value(ctxKey{}).(admission)
+	return a.claims, ok
+}
+
+// PassFromContext returns the pass that let the request in, exactly as it
+// was checked: an order page that forwards it (to waitroom's done
+// endpoint, say) takes it from here.
+func PassFromContext(ctx context.Context) (string, bool) {
+	a, ok := ctx.Value(ctxKey{}).(admission)
+	return a.token, ok
 }
 
 // Checker decides whether a pass opens the gate now: ok = false for a pass
 // that does not (invalid, expired, revoked), err when it cannot tell now
-// (the gate answers 503). Options.Checker replaces the remote check;
+// (the gate answers 503), except ErrUsedElsewhere, which refuses the pass
+// and tells its holder why. Options.Checker replaces the remote check;
 // waitroom's own reverse-proxy gate checks against its keys and Redis.
 type Checker interface {
 	Check(ctx context.Context, token string) (c Claims, ok bool, err error)
+}
+
+// ErrUsedElsewhere, from a Checker, refuses a pass that was used from more
+// client addresses than its holder could have (a shared pass): the gate
+// sends a browser to the waiting page with reason=used_elsewhere and
+// answers API clients 401 pass_used_elsewhere.
+var ErrUsedElsewhere = errors.New("gate: the pass was used from too many client addresses")
+
+// HandOvers remembers which passes were handed over in ?wr_pass=, so each
+// hand-over link is exchanged for a cookie once. Claim reports whether the
+// pass id (jti) of queue is claimed for the first time; until is when the
+// record may be forgotten (the pass's exp). An error answers 503.
+type HandOvers interface {
+	Claim(ctx context.Context, queue, id string, until time.Time) (first bool, err error)
 }
 
 // Options configure a gate. Queue, and either Checker or Issuer and
@@ -87,9 +120,13 @@ type Options struct {
 	WaitingPage string
 	// Bypass lists path prefixes that pass without a pass ("/static/").
 	Bypass []string
-	// InsecureCookie drops Secure from the pass cookie: for local
-	// development over plain http only, never in production.
+	// InsecureCookie drops Secure from the pass cookie and with it the
+	// __Host- prefix of its name: for local development over plain http
+	// only, never in production.
 	InsecureCookie bool
+	// HandOvers makes each ?wr_pass= link single-use across every replica
+	// of the site; nil: within this process only (one replica).
+	HandOvers HandOvers
 	// Client makes the JWKS and verify requests; default: 5 s timeout.
 	Client *http.Client
 	// Checker replaces the check through JWKSURL and VerifyURL.
@@ -105,7 +142,11 @@ type Gate struct {
 	sameSite    bool // waitingPage is a path on this site: add ?return=
 	bypass      []string
 	secure      bool
+	handOvers   HandOvers
 }
+
+// Queue is the queue whose passes open the gate.
+func (g *Gate) Queue() string { return g.queue }
 
 // MaxCachedPasses bounds the passes a gate keeps verified.
 const MaxCachedPasses = 100000
@@ -118,12 +159,21 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 	}
 	g := &Gate{
 		queue:       opts.Queue,
-		cookie:      CookieName(opts.Queue),
+		cookie:      CookieName(opts.Queue, !opts.InsecureCookie),
 		checker:     opts.Checker,
 		waitingPage: opts.WaitingPage,
 		sameSite:    strings.HasPrefix(opts.WaitingPage, "/") && !strings.HasPrefix(opts.WaitingPage, "//"),
 		bypass:      opts.Bypass,
 		secure:      !opts.InsecureCookie,
+		handOvers:   opts.HandOvers,
+	}
+	if g.handOvers == nil {
+		g.handOvers = newMemoryHandOvers(MaxCachedPasses)
+	}
+	for _, p := range opts.Bypass {
+		if !strings.HasPrefix(p, "/") || !httpin.IsCanonical(p) {
+			return nil, fmt.Errorf("gate: bypass prefix %q must be a clean path starting with /", p)
+		}
 	}
 	if opts.WaitingPage != "" && !g.sameSite {
 		u, err := url.Parse(opts.WaitingPage)
@@ -141,122 +191,119 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 	return g, nil
 }
 
-// Headers that name the holder of a valid pass: ForwardAuth answers with
-// them, and waitroom's reverse-proxy gate sets them on the requests it
-// forwards (removing any a client sent).
-const (
-	HeaderSub   = "X-Waitroom-Sub"
-	HeaderQueue = "X-Waitroom-Queue"
-)
-
-// ForwardAuth answers a proxy's authorisation subrequest (nginx
-// auth_request, Traefik forwardAuth, Envoy ext_authz over HTTP): 204 with
-// HeaderSub and HeaderQueue when the request carries a valid pass (cookie
-// or bearer), 401 when not, 503 when it cannot tell. The proxy sends
-// refused users to the waiting page itself (see deploy/nginx).
-func (g *Gate) ForwardAuth(w http.ResponseWriter, r *http.Request) {
-	c, ok, _, err := g.checkRequest(r)
-	switch {
-	case err != nil:
-		unavailable(w)
-	case !ok:
-		writeError(w, http.StatusUnauthorized, "pass_required", "a valid entry pass is required", "")
-	default:
-		h := w.Header()
-		h.Set(HeaderSub, c.Subject)
-		h.Set(HeaderQueue, c.Queue)
-		h.Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusNoContent)
+// CookieName is the cookie that carries queue's pass:
+// __Host-wr_pass_{queue}, or wr_pass_{queue} when the cookie is not
+// Secure (local development only). The __Host- prefix makes browsers
+// refuse the cookie unless it is Secure, host-only and for the whole
+// site, so another subdomain or a plain-http answer cannot plant one.
+func CookieName(queue string, secure bool) string {
+	if secure {
+		return "__Host-wr_pass_" + queue
 	}
+	return "wr_pass_" + queue
 }
-
-// HeaderOriginalURI names the header in which a proxy doing forward auth
-// passes the request it refused to Refused (nginx: $request_uri).
-const HeaderOriginalURI = "X-Original-URI"
-
-// Refused answers, on a proxy's behalf, a request it refused after
-// ForwardAuth (nginx: error_page 401 to a location that proxies here):
-// exactly as the gate itself would, a 303 to the waiting page with the
-// original path as ?return= for browsers, 401 JSON for API clients. The
-// proxy passes the original request line in HeaderOriginalURI; it only
-// ever becomes a same-site return path.
-func (g *Gate) Refused(w http.ResponseWriter, r *http.Request) {
-	orig := r.Clone(r.Context())
-	orig.URL = &url.URL{Path: "/"}
-	if u, err := url.ParseRequestURI(r.Header.Get(HeaderOriginalURI)); err == nil && SameSitePath(u.RequestURI()) {
-		q := u.Query()
-		q.Del("wr_pass")
-		u.RawQuery = q.Encode()
-		orig.URL = u
-	}
-	_, fromCookie := g.token(r)
-	g.refuse(w, orig, fromCookie)
-}
-
-// MaxReturnBytes bounds a return path.
-const MaxReturnBytes = 2048
-
-// SameSitePath reports whether p may be a return path: a path on this
-// site ("/order?event=7"), never an absolute or scheme-relative URL or
-// anything a browser might read as one ("//evil.example", "/\\evil",
-// control characters), so the waiting page cannot be made to send anyone
-// to another site.
-func SameSitePath(p string) bool {
-	if len(p) == 0 || len(p) > MaxReturnBytes || p[0] != '/' || (len(p) > 1 && (p[1] == '/' || p[1] == '\\')) {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; c < 0x20 || c == 0x7f || c == '\\' {
-			return false
-		}
-	}
-	u, err := url.Parse(p)
-	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil
-}
-
-// CookieName is the cookie that carries queue's pass: wr_pass_{queue}.
-func CookieName(queue string) string { return "wr_pass_" + queue }
 
 // Handler lets requests with a valid pass through to next, with the
-// pass's claims in the request context.
+// pass's claims in the request context. next sees the path the gate
+// decided on: the clean one.
 func (g *Gate) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent := r.URL.EscapedPath()
+		clean, err := httpin.CleanPath(sent)
+		if err != nil {
+			invalidPath(w)
+			return
+		}
+		if clean != r.URL.Path || r.URL.RawPath != "" {
+			r = withPath(r, clean)
+		}
 		// A hand-over is taken on any path, bypassed ones too, so a pass
 		// in a URL never travels on to the upstream or its logs.
-		if r.URL.RawQuery != "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if r.URL.RawQuery != "" {
 			if q := r.URL.Query(); q.Has("wr_pass") {
-				g.claim(w, r, q)
-				return
+				var done bool
+				if r, done = g.handOver(w, r, q, sent); done {
+					return
+				}
 			}
 		}
-		for _, p := range g.bypass {
-			if strings.HasPrefix(r.URL.Path, p) {
-				next.ServeHTTP(w, r)
-				return
-			}
+		if g.bypassed(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
 		}
-		c, ok, fromCookie, err := g.checkRequest(r)
-		switch {
-		case err != nil:
-			unavailable(w)
-		case !ok:
-			g.refuse(w, r, fromCookie)
-		default:
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
+		c, token, v := g.judge(r)
+		if v != admitted {
+			g.refuse(w, r, v)
+			return
 		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, admission{c, token})))
 	})
 }
 
-// checkRequest checks the pass a request carries: ok with its claims, not
-// ok when it has none or a bad one (fromCookie: the bad one is in the
-// cookie), or err when the checker cannot tell now.
-func (g *Gate) checkRequest(r *http.Request) (c Claims, ok, fromCookie bool, err error) {
-	token, fromCookie := g.token(r)
-	if token == "" {
-		return Claims{}, false, false, nil
+// withPath returns r with its URL's path set to the clean p, and its
+// RequestURI to match, so no handler behind the gate reads the path as
+// sent.
+func withPath(r *http.Request, p string) *http.Request {
+	r2 := new(http.Request)
+	*r2 = *r
+	u := *r.URL
+	u.Path, u.RawPath = p, ""
+	r2.URL = &u
+	if r2.RequestURI != "" {
+		r2.RequestURI = u.RequestURI()
 	}
-	c, ok, err = g.check(r.Context(), token)
-	return c, ok, fromCookie, err
+	return r2
+}
+
+func (g *Gate) bypassed(p string) bool {
+	for _, b := range g.bypass {
+		if strings.HasPrefix(p, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// errDuplicateCookie: a request carries the pass cookie (or HeaderPass)
+// twice, one of them planted (by another subdomain, or over plain http
+// before __Host-): which one the upstream reads is anyone's guess, so
+// neither is taken.
+var errDuplicateCookie = errors.New("gate: the pass cookie is set twice")
+
+// verdict is what the gate makes of the pass a request carries.
+type verdict int
+
+const (
+	admitted      verdict = iota
+	noPass                // none, or a bad one in Authorization
+	badCookie             // a bad one in the cookie, which goes
+	duplicate             // the cookie twice: 401 invalid_pass
+	usedElsewhere         // a valid pass refused as shared
+	unknown               // the checker cannot tell now: 503
+)
+
+// judge checks the pass a request carries: ForwardAuth, Refused and
+// Handler are three doors on this one check.
+func (g *Gate) judge(r *http.Request) (Claims, string, verdict) {
+	token, fromCookie, err := g.token(r)
+	if err != nil {
+		return Claims{}, "", duplicate
+	}
+	if token == "" {
+		return Claims{}, "", noPass
+	}
+	c, ok, err := g.check(r.Context(), token)
+	switch {
+	case errors.Is(err, ErrUsedElsewhere):
+		return Claims{}, "", usedElsewhere
+	case err != nil:
+		return Claims{}, "", unknown
+	case !ok && fromCookie:
+		return Claims{}, "", badCookie
+	case !ok:
+		return Claims{}, "", noPass
+	}
+	return c, token, admitted
 }
 
 // check asks the checker, and refuses a valid pass for another queue.
@@ -268,84 +315,60 @@ func (g *Gate) check(ctx context.Context, token string) (Claims, bool, error) {
 	return c, true, nil
 }
 
-// token returns the pass a request carries (PassFrom), with the cookie
-// name made once.
-func (g *Gate) token(r *http.Request) (token string, fromCookie bool) {
-	return passFrom(r, g.cookie)
-}
-
-// PassFrom returns the pass a request carries for queue: the
-// Authorization bearer token, else the queue's pass cookie; fromCookie
-// says which. An order page that forwards the pass (to waitroom's done
-// endpoint, say) reads it here.
-func PassFrom(r *http.Request, queue string) (token string, fromCookie bool) {
-	return passFrom(r, CookieName(queue))
-}
-
-func passFrom(r *http.Request, cookie string) (token string, fromCookie bool) {
-	if t, ok := BearerToken(r); ok {
-		return t, false
+// token returns the pass a request carries: the Authorization bearer
+// token, else HeaderPass (set by waitroom's reverse-proxy gate in front),
+// else the pass cookie (fromCookie); errDuplicateCookie when the header or
+// the cookie comes twice.
+func (g *Gate) token(r *http.Request) (token string, fromCookie bool, err error) {
+	if t, ok := httpin.BearerToken(r); ok {
+		return t, false, nil
 	}
-	if c, err := r.Cookie(cookie); err == nil && c.Value != "" {
-		return c.Value, true
+	if vs := r.Header.Values(HeaderPass); len(vs) > 0 {
+		if len(vs) > 1 {
+			return "", false, errDuplicateCookie
+		}
+		return vs[0], false, nil
 	}
-	return "", false
+	cs := r.CookiesNamed(g.cookie)
+	switch {
+	case len(cs) > 1:
+		return "", true, errDuplicateCookie
+	case len(cs) == 1 && cs[0].Value != "":
+		return cs[0].Value, true, nil
+	}
+	return "", false, nil
 }
 
-// BearerToken returns the token of an "Authorization: Bearer <token>"
-// header; the scheme is case-insensitive (RFC 9110, section 11.1).
-func BearerToken(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	const scheme = "bearer "
-	if len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
-		return "", false
-	}
-	return strings.TrimSpace(h[len(scheme):]), true
-}
-
-// claim takes a pass handed over in ?wr_pass=: a valid one goes into the
-// cookie and the browser is sent to the same URL without it; an invalid
-// one is refused like a missing pass.
-func (g *Gate) claim(w http.ResponseWriter, r *http.Request, q url.Values) {
-	token := q.Get("wr_pass")
-	q.Del("wr_pass")
-	clean := *r.URL
-	clean.RawQuery = q.Encode()
-	c, ok, err := g.check(r.Context(), token)
-	if err != nil {
+// refuse answers a request the gate does not let through (v): browsers
+// navigating (GET or HEAD, not asking for JSON, no Authorization header)
+// go to the waiting page, everything else gets 401 JSON naming it; 503
+// when the checker could not tell. A bad cookie is deleted. A pass refused
+// as used elsewhere sends its holder to the waiting page with
+// reason=used_elsewhere, which tells them why.
+func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
+	if v == unknown {
 		unavailable(w)
 		return
 	}
-	if !ok {
-		r2 := r.Clone(r.Context())
-		r2.URL = &clean
-		g.refuse(w, r2, false)
-		return
-	}
-	http.SetCookie(w, &http.Cookie{
-		Name:     g.cookie,
-		Value:    token,
-		Path:     "/",
-		Expires:  c.Expires,
-		HttpOnly: true,
-		Secure:   g.secure,
-		SameSite: http.SameSiteLaxMode,
-	})
-	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, clean.RequestURI(), http.StatusSeeOther)
-}
-
-// refuse answers a request without a valid pass: browsers navigating
-// (GET or HEAD, not asking for JSON, no Authorization header) go to the
-// waiting page, everything else gets 401 JSON naming it. A bad cookie is
-// deleted.
-func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, badCookie bool) {
-	if badCookie {
+	if v == badCookie || v == duplicate {
 		http.SetCookie(w, &http.Cookie{Name: g.cookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode})
 	}
+	if v == duplicate {
+		writeError(w, http.StatusUnauthorized, "invalid_pass", "the pass cookie came twice; neither is taken", "")
+		return
+	}
 	page := g.waitingPage
-	if ret := r.URL.RequestURI(); page != "" && g.sameSite && SameSitePath(ret) {
-		page += "?return=" + url.QueryEscape(ret)
+	if page != "" && g.sameSite {
+		q := url.Values{}
+		if ret := r.URL.RequestURI(); httpin.SameSitePath(ret) {
+			q.Set("return", ret)
+		}
+		if v == usedElsewhere {
+			q.Set("reason", "used_elsewhere")
+		}
+		if len(q) > 0 {
+			page += "?" + q.Encode()
+		}
 	}
 	navigating := (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
 		!strings.Contains(r.Header.Get("Accept"), "application/json") && r.Header.Get("Authorization") == ""
@@ -355,7 +378,16 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, badCookie bool) {
 		return
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
+	if v == usedElsewhere {
+		writeError(w, http.StatusUnauthorized, "pass_used_elsewhere", "this entry pass was used from too many places and has been cancelled", page)
+		return
+	}
 	writeError(w, http.StatusUnauthorized, "pass_required", "a valid entry pass is required: wait your turn in the waiting room", page)
+}
+
+// invalidPath answers 400 for a path servers could read more than one way.
+func invalidPath(w http.ResponseWriter) {
+	writeError(w, http.StatusBadRequest, "invalid_path", "the path is ambiguous (an encoded slash or dot, a backslash, a NUL or a dot segment with parameters)", "")
 }
 
 // unavailable answers 503: the checker cannot tell now (the waitroom or
@@ -380,87 +412,4 @@ func writeError(w http.ResponseWriter, status int, code, message, waitingPage st
 	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
-}
-
-// newRemoteChecker checks passes against a waitroom's JWKS (and, when
-// set, its verify endpoint), through a pass.Cache.
-func newRemoteChecker(ctx context.Context, opts Options) (Checker, error) {
-	if opts.Issuer == "" || opts.JWKSURL == "" {
-		return nil, errors.New("gate: Issuer and JWKSURL are required (or a Checker)")
-	}
-	client := opts.Client
-	if client == nil {
-		client = &http.Client{Timeout: 5 * time.Second}
-	}
-	kf, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{opts.JWKSURL}, keyfunc.Override{
-		Client: client,
-		// The waitroom publishes a key at least 5 minutes before it signs
-		// (its JWKS max-age), so a refresh every 5 minutes sees it in
-		// time; an unknown kid refreshes at once, at most every 30 s, so a
-		// flood of forged kids cannot hammer the waitroom.
-		RefreshInterval:   5 * time.Minute,
-		RefreshUnknownKID: rate.NewLimiter(rate.Every(30*time.Second), 1),
-		RateLimitWaitMax:  time.Second,
-		HTTPTimeout:       5 * time.Second,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("gate: JWKS: %w", err)
-	}
-	var current pass.CurrentFunc
-	recheck := opts.RecheckInterval
-	if opts.VerifyURL != "" {
-		if recheck <= 0 {
-			recheck = 2 * time.Second
-		}
-		current = verifyFunc(client, opts.VerifyURL)
-	}
-	cache, err := pass.NewCache(pass.NewVerifier(opts.Issuer, kf.Keyfunc), current, recheck, MaxCachedPasses)
-	if err != nil {
-		return nil, err
-	}
-	return CacheChecker(cache), nil
-}
-
-// verifyFunc asks a waitroom's /api/v1/verify whether a pass is still
-// current: 200 yes, 401 no, anything else: cannot tell.
-func verifyFunc(client *http.Client, verifyURL string) pass.CurrentFunc {
-	return func(ctx context.Context, token string, c pass.Claims) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, verifyURL, nil)
-		if err != nil {
-			return false, err
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, fmt.Errorf("gate: verify: %w", err)
-		}
-		defer resp.Body.Close()
-		switch resp.StatusCode {
-		case http.StatusOK:
-			return true, nil
-		case http.StatusUnauthorized:
-			return false, nil
-		default:
-			return false, fmt.Errorf("gate: verify answered %s", resp.Status)
-		}
-	}
-}
-
-// CacheChecker is the Checker of a pass cache: invalid, expired and
-// revoked passes are ok = false; only a failed revocation check is an
-// error. The remote check is one; waitroom's own gate, which has its keys
-// and Redis at hand, is another.
-func CacheChecker(cache *pass.Cache) Checker { return cacheChecker{cache} }
-
-type cacheChecker struct{ cache *pass.Cache }
-
-func (c cacheChecker) Check(ctx context.Context, token string) (Claims, bool, error) {
-	pc, err := c.cache.Check(ctx, token)
-	if err != nil {
-		if errors.Is(err, pass.ErrInvalid) {
-			return Claims{}, false, nil
-		}
-		return Claims{}, false, err
-	}
-	return Claims{Queue: pc.Queue, Subject: pc.Subject, ID: pc.ID, Expires: pc.Expires}, true, nil
 }

@@ -25,7 +25,8 @@
 //   admitted >= USERS        everyone is ENTERED before MAX_DURATION
 //   over_admitted == 0       (monitor) no history point admits more than the
 //                            refill size in force at its tick
-//   rate_not_following == 0  (operator) raising the size raises admissions
+//   rate_not_following == 0  (operator) after the size is raised, every tick
+//                            admits min(new size, line): see operator.js
 // The monitor and operator scenarios need ADMIN_TOKEN; without it they are
 // left out and the run says so.
 import { check, sleep } from 'k6';

@@ -51,6 +51,13 @@
 # then per scenario the median over rounds of B's CPU per request relative to
 # A's, total (server + Redis) and server alone, with each round's ratio.
 #
+# A build named "bare" is scripts/bare, built here: a plain net/http
+# server answering GET /healthz as waitroom's handler does, without the
+# router, middleware and connection cap, configured as cmd/waitroom
+# configures net/http. Beside waitroom it measures what waitroom's chain
+# costs over that floor; it serves healthz only:
+#   SCENARIOS=healthz MODE_B=place scripts/bench-pair.sh bare /tmp/wr
+#
 # Env: SCENARIOS ("healthz enter status"), ROUNDS (3), DURATION (8s),
 # CONNS (32 per server), MODE_A / MODE_B (plain), ENV_A / ENV_B (none),
 # and lib.sh's WR_PIN,
@@ -73,6 +80,10 @@ command -v wrk >/dev/null || "$WR_ROOT/scripts/install-tools.sh" bench >&2
 declare -A BIN=([A]=$1 [B]=$2) MODE=([A]=${MODE_A:-plain} [B]=${MODE_B:-plain}) XENV=([A]=${ENV_A:-} [B]=${ENV_B:-})
 declare -A URL SPID RPID IDS
 for x in A B; do
+	if [[ ${BIN[$x]} == bare ]]; then
+		[[ $SCENARIOS == healthz ]] || wr_die "the bare server serves healthz only: SCENARIOS=healthz"
+		continue
+	fi
 	[[ -x ${BIN[$x]} ]] || wr_die "${BIN[$x]} is not executable"
 	[[ ${MODE[$x]} == plain || ${MODE[$x]} == place ]] || wr_die "MODE_$x=${MODE[$x]}: want plain or place"
 	for kv in ${XENV[$x]}; do
@@ -80,6 +91,13 @@ for x in A B; do
 	done
 done
 wr_init
+for x in A B; do
+	if [[ ${BIN[$x]} == bare ]]; then
+		wr_log "building scripts/bare"
+		(cd "$WR_ROOT" && go build -o "$WR_TMP/bare" ./scripts/bare) || wr_die "go build failed"
+		BIN[$x]=$WR_TMP/bare MODE[$x]=bare
+	fi
+done
 for x in A B; do
 	WR_INSTANCE=-$x
 	WR_BIN=${BIN[$x]}
@@ -161,8 +179,13 @@ run() {
 
 wr_log "A: ${BIN[A]} (${MODE[A]}${XENV[A]:+, ${XENV[A]}})"
 wr_log "B: ${BIN[B]} (${MODE[B]}${XENV[B]:+, ${XENV[B]}})"
-wr_log "warm-up: enter, 3s (its users are the ones status asks for)"
-run enter w 3s
+if [[ ${MODE[A]} == bare || ${MODE[B]} == bare ]]; then
+	wr_log "warm-up: healthz, 3s"
+	run healthz w 3s
+else
+	wr_log "warm-up: enter, 3s (its users are the ones status asks for)"
+	run enter w 3s
+fi
 for round in $(seq "$ROUNDS"); do
 	for name in $SCENARIOS; do
 		run "$name" "$round" "$DURATION"

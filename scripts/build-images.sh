@@ -19,6 +19,11 @@
 # rebuilt every time; Docker's layer cache makes that cheap when the binary
 # did not change. Machines with registry access can use the multi-stage
 # ./Dockerfile and the public images instead.
+#
+# Each image gets one line on stdout: "built <image> (<what is in it>)" or
+# "<image> is up to date (...)". docker build's own output (the legacy
+# builder's deprecation banner, on hosts without BuildKit) is shown only
+# when a build fails.
 set -euo pipefail
 
 REDIS_IMAGE=waitroom/redis:local
@@ -40,7 +45,7 @@ for arg in "$@"; do
 	--force) force=1 ;;
 	redis | nginx | app | all) what=$arg ;;
 	-h | --help)
-		sed -n '2,21p' "$0"
+		sed -n '2,26p' "$0"
 		exit 0
 		;;
 	*)
@@ -58,6 +63,20 @@ fi
 
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
+
+# build <image> <docker build arguments>...: docker build -t <image>,
+# quietly. Its output is kept and shown only if the build fails: on success
+# it is the image id and, with the classic builder, a deprecation banner,
+# neither of use here.
+build() {
+	local image=$1
+	shift
+	if ! docker build -q -t "$image" "$@" >"$workdir/build.log" 2>&1; then
+		echo "building $image failed; docker build said:" >&2
+		cat "$workdir/build.log" >&2
+		return 1
+	fi
+}
 
 install_redis() {
 	local sudo=
@@ -142,21 +161,22 @@ CMD ["redis-server", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", ""
 DOCKERFILE
 
 	local server_sum version fp
-	# Ask through the redis-server name: the real file's name picks another mode.
+	# Ask through the redis-server name: the real file's name picks another
+	# mode (Debian's redis-server is a link to redis-check-rdb).
 	version=$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
 	server_sum=$(sha256sum "$server" | cut -d' ' -f1)
 	fp=$(fingerprint "$ctx" "$REDIS_RECIPE")
 	if image_current "$REDIS_IMAGE" "$fp"; then
-		echo "$REDIS_IMAGE is up to date (redis-server sha256 $server_sum)"
+		echo "$REDIS_IMAGE is up to date (redis-server $version)"
 		return
 	fi
 
-	docker build -q -t "$REDIS_IMAGE" \
+	build "$REDIS_IMAGE" \
 		--label "org.waitroom.fingerprint=$fp" \
 		--label "org.waitroom.redis-server.sha256=$server_sum" \
 		--label "org.waitroom.redis-server.version=$version" \
-		"$ctx" >/dev/null
-	echo "built $REDIS_IMAGE from $server (redis $version, sha256 $server_sum)"
+		"$ctx"
+	echo "built $REDIS_IMAGE (redis-server $version)"
 }
 
 build_nginx() {
@@ -203,11 +223,11 @@ DOCKERFILE
 		echo "$NGINX_IMAGE is up to date (nginx $version)"
 		return
 	fi
-	docker build -q -t "$NGINX_IMAGE" \
+	build "$NGINX_IMAGE" \
 		--label "org.waitroom.fingerprint=$fp" \
 		--label "org.waitroom.nginx.version=$version" \
-		"$ctx" >/dev/null
-	echo "built $NGINX_IMAGE from $nginx (nginx $version)"
+		"$ctx"
+	echo "built $NGINX_IMAGE (nginx $version)"
 }
 
 build_app() {
@@ -223,8 +243,10 @@ build_app() {
 		: >"$ctx/ca-certificates.crt"
 	fi
 	cp "$root/scripts/Dockerfile.local" "$ctx/Dockerfile"
-	docker build -q -t "$APP_IMAGE" "$ctx" >/dev/null
-	echo "built $APP_IMAGE"
+	build "$APP_IMAGE" "$ctx"
+	local rev
+	rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "no git")
+	echo "built $APP_IMAGE (waitroom and demo-order, $rev, $(go env GOVERSION))"
 }
 
 case "$what" in

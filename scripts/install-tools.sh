@@ -3,7 +3,7 @@
 # already present, so CI can call it unconditionally.
 #
 #   scripts/install-tools.sh [test|bench|nginx|all]    (default: all)
-#     test  -> redis-server, redis-cli, chromium, a Korean font, nginx (integration,
+#     test  -> redis-server, redis-cli, jq, chromium, a Korean font, nginx (integration,
 #              browser and nginx forward-auth tests)
 #     bench -> wrk, k6, nginx                       (load tests, scripts/bench-gate.sh)
 #     nginx -> nginx only (scripts/build-images.sh nginx)
@@ -55,6 +55,8 @@ need_pkg() { # need_pkg <package> <command>...: queue <package> unless one of th
 if [ "$mode" = test ] || [ "$mode" = all ]; then
 	need_pkg redis-server redis-server
 	need_pkg redis-tools redis-cli
+	# The README's curl examples read answers with jq (TestReadmeExamples).
+	need_pkg jq jq
 	# chromedp finds any of these; a preinstalled Chrome is as good as chromium.
 	need_pkg chromium chromium chromium-browser google-chrome google-chrome-stable
 	# A Hangul font, so the Korean waiting page renders in screenshots.

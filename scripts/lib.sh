@@ -225,5 +225,6 @@ wr_client_addr() {
 	echo "$((11 + n / 16777216 % 100)).$((lo >> 16)).$((lo >> 8 & 255)).$((lo & 255))"
 }
 
-# wr_token prints a random admin token.
-wr_token() { head -c 18 /dev/urandom | base64 | tr '+/' '-_'; }
+# wr_token prints a random admin token: 30 random bytes, 40 characters
+# (the service refuses one under 32 bytes, config.MinAdminTokenBytes).
+wr_token() { head -c 30 /dev/urandom | base64 | tr '+/' '-_'; }

@@ -8,14 +8,25 @@
 #
 # The server runs with two queues, "spike" and "crowd", so the spike's line
 # does not delay the crowd, and a short tick for the crowd's admission checks:
-# WAITROOM_REFILL_INTERVAL=$REFILL_INTERVAL (1s), WAITROOM_REFILL_SIZE=$REFILL_SIZE (50),
+# WAITROOM_REFILL_INTERVAL=$REFILL_INTERVAL (1s), WAITROOM_REFILL_SIZE=$REFILL_SIZE,
 # and with WAITROOM_INSECURE_USER_IDS=true, as the k6 users are plain ids.
 # Its rate limits are the defaults: each k6 user calls from an address of
 # its own (X-Forwarded-For, believed from loopback: lib.sh; loadtest/lib.js).
 #
+# The crowd's operator raises the refill size from REFILL_SIZE to NEW_SIZE
+# while the line drains, and checks that every tick admits what the size in
+# force and the line allow (loadtest/operator.js). To show that, the line
+# must outlast a few ticks at both sizes: a crowd of at least
+# NEW_SIZE + 9 * REFILL_SIZE. Left unset, the sizes scale with the crowd:
+# REFILL_SIZE = CROWD_USERS / 40 (at least 1, at most 50) and NEW_SIZE = 4 *
+# REFILL_SIZE, so the line lasts about 40 ticks at the old size whatever the
+# crowd (50 and 200 for 2000 users or more; 12 and 48 for 500). Sizes set by
+# hand that the crowd cannot show are refused before anything starts.
+#
 # Env: SCENARIOS ("spike crowd"), SPIKE_RATE (500), SPIKE_DURATION (60s),
 # SPIKE_P99_MS (5), CROWD_USERS (2000), CROWD_MAX_DURATION (3m), NEW_SIZE
-# (200, the operator's raise), REFILL_INTERVAL (1s), REFILL_SIZE (50),
+# (the operator's raise, see above), REFILL_INTERVAL (1s), REFILL_SIZE (see
+# above; 50 without the crowd),
 # LOG_LEVEL (info: the server log, one line per request, is kept on failure),
 # K6 (k6 binary; default: installed by scripts/install-tools.sh bench),
 # RESULTS_DIR (k6 summaries as JSON), and lib.sh's WAITROOM_BIN, WR_PIN, ...
@@ -30,6 +41,22 @@ SPIKE_P99_MS=${SPIKE_P99_MS:-5}
 CROWD_USERS=${CROWD_USERS:-2000}
 CROWD_MAX_DURATION=${CROWD_MAX_DURATION:-3m}
 REFILL_INTERVAL=${REFILL_INTERVAL:-1s}
+[[ $CROWD_USERS =~ ^[1-9][0-9]*$ ]] || wr_die "CROWD_USERS=$CROWD_USERS: want a positive integer"
+if [[ " $SCENARIOS " == *" crowd "* ]]; then
+	# The crowd's sizes: see the header. Only what was left unset is derived.
+	scaled=$((CROWD_USERS / 40))
+	scaled=$((scaled < 1 ? 1 : scaled > 50 ? 50 : scaled))
+	REFILL_SIZE=${REFILL_SIZE:-$scaled}
+	NEW_SIZE=${NEW_SIZE:-$((4 * REFILL_SIZE))}
+	[[ $REFILL_SIZE =~ ^[1-9][0-9]*$ && $NEW_SIZE =~ ^[1-9][0-9]*$ ]] ||
+		wr_die "REFILL_SIZE=$REFILL_SIZE, NEW_SIZE=$NEW_SIZE: want positive integers"
+	((NEW_SIZE > REFILL_SIZE)) ||
+		wr_die "NEW_SIZE=$NEW_SIZE must be larger than REFILL_SIZE=$REFILL_SIZE: the crowd's operator raises the size"
+	min_crowd=$((NEW_SIZE + 9 * REFILL_SIZE))
+	((CROWD_USERS >= min_crowd)) ||
+		wr_die "CROWD_USERS=$CROWD_USERS is too small to show a raise from $REFILL_SIZE to $NEW_SIZE: the operator's check needs at least $min_crowd users (NEW_SIZE + 9 * REFILL_SIZE); leave REFILL_SIZE and NEW_SIZE unset to scale them with the crowd"
+	wr_log "crowd: $CROWD_USERS users, refill $REFILL_SIZE per $REFILL_INTERVAL, raised to $NEW_SIZE by the operator"
+fi
 REFILL_SIZE=${REFILL_SIZE:-50}
 NEW_SIZE=${NEW_SIZE:-200}
 LOG_LEVEL=${LOG_LEVEL:-info}

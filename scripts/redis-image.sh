@@ -9,7 +9,8 @@
 #
 # The public image is taken when it is present or can be pulled; the local
 # one (scripts/build-images.sh, from this host's binaries) on offline
-# machines such as our CI. Build output goes to stderr.
+# machines such as our CI. Only the image's name goes to stdout; a line on
+# stderr says which local image stands in and what is in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +29,7 @@ if [ -n "$chosen" ]; then
 elif docker image inspect "$public" >/dev/null 2>&1 || docker pull -q "$public" >/dev/null 2>&1; then
 	echo "$public"
 else
-	echo "$public cannot be pulled; using waitroom/$local:local" >&2
-	scripts/build-images.sh "$local" >&2
+	built=$(scripts/build-images.sh "$local")
+	echo "$built, in place of $public (cannot be pulled)" >&2
 	echo "waitroom/$local:local"
 fi

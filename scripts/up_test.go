@@ -133,6 +133,12 @@ func TestUpLoadBalancedStack(t *testing.T) {
 	if !strings.Contains(out, "waitroom is ready: 3 replicas behind the load balancer") {
 		t.Fatalf("up.sh said:\n%s", out)
 	}
+	// One line per image, saying what is in it; docker build's own output
+	// (the classic builder's deprecation banner) only on a failure.
+	if !regexp.MustCompile(`(?m)^built waitroom/waitroom:local \(waitroom and demo-order, .+\)$`).MatchString(out) ||
+		strings.Contains(out, "DEPRECATED") || strings.Contains(out, "sha256") {
+		t.Errorf("up.sh's build lines:\n%s", out)
+	}
 	var base string
 	for _, kv := range env {
 		if p, ok := strings.CutPrefix(kv, "WAITROOM_PORT="); ok {

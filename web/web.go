@@ -2,15 +2,18 @@
 // /q/{queue} and the back office at /admin.
 //
 // The pages are plain HTML, CSS and JavaScript with no build step, so what is
-// in static/ is exactly what browsers get. They load every script and style
-// from /static/... because the server's Content-Security-Policy forbids inline
-// scripts and styles.
+// in static/ is exactly what browsers get. Each page's script is a set of ES
+// modules, one per concern: waiting.js and admin.js are the entries, which
+// import the others by relative path (waiting-*.js, admin-*.js and the shared
+// i18n.js, storage.js, dom.js). Everything loads from /_waitroom/static/,
+// because the server's Content-Security-Policy allows scripts and styles from
+// 'self' only, none inline.
 package web
 
 import "embed"
 
 // Static holds the files under static/ (waiting.html, admin.html, their
-// scripts and style.css). Paths keep the "static/" prefix; use fs.Sub to serve
+// modules, pow-worker.js and style.css). Paths keep the "static/" prefix; use fs.Sub to serve
 // them from /static/.
 //
 //go:embed static

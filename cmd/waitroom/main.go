@@ -29,6 +29,7 @@ import (
 	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/metrics"
 	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/passuse"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -127,7 +128,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 		challenges *challenge.Challenges
 	)
 	err = untilRedisAnswers(ctx, log, func() (err error) {
-		if interval, err = seed(ctx, store); err != nil {
+		if interval, err = seed(ctx, store, cfg.Defaults, log); err != nil {
 			return err
 		}
 		places, passes, challenges, err = loadTrust(ctx, cfg, rdb)
@@ -159,7 +160,19 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 		}
 	}()
 
-	g, err := proxy.NewGate(ctx, cfg.GateQueue, passes, store, cfg.GateBypass, !cfg.CookieSecure)
+	uses, err := passuse.New(rdb, cfg.PassMaxClients, cfg.RequestTimeout)
+	if err != nil {
+		return err
+	}
+	g, err := proxy.NewGate(ctx, proxy.GateOptions{
+		Queue:          cfg.GateQueue,
+		Passes:         passes,
+		Admissions:     store,
+		Bypass:         cfg.GateBypass,
+		InsecureCookie: !cfg.CookieSecure,
+		Uses:           uses,
+		Revoke:         store.Remove,
+	})
 	if err != nil {
 		return err
 	}
@@ -305,7 +318,7 @@ func (e errFatal) Error() string { return e.err.Error() }
 // seed stores the default settings where none are stored yet and returns
 // the refill interval in force (the smallest over the queues, so every
 // queue is checked often enough).
-func seed(ctx context.Context, store *queue.Store) (time.Duration, error) {
+func seed(ctx context.Context, store *queue.Store, env queue.Settings, log *slog.Logger) (time.Duration, error) {
 	if err := store.Seed(ctx); err != nil {
 		return 0, err
 	}
@@ -315,11 +328,37 @@ func seed(ctx context.Context, store *queue.Store) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
+		if differ := seededDiff(env, info.Settings); len(differ) > 0 {
+			// The environment only seeds a queue Redis does not know yet;
+			// an operator who changed it and restarted would otherwise
+			// wonder why nothing changed.
+			log.Warn("the queue keeps the settings stored in Redis; these environment settings differ and are not applied "+
+				"(change them with PATCH /admin/v1/queues/{queue} or the back office, or start from an empty Redis)",
+				"queue", q, "differ", differ)
+		}
 		if interval == 0 || info.Settings.RefillInterval < interval {
 			interval = info.Settings.RefillInterval
 		}
 	}
 	return interval, nil
+}
+
+// seededDiff names the settings the environment seeds (queue.Store.Seed)
+// whose stored value differs from the environment's, as "field=stored
+// (env: value)".
+func seededDiff(env, stored queue.Settings) []string {
+	var d []string
+	add := func(field string, s, e any) {
+		if s != e {
+			d = append(d, fmt.Sprintf("%s=%v (env: %v)", field, s, e))
+		}
+	}
+	add("refill_size", stored.RefillSize, env.RefillSize)
+	add("refill_interval", stored.RefillInterval, env.RefillInterval)
+	add("session_ttl", stored.SessionTTL, env.SessionTTL)
+	add("max_active", stored.MaxActive, env.MaxActive)
+	add("abandon_after", stored.AbandonAfter, env.AbandonAfter)
+	return d
 }
 
 // Fields of secrets.Key that hold what replicas share when the operator

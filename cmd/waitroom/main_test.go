@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -42,6 +44,10 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// adminToken is the replicas' WAITROOM_ADMIN_TOKEN: config.MinAdminTokenBytes
+// or more, or the service refuses to start.
+const adminToken = "cmd-test-admin-token-0123456789abcdef"
 
 func startReplica(t *testing.T, env map[string]string) *replica {
 	t.Helper()
@@ -144,7 +150,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		"WAITROOM_QUEUES":          queue + ",other",
 		"WAITROOM_REFILL_SIZE":     "1",
 		"WAITROOM_REFILL_INTERVAL": "100ms",
-		"WAITROOM_ADMIN_TOKEN":     "t",
+		"WAITROOM_ADMIN_TOKEN":     adminToken,
 	})
 	api := "/api/v1/queues/" + queue
 	// Two users, one token: the scheduler's ticks admit the second.
@@ -173,10 +179,10 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	}
 	// The admin API works as run() wires it: its lockout and audit log
 	// need Redis.
-	if code := r.call(t, "GET", "/admin/v1/queues/"+queue, "t", nil); code != 200 {
+	if code := r.call(t, "GET", "/admin/v1/queues/"+queue, adminToken, nil); code != 200 {
 		t.Fatalf("admin with the token: %d", code)
 	}
-	if code := r.call(t, "GET", "/admin/v1/queues/"+queue+"/audit", "t", nil); code != 200 {
+	if code := r.call(t, "GET", "/admin/v1/queues/"+queue+"/audit", adminToken, nil); code != 200 {
 		t.Fatalf("audit log: %d", code)
 	}
 	if code := r.call(t, "GET", "/admin/v1/queues/"+queue, "wrong", nil); code != 401 {
@@ -218,7 +224,7 @@ func TestReplicasShareCredentialsAndPasses(t *testing.T) {
 	var v struct {
 		Queue, Sub string
 	}
-	if code := b.call(t, "GET", "/api/v1/verify", in.Pass, &v); code != 200 || v.Sub != in.UserID || v.Queue != queue {
+	if code := b.call(t, "GET", "/api/v1/verify?queue="+queue, in.Pass, &v); code != 200 || v.Sub != in.UserID || v.Queue != queue {
 		t.Fatalf("b verifying a's pass: %d %+v", code, v)
 	}
 	var jwksA, jwksB json.RawMessage
@@ -245,7 +251,7 @@ func TestReplicasShareCredentialsAndPasses(t *testing.T) {
 	if code := c.call(t, "GET", api+"/status", in.PlaceToken, nil); code != 401 {
 		t.Fatalf("a credential of the generated secret on a replica with its own: %d", code)
 	}
-	if code := c.call(t, "GET", "/api/v1/verify", in.Pass, nil); code != 401 {
+	if code := c.call(t, "GET", "/api/v1/verify?queue="+queue, in.Pass, nil); code != 401 {
 		t.Fatalf("a pass of the generated key on a replica with its own: %d", code)
 	}
 	var mine ticket
@@ -285,6 +291,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"WAITROOM_REQUEST_TIMEOUT": "0s"},
 		{"WAITROOM_SECRET": "too-short"},
 		{"WAITROOM_JOIN_SECRET": "too-short"},
+		{"WAITROOM_ADMIN_TOKEN": "too-short"},
 		{"WAITROOM_COOKIE_SECURE": "maybe"},
 		{"WAITROOM_INSECURE_USER_IDS": "yes please"},
 		{"WAITROOM_MAX_CONNS": "0"},
@@ -305,6 +312,34 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		cancel()
 		if err == nil || timedOut {
 			t.Errorf("run with %v: %v (want a configuration error before the deadline)", env, err)
+		}
+	}
+}
+
+// Settings in the environment seed a new queue only; a replica started with
+// other ones says, in one line, which it does not apply.
+func TestSeedSaysWhenTheEnvironmentDiffers(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	q := fmt.Sprintf("seed%d", time.Now().UnixNano())
+	first := queue.Settings{RefillSize: 10, RefillInterval: 5 * time.Second, SessionTTL: 10 * time.Minute}
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	for i, env := range []queue.Settings{first, first, {RefillSize: 1, RefillInterval: 20 * time.Second, SessionTTL: 10 * time.Minute}} {
+		store, err := queue.NewStore(rdb, []string{q}, env, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs.Reset()
+		if _, err := seed(context.Background(), store, env, log); err != nil {
+			t.Fatal(err)
+		}
+		warned, want := strings.Contains(logs.String(), "differ"), i == 2
+		if warned != want {
+			t.Fatalf("start %d: warned %v, want %v: %s", i, warned, want, logs.String())
+		}
+		if want && (!strings.Contains(logs.String(), "refill_size=10 (env: 1)") || !strings.Contains(logs.String(), "refill_interval=5s (env: 20s)")) {
+			t.Fatalf("the line does not name the settings: %s", logs.String())
 		}
 	}
 }

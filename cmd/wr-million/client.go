@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +23,20 @@ type conn struct {
 	c    net.Conn
 	r    *bufio.Reader
 	body []byte
+	// Bytes on the wire (HTTP, not TCP/IP headers) and dials, for the
+	// report: written only by the goroutine using the connection.
+	tx, rx, dials uint64
+}
+
+// countingReader counts what the bufio.Reader takes from the socket.
+type countingReader struct {
+	c *conn
+}
+
+func (r countingReader) Read(p []byte) (int, error) {
+	n, err := r.c.c.Read(p)
+	r.c.rx += uint64(n)
+	return n, err
 }
 
 // errProtocol is an answer this client cannot read (no Content-Length).
@@ -40,12 +52,14 @@ func (c *conn) do(req []byte) (code int, body []byte, err error) {
 			return 0, nil, err
 		}
 		c.c = nc
+		c.dials++
 		if c.r == nil {
-			c.r = bufio.NewReaderSize(nc, 4096)
+			c.r = bufio.NewReaderSize(countingReader{c}, 4096)
 		} else {
-			c.r.Reset(nc)
+			c.r.Reset(countingReader{c})
 		}
 	}
+	c.tx += uint64(len(req))
 	if _, err := c.c.Write(req); err != nil {
 		c.close()
 		return 0, nil, err
@@ -199,25 +213,4 @@ func jsonInt(b []byte, key string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(string(v[:j]), 10, 64)
 	return n, err == nil
-}
-
-// admittedAt reads the admission time (claim adm, ms since the epoch, on
-// Redis's clock) from an entry pass without verifying it: the generator
-// only needs to know when the admission began, and the server signed it.
-func admittedAt(pass []byte) (time.Time, error) {
-	parts := bytes.Split(pass, []byte("."))
-	if len(parts) != 3 {
-		return time.Time{}, fmt.Errorf("%w: pass is not a JWT", errProtocol)
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(string(parts[1]))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: pass payload: %w", errProtocol, err)
-	}
-	var c struct {
-		Adm int64 `json:"adm"`
-	}
-	if err := json.Unmarshal(payload, &c); err != nil || c.Adm <= 0 {
-		return time.Time{}, fmt.Errorf("%w: pass without adm", errProtocol)
-	}
-	return time.UnixMilli(c.Adm), nil
 }

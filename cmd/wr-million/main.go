@@ -8,7 +8,13 @@
 // CPU per status call of the server, Redis and the generator. Each user
 // calls from an address of its own (X-Forwarded-For, -xff), as the server
 // limits enter and status per client address; the server must trust the
-// generator's address as a proxy (scripts/million.sh does).
+// generator's address as a proxy (scripts/million.sh does). It also
+// reports Redis commands per second (INFO commandstats) and HTTP bytes per
+// call, and models connections as a browser's: a user's call reuses its
+// connection within the server's idle timeout (-idle-timeout) of its last
+// one, else opens a new one. With -burst, an opening: that many new users
+// enter open loop over -burst-for from the window's start, and every
+// acknowledged place is then checked in Redis (burst.go).
 //
 //	wr-million -url http://127.0.0.1:8080 -server-pid P -redis-pid R -redis-addr 127.0.0.1:6379
 //
@@ -36,6 +42,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/pass"
 )
 
 func main() {
@@ -65,6 +73,12 @@ type config struct {
 	clkTck              int64
 	targetP99           time.Duration
 	xff                 bool
+	idleTimeout         time.Duration
+	// The opening burst (0: none): burst arrivals, open loop, evenly
+	// over burstFor from the window's start, on burstConns connections.
+	burst, burstConns int
+	burstFor          time.Duration
+	targetEnterP99    time.Duration
 }
 
 func parseFlags(args []string) (config, error) {
@@ -90,14 +104,30 @@ func parseFlags(args []string) (config, error) {
 	// users come from about as many. It believes the header only from a
 	// trusted proxy (scripts/million.sh trusts loopback, lib.sh).
 	fs.BoolVar(&c.xff, "xff", true, "send each user's calls with X-Forwarded-For: an address of its own")
+	// A browser keeps a connection idle only as long as the server does:
+	// a user's poll reuses its connection when it comes sooner than the
+	// server's idle timeout after the user's last call, and opens a new
+	// one otherwise. The generator cannot hold the million idle sockets
+	// that means (see connModel in the report); it sends a reused
+	// user's call on a pooled keep-alive connection and a new one's on a
+	// freshly dialled one.
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", 75*time.Second, "the server's keep-alive idle timeout (WAITROOM_IDLE_TIMEOUT); 0: every call reuses a pooled connection")
+	fs.IntVar(&c.burst, "burst", 0, "opening burst: this many new arrivals, open loop, from the window's start (0: none)")
+	fs.DurationVar(&c.burstFor, "burst-for", 20*time.Second, "the burst's arrivals are spread evenly over this time")
+	fs.IntVar(&c.burstConns, "burst-conns", 1024, "connections (and workers) that send the burst's enters")
+	fs.DurationVar(&c.targetEnterP99, "target-enter-p99", 250*time.Millisecond, "the burst's enter p99 target")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	switch {
 	case c.users < 1, c.fillConns < 1, c.conns < 1, c.duration <= 0, c.settle < 0, c.clkTck < 1:
 		return c, errors.New("users, fill-conns, conns, duration and clk-tck must be positive, settle not negative")
-	case c.users > math.MaxInt32:
-		return c, errors.New("users must fit an int32")
+	case c.users+c.burst > math.MaxInt32 || c.users+c.burst < 0:
+		return c, errors.New("users plus burst must fit an int32")
+	case c.burst < 0, c.burst > 0 && (c.burstConns < 1 || c.burstFor <= 0 || c.burstFor > c.duration):
+		return c, errors.New("burst must not be negative; with a burst, burst-conns positive and burst-for within the window")
+	case c.idleTimeout < 0:
+		return c, errors.New("idle-timeout must not be negative")
 	}
 	return c, nil
 }
@@ -128,6 +158,9 @@ type stats struct {
 	waiting, entered, notWaiting              uint64
 	reasons                                   map[string]uint64 // NOT_WAITING answers by reason
 	near                                      uint64            // calls for users last seen within ten ticks
+	fresh                                     uint64            // calls on a new connection: the user's had idled out
+	dials                                     uint64            // connections dialled (fresh ones, and after a close)
+	tx, rx                                    uint64            // bytes on the wire, HTTP requests and answers
 	latency                                   hist              // µs, send start to answer
 	lag                                       hist              // µs, send start minus its due time
 	learn                                     [bands]hist       // ms, learned minus admitted
@@ -143,6 +176,10 @@ func (s *stats) merge(o *stats) {
 	s.entered += o.entered
 	s.notWaiting += o.notWaiting
 	s.near += o.near
+	s.fresh += o.fresh
+	s.dials += o.dials
+	s.tx += o.tx
+	s.rx += o.rx
 	for r, n := range o.reasons {
 		if s.reasons == nil {
 			s.reasons = map[string]uint64{}
@@ -169,6 +206,14 @@ type gen struct {
 	token   []string // place credential per user
 	lastPos []int32  // position in the user's last WAITING answer
 	pollMS  []int32  // poll_after_ms in that answer (0: not polling)
+	// lastCall is when the user's last call was answered (ns since t0):
+	// its connection, in the browser model, idles from then.
+	lastCall []int64
+	// The burst's users (index users+i): when each enter was sent and
+	// answered 200 (0: not acknowledged), ns since t0.
+	burstSent, burstAck []int64
+	burstSpan           [2]spanMark  // at the burst's start and after its last answer
+	polls               atomic.Int64 // status calls answered, all phases
 
 	sched *schedule
 	jobs  chan call
@@ -196,7 +241,7 @@ func (g *gen) phase(t int64) int {
 }
 
 // retryAfter is when a user asks again after a failed call: the waiting
-// page's first backoff step (web/static/waiting.js BACKOFF_START_MS).
+// page's first backoff step (web/static/waiting-api.js BACKOFF_START_MS).
 const retryAfter = time.Second
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -214,13 +259,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	g := &gen{
 		cfg: cfg, addr: u.Host, host: u.Host, t0: time.Now(),
-		nearPos:  10 * int64(info.RefillSize),
-		interval: time.Duration(info.RefillIntervalMS) * time.Millisecond,
-		token:    make([]string, cfg.users),
-		lastPos:  make([]int32, cfg.users),
-		pollMS:   make([]int32, cfg.users),
-		sched:    newSchedule(cfg.users),
-		jobs:     make(chan call, 1024),
+		nearPos:   10 * int64(info.RefillSize),
+		interval:  time.Duration(info.RefillIntervalMS) * time.Millisecond,
+		token:     make([]string, cfg.users+cfg.burst),
+		lastPos:   make([]int32, cfg.users+cfg.burst),
+		pollMS:    make([]int32, cfg.users+cfg.burst),
+		lastCall:  make([]int64, cfg.users+cfg.burst),
+		burstSent: make([]int64, cfg.burst),
+		burstAck:  make([]int64, cfg.burst),
+		sched:     newSchedule(cfg.users + cfg.burst),
+		jobs:      make(chan call, 1024),
 	}
 	for _, a := range []*atomic.Int64{&g.fillEnd, &g.windowStart, &g.windowEnd} {
 		a.Store(math.MaxInt64)
@@ -284,7 +332,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cmd0, err := redisCommands(ctx, cfg.redisAddr)
+	if err != nil {
+		return err
+	}
 	rate0 := g.rate.Load()
+	var burst []stats
+	var burstWG sync.WaitGroup
+	if cfg.burst > 0 {
+		burst = make([]stats, cfg.burstConns)
+		burstWG.Go(func() { g.runBurst(runCtx, burst) })
+	}
 	if err := sleepUntil(ctx, g.t0, wEnd); err != nil {
 		return err
 	}
@@ -292,8 +350,22 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cmd1, err := redisCommands(ctx, cfg.redisAddr)
+	if err != nil {
+		return err
+	}
 	rate1 := g.rate.Load()
 	left := g.polling.Load()
+	burstWG.Wait() // within the window (burst-for ≤ duration) but for its last answers
+	// The burst's places are checked against Redis while they still poll.
+	var bc burstCheck
+	if cfg.burst > 0 && cfg.redisAddr != "" {
+		if bc, err = g.checkBurst(ctx); err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+	}
 	cancel()
 	// Calls in flight finish within the server's own timeouts.
 	done := make(chan struct{})
@@ -310,8 +382,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			total[p].merge(&pollStats[i][p])
 		}
 	}
-	r := report{cfg: cfg, g: g, st: &total, cpu: [2]cpuSnap{cpu0, cpu1},
-		impliedRate: float64(rate0+rate1) / 2 / 1e6, polling: left, waitingAfterFill: after.Waiting}
+	var bt stats
+	for i := range burst {
+		bt.merge(&burst[i])
+	}
+	r := report{cfg: cfg, g: g, st: &total, cpu: [2]cpuSnap{cpu0, cpu1}, cmds: [2]redisCmds{cmd0, cmd1},
+		impliedRate: float64(rate0+rate1) / 2 / 1e6, polling: left, waitingAfterFill: after.Waiting,
+		burst: &bt, burstCheck: bc}
 	return r.print(out)
 }
 
@@ -371,6 +448,7 @@ func (g *gen) enter(ctx context.Context, c *conn, req []byte, u int32, st *stats
 				return fmt.Errorf("enter answer without place_token or status: %s", body)
 			}
 			g.token[u] = string(tok)
+			g.lastCall[u] = end
 			switch string(status) {
 			case "WAITING":
 				g.answered(u, body, end)
@@ -484,11 +562,26 @@ func (g *gen) pollWorker(ctx context.Context, st *[phases]stats) {
 func (g *gen) poll(c *conn, req []byte, j call, all *[phases]stats) []byte {
 	u := j.user
 	start := g.now()
+	// The browser model: the user's connection idled out on the server
+	// since its last call, so this one opens a new connection.
+	fresh := g.cfg.idleTimeout > 0 && start-g.lastCall[u] >= int64(g.cfg.idleTimeout)
+	if fresh {
+		c.close()
+	}
+	tx, rx, dials := c.tx, c.rx, c.dials
 	req = appendStatusRequest(req[:0], g.host, g.cfg.queue, g.cfg.xff, u, g.token[u])
 	code, body, err := c.do(req)
 	end := g.now()
+	g.lastCall[u] = end
+	g.polls.Add(1)
 	st := &all[g.phase(start)]
 	st.calls++
+	if fresh {
+		st.fresh++
+	}
+	st.tx += c.tx - tx
+	st.rx += c.rx - rx
+	st.dials += c.dials - dials
 	st.latency.add((end - start) / 1000)
 	st.lag.add((start - j.due) / 1000)
 	if int64(g.lastPos[u]) <= g.nearPos {
@@ -515,12 +608,15 @@ func (g *gen) poll(c *conn, req []byte, j call, all *[phases]stats) []byte {
 	case "ENTERED":
 		st.entered++
 		g.setPoll(u, 0) // the page leaves for the order page
-		pass, _ := jsonString(body, "pass")
-		adm, err := admittedAt(pass)
+		// The pass is read unverified: the server has just handed it
+		// over, and the generator only wants the admission's start.
+		tok, _ := jsonString(body, "pass")
+		claims, err := pass.UnverifiedClaims(string(tok))
 		if err != nil {
 			st.errOther++
 			return req
 		}
+		adm := claims.AdmittedAt
 		band := bandFar
 		if int64(g.lastPos[u]) <= g.nearPos {
 			band = bandNear
@@ -633,6 +729,9 @@ type report struct {
 	g                *gen
 	st               *[phases]stats
 	cpu              [2]cpuSnap
+	cmds             [2]redisCmds
+	burst            *stats
+	burstCheck       burstCheck
 	impliedRate      float64
 	polling          int64
 	waitingAfterFill int64
@@ -679,9 +778,63 @@ func (r *report) print(out io.Writer) error {
 		fmt.Fprintf(out, "learned of admission, %s: %d users, lag p50 %d ms, p99 %d ms, max %d ms (max %.2f intervals)\n",
 			name, h.n, h.quantile(0.5), h.quantile(0.99), h.max, ivl(h.max))
 	}
+	calls := float64(max(w.calls, 1))
+	if r.burst != nil && r.burst.calls > 0 {
+		calls += float64(r.burst.calls) // the window's CPU covers the burst's enters too
+	}
 	if r.cfg.serverPID > 0 || r.cfg.redisPID > 0 {
-		fmt.Fprintf(out, "CPU per status call: server %.1f µs (%.0f %% of a core), redis %.1f µs (%.0f %%), generator %.1f µs (%.0f %%)\n",
-			cpuUS(ds), cpuPct(ds), cpuUS(dr), cpuPct(dr), cpuUS(dg), cpuPct(dg))
+		what := "status call"
+		if r.burst != nil && r.burst.calls > 0 {
+			what = "call (status and the burst's enters)"
+		}
+		per := func(d int64) float64 { return float64(d) * 1e6 / float64(r.cfg.clkTck) / calls }
+		fmt.Fprintf(out, "CPU per %s: server %.1f µs (%.0f %% of a core), redis %.1f µs (%.0f %%), generator %.1f µs (%.0f %%)\n",
+			what, per(ds), cpuPct(ds), per(dr), cpuPct(dr), per(dg), cpuPct(dg))
+	}
+	c0, c1 := r.cmds[0], r.cmds[1]
+	evalsha := c1.calls["evalsha"] - c0.calls["evalsha"]
+	evalUS := c1.usec["evalsha"] - c0.usec["evalsha"]
+	cmdTotal := c1.total - c0.total
+	if r.cfg.redisAddr != "" {
+		fmt.Fprintf(out, "redis commands: %.0f/s in all (%.3f per call), of which evalsha %.0f/s (%.3f per call, %.1f µs each inside Redis); by command:",
+			float64(cmdTotal)/secs, float64(cmdTotal)/calls, float64(evalsha)/secs, float64(evalsha)/calls, float64(evalUS)/float64(max(evalsha, 1)))
+		names := make([]string, 0, len(c1.calls))
+		for k := range c1.calls {
+			if c1.calls[k] > c0.calls[k] {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(out, " %s %.1f/s", k, float64(c1.calls[k]-c0.calls[k])/secs)
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintf(out, "wire (HTTP bytes, no TCP/IP): %.0f bytes per status call sent, %.0f received\n",
+		float64(w.tx)/float64(max(w.calls, 1)), float64(w.rx)/float64(max(w.calls, 1)))
+	fmt.Fprintf(out, "connections (browser model, server idle timeout %s): %d of %d status calls (%.2f %%) came after the user's connection idled out and opened a new one; %d dials in all; a browser-faithful crowd holds one idle connection per user polling sooner than that: about %d open at once, the generator %d\n",
+		r.cfg.idleTimeout, w.fresh, w.calls, 100*float64(w.fresh)/float64(max(w.calls, 1)), w.dials, r.polling, r.cfg.conns+r.cfg.burstConns*min(r.cfg.burst, 1))
+	if b := r.burst; b != nil && b.calls > 0 {
+		bc := &r.burstCheck
+		fmt.Fprintf(out, "burst: %d enters over %s (%.0f/s asked), %d ok (%d WAITING, %d ENTERED), %d 503, %d other non-2xx, %d transport errors\n",
+			b.calls, r.cfg.burstFor, float64(r.cfg.burst)/r.cfg.burstFor.Seconds(), b.ok, b.waiting, b.entered, b.err503, b.errOther, b.errTransport)
+		fmt.Fprintf(out, "burst enter latency: p50 %s, p90 %s, p99 %s, p99.9 %s, max %s; schedule lag p99 %s, max %s; wire %.0f / %.0f bytes per enter\n",
+			us(b.latency.quantile(0.5)), us(b.latency.quantile(0.9)), us(b.latency.quantile(0.99)), us(b.latency.quantile(0.999)), us(b.latency.max),
+			us(b.lag.quantile(0.99)), us(b.lag.max), float64(b.tx)/float64(max(b.calls, 1)), float64(b.rx)/float64(max(b.calls, 1)))
+		if m0, m1 := &r.g.burstSpan[0], &r.g.burstSpan[1]; m0.err == nil && m1.err == nil && m1.cpu.at.After(m0.cpu.at) {
+			d := m1.cpu.at.Sub(m0.cpu.at).Seconds()
+			tk := func(x int64) float64 { return float64(x) * 1e6 / float64(r.cfg.clkTck) }
+			polls := m1.polls - m0.polls
+			ev := m1.cmds.calls["evalsha"] - m0.cmds.calls["evalsha"]
+			evUS := m1.cmds.usec["evalsha"] - m0.cmds.usec["evalsha"]
+			fmt.Fprintf(out, "over the burst's %.1f s: %d enters and %d status calls; CPU server %.0f %% of a core, redis %.0f %%, generator %.0f %%; per enter + its share of polls: server %.1f µs, redis %.1f µs; evalsha %d (%.2f per enter, %.1f µs of scripts per enter), redis commands %.0f/s\n",
+				d, b.calls, polls, tk(m1.cpu.server-m0.cpu.server)/1e4/d, tk(m1.cpu.redis-m0.cpu.redis)/1e4/d, tk(m1.cpu.self-m0.cpu.self)/1e4/d,
+				tk(m1.cpu.server-m0.cpu.server)/float64(max(b.calls, 1)), tk(m1.cpu.redis-m0.cpu.redis)/float64(max(b.calls, 1)),
+				ev, float64(ev)/float64(max(b.calls, 1)), float64(evUS)/float64(max(b.calls, 1)), float64(m1.cmds.total-m0.cmds.total)/d)
+		}
+		fmt.Fprintf(out, "burst check (Redis, in %s): %d acknowledged: %d waiting at their credential's seq, %d admitted, %d missing, %d at another seq, %d duplicate seqs, %d duplicate members, %d unreadable; %d places in the waiting ZSET at seq %d..%d (%d acknowledged still waiting, %d placed but never acknowledged); FIFO: %d ordered pairs, %d breaks %s\n",
+			bc.checked.Round(time.Millisecond), bc.acked, bc.waiting, bc.entered, bc.missing, bc.wrongSeq, bc.dupSeq, bc.dupMember, bc.badToken,
+			bc.inRange, bc.minSeq, bc.maxSeq, bc.stillWaiting, bc.notAckedButPlaced, bc.pairs, bc.fifoBreaks, bc.firstBreak)
 	}
 	if a, b := r.cpu[0].cpus, r.cpu[1].cpus; len(a) == len(b) {
 		for i := range a {
@@ -697,7 +850,13 @@ func (r *report) print(out io.Writer) error {
 	}
 
 	near := &w.learn[bandNear]
-	fmt.Fprintf(out, "MILLION_RESULT users=%d waiting=%d window_s=%.0f rate=%.0f implied_rate=%.0f p50_us=%d p99_us=%d max_us=%d n503=%d errors=%d lag_p99_us=%d learn_near=%d learn_near_p99_ms=%d learn_near_max_ms=%d learn_far=%d learn_far_max_ms=%d server_us=%.1f redis_us=%.1f gen_us=%.1f server_pct=%.0f redis_pct=%.0f gen_pct=%.0f\n",
+	fmt.Fprintf(out, "MILLION_RESULT cmds_per_s=%.0f evalsha_per_s=%.0f fresh_conns=%d tx_per_call=%.0f rx_per_call=%.0f ",
+		float64(cmdTotal)/secs, float64(evalsha)/secs, w.fresh, float64(w.tx)/float64(max(w.calls, 1)), float64(w.rx)/float64(max(w.calls, 1)))
+	if b := r.burst; b != nil && b.calls > 0 {
+		fmt.Fprintf(out, "burst=%d burst_ok=%d burst_503=%d burst_p99_us=%d burst_max_us=%d burst_check_ok=%t ",
+			b.calls, b.ok, b.err503, b.latency.quantile(0.99), b.latency.max, r.burstCheck.ok())
+	}
+	fmt.Fprintf(out, "users=%d waiting=%d window_s=%.0f rate=%.0f implied_rate=%.0f p50_us=%d p99_us=%d max_us=%d n503=%d errors=%d lag_p99_us=%d learn_near=%d learn_near_p99_ms=%d learn_near_max_ms=%d learn_far=%d learn_far_max_ms=%d server_us=%.1f redis_us=%.1f gen_us=%.1f server_pct=%.0f redis_pct=%.0f gen_pct=%.0f\n",
 		r.cfg.users, r.waitingAfterFill, secs, rate, r.impliedRate, w.latency.quantile(0.5), w.latency.quantile(0.99), w.latency.max,
 		w.err503, w.errOther+w.errTransport, w.lag.quantile(0.99), near.n, near.quantile(0.99), near.max,
 		w.learn[bandFar].n, w.learn[bandFar].max, cpuUS(ds), cpuUS(dr), cpuUS(dg), cpuPct(ds), cpuPct(dr), cpuPct(dg))
@@ -715,6 +874,20 @@ func (r *report) print(out io.Writer) error {
 	if near.n == 0 {
 		missed = append(missed, "nobody was admitted in the window")
 	}
+	if b := r.burst; b != nil && r.cfg.burst > 0 {
+		if p99 := time.Duration(b.latency.quantile(0.99)) * time.Microsecond; p99 > r.cfg.targetEnterP99 {
+			missed = append(missed, fmt.Sprintf("burst enter p99 %s > %s", p99, r.cfg.targetEnterP99))
+		}
+		if b.err503 > 0 {
+			missed = append(missed, fmt.Sprintf("%d burst enters answered 503", b.err503))
+		}
+		if b.ok != uint64(r.cfg.burst) {
+			missed = append(missed, fmt.Sprintf("%d of %d burst enters acknowledged", b.ok, r.cfg.burst))
+		}
+		if r.cfg.redisAddr != "" && !r.burstCheck.ok() {
+			missed = append(missed, "the burst check found lost, duplicated or out-of-order places")
+		}
+	}
 	if len(missed) > 0 {
 		fmt.Fprintf(out, "targets: MISSED: %s\n", strings.Join(missed, "; "))
 		return errTargetMissed
@@ -726,4 +899,55 @@ func (r *report) print(out io.Writer) error {
 // us formats a µs count.
 func us(v int64) string {
 	return (time.Duration(v) * time.Microsecond).Round(10 * time.Microsecond).String()
+}
+
+// redisCmds is INFO commandstats at one moment: calls and µs per command,
+// and total_commands_processed.
+type redisCmds struct {
+	calls, usec map[string]int64
+	total       int64
+}
+
+// redisCommands reads INFO commandstats and INFO stats (empty when addr is).
+func redisCommands(ctx context.Context, addr string) (redisCmds, error) {
+	rc := redisCmds{calls: map[string]int64{}, usec: map[string]int64{}}
+	if addr == "" {
+		return rc, nil
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	s, err := c.Info(ctx, "commandstats", "stats").Result()
+	if err != nil {
+		return rc, fmt.Errorf("redis INFO commandstats: %w", err)
+	}
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
+			if _, err := fmt.Sscan(v, &rc.total); err != nil {
+				return rc, fmt.Errorf("redis INFO stats: %q", line)
+			}
+			continue
+		}
+		// cmdstat_evalsha:calls=12,usec=345,usec_per_call=28.75,...
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		for f := range strings.SplitSeq(rest, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			var n int64
+			switch k {
+			case "calls":
+				_, err = fmt.Sscan(v, &n)
+				rc.calls[name] = n
+			case "usec":
+				_, err = fmt.Sscan(v, &n)
+				rc.usec[name] = n
+			}
+			if err != nil {
+				return rc, fmt.Errorf("redis INFO commandstats: %q", line)
+			}
+		}
+	}
+	return rc, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/place"
 )
 
 func TestScheduleOrder(t *testing.T) {
@@ -126,18 +127,6 @@ func TestTicketFields(t *testing.T) {
 	}
 }
 
-func TestAdmittedAt(t *testing.T) {
-	enc := base64.RawURLEncoding.EncodeToString
-	pass := enc([]byte(`{"alg":"EdDSA"}`)) + "." + enc([]byte(`{"sub":"p_x","adm":1700000000123}`)) + ".sig"
-	got, err := admittedAt([]byte(pass))
-	if err != nil || got.UnixMilli() != 1700000000123 {
-		t.Fatalf("admittedAt = %v, %v", got, err)
-	}
-	if _, err := admittedAt([]byte("nope")); err == nil {
-		t.Fatal("no error for a non-JWT")
-	}
-}
-
 // The hand-written client against Go's own server: keep-alive, bodies of
 // any size, a status other than 200, and a server that closes.
 func TestConn(t *testing.T) {
@@ -241,5 +230,53 @@ func TestReadCPUTimes(t *testing.T) {
 		if c.busy > c.all || c.softirq > c.busy {
 			t.Errorf("%+v", c)
 		}
+	}
+}
+
+func TestBurstFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-burst", "-1"},
+		{"-burst", "10", "-burst-for", "2m", "-duration", "1m"},
+		{"-burst", "10", "-burst-conns", "0"},
+		{"-idle-timeout", "-1s"},
+	} {
+		if _, err := parseFlags(args); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+	c, err := parseFlags([]string{"-users", "10", "-burst", "5", "-burst-for", "1s", "-duration", "2s"})
+	if err != nil || c.burst != 5 || c.burstFor != time.Second || c.idleTimeout != 75*time.Second {
+		t.Errorf("%+v %v", c, err)
+	}
+}
+
+func TestSeqAndMember(t *testing.T) {
+	creds, err := place.New([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := place.NewMember()
+	seq, member, err := seqAndMember(creds.Issue("q", m, 12345))
+	if err != nil || seq != 12345 || member != m {
+		t.Errorf("got %d %q %v, want 12345 %q", seq, member, err, m)
+	}
+	if _, _, err := seqAndMember("v1.q.bWVtYmVy.mac"); err == nil {
+		t.Error("a v1 credential read")
+	}
+}
+
+func TestFIFO(t *testing.T) {
+	// A answered before B and C were sent; B and C overlap each other.
+	recs := []rec{
+		{sent: 0, ack: 10, seq: 1},
+		{sent: 20, ack: 40, seq: 3},
+		{sent: 25, ack: 30, seq: 2},
+	}
+	if pairs, breaks, first := fifo(recs); pairs != 2 || breaks != 0 {
+		t.Errorf("in order: %d pairs, %d breaks %s", pairs, breaks, first)
+	}
+	recs[0].seq = 5 // A, acknowledged first, behind B and C
+	if _, breaks, _ := fifo(recs); breaks != 2 {
+		t.Errorf("out of order: %d breaks, want 2", breaks)
 	}
 }

@@ -56,7 +56,9 @@ func New(secret []byte) (*Challenges, error) {
 	return &Challenges{key: secret, now: time.Now}, nil
 }
 
-var enc = base64.RawURLEncoding
+// enc is strict, so a challenge's MAC has one spelling (CR and LF, which
+// encoding/base64 skips in any mode, are refused by Check).
+var enc = base64.RawURLEncoding.Strict()
 
 // Issue returns a new challenge for queue at difficulty and when it
 // expires: "c1.<queue>.<difficulty>.<expires, unix ms>.<id>.<mac>", where
@@ -80,7 +82,8 @@ func (c *Challenges) mac(body string) []byte {
 // challenge's: the store refuses it if the queue now asks for more.
 func (c *Challenges) Check(queueName, challenge, nonce string) (queue.Proof, error) {
 	parts := strings.Split(challenge, ".")
-	if len(parts) != 6 || parts[0] != "c1" || parts[1] != queueName || len(nonce) == 0 || len(nonce) > MaxNonce {
+	if len(parts) != 6 || parts[0] != "c1" || parts[1] != queueName || len(nonce) == 0 || len(nonce) > MaxNonce ||
+		strings.ContainsAny(challenge, "\r\n") {
 		return queue.Proof{}, ErrInvalid
 	}
 	for i := 0; i < len(nonce); i++ {

@@ -1,7 +1,9 @@
 package challenge
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"strconv"
 	"strings"
@@ -117,6 +119,35 @@ func BenchmarkCheck(b *testing.B) {
 	for b.Loop() {
 		if _, err := c.Check("q", ch, nonce); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A challenge has one spelling: its MAC with other values in the 2 unused
+// bits of its last character, which a lenient decoder reads as the same
+// bytes, or with a line break, which encoding/base64 skips, is refused.
+func TestCheckOneSpelling(t *testing.T) {
+	c := newChallenges(t)
+	ch, _ := c.Issue("q", 0) // any nonce solves it
+	if _, err := c.Check("q", ch, "0"); err != nil {
+		t.Fatal(err)
+	}
+	cut := strings.LastIndexByte(ch, '.') + 1
+	mac, _ := base64.RawURLEncoding.Strict().DecodeString(ch[cut:])
+	bad := []string{ch[:cut+5] + "\n" + ch[cut+5:], ch[:len(ch)-1] + "\r\n" + ch[len(ch)-1:]}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for _, r := range alphabet {
+		alt := ch[:len(ch)-1] + string(r)
+		if got, err := base64.RawURLEncoding.DecodeString(alt[cut:]); alt != ch && err == nil && bytes.Equal(got, mac) {
+			bad = append(bad, alt)
+		}
+	}
+	if len(bad) != 2+3 {
+		t.Fatalf("%d spellings, want 2 with line breaks and 3 respellings", len(bad))
+	}
+	for _, b := range bad {
+		if _, err := c.Check("q", b, "0"); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Check(%q) = %v, want ErrInvalid", b, err)
 		}
 	}
 }

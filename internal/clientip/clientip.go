@@ -1,5 +1,6 @@
-// Package clientip tells which address a request came from, for limits
-// kept per client (rate limits, the admin lockout). The peer's address is
+// Package clientip tells which address a request came from, and names the
+// client's budget (Key), for limits kept per client (rate limits, the admin
+// lockout). The peer's address is
 // the client's unless the peer is one of the operator's trusted proxies
 // (WAITROOM_TRUSTED_PROXIES): then X-Forwarded-For is read from the right,
 // skipping trusted hops, and the first untrusted address is the client.
@@ -57,9 +58,12 @@ func (r *Resolver) Addr(req *http.Request) netip.Addr {
 	client := peer
 	hops := req.Header.Values("X-Forwarded-For")
 	for i := len(hops) - 1; i >= 0; i-- {
-		parts := strings.Split(hops[i], ",")
-		for j := len(parts) - 1; j >= 0; j-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(parts[j]))
+		// The line's comma-separated entries from the right, without
+		// splitting it into a slice: every request behind a proxy asks.
+		rest := hops[i]
+		for {
+			j := strings.LastIndexByte(rest, ',') // -1: the first entry
+			a, err := netip.ParseAddr(strings.TrimSpace(rest[j+1:]))
 			if err != nil {
 				return client
 			}
@@ -67,6 +71,10 @@ func (r *Resolver) Addr(req *http.Request) netip.Addr {
 			if !r.isTrusted(client) {
 				return client
 			}
+			if j < 0 {
+				break
+			}
+			rest = rest[:j]
 		}
 	}
 	return client
@@ -79,6 +87,24 @@ func (r *Resolver) isTrusted(a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// Key names a's budget in every per-client limit: an IPv4 address as it
+// is (an IPv4-mapped IPv6 one as its IPv4), an IPv6 address as its /64, the
+// block one subscriber usually gets, so that walking the block's 2^64
+// addresses does not buy fresh budgets. The zero Addr (a peer that could
+// not be read) is "unknown", one budget for all such. Never empty.
+func Key(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case !a.IsValid():
+		return "unknown"
+	case a.Is6():
+		p, _ := a.Prefix(64) // cannot fail for a valid IPv6 address; drops a zone
+		return p.String()
+	default:
+		return a.String()
+	}
 }
 
 // peerAddr parses http.Request.RemoteAddr ("ip:port"); an unreadable one

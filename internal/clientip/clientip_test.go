@@ -1,8 +1,12 @@
 package clientip
 
 import (
+	"math/rand/v2"
 	"net/http"
+	"net/netip"
+	"strings"
 	"testing"
+	"testing/quick"
 )
 
 func TestAddr(t *testing.T) {
@@ -47,5 +51,117 @@ func TestAddr(t *testing.T) {
 		if _, err := New([]string{bad}); err == nil {
 			t.Errorf("New(%q) accepted", bad)
 		}
+	}
+}
+
+func TestKey(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{"::ffff:192.0.2.7", "192.0.2.7"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2::", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+		{"fe80::1%eth0", "fe80::/64"},
+		{"::1", "::/64"},
+	} {
+		if got := Key(netip.MustParseAddr(tc.addr)); got != tc.want {
+			t.Errorf("Key(%s) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+	if got := Key(netip.Addr{}); got != "unknown" {
+		t.Errorf("Key of the zero Addr = %q, want unknown", got)
+	}
+}
+
+// Every address of one /64 has the same key, addresses of two /64s have
+// different keys, and every IPv4 address is its own key, over generated
+// addresses. IPv4-mapped addresses, which lie in ::/64, count as IPv4
+// (TestKey), so they are skipped here.
+func TestKeyGroupsBy64(t *testing.T) {
+	// v6 is the address of block (the top 64 bits) and low; ok is false
+	// for an IPv4-mapped one.
+	v6 := func(block, low [8]byte) (a netip.Addr, ok bool) {
+		var b [16]byte
+		copy(b[:8], block[:])
+		copy(b[8:], low[:])
+		a = netip.AddrFrom16(b)
+		return a, !a.Is4In6()
+	}
+	sameBlock := func(block, low1, low2 [8]byte) bool {
+		a, ok1 := v6(block, low1)
+		b, ok2 := v6(block, low2)
+		return !ok1 || !ok2 || Key(a) == Key(b)
+	}
+	otherBlocks := func(block1, block2, low1, low2 [8]byte) bool {
+		a, ok1 := v6(block1, low1)
+		b, ok2 := v6(block2, low2)
+		return !ok1 || !ok2 || block1 == block2 || Key(a) != Key(b)
+	}
+	v4 := func(a, b [4]byte) bool {
+		x, y := netip.AddrFrom4(a), netip.AddrFrom4(b)
+		return Key(x) == x.String() && Key(netip.AddrFrom16(x.As16())) == x.String() && (a == b) == (Key(x) == Key(y))
+	}
+	for name, f := range map[string]any{"same /64": sameBlock, "other /64s": otherBlocks, "IPv4": v4} {
+		if err := quick.Check(f, &quick.Config{MaxCount: 10000}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// splitAddr is Addr as it was written first, splitting each header line
+// with strings.Split: Addr must agree with it on every header.
+func (r *Resolver) splitAddr(req *http.Request) netip.Addr {
+	peer := peerAddr(req.RemoteAddr)
+	if len(r.trusted) == 0 || !r.isTrusted(peer) {
+		return peer
+	}
+	client := peer
+	hops := req.Header.Values("X-Forwarded-For")
+	for i := len(hops) - 1; i >= 0; i-- {
+		parts := strings.Split(hops[i], ",")
+		for j := len(parts) - 1; j >= 0; j-- {
+			a, err := netip.ParseAddr(strings.TrimSpace(parts[j]))
+			if err != nil {
+				return client
+			}
+			client = a.Unmap()
+			if !r.isTrusted(client) {
+				return client
+			}
+		}
+	}
+	return client
+}
+
+func TestAddrAgreesWithSplitting(t *testing.T) {
+	r, err := New([]string{"10.0.0.0/8", "2001:db8::/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []string{"10.0.0.5", "10.9.9.9", "198.51.100.4", "::ffff:10.1.1.1", "2001:db8::9", "2001:db9::7", "", " ", "x", "1.2.3"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		req, _ := http.NewRequest("GET", "/", nil)
+		req.RemoteAddr = "10.1.2.3:80"
+		for range rng.IntN(3) {
+			var line []string
+			for range 1 + rng.IntN(4) {
+				line = append(line, strings.Repeat(" ", rng.IntN(2))+entries[rng.IntN(len(entries))])
+			}
+			req.Header.Add("X-Forwarded-For", strings.Join(line, ","))
+		}
+		if got, want := r.Addr(req), r.splitAddr(req); got != want {
+			t.Fatalf("X-Forwarded-For %q: %v, splitting %v", req.Header.Values("X-Forwarded-For"), got, want)
+		}
+	}
+}
+
+func TestAddrAllocatesNothing(t *testing.T) {
+	r, _ := New([]string{"127.0.0.1"})
+	req, _ := http.NewRequest("GET", "/", nil)
+	req.RemoteAddr = "127.0.0.1:5000"
+	req.Header.Set("X-Forwarded-For", "203.0.113.9, 198.51.100.4")
+	if allocs := testing.AllocsPerRun(100, func() { r.Addr(req) }); allocs != 0 {
+		t.Errorf("%v allocations, want 0", allocs)
 	}
 }

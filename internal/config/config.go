@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -74,8 +75,12 @@ type Config struct {
 	// (WAITROOM_GATE_QUEUE; default the first queue).
 	GateQueue string
 	// GateBypass are path prefixes the gate lets through without a pass
-	// (WAITROOM_GATE_BYPASS).
+	// (WAITROOM_GATE_BYPASS), each a clean path.
 	GateBypass []string
+	// PassMaxClients is how many client addresses (IPv6: /64s) one entry
+	// pass may be used from at the gate before it is cancelled as shared
+	// (WAITROOM_PASS_MAX_CLIENTS, default 3; 0 turns the check off).
+	PassMaxClients int
 	// ClientIP believes X-Forwarded-For from the proxies listed in
 	// WAITROOM_TRUSTED_PROXIES (CIDRs); none: the peer is the client.
 	ClientIP *clientip.Resolver
@@ -111,6 +116,11 @@ const (
 	MaxRedisWaitReplicas = 16
 	MaxRedisWaitTimeout  = 500 * time.Millisecond
 )
+
+// MinAdminTokenBytes is the shortest WAITROOM_ADMIN_TOKEN accepted: 32
+// bytes, like the other secrets (place.MinSecretBytes). The lockout slows
+// guessing down; it is the token's length that makes guessing hopeless.
+const MinAdminTokenBytes = 32
 
 // DefaultMetricsAddr is where metrics are served unless
 // WAITROOM_METRICS_ADDR says otherwise.
@@ -264,6 +274,9 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	if len(c.JoinSecret) > 0 && len(c.JoinSecret) < place.MinSecretBytes {
 		errs = append(errs, fmt.Errorf("WAITROOM_JOIN_SECRET: must be at least %d bytes", place.MinSecretBytes))
 	}
+	if n := len(c.AdminToken); n > 0 && n < MinAdminTokenBytes {
+		errs = append(errs, fmt.Errorf("WAITROOM_ADMIN_TOKEN: must be at least %d bytes, got %d (e.g. openssl rand -hex 32, or scripts/up.sh token)", MinAdminTokenBytes, n))
+	}
 	c.SigningKeyFile = get("WAITROOM_SIGNING_KEY_FILE", "")
 	c.Issuer = get("WAITROOM_ISSUER", "waitroom")
 	c.CookieSecure = boolean("WAITROOM_COOKIE_SECURE", true)
@@ -290,8 +303,8 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
 		}
-		if !strings.HasPrefix(p, "/") {
-			errs = append(errs, fmt.Errorf("WAITROOM_GATE_BYPASS: %q must start with /", p))
+		if !strings.HasPrefix(p, "/") || !httpin.IsCanonical(p) {
+			errs = append(errs, fmt.Errorf("WAITROOM_GATE_BYPASS: %q must be a clean path starting with / (no dot segments, // or escapes)", p))
 		}
 		c.GateBypass = append(c.GateBypass, p)
 	}
@@ -312,6 +325,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		}
 		return n
 	}
+	c.PassMaxClients = integer("WAITROOM_PASS_MAX_CLIENTS", "3", 0, 1000)
 	c.MaxConns = integer("WAITROOM_MAX_CONNS", "10000", 1, MaxMaxConns)
 	c.MaxHeaderBytes = integer("WAITROOM_MAX_HEADER_BYTES", "8192", MinMaxHeaderBytes, MaxMaxHeaderBytes)
 	c.IdleTimeout = duration("WAITROOM_IDLE_TIMEOUT", "75s")

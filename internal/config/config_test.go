@@ -110,3 +110,31 @@ func TestMetricsAddr(t *testing.T) {
 		}
 	}
 }
+
+// A short admin token is refused at start-up, without repeating it; unset
+// still disables the admin API.
+func TestAdminTokenLength(t *testing.T) {
+	for _, tc := range []struct {
+		token string
+		ok    bool
+	}{
+		{"", true},
+		{"s3cret-token", false},
+		{strings.Repeat("t", MinAdminTokenBytes-1), false},
+		{strings.Repeat("t", MinAdminTokenBytes), true},
+		{strings.Repeat("é", MinAdminTokenBytes/2), true}, // bytes, not characters
+	} {
+		c, err := Load(env(map[string]string{"WAITROOM_ADMIN_TOKEN": tc.token}))
+		if tc.ok {
+			if err != nil || c.AdminToken != tc.token {
+				t.Errorf("%d bytes: %v (token %q)", len(tc.token), err, c.AdminToken)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "WAITROOM_ADMIN_TOKEN: ") || !strings.Contains(err.Error(), "32 bytes") {
+			t.Errorf("%d bytes: %v, want a WAITROOM_ADMIN_TOKEN error naming 32 bytes", len(tc.token), err)
+		} else if strings.Contains(err.Error(), tc.token) {
+			t.Errorf("the error repeats the token: %v", err)
+		}
+	}
+}

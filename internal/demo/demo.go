@@ -128,12 +128,12 @@ func (d *demo) buy(w http.ResponseWriter, r *http.Request) {
 // so the pass is revoked, the gate closes and the slot is reused.
 func (d *demo) done(w http.ResponseWriter, r *http.Request) {
 	c, _ := gate.FromContext(r.Context())
-	token, _ := gate.PassFrom(r, c.Queue) // the pass the gate let the request in with
+	token, _ := gate.PassFromContext(r.Context()) // the pass the gate let the request in with
 	if err := d.endAdmission(r.Context(), c.Queue, token); err != nil {
 		http.Error(w, "could not end the turn: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: gate.CookieName(d.o.Queue), Path: "/", MaxAge: -1, HttpOnly: true, Secure: !d.o.InsecureCookie, SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: gate.CookieName(d.o.Queue, !d.o.InsecureCookie), Path: "/", MaxAge: -1, HttpOnly: true, Secure: !d.o.InsecureCookie, SameSite: http.SameSiteLaxMode})
 	render(w, "done", pageData{Title: "Done"})
 }
 

@@ -297,11 +297,16 @@ func TestPollingBackgroundTabKeepsPlace(t *testing.T) {
 	if st := eval[string](b, `document.body.dataset.state`); st != "waiting" {
 		t.Errorf("the page is %q after the cycles", st)
 	}
+	// A silent place that entered near the head (and so was heard then)
+	// is dropped as the line reaches it; one that entered further back is
+	// held there, asked to confirm, and dropped abandon_after later. Either
+	// way it is never admitted. (Its fate is read from Redis: a status
+	// call would be its page confirming it.)
 	passed := 0
-	for i := 0; i+1 < len(keep) && s.status(keep[i+1]).Status == queue.Entered; i++ {
+	for i := 0; i+1 < len(keep) && s.fate(keep[i+1]) == "entered"; i++ {
 		// keep-(i+1) stands right behind silent-i: the line passed it.
-		if tk := s.status(silent[i]); tk.Status != queue.NotWaiting || tk.Reason != queue.ReasonAbandoned {
-			t.Errorf("%s, passed by the line: %+v, want NOT_WAITING, abandoned", silent[i], tk)
+		if f := s.fate(silent[i]); f != queue.ReasonAbandoned && f != "waiting" {
+			t.Errorf("%s, passed by the line: %q, want abandoned (or held, waiting)", silent[i], f)
 		}
 		passed++
 	}
@@ -317,7 +322,7 @@ func TestPollingBackgroundTabKeepsPlace(t *testing.T) {
 		t.Errorf("store status %s after the turn, want ENTERED", tk.Status)
 	}
 	dropped := append(append([]string(nil), silent...), behind...)
-	eventually(t, 10*time.Second, "the silent users to be dropped", func() (bool, string) {
+	eventually(t, abandonAfter+10*time.Second, "the silent users to be dropped", func() (bool, string) {
 		n := s.abandonedSoFar()
 		return n >= int64(len(dropped)), fmt.Sprintf("%d dropped", n)
 	})
@@ -325,8 +330,8 @@ func TestPollingBackgroundTabKeepsPlace(t *testing.T) {
 		t.Errorf("%d places dropped, want %d (the silent ones only)", n, len(dropped))
 	}
 	for _, u := range dropped {
-		if tk := s.status(u); tk.Status != queue.NotWaiting || tk.Reason != queue.ReasonAbandoned {
-			t.Errorf("%s: %+v, want NOT_WAITING, abandoned", u, tk)
+		if f := s.fate(u); f != queue.ReasonAbandoned {
+			t.Errorf("%s: %q, want abandoned", u, f)
 		}
 	}
 	for _, u := range append(append([]string(nil), lead...), keep...) {

@@ -28,6 +28,10 @@ func TestAdmin(t *testing.T) {
 	}
 	b.navigate(s.url + "/admin")
 	b.waitJS(5*time.Second, "the sign-in form", `document.body.dataset.state === 'signed-out' && !document.getElementById('login').hidden`)
+	// Where the token is, for one who started with scripts/up.sh.
+	if got := eval[string](b, `document.getElementById('token-where').innerText`); !strings.Contains(got, "in .waitroom/admin-token") || !strings.HasSuffix(got, "prints it: scripts/up.sh token") {
+		t.Errorf("#token-where = %q, want where scripts/up.sh keeps the token and the command that prints it", got)
+	}
 
 	// Wrong token.
 	b.do("sign in with a wrong token",
@@ -179,4 +183,77 @@ func chartLabelsOK(section string) string {
 	    labels.every((t) => getComputedStyle(t).fontSize === '12px' &&
 	      t.getBoundingClientRect().height >= 10 && t.getBoundingClientRect().height <= 18);
 	})()`, section+" svg.chart", section+" svg.chart text.chart-label")
+}
+
+// A browser that asks for Korean gets the back office in Korean, from the
+// sign-in (with where scripts/up.sh keeps the token) to the dashboard, its
+// settings' messages and its audit log: no English is left on the page
+// but names that are not words to translate.
+func TestAdminInKorean(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	s := newStack(t, stackOptions{settings: fastTicks(2)})
+	b := newBrowserIn(t, chromium, "ko-KR")
+	s.fillWaiting("crowd", 5)
+
+	// englishLeft is the page's visible words of Latin letters, but for
+	// what is the same in every language: the product, the language
+	// switch, the token's variable, file and command, UTC, API, the
+	// queue's name and the settings' API names.
+	englishLeft := func() []string {
+		return eval[[]string](b, fmt.Sprintf(`(() => {
+		  const names = new Set(['waitroom', 'English', 'WAITROOM_ADMIN_TOKEN', 'scripts', 'up', 'sh', 'token', 'admin', 'UTC', 'API', 'refill_size']);
+		  const queue = new Set(%q.split(/[^A-Za-z]+/));
+		  return (document.body.innerText.match(/[A-Za-z_]{2,}/g) || []).filter((w) => !names.has(w) && !queue.has(w));
+		})()`, s.queue))
+	}
+
+	b.navigate(s.url + "/admin")
+	b.waitJS(5*time.Second, "the sign-in form", `document.body.dataset.state === 'signed-out' && !document.getElementById('login').hidden`)
+	if lang := eval[string](b, `document.documentElement.lang`); lang != "ko" {
+		t.Errorf("<html lang=%q>, want ko", lang)
+	}
+	if got := b.text("#login-title"); got != "로그인" {
+		t.Errorf("#login-title = %q, want 로그인", got)
+	}
+	if got := b.text("#token-where"); !strings.Contains(got, ".waitroom/admin-token") || !strings.Contains(got, "scripts/up.sh token") {
+		t.Errorf("#token-where = %q, want where scripts/up.sh keeps the token and the command that prints it", got)
+	}
+	if left := englishLeft(); len(left) != 0 {
+		t.Errorf("English on the Korean sign-in: %q", left)
+	}
+	b.screenshot("login-korean")
+
+	section := signInAdmin(b, s)
+	if got := b.text("#dash-title"); got != "대기열" {
+		t.Errorf("#dash-title = %q, want 대기열", got)
+	}
+	if got := b.text(section + " .queue-state"); got != "입장 중" {
+		t.Errorf(".queue-state = %q, want 입장 중", got)
+	}
+	saveSetting(b, section+" .refill-input", section+" .refill-submit", "3")
+	b.waitJS(5*time.Second, "the saved message and the audit entry", fmt.Sprintf(`%s && document.querySelectorAll(%q).length === 1`,
+		jsShown(section+" .refill-ok"), section+" .audit-list .audit-entry"))
+	if got := b.text(section + " .refill-ok"); got != "저장했습니다: 다음 회차부터 회차당 3명." {
+		t.Errorf(".refill-ok = %q", got)
+	}
+	if got := b.text(section + " .audit-entry"); !strings.Contains(got, "설정 변경") || !strings.Contains(got, "127.0.0.1에서") {
+		t.Errorf("audit entry %q, want it in Korean", got)
+	}
+	b.waitJS(10*time.Second, "the chart", fmt.Sprintf(`document.querySelectorAll(%q).length > 0`, section+" svg.chart-ticks rect.admitted-bar"))
+	if left := englishLeft(); len(left) != 0 {
+		t.Errorf("English on the Korean dashboard: %q", left)
+	}
+	b.screenshot("dashboard-korean")
+
+	// The switch brings English back, and the page keeps the choice.
+	b.do("switch to English", chromedp.Click(chromedp.CSS("#lang-en")))
+	b.waitJS(5*time.Second, "English", fmt.Sprintf(`document.documentElement.lang === 'en' && %s === 'Queues' && %s === 'Admitting'`,
+		jsText("#dash-title"), jsText(section+" .queue-state")))
+	if got := b.text(section + " .audit-entry"); !strings.Contains(got, "Settings changed") {
+		t.Errorf("audit entry after switching to English: %q", got)
+	}
+	b.navigate(s.url + "/admin")
+	b.waitJS(5*time.Second, "the dashboard in English after a reload", fmt.Sprintf(
+		`document.body.dataset.state === 'signed-in' && document.documentElement.lang === 'en' && %s === 'Queues'`, jsText("#dash-title")))
 }

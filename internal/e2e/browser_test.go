@@ -59,13 +59,22 @@ type browser struct {
 
 func newBrowser(t *testing.T, chromium string) *browser {
 	t.Helper()
+	return newBrowserIn(t, chromium, "en-US")
+}
+
+// newBrowserIn is newBrowser for a user whose browser asks for lang (a
+// BCP 47 tag such as "ko-KR"): its navigator.language and Accept-Language.
+// Headless Chromium takes the first from --accept-lang, not --lang.
+func newBrowserIn(t *testing.T, chromium, lang string) *browser {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], // headless, disable-background-networking, ...
 		chromedp.ExecPath(chromium),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1000, 800),
-		chromedp.Flag("lang", "en-US"),
+		chromedp.Flag("lang", lang),
+		chromedp.Flag("accept-lang", lang),
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
@@ -126,6 +135,15 @@ func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 func (b *browser) navigate(url string) {
 	b.t.Helper()
 	b.do("navigate to "+url, chromedp.Navigate(url))
+}
+
+// inZone sets the page's time zone (an IANA name such as "Asia/Seoul"), as
+// for a user there, whatever the machine's; it lasts across navigations.
+func (b *browser) inZone(zone string) {
+	b.t.Helper()
+	if _, err := chromedp.Call(b.ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone}); err != nil {
+		b.fail("time zone %s: %v", zone, err)
+	}
 }
 
 // eval evaluates a JavaScript expression in the page.

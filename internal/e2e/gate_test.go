@@ -61,7 +61,7 @@ func TestGateFlowToTheOrderPage(t *testing.T) {
 	if loc != "/?from=home" || strings.Contains(loc, "wr_pass") {
 		t.Fatalf("landed on %q: want /?from=home, with no pass in the address", loc)
 	}
-	c := b.cookie(s.url, gate.CookieName(s.queue))
+	c := b.cookie(s.url, gate.CookieName(s.queue, false))
 	if c == nil || !c.HTTPOnly || c.Value == "" {
 		t.Fatalf("pass cookie %+v", c)
 	}
@@ -114,3 +114,68 @@ func TestGateFlowToTheOrderPage(t *testing.T) {
 var noRedirects = &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
 	return http.ErrUseLastResponse
 }}
+
+// A pass used from more addresses than WAITROOM_PASS_MAX_CLIENTS (3) is
+// cancelled, and the browser that held it, sent back to the waiting page,
+// is told why.
+func TestSharedPassTellsTheHolder(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	order := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>order</title><h1 id="order">order page</h1>`)
+	}))
+	t.Cleanup(order.Close)
+	orderURL, _ := url.Parse(order.URL)
+	s := newStack(t, stackOptions{settings: fastTicks(1), upstream: orderURL, behindProxy: true})
+	b := newBrowser(t, chromium)
+	b.navigate(s.url + "/order")
+	b.waitJS(30*time.Second, "the order page after admission", `document.getElementById('order') !== null`)
+	c := b.cookie(s.url, gate.CookieName(s.queue, false))
+	if c == nil {
+		t.Fatal("no pass cookie")
+	}
+	// The browser is 127.0.0.1; three more addresses make four.
+	for _, addr := range []string{"198.18.0.1", "198.18.0.2", "198.18.0.3"} {
+		req, _ := http.NewRequest("GET", s.url+"/order", nil)
+		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+		req.Header.Set("X-Forwarded-For", addr)
+		resp, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	// Paused, so the page that joins again stays in line with its notice
+	// instead of being let in again at once.
+	paused := true
+	s.update(queue.Update{Paused: &paused})
+	b.navigate(s.url + "/order")
+	b.waitJS(15*time.Second, "the used-elsewhere notice", `location.pathname === '/q/`+s.queue+`' && `+
+		`!document.getElementById('notice').hidden && document.getElementById('notice').textContent.includes('too many places')`)
+	b.screenshot("gate-used-elsewhere")
+}
+
+// Someone who opens the gate queue's waiting page directly (no return
+// path, no target URL) is given a way on when admitted: a Continue link to
+// the site through the gate, never a bare pass.
+func TestGateTurnWithoutReturnContinues(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	order := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>order</title><h1 id="order">order page</h1>`)
+	}))
+	t.Cleanup(order.Close)
+	orderURL, _ := url.Parse(order.URL)
+	s := newStack(t, stackOptions{settings: fastTicks(1), upstream: orderURL})
+	b := newBrowser(t, chromium)
+	b.navigate(s.url + "/q/" + s.queue)
+	b.waitJS(30*time.Second, "the Continue link", `!document.getElementById('turn-link').hidden`)
+	if href := eval[string](b, `document.getElementById('turn-link').getAttribute('href')`); !strings.HasPrefix(href, "/?wr_pass=") {
+		t.Fatalf("the Continue link goes to %q", href)
+	}
+	b.screenshot("gate-turn-continue")
+	b.do("continue", chromedp.Click(chromedp.CSS("#turn-link")))
+	b.waitJS(10*time.Second, "the order page", `document.getElementById('order') !== null && !location.search.includes('wr_pass')`)
+}

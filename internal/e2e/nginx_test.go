@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/demo"
+	"github.com/waitroom/waitroom/internal/httpin/pathtest"
 )
 
 // nginxPath finds nginx or skips the test (fails it on CI).
@@ -254,7 +256,7 @@ func TestNginxForwardAuth(t *testing.T) {
 	// A forged pass in the cookie is refused like none.
 	forged, _ := cookiejar.New(nil)
 	u, _ := url.Parse(base)
-	forged.SetCookies(u, []*http.Cookie{{Name: gate.CookieName(s.queue), Value: tk.Pass[:len(tk.Pass)-20] + strings.Repeat("A", 20)}})
+	forged.SetCookies(u, []*http.Cookie{{Name: gate.CookieName(s.queue, false), Value: tk.Pass[:len(tk.Pass)-20] + strings.Repeat("A", 20)}})
 	fc := &http.Client{Jar: forged, CheckRedirect: client.CheckRedirect}
 	if r, err := fc.Get(base + "/"); err != nil || r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("forged pass: %v %v", r, err)
@@ -271,4 +273,53 @@ func TestNginxForwardAuth(t *testing.T) {
 		resp, _ := do("GET", "/", "", "Accept", "text/html")
 		return resp.StatusCode == http.StatusSeeOther && strings.HasPrefix(resp.Header.Get("Location"), waiting), resp.Status
 	})
+}
+
+// No generated path reaches the site behind the shipped nginx config
+// without a pass unless every known server's resolution of what it
+// received is under WAITROOM_GATE_BYPASS (/static/ here): /gate/verify
+// bypasses only clean paths, and refuses a path nginx would forward
+// other than it was checked.
+func TestNginxPathsProperty(t *testing.T) {
+	t.Parallel()
+	bin := nginxPath(t)
+	s := newStack(t, stackOptions{settings: fastTicks(1)})
+	rec := &pathtest.Recorder{}
+	site := httptest.NewServer(rec)
+	t.Cleanup(site.Close)
+	base := startNginx(t, bin, strings.TrimPrefix(s.url, "http://"), strings.TrimPrefix(site.URL, "http://"))
+	addr := strings.TrimPrefix(base, "http://")
+
+	resp, err := http.Post(s.url+"/api/v1/queues/"+s.queue+"/enter", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tk struct{ Pass string }
+	err = json.NewDecoder(resp.Body).Decode(&tk)
+	resp.Body.Close()
+	if err != nil || tk.Pass == "" {
+		t.Fatalf("not admitted: %v %+v", err, tk)
+	}
+	rng := rand.New(rand.NewPCG(13, 17))
+	const n = 2000
+	for i := range n {
+		var hdr []string
+		if i%5 == 0 {
+			hdr = []string{"Cookie", gate.CookieName(s.queue, false) + "=" + tk.Pass}
+		}
+		if _, err := pathtest.Get(addr, pathtest.Generate(rng, 6), hdr...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	passless := rec.Check(t)
+	seen := rec.Seen()
+	t.Logf("%d requests, %d reached the site, %d without a pass", n, len(seen), passless)
+	if passless == 0 || len(seen) == passless {
+		t.Fatalf("the run proves nothing: %d passless, %d with a pass", passless, len(seen)-passless)
+	}
+	for _, p := range []string{"/static/%2e%2e/order", "/static/..%2forder", "/static/..;/order", "/static/%252e%252e/order", "/static/../order"} {
+		if st, _ := pathtest.Get(addr, p); st == http.StatusOK {
+			t.Errorf("%s: 200 without a pass", p)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -322,9 +323,12 @@ func TestAdminMaxActive(t *testing.T) {
 
 // The operator sets how long a waiting place may go unheard, in seconds:
 // the store gets milliseconds, the chart shows the places dropped, and an
-// invalid value shows the server's message under the field. The operator
-// schedules an opening with two local times (the store gets them), sees
-// the server's refusal of a pre-queue after the opening under that field,
+// invalid value shows the server's message under the field. The operator,
+// in Seoul (nine hours from UTC), schedules an opening with two times typed
+// in UTC: the store gets those instants, the page says them in UTC and in
+// Seoul time, and after a reload the form shows what was typed. A date
+// without a time is caught before any request; the operator sees the
+// server's refusal of a pre-queue after the opening under that field,
 // clears it, and after a real draw reads its time, seed and participants.
 func TestAdminAbandonAndOpening(t *testing.T) {
 	t.Parallel()
@@ -333,6 +337,8 @@ func TestAdminAbandonAndOpening(t *testing.T) {
 	settings.AbandonAfter = 2 * time.Minute
 	s := newStack(t, stackOptions{settings: settings})
 	b := newBrowser(t, chromium)
+	b.inZone("Asia/Seoul")
+	seoul := time.FixedZone("KST", 9*60*60) // no summer time
 
 	section := signInAdmin(b, s)
 	after, input, submit := section+" .abandon-after", section+" .abandon-input", section+" .abandon-submit"
@@ -381,46 +387,113 @@ func TestAdminAbandonAndOpening(t *testing.T) {
 		t.Errorf("store abandon_after %v after saving 0", got)
 	}
 
-	// A scheduled opening, an hour ahead, in this browser's time zone.
+	// A scheduled opening, an hour ahead, typed in UTC.
 	state, draw := section+" .opening-state", section+" .draw-record"
-	prequeue, opens := section+" .prequeue-input", section+" .opens-input"
 	save, clear := section+" .opening-submit", section+" .opening-clear"
 	openingOK := section + " .opening-ok"
 	if got := b.text(state); got != "No opening scheduled: people join the line as they arrive." {
 		t.Errorf("%s = %q", state, got)
 	}
-	local := func(t time.Time) string { return t.Local().Format("2006-01-02T15:04:05") }
-	setTimes := func(from, at string) {
+	// The inputs of the pre-queue's time and of the opening's.
+	inputs := func(name string) (date, clock string) {
+		return section + " ." + name + "-date", section + " ." + name + "-time"
+	}
+	fromDate, fromClock := inputs("prequeue")
+	atDate, atClock := inputs("opens")
+	// typeTimes types each time's UTC date and clock (the zero time leaves
+	// them empty); setTimes also presses Save.
+	typeTimes := func(from, at time.Time) {
 		t.Helper()
+		set := func(date, clock string, v time.Time) string {
+			d, c := "", ""
+			if !v.IsZero() {
+				d, c = v.UTC().Format("2006-01-02"), v.UTC().Format("15:04:05")
+			}
+			return fmt.Sprintf(`[%q, %q], [%q, %q]`, date, d, clock, c)
+		}
 		b.do("type the opening's times", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
-			`for (const [css, v] of [[%q, %q], [%q, %q]]) {
+			`for (const [css, v] of [%s, %s]) {
 			   const el = document.querySelector(css); el.focus(); el.value = v;
 			   el.dispatchEvent(new Event('input', {bubbles: true}));
-			 }`, prequeue, from, opens, at)))
+			 }`, set(fromDate, fromClock, from), set(atDate, atClock, at))))
+	}
+	setTimes := func(from, at time.Time) {
+		t.Helper()
+		typeTimes(from, at)
 		b.do("save the opening", chromedp.Click(chromedp.CSS(save)))
+	}
+	patches := func() int {
+		return s.calls.count(func(c call) bool { return c.method == http.MethodPatch })
+	}
+	// utcWhen is how the page writes a time in UTC: the time of day, with
+	// the date when it is not today (in UTC).
+	utcWhen := func(v time.Time) string {
+		v, layout := v.UTC(), "15:04:05 UTC"
+		if v.Format(time.DateOnly) != time.Now().UTC().Format(time.DateOnly) {
+			layout = "2 Jan, " + layout
+		}
+		return v.Format(layout)
 	}
 	from := time.Now().Add(time.Hour).Truncate(time.Second)
 	at := from.Add(10 * time.Minute)
-	setTimes(local(from), local(at))
+
+	// A date without a time: said under the field, nothing sent.
+	before := patches()
+	typeTimes(time.Time{}, at)
+	b.do("drop the opening's time", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+		`(() => { const el = document.querySelector(%q); el.value = ''; el.dispatchEvent(new Event('input', {bubbles: true})); })()`, atClock)),
+		chromedp.Click(chromedp.CSS(save)))
+	opensErr := section + " .opens-error"
+	b.waitJS(5*time.Second, "the missing time", jsShown(opensErr))
+	if msg := b.text(opensErr); msg != "Enter a time (UTC) too." {
+		t.Errorf("%s = %q", opensErr, msg)
+	}
+	if n := patches() - before; n != 0 {
+		t.Errorf("%d PATCH requests for a date without a time, want none", n)
+	}
+
+	setTimes(from, at)
 	b.waitJS(5*time.Second, "the saved opening", jsShown(openingOK))
 	if info := s.info(); !info.PrequeueFrom.Equal(from) || !info.OpensAt.Equal(at) {
 		t.Fatalf("store opening: pre-queue %v, opens %v; want %v, %v", info.PrequeueFrom, info.OpensAt, from, at)
 	}
-	hms := func(t time.Time) string { return t.Local().Format("15:04:05") }
-	if msg := b.text(openingOK); msg != "Saved: the line opens at "+hms(at)+", joining from "+hms(from)+"." {
+	if msg := b.text(openingOK); msg != "Saved: the line opens at "+utcWhen(at)+", joining from "+utcWhen(from)+"." {
 		t.Errorf("%s = %q", openingOK, msg)
 	}
-	b.waitJS(5*time.Second, "the opening's state", fmt.Sprintf(`%s.startsWith(%q)`, jsText(state), "Not open yet: joining opens at "+hms(from)))
+	if shown := eval[bool](b, jsShown(opensErr)); shown {
+		t.Error("the missing time's message still shows after a save")
+	}
+	b.waitJS(5*time.Second, "the opening's state", fmt.Sprintf(`%s.startsWith(%q)`, jsText(state), "Not open yet: joining opens at "+utcWhen(from)))
+	// Under each time, what it is in the operator's own zone.
+	for css, v := range map[string]time.Time{section + " .prequeue-local": from, section + " .opens-local": at} {
+		if got := b.text(css); !eval[bool](b, jsShown(css)) || !strings.HasPrefix(got, "In your time zone (Asia/Seoul): ") || !strings.Contains(got, v.In(seoul).Format("15:04:05")) {
+			t.Errorf("%s = %q, want %s in Asia/Seoul", css, got, v.In(seoul).Format("15:04:05"))
+		}
+	}
 	b.screenshot("opening-scheduled")
 
+	// What was saved is what the form shows after a reload: the same UTC
+	// date and time, not this browser's.
+	b.navigate(s.url + "/admin")
+	b.waitJS(5*time.Second, "the dashboard after the reload", fmt.Sprintf(
+		`document.body.dataset.state === 'signed-in' && document.querySelector(%q) !== null && document.querySelector(%q).value !== ''`, section, atDate))
+	shown := eval[[]string](b, fmt.Sprintf(`[%q, %q, %q, %q].map((css) => document.querySelector(css).value)`, fromDate, fromClock, atDate, atClock))
+	want := []string{from.UTC().Format("2006-01-02"), from.UTC().Format("15:04:05"), at.UTC().Format("2006-01-02"), at.UTC().Format("15:04:05")}
+	if !slices.Equal(shown, want) {
+		t.Errorf("the opening's inputs after a reload: %q; want %q as saved", shown, want)
+	}
+	if got := b.text(state); !strings.HasPrefix(got, "Not open yet: joining opens at "+utcWhen(from)) {
+		t.Errorf("%s after a reload = %q", state, got)
+	}
+
 	// A pre-queue after the opening: the server's message under it.
-	setTimes(local(at.Add(time.Minute)), local(at))
+	setTimes(at.Add(time.Minute), at)
 	errCSS := section + " .prequeue-error"
 	b.waitJS(5*time.Second, "the server's refusal", jsShown(errCSS))
 	if msg := b.text(errCSS); !strings.Contains(msg, "prequeue_from must not be after opens_at") || !strings.HasSuffix(msg, "(invalid_settings)") {
 		t.Errorf("%s = %q, want the server's invalid_settings message", errCSS, msg)
 	}
-	if inv := eval[string](b, fmt.Sprintf(`document.querySelector(%q).getAttribute('aria-invalid')`, prequeue)); inv != "true" {
+	if inv := eval[string](b, fmt.Sprintf(`document.querySelector(%q).getAttribute('aria-invalid')`, fromDate)); inv != "true" {
 		t.Errorf("pre-queue field aria-invalid = %q, want true", inv)
 	}
 	if info := s.info(); !info.PrequeueFrom.Equal(from) || !info.OpensAt.Equal(at) {
@@ -430,7 +503,7 @@ func TestAdminAbandonAndOpening(t *testing.T) {
 
 	b.do("clear the opening", chromedp.Click(chromedp.CSS(clear)))
 	b.waitJS(5*time.Second, "no opening", fmt.Sprintf(`%s && %s.startsWith('No opening scheduled') && document.querySelector(%q).value === ''`,
-		jsShown(openingOK), jsText(state), opens))
+		jsShown(openingOK), jsText(state), atDate))
 	if info := s.info(); !info.PrequeueFrom.IsZero() || !info.OpensAt.IsZero() {
 		t.Errorf("store opening after Clear: %v, %v; want none", info.PrequeueFrom, info.OpensAt)
 	}
@@ -440,9 +513,9 @@ func TestAdminAbandonAndOpening(t *testing.T) {
 
 	// A real draw: the opening a few seconds ahead, joining open at once.
 	at = time.Now().Add(4 * time.Second).Truncate(time.Second)
-	setTimes("", local(at))
+	setTimes(time.Time{}, at)
 	b.waitJS(5*time.Second, "the saved opening", fmt.Sprintf(`%s && %s.startsWith('Pre-queue open')`, jsShown(openingOK), jsText(state)))
-	if msg := b.text(openingOK); msg != "Saved: the line opens at "+hms(at)+"; joining is open now." {
+	if msg := b.text(openingOK); msg != "Saved: the line opens at "+utcWhen(at)+"; joining is open now." {
 		t.Errorf("%s = %q", openingOK, msg)
 	}
 	for _, u := range names("drawn", 3) {
@@ -455,9 +528,9 @@ func TestAdminAbandonAndOpening(t *testing.T) {
 		return i.DrawCount == 3, fmt.Sprintf("%d placed", i.DrawCount)
 	})
 	info := s.info()
-	want := fmt.Sprintf("Draw at %s: seed %d, 3 participants", hms(at), info.DrawSeed)
-	b.waitJS(5*time.Second, "the draw record", fmt.Sprintf(`%s === %q`, jsText(draw), want))
-	if got := b.text(state); got != "Opened at "+hms(at)+"." {
+	wantDraw := fmt.Sprintf("Draw at %s: seed %d, 3 participants", utcWhen(at), info.DrawSeed)
+	b.waitJS(5*time.Second, "the draw record", fmt.Sprintf(`%s === %q`, jsText(draw), wantDraw))
+	if got := b.text(state); got != "Opened at "+utcWhen(at)+"." {
 		t.Errorf("%s = %q", state, got)
 	}
 	b.screenshot("draw-record")

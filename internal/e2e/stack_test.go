@@ -20,8 +20,10 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/passuse"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -33,8 +35,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 const (
-	adminToken = "e2e-admin-token"
-	issuer     = "https://waitroom.e2e.test" // iss of the entry passes
+	adminToken = "e2e-test-admin-token-0123456789abcdef" // config.MinAdminTokenBytes or more
+	issuer     = "https://waitroom.e2e.test"             // iss of the entry passes
 )
 
 // stack is one test's waitroom: a queue of its own on the shared Redis, a
@@ -46,6 +48,7 @@ type stack struct {
 	places *place.Credentials // reads the place cookies the browsers hold
 	url    string             // base URL of the server, http://127.0.0.1:port
 	calls  *recorder
+	rdb    *redis.Client
 }
 
 type stackOptions struct {
@@ -56,6 +59,9 @@ type stackOptions struct {
 	joinSecret []byte
 	// upstream, when set, puts the stack in gate mode in front of it.
 	upstream *url.URL
+	// behindProxy believes X-Forwarded-For from loopback peers, as behind
+	// a load balancer on this host.
+	behindProxy bool
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -96,7 +102,14 @@ func newStack(t *testing.T, o stackOptions) *stack {
 			t.Fatal(err)
 		}
 	}
-	g, err := proxy.NewGate(context.Background(), name, passes, store, []string{"/static/"}, true)
+	uses, err := passuse.New(rdb, passuse.DefaultMaxClients, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := proxy.NewGate(context.Background(), proxy.GateOptions{
+		Queue: name, Passes: passes, Admissions: store, Bypass: []string{"/static/"}, InsecureCookie: true,
+		Uses: uses, Revoke: store.Remove,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +118,14 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		upstream = proxy.New(o.upstream, 10*time.Second, log)
 	}
 	calls := &recorder{queue: name, places: places}
+	var clientIP *clientip.Resolver
+	if o.behindProxy {
+		if clientIP, err = clientip.New([]string{"127.0.0.0/8"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	api := httpapi.New(httpapi.Options{
+		ClientIP: clientIP,
 		Gate:     g,
 		Upstream: upstream,
 		Store:    store,
@@ -125,7 +145,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	// Registered after the scheduler's cleanup, so it runs before it: no
 	// request is in flight when the scheduler and Redis client go.
 	t.Cleanup(srv.Close)
-	return &stack{t: t, queue: name, store: store, places: places, url: srv.URL, calls: calls}
+	return &stack{t: t, queue: name, store: store, places: places, url: srv.URL, calls: calls, rdb: rdb}
 }
 
 // newTrust returns place credentials and entry passes with a fresh secret
@@ -234,11 +254,11 @@ func (s *stack) status(member string) queue.Ticket {
 // test fails when b holds no valid one.
 func (s *stack) member(b *browser) string {
 	s.t.Helper()
-	c := b.cookie(s.url, place.CookieName(s.queue))
+	c := b.cookie(s.url, place.CookieName(s.queue, false))
 	if c == nil {
-		b.fail("no %s cookie in the browser", place.CookieName(s.queue))
+		b.fail("no %s cookie in the browser", place.CookieName(s.queue, false))
 	}
-	m, err := s.places.Verify(s.queue, c.Value)
+	m, _, err := s.places.Verify(s.queue, c.Value)
 	if err != nil {
 		b.fail("the browser's %s cookie: %v", c.Name, err)
 	}
@@ -253,9 +273,10 @@ type verifyAnswer struct {
 	Exp    int64  `json:"exp"`
 }
 
-// verify asks the server about an entry pass, as an order page's server does.
-func verify(ctx context.Context, waitroomURL, token string) (verifyAnswer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, waitroomURL+"/api/v1/verify", nil)
+// verify asks the server about an entry pass for queue, as an order page's
+// server does.
+func verify(ctx context.Context, waitroomURL, queue, token string) (verifyAnswer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, waitroomURL+"/api/v1/verify?queue="+url.QueryEscape(queue), nil)
 	if err != nil {
 		return verifyAnswer{}, err
 	}
@@ -276,11 +297,31 @@ func verify(ctx context.Context, waitroomURL, token string) (verifyAnswer, error
 
 func (s *stack) verify(token string) verifyAnswer {
 	s.t.Helper()
-	a, err := verify(context.Background(), s.url, token)
+	a, err := verify(context.Background(), s.url, s.queue, token)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	return a
+}
+
+// fate says where user's place stands, read from Redis without being a
+// poll (a status call is one: it would confirm a place held at the head):
+// "entered", "waiting", the reason it ended ("abandoned", …), or "".
+func (s *stack) fate(user string) string {
+	s.t.Helper()
+	ctx, p := context.Background(), queue.KeyPrefix(s.queue)
+	if _, err := s.rdb.ZScore(ctx, p+"entered", user).Result(); err == nil {
+		return "entered"
+	}
+	if _, err := s.rdb.ZScore(ctx, p+"waiting", user).Result(); err == nil {
+		return "waiting"
+	}
+	for _, r := range []string{queue.ReasonAbandoned, queue.ReasonLeft, queue.ReasonExpired, queue.ReasonRemoved, queue.ReasonDone} {
+		if _, err := s.rdb.ZScore(ctx, p+"gone", r+":"+user).Result(); err == nil {
+			return r
+		}
+	}
+	return ""
 }
 
 // remove takes member out of the line and ends their admission through the
@@ -329,14 +370,14 @@ func (r *recorder) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		member := ""
-		if c, err := req.Cookie(place.CookieName(r.queue)); err == nil {
-			member, _ = r.places.Verify(r.queue, c.Value)
+		if c, err := req.Cookie(place.CookieName(r.queue, false)); err == nil {
+			member, _, _ = r.places.Verify(r.queue, c.Value)
 		}
 		next.ServeHTTP(sw, req)
 		if member == "" {
 			for _, line := range sw.Header().Values("Set-Cookie") {
-				if c, err := http.ParseSetCookie(line); err == nil && c.Name == place.CookieName(r.queue) {
-					member, _ = r.places.Verify(r.queue, c.Value)
+				if c, err := http.ParseSetCookie(line); err == nil && c.Name == place.CookieName(r.queue, false) {
+					member, _, _ = r.places.Verify(r.queue, c.Value)
 				}
 			}
 		}

@@ -36,6 +36,7 @@ type orderPage struct {
 
 	mu       sync.Mutex
 	waitroom string // the waiting room's base URL
+	queue    string // the queue whose passes it takes
 	got      []orderVisit
 }
 
@@ -53,11 +54,11 @@ func newOrderPage(t *testing.T) *orderPage {
 			return
 		}
 		o.mu.Lock()
-		waitroom := o.waitroom
+		waitroom, queue := o.waitroom, o.queue
 		o.mu.Unlock()
 		v := orderVisit{query: r.URL.Query()}
 		var err error
-		v.verify, err = verify(r.Context(), waitroom, v.query.Get("wr_pass"))
+		v.verify, err = verify(r.Context(), waitroom, queue, v.query.Get("wr_pass"))
 		if err != nil {
 			t.Errorf("order page: verify: %v", err)
 		}
@@ -79,11 +80,12 @@ func newOrderPage(t *testing.T) *orderPage {
 	return o
 }
 
-// checkWith makes the page verify passes with the waiting room at url.
-func (o *orderPage) checkWith(url string) {
+// checkWith makes the page verify passes for queue with the waiting room
+// at url.
+func (o *orderPage) checkWith(url, queue string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.waitroom = url
+	o.waitroom, o.queue = url, queue
 }
 
 func (o *orderPage) visits() []orderVisit {
@@ -107,7 +109,7 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 	chromium := chromiumPath(t)
 	order := newOrderPage(t)
 	s := newStack(t, stackOptions{settings: fastTicks(1), targetURL: order.url})
-	order.checkWith(s.url)
+	order.checkWith(s.url, s.queue)
 	b := newBrowser(t, chromium)
 	s.fillWaiting("ahead", 5)
 
@@ -311,7 +313,7 @@ func TestReloadKeepsPlace(t *testing.T) {
 	if !strings.HasPrefix(member, "a:") {
 		t.Errorf("member %q, want a server-chosen a:... id", member)
 	}
-	if c := b.cookie(s.url, place.CookieName(s.queue)); !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax {
+	if c := b.cookie(s.url, place.CookieName(s.queue, false)); !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax {
 		t.Errorf("place cookie %+v, want HttpOnly and SameSite=Lax", c)
 	}
 	if page := eval[bool](b, `document.cookie.includes('wr_place_')`); page {
@@ -401,7 +403,7 @@ func TestLeaveRemovesUser(t *testing.T) {
 		t.Errorf("%d DELETE requests, want 1", n)
 	}
 	eventually(t, 5*time.Second, "the browser to drop the place cookie", func() (bool, string) {
-		c := b.cookie(s.url, place.CookieName(s.queue))
+		c := b.cookie(s.url, place.CookieName(s.queue, false))
 		return c == nil, fmt.Sprintf("%+v", c)
 	})
 	if enters := s.enterRequests(); enters != 1 {
@@ -482,10 +484,13 @@ func TestAdmittedReloadKeepsTurn(t *testing.T) {
 	}
 }
 
-// Without a target URL the turn offers no link (one back to this site
-// would only enter the line again as somebody new) and shows the entry
-// pass for the site to check, in both languages.
-func TestTurnWithoutTargetShowsPass(t *testing.T) {
+// Without a target URL, a return path or a next path the page knows
+// nowhere to send the user: the turn offers no link (one back to this page
+// would only enter the line again as somebody new) and says to go back to
+// the site and reload it. The pass is no next step: it is folded away for
+// developers, and opening the fold shows one the site accepts. In both
+// languages.
+func TestTurnWithoutTargetSaysGoBack(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
 	s := newStack(t, stackOptions{settings: fastTicks(1)})
@@ -503,9 +508,22 @@ func TestTurnWithoutTargetShowsPass(t *testing.T) {
 	if shown := eval[bool](b, `document.getElementById('turn-link').checkVisibility()`); shown {
 		t.Error("#turn-link is visible without a target URL")
 	}
-	if shown := eval[bool](b, `document.getElementById('pass').checkVisibility()`); !shown {
-		t.Fatal("the entry pass is not shown")
+	if got := b.text("#turn-body"); got != "Your turn has started. Go back to the site you came from and reload the page." {
+		t.Errorf("#turn-body = %q, want the words to go back to the site", got)
 	}
+	if shown := eval[bool](b, `document.getElementById('pass').checkVisibility()`); shown {
+		t.Error("the entry pass shows as the page's content; want it folded away")
+	}
+	if got := b.text("#pass-box > summary"); got != "For developers: entry pass" {
+		t.Errorf("the pass's fold reads %q", got)
+	}
+	if open := eval[bool](b, `document.getElementById('pass-box').open`); open {
+		t.Error("the pass's fold is open at first")
+	}
+	b.screenshot("turn-go-back")
+
+	b.do("open the fold", chromedp.Click(chromedp.CSS("#pass-box > summary")))
+	b.waitJS(5*time.Second, "the pass", `document.getElementById('pass').checkVisibility()`)
 	if label := eval[string](b, `document.getElementById('pass').labels[0].textContent`); label != "Entry pass" {
 		t.Errorf("pass label %q, want \"Entry pass\"", label)
 	}
@@ -516,17 +534,23 @@ func TestTurnWithoutTargetShowsPass(t *testing.T) {
 	if enters := s.enterRequests(); enters != 1 {
 		t.Errorf("%d enter requests, want 1", enters)
 	}
-	b.screenshot("turn-pass")
+	b.screenshot("turn-pass-open")
 
 	b.do("switch to Korean", chromedp.Click(chromedp.CSS("#lang-ko")))
 	b.waitJS(5*time.Second, "Korean", `document.documentElement.lang === 'ko'`)
+	if got := b.text("#turn-body"); !strings.Contains(got, "새로고침") {
+		t.Errorf("#turn-body in Korean = %q, want the words to go back and reload", got)
+	}
+	if got := b.text("#pass-box > summary"); got != "개발자용: 입장권" {
+		t.Errorf("the pass's fold in Korean reads %q", got)
+	}
 	if label := eval[string](b, `document.getElementById('pass').labels[0].textContent`); label != "입장권" {
 		t.Errorf("pass label in Korean %q, want 입장권", label)
 	}
 	if got := eval[string](b, `document.getElementById('pass').value`); got != p {
 		t.Error("switching the language changed the pass")
 	}
-	b.screenshot("turn-pass-korean")
+	b.screenshot("turn-go-back-korean")
 }
 
 // A site's join token names the account, not the browser: the same user
@@ -569,7 +593,7 @@ func TestJoinTokenOnePlacePerAccount(t *testing.T) {
 	if shown := eval[bool](laptop, `document.getElementById('retry').checkVisibility()`); shown {
 		t.Error("the error offers to join again with a link that cannot work")
 	}
-	if c := laptop.cookie(s.url, place.CookieName(s.queue)); c != nil {
+	if c := laptop.cookie(s.url, place.CookieName(s.queue, false)); c != nil {
 		t.Errorf("a refused join token left a place cookie: %+v", c)
 	}
 	laptop.screenshot("bad-join-token")
@@ -666,4 +690,30 @@ func TestReconnectKeepsPlace(t *testing.T) {
 	if after.Status == queue.Waiting && after.Position > before.Position {
 		t.Fatalf("position went from %d to %d across the outage", before.Position, after.Position)
 	}
+}
+
+// Far from the head the page's numbers come from a replica's snapshot of
+// the line, not from Redis: the page says "about" and never shows the
+// number rising while the user stays in line.
+func TestFarBackPositionSaysAbout(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	// No ticks for an hour; a short abandon_after keeps the polls quick
+	// (at most every 2 s) and the near-head zone at ten places.
+	s := newStack(t, stackOptions{settings: queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Minute, AbandonAfter: 4 * time.Second}})
+	s.fillWaiting("ahead", 60)
+	b := newBrowser(t, chromium)
+	b.navigate(s.url + "/q/" + s.queue)
+	b.waitJS(20*time.Second, "an estimated position", `document.getElementById('position').textContent.startsWith('about ')`)
+	// The scheduler's first tick may admit one of those ahead while they
+	// join, so the exact position is Redis's, read now: no tick comes for
+	// an hour.
+	exact := s.status(s.member(b))
+	if exact.Status != queue.Waiting || exact.Position < 60 {
+		t.Fatalf("store: %+v, want waiting behind at least 59", exact)
+	}
+	if got, want := b.text("#position"), fmt.Sprintf("about %d", exact.Position); got != want {
+		t.Fatalf("position shown %q, want %q", got, want)
+	}
+	b.screenshot("far-back-about")
 }

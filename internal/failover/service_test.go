@@ -29,7 +29,7 @@ import (
 	"github.com/waitroom/waitroom/web"
 )
 
-const adminToken = "failover-admin-token"
+const adminToken = "failover-test-admin-token-0123456789" // config.MinAdminTokenBytes or more
 
 // service is waitroom on one Redis topology: config from the environment
 // a deployment would set, the client redisconn builds from its URL, the
@@ -105,7 +105,7 @@ func startService(t testing.TB, redisURL string, queues []string, waitReplicas i
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := proxy.NewGate(ctx, cfg.GateQueue, passes, store, nil, true)
+	g, err := proxy.NewGate(ctx, proxy.GateOptions{Queue: cfg.GateQueue, Passes: passes, Admissions: store, InsecureCookie: true})
 	if err != nil {
 		t.Fatal(err)
 	}

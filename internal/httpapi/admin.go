@@ -9,12 +9,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
-	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/audit"
+	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/lockout"
+	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -35,6 +35,7 @@ const adminRedisTimeout = 2 * time.Second
 const auditPage = 100
 
 var (
+	errCrossSiteAdmin  = &apiError{status: http.StatusForbidden, code: "cross_site_admin", message: "the admin API answers only its own back office page, not other sites' pages"}
 	errTooManyAttempts = &apiError{status: http.StatusTooManyRequests, code: "too_many_attempts", message: "too many failed admin attempts from this address; try again after the time in Retry-After"}
 	errInvalidLimit    = &apiError{status: http.StatusBadRequest, code: "invalid_limit", message: "limit must be an integer from 1 to " + strconv.Itoa(audit.MaxEntries), field: "limit"}
 	// errAdminNoRedis is a wiring mistake (Options.Redis unset), answered
@@ -66,6 +67,15 @@ func newAdminGuard(token string, rdb Redis) adminGuard {
 // answered 429 without its token even being compared, and a failure is
 // counted in Redis, for every replica. Without Redis nothing is let
 // through (503).
+//
+// Only a token actually presented is judged. Any page the operator opens
+// can make their browser send admin requests (an <img>, a form, a fetch
+// and its preflight) from the operator's own address; were those counted,
+// they would lock the operator out without ever guessing. So requests
+// from another site are refused (403) and requests without a bearer token,
+// or preflights, get 401; neither reaches the lockout. A browser cannot
+// send the token cross-site anyway: it is no cookie, only the back office
+// page holds it.
 func (s *Server) requireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.adminEnabled {
@@ -76,9 +86,15 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 			s.fail(w, r, errAdminNoRedis)
 			return
 		}
-		// A missing or malformed header is a failed attempt like a wrong
-		// token: the empty string's digest is never the token's.
-		token, _ := gate.BearerToken(r)
+		if !origin.SameOrigin(r) {
+			s.fail(w, r, errCrossSiteAdmin)
+			return
+		}
+		token, ok := httpin.BearerToken(r)
+		if !ok || token == "" || r.Method == http.MethodOptions {
+			s.fail(w, r, errUnauthorized)
+			return
+		}
 		client := s.clientIP.Addr(r)
 		ctx, cancel := context.WithTimeout(r.Context(), adminRedisTimeout)
 		res, err := s.admin.lockout.Attempt(ctx, client, s.admin.digests.Digest(token), s.admin.want)
@@ -111,9 +127,8 @@ func retryAfter(d time.Duration) string {
 // auditLog answers a queue's audit log, newest first: ?limit= entries
 // (default 100, at most audit.MaxEntries).
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
-	q := chi.URLParam(r, "queue")
-	if !s.store.Has(q) {
-		s.fail(w, r, queue.ErrUnknownQueue)
+	q, ok := s.knownQueue(w, r)
+	if !ok {
 		return
 	}
 	n := auditPage
@@ -193,6 +208,23 @@ func viewFields(v *adminQueueResponse) map[string]json.RawMessage {
 // requestedRefill is PUT .../refill-size as the PATCH field it stands for.
 func requestedRefill(n int) map[string]json.RawMessage {
 	return map[string]json.RawMessage{"refill_size": audit.Value(n)}
+}
+
+// removeUser is the operator taking the user named in the path out of
+// the line, or ending their admission; where the user stood goes to the
+// audit log.
+func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) {
+	s.leaveNamed(w, r, func(ctx context.Context, q, user string) error {
+		before, err := s.store.Status(ctx, q, user)
+		if err != nil {
+			return err
+		}
+		if err := s.store.Remove(ctx, q, user); err != nil {
+			return err
+		}
+		s.recordRemoval(r, q, user, before)
+		return nil
+	})
 }
 
 // recordRemoval audits the operator taking user out: where they stood

@@ -72,12 +72,81 @@ func TestAdminLockoutSharedByReplicas(t *testing.T) {
 			t.Fatalf("replica %d: another address with the right token: %d %s", i, r.status, r.body)
 		}
 	}
-	// A request without a token counts like a wrong one.
-	quiet := testClient()
-	for range adminLockout.MaxFailures {
-		wantError(t, replicas[0].do("GET", path, "", "X-Forwarded-For", quiet), 401, "unauthorized")
+}
+
+// Only a wrong token actually presented counts as a failure. Requests any
+// page can make a browser send (no token, a preflight, a cross-site call)
+// never lock the operator out: 20 of each, twice the budget, and the
+// right token still works from the same address. Ten wrong tokens from
+// the admin's own origin still lock it, the right token included.
+func TestAdminLockoutCountsOnlyPresentedTokens(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
+	const path, tries = "/admin/v1/queues", 2 * 10
+	if tries <= adminLockout.MaxFailures {
+		t.Fatalf("%d tries do not exceed the budget of %d", tries, adminLockout.MaxFailures)
 	}
-	wantError(t, replicas[1].do("GET", path, "", asClient(quiet, adminToken)...), 429, "too_many_attempts")
+	for _, tc := range []struct {
+		name   string
+		method string
+		header []string // besides X-Forwarded-For
+		status int
+		code   string
+	}{
+		{"no Authorization", "GET", nil, 401, "unauthorized"},
+		{"Basic credentials", "GET", []string{"Authorization", "Basic YWRtaW46YWRtaW4="}, 401, "unauthorized"},
+		{"Bearer without a token", "GET", []string{"Authorization", "Bearer   "}, 401, "unauthorized"},
+		{"a token without a scheme", "GET", []string{"Authorization", "guess"}, 401, "unauthorized"},
+		{"an image tag from another site", "GET", []string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Dest", "image"}, 403, "cross_site_admin"},
+		{"a same-origin preflight", "OPTIONS", []string{"Origin", e.srv.URL, "Access-Control-Request-Method", "PATCH", "Access-Control-Request-Headers", "authorization"}, 401, "unauthorized"},
+		{"OPTIONS with a wrong token", "OPTIONS", []string{"Authorization", "Bearer guess"}, 401, "unauthorized"},
+		{"a cross-site preflight", "OPTIONS", []string{"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site", "Access-Control-Request-Method", "GET"}, 403, "cross_site_admin"},
+		{"Sec-Fetch-Site cross-site, wrong token", "GET", []string{"Sec-Fetch-Site", "cross-site", "Authorization", "Bearer guess"}, 403, "cross_site_admin"},
+		{"Sec-Fetch-Site same-site, wrong token", "GET", []string{"Sec-Fetch-Site", "same-site", "Authorization", "Bearer guess"}, 403, "cross_site_admin"},
+		{"Origin of another site, wrong token", "PATCH", []string{"Origin", "https://evil.example", "Authorization", "Bearer guess"}, 403, "cross_site_admin"},
+		{"Origin null, wrong token", "DELETE", []string{"Origin", "null", "Authorization", "Bearer guess"}, 403, "cross_site_admin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := testClient()
+			h := append([]string{"X-Forwarded-For", client}, tc.header...)
+			for range tries {
+				wantError(t, e.do(tc.method, path, "", h...), tc.status, tc.code)
+			}
+			if r := e.do("GET", path, "", asClient(client, adminToken)...); r.status != 200 {
+				t.Fatalf("the right token after %d of these: %d %s", tries, r.status, r.body)
+			}
+		})
+	}
+
+	// Cross-site is refused before the token is even looked at: the
+	// right token too.
+	for _, h := range [][]string{{"Sec-Fetch-Site", "cross-site"}, {"Origin", "https://evil.example"}} {
+		wantError(t, e.do("GET", path, "", append(asClient(testClient(), adminToken), h...)...), 403, "cross_site_admin")
+	}
+	// The back office page itself, and tools without a browser, get in.
+	for _, h := range [][]string{{"Sec-Fetch-Site", "same-origin"}, {"Sec-Fetch-Site", "none"}, {"Origin", e.srv.URL}, nil} {
+		if r := e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"paused":false}`, append(asClient(testClient(), adminToken), h...)...); r.status != 200 {
+			t.Fatalf("right token with %q: %d %s", h, r.status, r.body)
+		}
+	}
+
+	t.Run("wrong tokens still lock", func(t *testing.T) {
+		client := testClient()
+		own := []string{"Sec-Fetch-Site", "same-origin", "Origin", e.srv.URL}
+		for i := range adminLockout.MaxFailures {
+			wantError(t, e.do("GET", path, "", append(asClient(client, fmt.Sprintf("guess-%d", i)), own...)...), 401, "unauthorized")
+		}
+		for _, token := range []string{adminToken, "guess"} {
+			r := e.do("GET", path, "", append(asClient(client, token), own...)...)
+			wantError(t, r, 429, "too_many_attempts")
+			if r.header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+		}
+		// While locked, a request without a token is refused without a
+		// look at Redis, and lets nothing in either.
+		wantError(t, e.do("GET", path, "", "X-Forwarded-For", client), 401, "unauthorized")
+	})
 }
 
 // Each lock is twice the last: Retry-After grows lock after lock.

@@ -38,7 +38,9 @@ func BenchmarkHandlers(b *testing.B) {
 	n := 0
 	b.Run("enter", func(b *testing.B) {
 		for b.Loop() {
-			serve(b, httptest.NewRequest("POST", api+"/enter", strings.NewReader(`{"user_id":"user-`+strconv.Itoa(n)+`"}`)))
+			req := httptest.NewRequest("POST", api+"/enter", strings.NewReader(`{"user_id":"user-`+strconv.Itoa(n)+`"}`))
+			req.Header.Set("Content-Type", "application/json")
+			serve(b, req)
 			n++
 		}
 	})
@@ -52,7 +54,9 @@ func BenchmarkHandlers(b *testing.B) {
 	b.Run("enter-place", func(b *testing.B) {
 		for b.Loop() {
 			w := httptest.NewRecorder()
-			e.h.ServeHTTP(w, httptest.NewRequest("POST", api+"/enter", strings.NewReader(`{}`)))
+			req := httptest.NewRequest("POST", api+"/enter", strings.NewReader(`{}`))
+			req.Header.Set("Content-Type", "application/json")
+			e.h.ServeHTTP(w, req)
 			var tk ticketResponse
 			if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &tk) != nil || tk.PlaceToken == "" {
 				b.Fatalf("enter: %d %s", w.Code, w.Body)
@@ -69,4 +73,37 @@ func BenchmarkHandlers(b *testing.B) {
 			serve(b, req)
 		}
 	})
+}
+
+// BenchmarkChallengeOneClient is one client asking for proof-of-work
+// challenges as fast as it can, in process, under the default per-client
+// enter limit (WAITROOM_LIMIT_ENTER_PER_CLIENT 5,300): served/s is what it
+// gets over the run, refused/s what it is refused (429). A measurement,
+// not an assertion: what the client gets depends on how long it asks.
+//
+//	go test -run '^$' -bench ChallengeOneClient -benchtime 10s ./internal/httpapi/
+func BenchmarkChallengeOneClient(b *testing.B) {
+	settings := queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour,
+		Limits: queue.Limits{EnterPerClient: queue.Limit{Rate: 5, Burst: 300}}}
+	e := newEnv(b, redistest.Client(b), settings, testTimeout, Options{})
+	path := "/api/v1/queues/" + e.queue + "/challenge"
+	var served, refused int
+	start := time.Now()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr = "192.0.2.1:4000"
+		e.h.ServeHTTP(w, req)
+		switch w.Code {
+		case http.StatusOK:
+			served++
+		case http.StatusTooManyRequests:
+			refused++
+		default:
+			b.Fatalf("challenge: %d %s", w.Code, w.Body)
+		}
+	}
+	secs := time.Since(start).Seconds()
+	b.ReportMetric(float64(served)/secs, "served/s")
+	b.ReportMetric(float64(refused)/secs, "refused/s")
 }

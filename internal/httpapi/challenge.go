@@ -16,10 +16,12 @@ type challengeResponse struct {
 
 // issueChallenge issues a challenge at the queue's difficulty now (0 when
 // it asks for none: any nonce solves it). Issuing costs an HMAC and one
-// read.
+// script call, which also applies the client's rate limit: without it one
+// client could fetch thousands a second, each a Redis call.
 func (s *Server) issueChallenge(w http.ResponseWriter, r *http.Request) {
 	q := chi.URLParam(r, "queue")
-	d, err := s.store.ChallengeDifficulty(r.Context(), q) // ErrUnknownQueue: 404
+	// ErrUnknownQueue: 404; ErrRateLimited: 429, as an enter over the limit.
+	d, err := s.store.Challenge(r.Context(), q, s.clientKey(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -137,6 +137,82 @@ func TestRateLimitsOverHTTP(t *testing.T) {
 	wantError(t, behind.statusOf(bearerHeader(me.PlaceToken)...), 429, "rate_limited")
 }
 
+// Challenges are limited per client address at the enter limit: after
+// its burst one address is answered as an enter over the limit is (429
+// rate_limited, Retry-After, retry_at), another address is still served,
+// and the first one's enters are not spent.
+func TestChallengeRateLimitOverHTTP(t *testing.T) {
+	t.Parallel()
+	limited := queue.Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour,
+		Limits: queue.Limits{EnterPerClient: queue.Limit{Rate: 0.01, Burst: 3}}}
+	trusted, _ := clientip.New([]string{"127.0.0.1/32", "::1/128"})
+	e := newEnv(t, redistest.Client(t), limited, testTimeout, Options{ClientIP: trusted})
+	path := "/api/v1/queues/" + e.queue + "/challenge"
+	served := 0
+	for range 20 {
+		r := e.do("GET", path, "", "X-Forwarded-For", "198.51.100.1")
+		if r.status == 200 {
+			served++
+			continue
+		}
+		wantError(t, r, 429, "rate_limited")
+		var body errorBody
+		_ = json.Unmarshal(r.body, &body)
+		if secs, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || secs < 1 || body.Error.RetryAt == "" {
+			t.Fatalf("Retry-After %q, retry_at %q", r.header.Get("Retry-After"), body.Error.RetryAt)
+		}
+	}
+	if served != 3 {
+		t.Fatalf("one address got %d of 20 challenges, want its burst of 3", served)
+	}
+	if r := e.do("GET", path, "", "X-Forwarded-For", "198.51.100.2"); r.status != 200 {
+		t.Fatalf("another address: %d %s", r.status, r.body)
+	}
+	for i := range 3 {
+		if _, r := e.enterAnon("X-Forwarded-For", "198.51.100.1"); r.status != 200 {
+			t.Fatalf("enter %d after the challenges: %d %s", i, r.status, r.body)
+		}
+	}
+}
+
+// An IPv6 client counts as its /64 in the per-client limits of enter,
+// status and challenge: once one address of a block has used the budget,
+// another address of the block is refused, and an address of the next
+// block is not.
+func TestRateLimitsGroupIPv6By64(t *testing.T) {
+	t.Parallel()
+	limited := queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour,
+		Limits: queue.Limits{EnterPerClient: queue.Limit{Rate: 0.01, Burst: 2}, StatusPerClient: queue.Limit{Rate: 0.01, Burst: 2}}}
+	trusted, _ := clientip.New([]string{"127.0.0.1/32", "::1/128"})
+	e := newEnv(t, redistest.Client(t), limited, testTimeout, Options{ClientIP: trusted})
+	me, _ := e.enterAnon("X-Forwarded-For", "192.0.2.1")
+	api := "/api/v1/queues/" + e.queue
+	for _, op := range []struct {
+		name string
+		call func(client string) response
+	}{
+		{"enter", func(c string) response { return e.do("POST", api+"/enter", "{}", "X-Forwarded-For", c) }},
+		{"status", func(c string) response {
+			return e.statusOf(append(bearerHeader(me.PlaceToken), "X-Forwarded-For", c)...)
+		}},
+		{"challenge", func(c string) response { return e.do("GET", api+"/challenge", "", "X-Forwarded-For", c) }},
+	} {
+		for i := range 2 {
+			if r := op.call("2001:db8:1:2::1"); r.status != 200 {
+				t.Fatalf("%s %d within the budget: %d %s", op.name, i, r.status, r.body)
+			}
+		}
+		r := op.call("2001:db8:1:2:ffff:ffff:ffff:fffe")
+		if r.status != 429 {
+			t.Fatalf("%s from another address of the same /64: %d %s, want 429", op.name, r.status, r.body)
+		}
+		wantError(t, r, 429, "rate_limited")
+		if r := op.call("2001:db8:1:3::1"); r.status != 200 {
+			t.Fatalf("%s from the next /64: %d %s", op.name, r.status, r.body)
+		}
+	}
+}
+
 // The line's cap answers 503 queue_full with when to come back.
 func TestQueueFullOverHTTP(t *testing.T) {
 	t.Parallel()

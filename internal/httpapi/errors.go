@@ -44,6 +44,7 @@ var (
 	errInvalidPlace     = &apiError{status: http.StatusUnauthorized, code: "invalid_place", message: "missing or invalid place credential for this queue"}
 	errInvalidJoinToken = &apiError{status: http.StatusBadRequest, code: "invalid_join_token", message: "the join token is invalid, expired, for another queue, or join tokens are not enabled"}
 	errInvalidPass      = &apiError{status: http.StatusUnauthorized, code: "invalid_pass", message: "missing, invalid, expired or revoked entry pass"}
+	errQueueRequired    = &apiError{status: http.StatusBadRequest, code: "queue_required", message: "name the queue the pass must be for: ?queue=", field: "queue"}
 	errInvalidReturn    = &apiError{status: http.StatusBadRequest, code: "invalid_return", message: "return must be a path on this site"}
 	errTwoIdentities    = &apiError{status: http.StatusBadRequest, code: "invalid_json", message: "give user_id or join_token, not both"}
 

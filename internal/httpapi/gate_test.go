@@ -104,11 +104,8 @@ func newGateEnv(t *testing.T, up *url.URL, timeout time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := proxy.NewGate(context.Background(), name, passes, store, []string{"/static/"}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := Options{Places: places, Passes: passes, Gate: g, AdminToken: adminToken,
+	g := newTestGate(t, rdb, store, name, passes, []string{"/static/"}, true)
+	opts := Options{Places: places, Passes: passes, Gate: g, AdminToken: adminToken, ClientIP: behindProxy(t),
 		Upstream: proxy.New(up, timeout, slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	return newEnvWithStore(t, rdb, store, name, opts)
 }
@@ -124,7 +121,7 @@ func (e *env) admittedPass() ticketResponse {
 }
 
 func passCookie(e *env, token string) []string {
-	return []string{"Cookie", gate.CookieName(e.queue) + "=" + token}
+	return []string{"Cookie", e.passCookieName() + "=" + token}
 }
 
 // The whole reverse-proxy flow: refused to the waiting page, the pass
@@ -162,13 +159,17 @@ func TestGateModeFlow(t *testing.T) {
 	}
 
 	tk := e.admittedPass()
+	// Without a target URL, the gate queue's ticket says where to go on.
+	if tk.NextPath != "/" || tk.TargetURL != "" {
+		t.Fatalf("admitted in gate mode: next_path %q, target_url %q", tk.NextPath, tk.TargetURL)
+	}
 	r = e.do("GET", "/order?event=7&wr_pass="+url.QueryEscape(tk.Pass), "")
 	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/order?event=7" {
 		t.Fatalf("hand-over: %d to %q", r.status, r.header.Get("Location"))
 	}
 	var cookie *http.Cookie
 	for _, line := range r.header.Values("Set-Cookie") {
-		if c, err := http.ParseSetCookie(line); err == nil && c.Name == gate.CookieName(e.queue) {
+		if c, err := http.ParseSetCookie(line); err == nil && c.Name == e.passCookieName() {
 			cookie = c
 		}
 	}
@@ -225,7 +226,7 @@ func TestGateModeFlow(t *testing.T) {
 	})
 	t.Logf("gate closed %s after the leave", time.Since(closed).Round(time.Millisecond))
 	r = e.do("GET", "/order", "", passCookie(e, tk.Pass)...)
-	if del := r.header.Get("Set-Cookie"); !strings.Contains(del, gate.CookieName(e.queue)+"=;") || !strings.Contains(del, "Max-Age=0") {
+	if del := r.header.Get("Set-Cookie"); !strings.Contains(del, e.passCookieName()+"=;") || !strings.Contains(del, "Max-Age=0") {
 		t.Errorf("a refused pass cookie is not deleted: %q", del)
 	}
 }
@@ -319,7 +320,7 @@ func TestForwardAuth(t *testing.T) {
 	// Without gate mode, a pass handed over on another path still becomes
 	// the cookie (a proxy doing forward auth sends such requests here).
 	r := e.do("GET", "/order?wr_pass="+url.QueryEscape(tk.Pass), "")
-	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/order" || !strings.Contains(r.header.Get("Set-Cookie"), gate.CookieName(e.queue)+"=") {
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/order" || !strings.Contains(r.header.Get("Set-Cookie"), e.passCookieName()+"=") {
 		t.Fatalf("hand-over without gate mode: %d %v", r.status, r.header)
 	}
 	// ... but other paths are not served.
@@ -330,7 +331,6 @@ func TestForwardAuth(t *testing.T) {
 	for orig, want := range map[string]string{
 		"/order?a=1&b=2":        "/q/" + e.queue + "?return=%2Forder%3Fa%3D1%26b%3D2",
 		"/order?wr_pass=x&a=1":  "/q/" + e.queue + "?return=%2Forder%3Fa%3D1",
-		"//evil.example/x":      "/q/" + e.queue + "?return=%2F",
 		"https://evil.example/": "/q/" + e.queue + "?return=%2F",
 		"":                      "/q/" + e.queue + "?return=%2F",
 	} {
@@ -340,6 +340,11 @@ func TestForwardAuth(t *testing.T) {
 		}
 	}
 	wantError(t, e.do("POST", "/gate/refused", "", "X-Original-URI", "/buy"), 401, "pass_required")
+	// A path that is not clean is refused: nginx forwards it as sent.
+	for _, orig := range []string{"//evil.example/x", "/static/../order", "/static/%2e%2e/order", "/a/..;/b"} {
+		wantError(t, e.do("GET", "/gate/verify", "", append(passCookie(e, tk.Pass), "X-Original-URI", orig)...), 401, "invalid_path")
+		wantError(t, e.do("GET", "/gate/refused", "", "X-Original-URI", orig, "Accept", "text/html"), 400, "invalid_path")
+	}
 
 	// The operator removes the user: the gate closes within 5 s.
 	if r := e.do("DELETE", "/admin/v1/queues/"+e.queue+"/users/"+tk.UserID, "", "Authorization", "Bearer "+adminToken); r.status != 204 {

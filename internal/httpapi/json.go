@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/waitroom/waitroom/internal/strictjson"
@@ -27,7 +29,12 @@ func decode[T any](w http.ResponseWriter, r *http.Request) (T, error) {
 
 // readBody reads the whole body, refusing more than maxBodyBytes.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	return readBodyTo(make([]byte, 0, 512), w, r)
+}
+
+// readBodyTo is readBody appending to b.
+func readBodyTo(b []byte, w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := readAll(b, http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
 			return nil, errBodyTooLarge
@@ -35,6 +42,23 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 		return nil, errInvalidJSON
 	}
 	return body, nil
+}
+
+// readAll is io.ReadAll appending to b.
+func readAll(b []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // more room
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // unmarshal decodes body as exactly one JSON object of type T, strictly
@@ -61,11 +85,17 @@ func unmarshal[T any](body []byte) (T, error) {
 // else goes through unmarshal, so both accept and refuse the same bodies
 // (FuzzDecodeEnter checks it): the fast path's key is exact and single and
 // its id valid UTF-8 without escapes, which the strict decoder accepts.
+//
+// The body is read into a pooled buffer, given back once decoded: what
+// comes out of it are copies (string conversions, encoding/json's).
 func decodeEnter(w http.ResponseWriter, r *http.Request) (enterRequest, error) {
-	body, err := readBody(w, r)
+	buf := getBuf()
+	defer putBuf(buf)
+	body, err := readBodyTo(*buf, w, r)
 	if err != nil {
 		return enterRequest{}, err
 	}
+	*buf = body // it may have grown
 	if emptyObject(body) {
 		return enterRequest{}, nil
 	}
@@ -156,10 +186,31 @@ func setJSONHeaders(w http.ResponseWriter, status int) {
 
 // writeTicketJSON answers 200 with t: the bytes writeJSON would write, built
 // without reflection, as enter and status answer most of the service's
-// requests (TestAppendTicketMatchesEncodingJSON checks the bytes).
+// requests (TestAppendTicketMatchesEncodingJSON checks the bytes), in a
+// pooled buffer (a Write never keeps its argument).
 func writeTicketJSON(w http.ResponseWriter, t ticketResponse) {
 	setJSONHeaders(w, http.StatusOK)
-	_, _ = w.Write(appendTicket(make([]byte, 0, 256), t))
+	b := getBuf()
+	*b = appendTicket(*b, t)
+	_, _ = w.Write(*b)
+	putBuf(b)
+}
+
+// bufs are buffers for the answers and bodies of enter and status: a
+// ticket with a place token is about 250 bytes, with an entry pass and a
+// target URL about 1,500.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+func getBuf() *[]byte { return bufs.Get().(*[]byte) }
+
+// putBuf empties b and gives it back, unless it grew past what the usual
+// answers need.
+func putBuf(b *[]byte) {
+	if cap(*b) > 16<<10 {
+		return
+	}
+	*b = (*b)[:0]
+	bufs.Put(b)
 }
 
 func appendTicket(b []byte, t ticketResponse) []byte {
@@ -175,6 +226,9 @@ func appendTicket(b []byte, t ticketResponse) []byte {
 	}
 	b = append(b, `,"position":`...)
 	b = strconv.AppendInt(b, t.Position, 10)
+	if t.Estimated {
+		b = append(b, `,"position_estimated":true`...)
+	}
 	b = append(b, `,"waiting":`...)
 	b = strconv.AppendInt(b, t.Waiting, 10)
 	b = append(b, `,"eta_seconds":`...)
@@ -200,6 +254,10 @@ func appendTicket(b []byte, t ticketResponse) []byte {
 		b = append(b, `,"target_url":`...)
 		b = appendString(b, t.TargetURL)
 	}
+	if t.NextPath != "" {
+		b = append(b, `,"next_path":`...)
+		b = appendString(b, t.NextPath)
+	}
 	return append(b, "}\n"...)
 }
 
@@ -217,4 +275,12 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// rfc3339 formats t for the API, "" for the zero time.
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"encoding/json"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"unicode/utf8"
 
@@ -144,7 +146,7 @@ func FuzzAppendTicket(f *testing.F) {
 	f.Add("default", "user-1", "WAITING", int64(3), int64(10), int64(5), int64(5100), "v1.default.YTpB.bWFj", "", "")
 	f.Add("q", "a\"b\\c<d>&e\x01\xff\u2028", "ENTERED", int64(0), int64(-1), int64(0), int64(0), "", "e.y.J", "https://x/?a=1&b=2")
 	f.Fuzz(func(t *testing.T, q, user, status string, pos, waiting, eta, poll int64, token, pass, target string) {
-		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), token, pos, waiting, eta, poll, pos%2 == 0, target, token, pass, target})
+		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), token, pos, pos%3 == 0, waiting, eta, poll, pos%2 == 0, target, token, pass, target, target})
 	})
 }
 
@@ -156,5 +158,16 @@ func checkTicketBytes(t *testing.T, tk ticketResponse) {
 	}
 	if got := appendTicket(nil, tk); string(got) != string(want)+"\n" {
 		t.Fatalf("appendTicket(%+v)\n got %s\nwant %s", tk, got, want)
+	}
+}
+
+// The health checks write, encoded once, what writeJSON wrote for them.
+func TestHealthBodiesMatchEncodingJSON(t *testing.T) {
+	for status, body := range map[string][]byte{"ok": healthyBody, "ready": readyBody} {
+		w := httptest.NewRecorder()
+		writeJSON(w, http.StatusOK, map[string]string{"status": status})
+		if w.Body.String() != string(body) {
+			t.Errorf("%s: writes %q, writeJSON %q", status, body, w.Body)
+		}
 	}
 }

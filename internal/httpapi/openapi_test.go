@@ -31,8 +31,8 @@ import (
 	"github.com/waitroom/waitroom/api"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/place"
-	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/web"
@@ -208,7 +208,7 @@ func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) err
 	s := in.SecurityScheme
 	switch {
 	case s.Type == "http" && s.Scheme == "bearer":
-		if _, ok := gate.BearerToken(r); ok {
+		if _, ok := httpin.BearerToken(r); ok {
 			return nil
 		}
 		return errors.New("no bearer token")
@@ -273,9 +273,7 @@ func (k *contract) newEnv(t *testing.T, rdb *redis.Client, settings queue.Settin
 	}
 	opts.Store, opts.Redis = store, rdb
 	opts.Places, opts.Passes = newTrust(t, rdb)
-	if opts.Gate, err = proxy.NewGate(context.Background(), name, opts.Passes, store, nil, true); err != nil {
-		t.Fatal(err)
-	}
+	opts.Gate = newTestGate(t, rdb, store, name, opts.Passes, nil, true)
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.ClientIP = behindProxy(t)
 	if opts.Static, err = fs.Sub(web.Static, "static"); err != nil {
@@ -362,10 +360,18 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, e, call{method: "GET", path: "/q/nope", status: 404, code: "queue_not_found"})
 		k.check(t, e, call{method: "GET", path: "/q/nope", header: []string{"Accept", "text/html"}, status: 404})
 		k.check(t, e, call{method: "GET", path: "/admin", status: 200})
-		for _, f := range []string{"style.css", "waiting.js", "favicon.ico"} {
+		// The entry modules, a module each imports, the worker.
+		for _, f := range []string{"style.css", "waiting.js", "admin.js", "waiting-flow.js", "admin-messages.js", "i18n.js", "pow-worker.js", "favicon.ico"} {
 			k.check(t, e, call{method: "GET", path: "/_waitroom/static/" + f, status: 200})
 		}
-		k.check(t, e, call{method: "GET", path: "/_waitroom/static/nope.css", status: 404})
+		k.check(t, e, call{method: "GET", path: "/_waitroom/static/nope.css", status: 404, code: "not_found"})
+		// A copy the browser has is revalidated, never listed as a directory.
+		js := k.check(t, e, call{method: "GET", path: "/_waitroom/static/waiting.js", status: 200})
+		k.check(t, e, call{method: "GET", path: "/_waitroom/static/waiting.js", header: []string{"If-None-Match", js.header.Get("ETag")}, status: 304})
+		r = e.do("GET", "/_waitroom/static/", "")
+		if r.status != 404 || strings.Contains(string(r.body), "waiting.js") {
+			t.Fatalf("the assets' directory: %d %s", r.status, r.body)
+		}
 	})
 
 	var admitted ticketResponse // holds an entry pass
@@ -437,23 +443,28 @@ func TestOpenAPIContract(t *testing.T) {
 	t.Run("passes", func(t *testing.T) {
 		pass := bearerHeader(admitted.Pass)
 		k.check(t, e, call{method: "GET", path: "/.well-known/jwks.json", status: 200})
-		r := k.check(t, e, call{method: "GET", path: "/api/v1/verify", header: pass, status: 200})
+		verify := "/api/v1/verify?queue=" + e.queue
+		r := k.check(t, e, call{method: "GET", path: verify, header: pass, status: 200})
 		var v verifyResponse
 		if err := json.Unmarshal(r.body, &v); err != nil || v.Queue != e.queue || v.Sub != admitted.UserID {
 			t.Fatalf("verify: %s", r.body)
 		}
-		k.check(t, e, call{method: "GET", path: "/api/v1/verify", status: 401, code: "invalid_pass", docRejects: true})
-		k.check(t, e, call{method: "GET", path: "/api/v1/verify", header: bearerHeader("forged"), status: 401, code: "invalid_pass"})
+		k.check(t, e, call{method: "GET", path: verify, status: 401, code: "invalid_pass", docRejects: true})
+		k.check(t, e, call{method: "GET", path: verify, header: bearerHeader("forged"), status: 401, code: "invalid_pass"})
+		k.check(t, e, call{method: "GET", path: "/api/v1/verify?queue=other", header: pass, status: 401, code: "invalid_pass"})
+		k.check(t, e, call{method: "GET", path: "/api/v1/verify", header: pass, status: 400, code: "queue_required", docRejects: true})
 
 		r = k.check(t, e, call{method: "GET", path: "/gate/verify", header: pass, status: 204})
 		if r.header.Get(gate.HeaderSub) != admitted.UserID {
 			t.Fatalf("forward auth names %q", r.header.Get(gate.HeaderSub))
 		}
-		k.check(t, e, call{method: "GET", path: "/gate/verify", header: []string{"Cookie", gate.CookieName(e.queue) + "=" + admitted.Pass}, status: 204})
+		k.check(t, e, call{method: "GET", path: "/gate/verify", header: []string{"Cookie", e.passCookieName() + "=" + admitted.Pass}, status: 204})
 		k.check(t, e, call{method: "GET", path: "/gate/verify", status: 401})
+		k.check(t, e, call{method: "GET", path: "/gate/verify", header: append(slices.Clone(pass), gate.HeaderOriginalURI, "/a/../b"), status: 401})
+		k.check(t, e, call{method: "GET", path: "/gate/refused", header: []string{gate.HeaderOriginalURI, "/static/%2e%2e/order"}, status: 400})
 
 		orig := []string{gate.HeaderOriginalURI, "/order?event=7"}
-		r = k.check(t, e, call{method: "GET", path: "/gate/refused", header: append(slices.Clone(orig), "Cookie", gate.CookieName(e.queue)+"=stale"), status: 303})
+		r = k.check(t, e, call{method: "GET", path: "/gate/refused", header: append(slices.Clone(orig), "Cookie", e.passCookieName()+"=stale"), status: 303})
 		if want := "/q/" + e.queue + "?return=" + url.QueryEscape("/order?event=7"); r.header.Get("Location") != want {
 			t.Fatalf("refused sends to %q, want %q", r.header.Get("Location"), want)
 		}
@@ -468,7 +479,7 @@ func TestOpenAPIContract(t *testing.T) {
 		for range 2 { // done again is done already
 			k.check(t, e, call{method: "POST", path: q + "/done", header: pass, status: 204})
 		}
-		k.check(t, e, call{method: "GET", path: "/api/v1/verify", header: pass, status: 401, code: "invalid_pass"})
+		k.check(t, e, call{method: "GET", path: verify, header: pass, status: 401, code: "invalid_pass"})
 	})
 
 	t.Run("admin", func(t *testing.T) {
@@ -558,6 +569,16 @@ func TestOpenAPIContract(t *testing.T) {
 			c.status, c.code = 403, "admin_disabled"
 			k.check(t, off, c)
 		}
+		// Another site's page is refused, right token or not.
+		for i, c := range adminCalls(e) {
+			foreign := []string{"Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"}
+			if i%2 == 1 { // an older browser, without Sec-Fetch-Site
+				foreign = foreign[2:]
+			}
+			c.header = append(slices.Clone(c.header), append(foreign, auth...)...)
+			c.status, c.code = 403, "cross_site_admin"
+			k.check(t, e, c)
+		}
 		// A client that failed ten times is locked out, right token or not.
 		locked := k.newEnv(t, rdb, slow, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
 		client := testClient()
@@ -599,7 +620,8 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, full, call{method: "GET", path: fq, status: 200})
 		k.check(t, full, call{method: "POST", path: fq + "/enter", body: "{}", header: jsonCT, status: 403, code: "not_open"})
 
-		// Rate limits: one enter per client, one status per place.
+		// Rate limits: one enter (and one challenge) per client, one status
+		// per place.
 		limited := k.newEnv(t, rdb, queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour,
 			Limits: queue.Limits{EnterPerClient: queue.Limit{Rate: 0.01, Burst: 1}, StatusPerPlace: queue.Limit{Rate: 0.01, Burst: 1}}}, Options{})
 		lq := "/api/v1/queues/" + limited.queue
@@ -610,6 +632,9 @@ func TestOpenAPIContract(t *testing.T) {
 		}
 		k.check(t, limited, call{method: "GET", path: lq + "/status", header: bearerHeader(me.PlaceToken), status: 200})
 		k.check(t, limited, call{method: "GET", path: lq + "/status", header: bearerHeader(me.PlaceToken), status: 429, code: "rate_limited"})
+		// Challenges: the enter limit, in a bucket of their own.
+		k.check(t, limited, call{method: "GET", path: lq + "/challenge", status: 200})
+		k.check(t, limited, call{method: "GET", path: lq + "/challenge", status: 429, code: "rate_limited"})
 	})
 
 	t.Run("plain user ids", func(t *testing.T) {
@@ -631,7 +656,7 @@ func TestOpenAPIContract(t *testing.T) {
 		dq := "/api/v1/queues/" + down.queue
 		srv := down.server()
 		member := place.NewMember()
-		placeTok := bearerHeader(srv.places.Issue(down.queue, member))
+		placeTok := bearerHeader(srv.places.Issue(down.queue, member, 0))
 		pass, err := srv.passes.Issue(down.queue, member, time.Now(), time.Now().Add(time.Hour))
 		if err != nil {
 			t.Fatal(err)
@@ -646,7 +671,7 @@ func TestOpenAPIContract(t *testing.T) {
 			{method: "DELETE", path: dq + "/place", header: placeTok},
 			{method: "DELETE", path: dq + "/users/bob"},
 			{method: "POST", path: dq + "/done", header: bearerHeader(pass)},
-			{method: "GET", path: "/api/v1/verify", header: bearerHeader(pass)},
+			{method: "GET", path: "/api/v1/verify?queue=" + e.queue, header: bearerHeader(pass)},
 		}, adminCalls(down)...) {
 			if strings.HasPrefix(c.path, "/admin/") {
 				c.header = append(c.header, auth...)

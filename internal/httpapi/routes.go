@@ -6,12 +6,15 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/waitroom/waitroom/internal/clientip"
 )
 
-// routes is the whole HTTP surface at a glance.
-func (s *Server) routes() http.Handler {
+// routes is the whole HTTP surface at a glance. Each request gets its id
+// first, as it enters the router (routed, in New).
+func (s *Server) routes() *chi.Mux {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.logRequests)
+	r.Use(s.logRequests)
 	if s.metrics != nil { // after the access log, whose response writer it reuses
 		r.Use(s.metrics)
 	}
@@ -24,8 +27,8 @@ func (s *Server) routes() http.Handler {
 	})
 
 	r.Get("/healthz", s.healthz)
-	r.Get("/gate/verify", s.gate.ForwardAuth)
-	r.HandleFunc("/gate/refused", s.gate.Refused) // any method: the refused request's
+	r.With(s.withClient).Get("/gate/verify", s.gate.ForwardAuth)
+	r.With(s.withClient).HandleFunc("/gate/refused", s.gate.Refused) // any method: the refused request's
 	r.Get("/.well-known/jwks.json", s.jwks)
 	r.Get("/api/v1/verify", s.verify)
 	r.Get("/readyz", s.readyz)
@@ -40,7 +43,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/admin", s.adminPage)
 	// Under a prefix of waitroom's own, so an upstream keeps its /static/.
 	// GET (and HEAD) only: the files have no other method.
-	r.Method(http.MethodGet, assets+"*", http.StripPrefix(assets, http.FileServerFS(s.static)))
+	r.Get(assets+"*", s.asset)
 
 	// The public API is routed flat, not in a sub-router: chi's mounting
 	// cost 3-4 % of the server CPU of each enter and status (paired runs),
@@ -72,9 +75,6 @@ func (s *Server) routes() http.Handler {
 // path belongs to the upstream.
 var ownPrefixes = []string{"/api/", "/admin/", "/q/", assets, "/.well-known/", "/gate/"}
 
-// assets is where the pages' scripts and styles are served.
-const assets = "/_waitroom/static/"
-
 // ownPath reports whether path is one of waitroom's own.
 func ownPath(path string) bool {
 	switch path {
@@ -99,9 +99,18 @@ func (s *Server) gatedRoutes(upstream http.Handler) http.Handler {
 	if next == nil {
 		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errNotFound) })
 	}
-	h := s.recoverPanics(s.gate.Handler(next))
+	h := s.recoverPanics(s.withClient(s.gate.Handler(next)))
 	if s.metrics != nil {
 		h = s.metrics(h)
 	}
-	return middleware.RequestID(s.logRequests(h))
+	return requestID(s.logRequests(h))
+}
+
+// withClient puts the client's address (behind trusted proxies, the one
+// they name) in the request context, where the gate's pass check counts
+// the addresses a pass is used from.
+func (s *Server) withClient(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(clientip.NewContext(r.Context(), s.clientIP.Addr(r))))
+	})
 }

@@ -1,5 +1,13 @@
 // Package httpapi is the HTTP face of waitroom: the public queue API, the
 // admin API, the two pages and the health checks.
+//
+// routes.go shows the whole surface. The handlers are by what they serve:
+// public.go the queue API (enter, status, leave, done, info), ticket.go
+// the tickets it answers, trust.go the place credentials and pass checks,
+// challenge.go the proof of work, adminview.go and settings.go the admin
+// API's reads and changes, admin.go its guard and audit log, pages.go the
+// pages, health.go the health checks. errors.go is the one place that
+// turns errors into answers; json.go and params.go read requests.
 package httpapi
 
 import (
@@ -8,6 +16,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/challenge"
@@ -74,21 +84,24 @@ type Server struct {
 	passes       *pass.Passes
 	join         *place.Join
 	cookieSecure bool
-	// placeCookieAttrs follow the value in the place cookie's line.
-	placeCookieAttrs string
-	insecureIDs      bool
-	adminEnabled     bool
-	targetURL        string
-	log              *slog.Logger
-	static           fs.FS
-	gate             *gate.Gate
-	handler          http.Handler // waitroom's own routes
-	gated            http.Handler // everything else, through the gate
-	proxying         bool         // gate mode: gated serves every other path
-	clientIP         *clientip.Resolver
-	challenges       *challenge.Challenges
-	origins          *origin.Policy
-	admin            adminGuard // lockout and audit log of the admin API (admin.go)
+	// placeCookiePrefix and placeCookieAttrs come before the queue's name
+	// and after the value in the place cookie's line.
+	placeCookiePrefix, placeCookieAttrs string
+	insecureIDs                         bool
+	adminEnabled                        bool
+	targetURL                           string
+	log                                 *slog.Logger
+	static                              fs.FS
+	assetTags                           assetTags // the ETag of each file of static
+	gate                                *gate.Gate
+	handler                             *chi.Mux     // waitroom's own routes
+	own                                 http.Handler // handler behind its request context (routed)
+	gated                               http.Handler // everything else, through the gate
+	proxying                            bool         // gate mode: gated serves every other path
+	clientIP                            *clientip.Resolver
+	challenges                          *challenge.Challenges
+	origins                             *origin.Policy
+	admin                               adminGuard // lockout and audit log of the admin API (admin.go)
 	// metrics wraps the routes (Options.Metrics); nil: none.
 	metrics func(http.Handler) http.Handler
 }
@@ -96,18 +109,20 @@ type Server struct {
 // New returns the server with its routes.
 func New(o Options) *Server {
 	s := &Server{
-		store:            o.Store,
-		places:           o.Places,
-		passes:           o.Passes,
-		join:             o.Join,
-		cookieSecure:     o.CookieSecure,
-		placeCookieAttrs: placeCookieAttrs(o.CookieSecure),
-		insecureIDs:      o.InsecureUserIDs,
-		adminEnabled:     o.AdminToken != "",
-		targetURL:        o.TargetURL,
-		log:              o.Logger,
-		static:           o.Static,
-		gate:             o.Gate,
+		store:             o.Store,
+		places:            o.Places,
+		passes:            o.Passes,
+		join:              o.Join,
+		cookieSecure:      o.CookieSecure,
+		placeCookieAttrs:  placeCookieAttrs(o.CookieSecure),
+		placeCookiePrefix: place.CookiePrefix(o.CookieSecure),
+		insecureIDs:       o.InsecureUserIDs,
+		adminEnabled:      o.AdminToken != "",
+		targetURL:         o.TargetURL,
+		log:               o.Logger,
+		static:            o.Static,
+		assetTags:         newAssetTags(o.Static),
+		gate:              o.Gate,
 	}
 	s.proxying = o.Upstream != nil
 	s.clientIP = o.ClientIP
@@ -126,6 +141,7 @@ func New(o Options) *Server {
 	s.admin = newAdminGuard(o.AdminToken, o.Redis)
 	s.metrics = o.Metrics
 	s.handler = s.routes()
+	s.own = routed(s.handler)
 	s.gated = s.gatedRoutes(o.Upstream)
 	return s
 }
@@ -139,5 +155,5 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.gated.ServeHTTP(w, r)
 		return
 	}
-	s.handler.ServeHTTP(w, r)
+	s.own.ServeHTTP(w, r)
 }

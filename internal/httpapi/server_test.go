@@ -17,7 +17,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/config"
+	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/passuse"
+	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
@@ -25,7 +29,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
-const adminToken = "s3cret-token"
+const adminToken = "httpapi-test-admin-token-0123456789" // config.MinAdminTokenBytes or more, as the service requires
 
 type env struct {
 	t     testing.TB
@@ -34,7 +38,13 @@ type env struct {
 	queue string
 	store *queue.Store
 	rdb   *redis.Client
+	// secure: the cookies are Secure, so their names have the __Host- prefix.
+	secure bool
 }
+
+// placeCookieName and passCookieName are the env's cookie names.
+func (e *env) placeCookieName() string { return place.CookieName(e.queue, e.secure) }
+func (e *env) passCookieName() string  { return gate.CookieName(e.queue, e.secure) }
 
 // testTimeout bounds each store call in these tests.
 const testTimeout = 2 * time.Second
@@ -61,11 +71,7 @@ func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name s
 		opts.Places, opts.Passes = newTrust(t, rdb)
 	}
 	if opts.Gate == nil {
-		g, err := proxy.NewGate(context.Background(), name, opts.Passes, store, nil, !opts.CookieSecure)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Gate = g
+		opts.Gate = newTestGate(t, rdb, store, name, opts.Passes, nil, !opts.CookieSecure)
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.Static = fstest.MapFS{
@@ -77,7 +83,24 @@ func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name s
 	h := New(opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, h: h, queue: name, store: store, rdb: rdb}
+	return &env{t: t, srv: srv, h: h, queue: name, store: store, rdb: rdb, secure: opts.CookieSecure}
+}
+
+// newTestGate is waitroom's own gate for queue name, as main builds it.
+func newTestGate(t testing.TB, rdb *redis.Client, store *queue.Store, name string, passes *pass.Passes, bypass []string, insecureCookie bool) *gate.Gate {
+	t.Helper()
+	uses, err := passuse.New(rdb, passuse.DefaultMaxClients, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := proxy.NewGate(context.Background(), proxy.GateOptions{
+		Queue: name, Passes: passes, Admissions: store, Bypass: bypass, InsecureCookie: insecureCookie,
+		Uses: uses, Revoke: store.Remove,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 type response struct {
@@ -497,70 +520,5 @@ func TestRedisOutage(t *testing.T) {
 	}
 	if st := e.status("after"); st.Status != queue.Entered {
 		t.Fatalf("status after restart: %+v", st)
-	}
-}
-
-func TestPollAfter(t *testing.T) {
-	base := queue.Ticket{Status: queue.Waiting, RefillSize: 10, RefillInterval: 5 * time.Second, UntilNextTick: 2 * time.Second, AbandonAfter: 2 * time.Minute}
-	for _, tc := range []struct {
-		position int64
-		lo, hi   time.Duration
-	}{
-		{1, 2600 * time.Millisecond, 2600 * time.Millisecond},      // next tick + check period + slack
-		{100, 2600 * time.Millisecond, 2600 * time.Millisecond},    // within 10 ticks: every tick
-		{101, 6600 * time.Millisecond, 7600 * time.Millisecond},    // 10 ticks ahead: skip one interval, less jitter
-		{1001, 42600 * time.Millisecond, 52600 * time.Millisecond}, // 100 ticks ahead: ETA/10, less jitter
-		{1000000, 50600 * time.Millisecond, maxPoll},               // far back: the cap, less jitter
-	} {
-		tk := base
-		tk.Position = tc.position
-		tk.TicksAhead = (tc.position - 1) / int64(base.RefillSize)
-		for range 200 {
-			if got := pollAfter(tk); got < tc.lo || got > tc.hi {
-				t.Fatalf("position %d: poll after %s, want within [%s, %s]", tc.position, got, tc.lo, tc.hi)
-			}
-		}
-	}
-	if got := pollAfter(queue.Ticket{Status: queue.Entered}); got != 0 {
-		t.Errorf("entered: %s", got)
-	}
-	// Never past the cap, whatever the interval (an hour here) or the time
-	// to an opening, nor past half the abandonment window.
-	long := queue.Ticket{Status: queue.Waiting, Position: 1, RefillSize: 10, RefillInterval: time.Hour, UntilNextTick: 40 * time.Minute}
-	if got := pollAfter(long); got != maxPoll {
-		t.Errorf("an hour's interval: poll after %s, want the %s cap", got, maxPoll)
-	}
-	long.AbandonAfter = 20 * time.Second
-	if got := pollAfter(long); got != 10*time.Second {
-		t.Errorf("abandon after 20s: poll after %s, want 10s", got)
-	}
-}
-
-// The poll policy's load for a line of a million (10 admitted per 5 s, the
-// defaults): the status calls a second it asks for, which one small box
-// must serve (docs/PERFORMANCE.md), and how late the slowest poller within
-// the next ten ticks learns of its turn.
-func TestPollPolicyLoad(t *testing.T) {
-	const users = 1000000
-	base := queue.Ticket{Status: queue.Waiting, RefillSize: 10, RefillInterval: 5 * time.Second, UntilNextTick: 2500 * time.Millisecond, AbandonAfter: 2 * time.Minute}
-	rate := 0.0
-	for p := int64(1); p <= users; p++ {
-		tk := base
-		tk.Position = p
-		tk.TicksAhead = (p - 1) / 10
-		rate += 1 / pollAfter(tk).Seconds()
-	}
-	t.Logf("a line of %d asks %.0f status calls a second", users, rate)
-	if rate > 20000 {
-		t.Errorf("a line of a million asks %.0f status calls a second; one box serves about 24,000", rate)
-	}
-	// Within the next ten ticks every poll comes right after a tick.
-	for p := int64(1); p <= 100; p++ {
-		tk := base
-		tk.Position = p
-		tk.TicksAhead = (p - 1) / 10
-		if d := pollAfter(tk); d > tk.UntilNextTick+time.Second {
-			t.Fatalf("position %d polls %s after, beyond the next tick", p, d)
-		}
 	}
 }

@@ -27,6 +27,34 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.applySettings(w, r, "settings", fields, u)
+}
+
+type refillSizeRequest struct {
+	RefillSize *int `json:"refill_size"`
+}
+
+// setRefillSize is PATCH with refill_size alone, kept as it was first
+// published: its body must hold refill_size, a value out of range is
+// invalid_refill_size (queue.ErrInvalidRefill), and the audit log names
+// the change refill_size.
+func (s *Server) setRefillSize(w http.ResponseWriter, r *http.Request) {
+	req, err := decode[refillSizeRequest](w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.RefillSize == nil {
+		s.fail(w, r, queue.ErrInvalidRefill)
+		return
+	}
+	s.applySettings(w, r, "refill_size", requestedRefill(*req.RefillSize), queue.Update{RefillSize: req.RefillSize})
+}
+
+// applySettings makes the change u, which the request's fields stand for,
+// to the queue of r's path; audits it as action with the view before and
+// after; and answers the view after.
+func (s *Server) applySettings(w http.ResponseWriter, r *http.Request, action string, fields map[string]json.RawMessage, u queue.Update) {
 	q := chi.URLParam(r, "queue")
 	// The view before, for the audit log's old values.
 	before, err := s.adminQueueInfo(r.Context(), q)
@@ -41,11 +69,11 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 	logger(r, s.log).Info("settings changed", "queue", q, "fields", slices.Sorted(mapKeys(fields)))
 	aq, err := s.adminQueueInfo(r.Context(), q)
 	if err != nil {
-		s.record(r, q, "settings", "", settingChanges(fields, before, nil))
+		s.record(r, q, action, "", settingChanges(fields, before, nil))
 		s.fail(w, r, err)
 		return
 	}
-	s.record(r, q, "settings", "", settingChanges(fields, before, &aq))
+	s.record(r, q, action, "", settingChanges(fields, before, &aq))
 	writeJSON(w, http.StatusOK, aq)
 }
 

@@ -5,47 +5,46 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
-	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
-	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // placeCookieAge is how long a browser keeps its place cookie: a day, so
 // a user who closes the browser during a long wait keeps the place.
 const placeCookieAge = 24 * 60 * 60
 
-// placeOf returns the member whose place in queue q the request proves:
-// the credential in Authorization: Bearer (apps), else in the queue's
-// cookie (browsers). errInvalidPlace when there is none or it is not
-// valid for q.
-func (s *Server) placeOf(r *http.Request, q string) (string, error) {
-	token, ok := gate.BearerToken(r)
+// placeOf returns the member whose place in queue q the request proves,
+// and the arrival number its credential carries (0: none): the credential
+// in Authorization: Bearer (apps), else in the queue's cookie (browsers).
+// errInvalidPlace when there is none or it is not valid for q.
+func (s *Server) placeOf(r *http.Request, q string) (member string, seq int64, err error) {
+	token, ok := httpin.BearerToken(r)
 	if !ok {
-		c, err := r.Cookie(place.CookieName(q))
-		if err != nil {
-			return "", errInvalidPlace
+		// Twice is refused, not the first taken: one of them was planted.
+		cs := r.CookiesNamed(place.CookieName(q, s.cookieSecure))
+		if len(cs) != 1 {
+			return "", 0, errInvalidPlace
 		}
-		token = c.Value
+		token = cs[0].Value
 	}
-	member, err := s.places.Verify(q, token)
+	member, seq, err = s.places.Verify(q, token)
 	if err != nil {
-		return "", errInvalidPlace
+		return "", 0, errInvalidPlace
 	}
-	return member, nil
+	return member, seq, nil
 }
 
-// memberOf returns the member a status call asks about: the place the
-// caller proves, or in insecure mode a plain ?user_id=.
-func (s *Server) memberOf(r *http.Request, q string) (string, error) {
+// memberOf returns the member a status call asks about, with its
+// credential's arrival number: the place the caller proves, or in
+// insecure mode a plain ?user_id=.
+func (s *Server) memberOf(r *http.Request, q string) (string, int64, error) {
 	if r.URL.RawQuery != "" {
 		if v := r.URL.Query(); v.Has("user_id") {
 			if !s.insecureIDs {
-				return "", errUserIDsDisabled
+				return "", 0, errUserIDsDisabled
 			}
-			return v.Get("user_id"), nil
+			return v.Get("user_id"), 0, nil
 		}
 	}
 	return s.placeOf(r, q)
@@ -56,7 +55,7 @@ func (s *Server) memberOf(r *http.Request, q string) (string, error) {
 // SameSite=Lax from other sites' posts.
 func (s *Server) placeCookie(q, token string, maxAge int) *http.Cookie {
 	return &http.Cookie{
-		Name:     place.CookieName(q),
+		Name:     place.CookieName(q, s.cookieSecure),
 		Value:    token,
 		Path:     "/",
 		MaxAge:   maxAge,
@@ -72,7 +71,7 @@ func (s *Server) placeCookie(q, token string, maxAge int) *http.Cookie {
 // allocations. Tokens and queue names need no quoting.
 func (s *Server) setPlaceCookie(w http.ResponseWriter, q, token string) {
 	h := w.Header()
-	h["Set-Cookie"] = append(h["Set-Cookie"], place.CookiePrefix+q+"="+token+s.placeCookieAttrs)
+	h["Set-Cookie"] = append(h["Set-Cookie"], s.placeCookiePrefix+q+"="+token+s.placeCookieAttrs)
 }
 
 // placeCookieAttrs are the attributes setPlaceCookie writes.
@@ -90,15 +89,25 @@ type verifyResponse struct {
 	Expires int64  `json:"exp"`
 }
 
-// verify is the order page's server-to-server check of an entry pass:
-// signature, validity and that its admission has not ended.
+// verify is the order page's server-to-server check of an entry pass for
+// ?queue=: signature, validity, queue and that its admission has not
+// ended. The queue is required, so an order page cannot forget to compare
+// it and let in the holders of another event's passes.
 func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
-	token, ok := gate.BearerToken(r)
+	q := r.URL.Query().Get("queue")
+	if q == "" {
+		s.fail(w, r, errQueueRequired)
+		return
+	}
+	token, ok := httpin.BearerToken(r)
 	if !ok {
 		s.fail(w, r, errInvalidPass)
 		return
 	}
 	c, err := s.passes.Check(r.Context(), token, s.store)
+	if err == nil && c.Queue != q {
+		err = pass.ErrInvalid
+	}
 	if err != nil {
 		if !errors.Is(err, pass.ErrInvalid) {
 			s.fail(w, r, err) // Redis away: 503, not a verdict on the pass
@@ -119,32 +128,4 @@ func (s *Server) jwks(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "public, max-age="+jwksMaxAge)
 	_, _ = w.Write(s.passes.Keys().JWKS())
-}
-
-// done is the order page saying an admitted user is done (it forwards the
-// user's pass): the admission ends, so the pass is revoked and the slot
-// goes to the next tick. A pass whose admission already ended is done
-// already (204 again); a pass that is not valid, or for another queue, is
-// refused.
-func (s *Server) done(w http.ResponseWriter, r *http.Request) {
-	q := chi.URLParam(r, "queue")
-	if !s.store.Has(q) {
-		s.fail(w, r, queue.ErrUnknownQueue)
-		return
-	}
-	token, ok := gate.BearerToken(r)
-	if !ok {
-		s.fail(w, r, errInvalidPass)
-		return
-	}
-	c, err := s.passes.Verify(token)
-	if err != nil || c.Queue != q {
-		s.fail(w, r, errInvalidPass)
-		return
-	}
-	if _, err := s.store.Done(r.Context(), q, c.Subject, c.AdmittedAt); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }

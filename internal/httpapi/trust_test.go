@@ -53,11 +53,11 @@ func placeCookie(t *testing.T, r response, q string) *http.Cookie {
 	t.Helper()
 	for _, line := range r.header.Values("Set-Cookie") {
 		c, err := http.ParseSetCookie(line)
-		if err == nil && c.Name == place.CookieName(q) {
+		if err == nil && (c.Name == place.CookieName(q, true) || c.Name == place.CookieName(q, false)) {
 			return c
 		}
 	}
-	t.Fatalf("no %s cookie in %v", place.CookieName(q), r.header.Values("Set-Cookie"))
+	t.Fatalf("no place cookie for %s in %v", q, r.header.Values("Set-Cookie"))
 	return nil
 }
 
@@ -147,11 +147,11 @@ func TestThirdPartyCannotTouchAPlace(t *testing.T) {
 	}
 	parts := strings.Split(attacker.PlaceToken, ".")
 	victimMember := base64.RawURLEncoding.EncodeToString([]byte(victim.UserID))
-	swapped := strings.Join([]string{parts[0], parts[1], victimMember, parts[3]}, ".")
+	swapped := strings.Join([]string{parts[0], parts[1], victimMember, parts[3], parts[4]}, ".")
 	tamperedMAC := flipChar(attacker.PlaceToken, len(attacker.PlaceToken)-20)
 	otherQueue := strings.Replace(elsewhere.PlaceToken, "."+other.queue+".", "."+e.queue+".", 1)
 	base := "/api/v1/queues/" + e.queue
-	cookie := place.CookieName(e.queue) + "="
+	cookie := e.placeCookieName() + "="
 
 	for _, tc := range []struct {
 		name, method, path, body string
@@ -169,8 +169,8 @@ func TestThirdPartyCannotTouchAPlace(t *testing.T) {
 		{"re-enter, member swapped", "POST", base + "/enter", "{}", bearerHeader(swapped), 401, "invalid_place"},
 		{"status, tampered signature", "GET", base + "/status", "", bearerHeader(tamperedMAC), 401, "invalid_place"},
 		{"leave, tampered signature", "DELETE", base + "/place", "", bearerHeader(tamperedMAC), 401, "invalid_place"},
-		{"status, another secret", "GET", base + "/status", "", bearerHeader(forgedSecret.Issue(e.queue, victim.UserID)), 401, "invalid_place"},
-		{"leave, another secret", "DELETE", base + "/place", "", bearerHeader(forgedSecret.Issue(e.queue, victim.UserID)), 401, "invalid_place"},
+		{"status, another secret", "GET", base + "/status", "", bearerHeader(forgedSecret.Issue(e.queue, victim.UserID, 0)), 401, "invalid_place"},
+		{"leave, another secret", "DELETE", base + "/place", "", bearerHeader(forgedSecret.Issue(e.queue, victim.UserID, 0)), 401, "invalid_place"},
 		{"status, other queue's credential", "GET", base + "/status", "", bearerHeader(elsewhere.PlaceToken), 401, "invalid_place"},
 		{"leave, other queue's cookie", "DELETE", base + "/place", "", []string{"Cookie", cookie + elsewhere.PlaceToken}, 401, "invalid_place"},
 		{"status, other queue's credential renamed", "GET", base + "/status", "", bearerHeader(otherQueue), 401, "invalid_place"},
@@ -283,6 +283,7 @@ func TestJoinToken(t *testing.T) {
 		"HS512":          mintJoin(t, jwt.SigningMethodHS512, []byte(joinSecret), jwt.MapClaims{"sub": "mallory", "aud": e.queue, "exp": exp}),
 		"alg none":       mintJoin(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, jwt.MapClaims{"sub": "mallory", "aud": e.queue, "exp": exp}),
 		"future iat":     mintJoin(t, jwt.SigningMethodHS256, []byte(joinSecret), jwt.MapClaims{"sub": "mallory", "aud": e.queue, "exp": exp, "iat": time.Now().Add(time.Hour).Unix()}),
+		"exp over a day": mintJoin(t, jwt.SigningMethodHS256, []byte(joinSecret), jwt.MapClaims{"sub": "mallory", "aud": e.queue, "exp": time.Now().Add(25 * time.Hour).Unix()}),
 		"garbage":        "not-a-jwt",
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -305,7 +306,7 @@ func (e *env) info() queueInfoResponse {
 
 func (e *env) verify(token string) response {
 	e.t.Helper()
-	return e.do("GET", "/api/v1/verify", "", bearerHeader(token)...)
+	return e.do("GET", "/api/v1/verify?queue="+e.queue, "", bearerHeader(token)...)
 }
 
 // An admitted user's entry pass opens /api/v1/verify until its admission
@@ -342,6 +343,9 @@ func TestEntryPass(t *testing.T) {
 	if v.Queue != e.queue || v.Sub != a.UserID || v.Expires != c.Expires.Unix() {
 		t.Fatalf("verify said %+v; pass %+v", v, c)
 	}
+	// The audience: a page must name its queue, and another's pass fails.
+	wantError(t, e.do("GET", "/api/v1/verify?queue=another-event", "", bearerHeader(a.Pass)...), 401, "invalid_pass")
+	wantError(t, e.do("GET", "/api/v1/verify", "", bearerHeader(a.Pass)...), 400, "queue_required")
 	if ttl := c.Expires.Sub(c.AdmittedAt); ttl < 500*time.Millisecond || ttl > short.SessionTTL {
 		t.Fatalf("exp - admission = %s, want the session TTL to the second", ttl)
 	}
@@ -389,7 +393,7 @@ func TestEntryPass(t *testing.T) {
 			wantError(t, e.verify(tok), 401, "invalid_pass")
 		})
 	}
-	wantError(t, e.do("GET", "/api/v1/verify", ""), 401, "invalid_pass")
+	wantError(t, e.do("GET", "/api/v1/verify?queue="+e.queue, ""), 401, "invalid_pass")
 
 	// Revocation: each way an admission ends closes its pass.
 	left := admitted()
@@ -462,7 +466,7 @@ func TestJWKS(t *testing.T) {
 
 func TestSetPlaceCookieMatchesNetHTTP(t *testing.T) {
 	for _, secure := range []bool{true, false} {
-		s := &Server{cookieSecure: secure, placeCookieAttrs: placeCookieAttrs(secure)}
+		s := &Server{cookieSecure: secure, placeCookiePrefix: place.CookiePrefix(secure), placeCookieAttrs: placeCookieAttrs(secure)}
 		mine, theirs := httptest.NewRecorder(), httptest.NewRecorder()
 		s.setPlaceCookie(mine, "q_1-x", "v1.q_1-x.YTpB.bWFj")
 		http.SetCookie(theirs, s.placeCookie("q_1-x", "v1.q_1-x.YTpB.bWFj", placeCookieAge))

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/clientip"
 )
 
 //go:embed attempt.lua
@@ -135,20 +137,11 @@ func (l *Lockout) Attempt(ctx context.Context, client netip.Addr, presented, exp
 	return res, nil
 }
 
-// Key is the Redis key (HASH, see attempt.lua) of client's state. An IPv6
-// client is its /64, the block one subscriber usually gets, so that
-// walking the block's addresses does not buy fresh budgets.
+// Key is the Redis key (HASH, see attempt.lua) of client's state: one per
+// client as the rate limits count clients (clientip.Key), so an IPv6
+// client is its /64 and walking the block does not buy fresh budgets.
 func Key(client netip.Addr) string {
-	client = client.Unmap()
-	switch {
-	case !client.IsValid():
-		return "wr:lockout:unknown"
-	case client.Is6():
-		p, _ := client.Prefix(64) // cannot fail for a valid IPv6 address
-		return "wr:lockout:" + p.String()
-	default:
-		return "wr:lockout:" + client.String()
-	}
+	return "wr:lockout:" + clientip.Key(client)
 }
 
 // Digester turns secrets into digests keyed with a random key of this

@@ -85,7 +85,7 @@ func New(store Store) *Metrics {
 	}, []string{"queue"})
 	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "queue_rejected_total",
-		Help: "Enter and status calls the defences refused, by op and reason (the API's error code).",
+		Help: "Enter, status and challenge calls the defences refused, by op and reason (the API's error code).",
 	}, []string{"queue", "op", "reason"})
 	ticks := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "queue_ticks_total",
@@ -131,6 +131,7 @@ func New(store Store) *Metrics {
 			{queue.OpEnter, queue.RefusedQueueFull},
 			{queue.OpEnter, queue.RefusedChallenge},
 			{queue.OpStatus, queue.RefusedRateLimited},
+			{queue.OpChallenge, queue.RefusedRateLimited},
 		} {
 			q.rejected[r] = rejected.WithLabelValues(name, r[0], r[1])
 		}

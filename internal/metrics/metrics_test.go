@@ -14,7 +14,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -107,6 +109,49 @@ func TestMiddlewareAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per request, want 0", allocs)
 	}
 }
+
+// A writer that records the status and knows when its request started
+// (httpapi's access log's) is reused as it is: no wrapper, and the
+// request is timed from its start, not from a second clock read.
+func TestMiddlewareReusesStartedWriter(t *testing.T) {
+	m := New(newStore(t, redistest.Client(t), uniq("started")))
+	h := m.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := w.(*startedRecorder); !ok {
+			t.Errorf("the handler got a %T, not the outer writer", w)
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	rctx := chi.NewRouteContext()
+	rctx.RoutePatterns = []string{"/started"}
+	req := httptest.NewRequest("GET", "/started", nil)
+	req = req.WithContext(context.WithValue(req.Context(), chi.RouteCtxKey, rctx))
+	w := &startedRecorder{WrapResponseWriter: middleware.NewWrapResponseWriter(httptest.NewRecorder(), 1), start: time.Now().Add(-time.Hour)}
+	h.ServeHTTP(w, req)
+	if got := testutil.ToFloat64(m.http.requests.WithLabelValues("/started", "GET", "202")); got != 1 {
+		t.Fatalf("requests{/started GET 202} = %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(m.http.duration); n != 1 {
+		t.Fatalf("%d duration series, want 1", n)
+	}
+	ch := make(chan prometheus.Metric, 1)
+	m.http.duration.Collect(ch)
+	var pb dto.Metric
+	if err := (<-ch).Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	if sum := pb.GetHistogram().GetSampleSum(); sum < time.Hour.Seconds() || sum > time.Hour.Seconds()+60 {
+		t.Errorf("timed %v s, want an hour (from the writer's start)", sum)
+	}
+}
+
+// startedRecorder is a status-recording writer that says when its request
+// started, as httpapi's access log's does.
+type startedRecorder struct {
+	middleware.WrapResponseWriter
+	start time.Time
+}
+
+func (w *startedRecorder) Started() time.Time { return w.start }
 
 // The hook times every command and counts failures: a wrong-type reply is
 // an error, a deadline a timeout (and an error); a missing key, a script
@@ -281,6 +326,7 @@ func TestEngineReports(t *testing.T) {
 	m.DirectAdmission("not-configured")
 	m.Refused(q, queue.OpEnter, queue.RefusedQueueFull)
 	m.Refused(q, queue.OpStatus, queue.RefusedRateLimited)
+	m.Refused(q, queue.OpChallenge, queue.RefusedRateLimited)
 	m.Refused("not-configured", queue.OpEnter, queue.RefusedQueueFull)
 	m.Batch(q, queue.OpEnter, 5)
 	m.Batch(q, queue.OpEnter, 3)
@@ -301,6 +347,7 @@ func TestEngineReports(t *testing.T) {
 		{"rejected enter queue_full", testutil.ToFloat64(qm.rejected[[2]string{queue.OpEnter, queue.RefusedQueueFull}]), 1},
 		{"rejected status rate_limited", testutil.ToFloat64(qm.rejected[[2]string{queue.OpStatus, queue.RefusedRateLimited}]), 1},
 		{"rejected enter rate_limited", testutil.ToFloat64(qm.rejected[[2]string{queue.OpEnter, queue.RefusedRateLimited}]), 0},
+		{"rejected challenge rate_limited", testutil.ToFloat64(qm.rejected[[2]string{queue.OpChallenge, queue.RefusedRateLimited}]), 1},
 		{"ticks applied", testutil.ToFloat64(qm.ticksApplied), 1},
 		{"ticks skipped", testutil.ToFloat64(qm.ticksSkipped), 2},
 		{"ticks failed", testutil.ToFloat64(qm.ticksFailed), 1},

@@ -46,11 +46,54 @@ func TestSameSite(t *testing.T) {
 	}
 }
 
+// The admin API's check: only its own origin, whatever the CORS policy
+// allows, and https only when the connection is TLS.
+func TestSameOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		site, origin string
+		tls          bool
+		want         bool
+	}{
+		{"no browser", "", "", false, true},
+		{"own page", "same-origin", "https://wait.example", false, true},
+		{"typed in the address bar", "none", "", false, true},
+		{"another site", "cross-site", "https://evil.example", false, false},
+		{"another site without Origin", "cross-site", "", false, false},
+		{"a sibling subdomain", "same-site", "https://evil.wait.example", false, false},
+		{"an unknown Sec-Fetch-Site", "same-galaxy", "", false, false},
+		{"old browser, own host", "", "https://wait.example", false, true},
+		{"old browser, own host, other case", "", "HTTPS://WAIT.EXAMPLE", false, true},
+		{"old browser, own host behind a TLS proxy", "", "http://wait.example", false, true},
+		{"old browser, own host, plain http to a TLS server", "", "http://wait.example", true, false},
+		{"old browser, own host over TLS", "", "https://wait.example", true, true},
+		{"old browser, another site", "", "https://evil.example", false, false},
+		{"old browser, own host on another port", "", "https://wait.example:8443", false, false},
+		{"old browser, another scheme", "", "ftp://wait.example", false, false},
+		{"old browser, null origin", "", "null", false, false},
+	} {
+		r := httptest.NewRequest("PATCH", "https://wait.example/admin/v1/queues/q", nil)
+		if !tc.tls {
+			r.TLS = nil
+		}
+		if tc.site != "" {
+			r.Header.Set("Sec-Fetch-Site", tc.site)
+		}
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		if got := SameOrigin(r); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestJSONBody(t *testing.T) {
 	for ct, want := range map[string]bool{
 		"application/json": true, "application/json; charset=utf-8": true, "Application/JSON": true,
 		"": false, "text/plain": false, "application/x-www-form-urlencoded": false, "multipart/form-data; boundary=x": false,
-		"application/json-patch+json": false,
+		"application/json-patch+json": false, "APPLICATION/JSON": true, "application/json ": true, "application/json;": true,
+		"application/jsonx": false, " application/json": true,
 	} {
 		r := httptest.NewRequest("POST", "/", nil)
 		if ct != "" {
@@ -59,6 +102,11 @@ func TestJSONBody(t *testing.T) {
 		if got := JSONBody(r); got != want {
 			t.Errorf("%q: %v, want %v", ct, got, want)
 		}
+	}
+	r := httptest.NewRequest("POST", "/", nil)
+	r.Header.Set("Content-Type", "application/json")
+	if allocs := testing.AllocsPerRun(100, func() { JSONBody(r) }); allocs != 0 {
+		t.Errorf("application/json: %v allocations, want 0", allocs)
 	}
 }
 

@@ -1,6 +1,7 @@
 package pass
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -304,6 +305,71 @@ func TestVerifyRefuses(t *testing.T) {
 	}
 }
 
+// respellings are the other spellings of seg (unpadded base64url) that a
+// lenient decoder reads as the same bytes: its last character with other
+// values in the bits that carry no data, 2^unused - 1 of them.
+func respellings(t *testing.T, seg string) []string {
+	t.Helper()
+	want, err := base64.RawURLEncoding.Strict().DecodeString(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	var out []string
+	for _, c := range alphabet {
+		alt := seg[:len(seg)-1] + string(c)
+		if got, err := base64.RawURLEncoding.DecodeString(alt); alt != seg && err == nil && bytes.Equal(got, want) {
+			out = append(out, alt)
+		}
+	}
+	if n := 1<<(6*len(seg)-8*len(want)) - 1; len(out) != n {
+		t.Fatalf("%d respellings of %q, want %d", len(out), seg, n)
+	}
+	return out
+}
+
+// A pass has one spelling. Every other spelling of its signature (the 15
+// values of the 4 unused bits of an Ed25519 signature's last character),
+// which the parser without strict decoding accepts, and line breaks,
+// which encoding/base64 skips even when strict, are refused. The remote
+// verifier of the gate package is this one (NewVerifier).
+func TestVerifyRefusesOtherSpellings(t *testing.T) {
+	p := ring(t, genPEM(t))
+	now := time.Now()
+	good, err := p.Issue("q", "a:m", now, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Verify(good); err != nil {
+		t.Fatal(err)
+	}
+	// The parser as NewVerifier built it before it decoded strictly.
+	lenient := jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), jwt.WithIssuer(issuer),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(Leeway))
+	cut := strings.LastIndexByte(good, '.') + 1
+	for _, sig := range respellings(t, good[cut:]) {
+		tok := good[:cut] + sig
+		if _, err := lenient.ParseWithClaims(tok, &claims{}, p.keys.key); err != nil {
+			t.Fatalf("the lenient parser refused %q: %v", tok, err)
+		}
+		if _, err := p.Verify(tok); !errors.Is(err, ErrInvalid) {
+			t.Errorf("respelled signature %q: Verify = %v, want ErrInvalid", sig, err)
+		}
+	}
+	for name, tok := range map[string]string{
+		"LF at the end":          good + "\n",
+		"CR LF in the signature": good[:cut+10] + "\r\n" + good[cut+10:],
+		"LF before the last":     good[:len(good)-1] + "\n" + good[len(good)-1:],
+	} {
+		if _, err := lenient.ParseWithClaims(tok, &claims{}, p.keys.key); err != nil {
+			t.Fatalf("%s: the lenient parser refused it: %v", name, err)
+		}
+		if _, err := p.Verify(tok); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: Verify = %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
 type admissions map[string]time.Time
 
 func (a admissions) Current(_ context.Context, queue, member string, start time.Time) (bool, error) {
@@ -340,4 +406,43 @@ type failing struct{ err error }
 
 func (f failing) Current(context.Context, string, string, time.Time) (bool, error) {
 	return false, f.err
+}
+
+// UnverifiedClaims reads what Verify reads, from any token shaped like a
+// pass, signed or not: that is its point and its hazard.
+func TestUnverifiedClaims(t *testing.T) {
+	p := ring(t, genPEM(t))
+	now := time.Now()
+	good, err := p.Issue("q", "a:m", now, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Verify(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnverifiedClaims(good)
+	if err != nil || got != want {
+		t.Fatalf("UnverifiedClaims = %+v, %v; Verify = %+v", got, err, want)
+	}
+	if got.AdmittedAt.UnixMilli() != now.UnixMilli() {
+		t.Fatalf("adm %d, want %d", got.AdmittedAt.UnixMilli(), now.UnixMilli())
+	}
+
+	// Signed by nobody the ring knows: read all the same.
+	forged, _ := ring(t, genPEM(t)).Issue("q", "a:other", now, now.Add(time.Hour))
+	if c, err := UnverifiedClaims(forged); err != nil || c.Subject != "a:other" {
+		t.Fatalf("forged: %+v, %v", c, err)
+	}
+	if _, err := p.Verify(forged); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Verify took the forged pass: %v", err)
+	}
+
+	noAdm, _ := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"aud": "q", "sub": "a:m", "nbf": now.Unix()}).
+		SignedString(p.Keys().signing.priv)
+	for name, tok := range map[string]string{"not a JWT": "nope", "two dots only": "..", "no adm": noAdm} {
+		if _, err := UnverifiedClaims(tok); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"hash"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -22,19 +23,33 @@ import (
 const MinSecretBytes = 32
 
 // CookiePrefix starts the name of the cookie that carries a queue's
-// credential in browsers: CookiePrefix + queue.
-const CookiePrefix = "wr_place_"
+// credential in browsers: CookiePrefix(secure) + queue.
+func CookiePrefix(secure bool) string {
+	if secure {
+		// Browsers take a __Host- cookie only if it is Secure, host-only
+		// and for the whole site: another subdomain or a plain-http answer
+		// cannot plant one.
+		return "__Host-wr_place_"
+	}
+	return "wr_place_"
+}
 
-// CookieName is the name of queue's credential cookie.
-func CookieName(queue string) string { return CookiePrefix + queue }
+// CookieName is the name of queue's credential cookie:
+// __Host-wr_place_{queue}, or wr_place_{queue} when the cookie is not
+// Secure (local development only).
+func CookieName(queue string, secure bool) string { return CookiePrefix(secure) + queue }
 
 // ErrInvalid means a credential is missing, malformed, forged, or for
 // another queue.
 var ErrInvalid = errors.New("place: invalid place credential")
 
-// version starts every credential, so the format can change later
-// without old credentials being misread.
-const version = "v1"
+// Credential versions: v2 carries the place's arrival number in the line
+// as well; v1 credentials, issued before it, are still accepted (their
+// arrival number is unknown, 0).
+const (
+	version1 = "v1"
+	version  = "v2"
+)
 
 var b64 = base64.RawURLEncoding.Strict()
 
@@ -65,67 +80,101 @@ func NewMember() string {
 	return "a:" + b64.EncodeToString(b[:])
 }
 
-// Issue returns the credential for member's place in queue:
-// "v1.<queue>.<member, base64url>.<HMAC-SHA256, base64url>".
-func (c *Credentials) Issue(queue, member string) string {
+// Issue returns the credential for member's place in queue, at arrival
+// number seq in the line (0: not in the line, or not known):
+// "v2.<queue>.<member, base64url>.<seq>.<HMAC-SHA256, base64url>". The
+// arrival number lets a replica place the holder in the line from its
+// snapshot (queue.Caller.Seq); it is signed, so a holder cannot move
+// itself forward on the page.
+func (c *Credentials) Issue(queue, member string, seq int64) string {
 	var mac [sha256.Size]byte
-	c.sign(mac[:0], queue, member)
-	b := make([]byte, 0, len(version)+len(queue)+b64.EncodedLen(len(member))+b64.EncodedLen(len(mac))+3)
+	c.sign(mac[:0], version, queue, member, seq)
+	b := make([]byte, 0, len(version)+len(queue)+b64.EncodedLen(len(member))+20+b64.EncodedLen(len(mac))+4)
 	b = append(b, version...)
 	b = append(b, '.')
 	b = append(b, queue...)
 	b = append(b, '.')
 	b = b64.AppendEncode(b, []byte(member))
 	b = append(b, '.')
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, '.')
 	b = b64.AppendEncode(b, mac[:])
 	return string(b)
 }
 
-// Verify returns the member whose place in queue token proves, or
-// ErrInvalid. The comparison of signatures takes constant time.
-func (c *Credentials) Verify(queue, token string) (string, error) {
-	rest, ok := strings.CutPrefix(token, version+".")
-	if !ok {
-		return "", ErrInvalid
+// Verify returns the member whose place in queue token proves, and the
+// arrival number it carries (0 for a v1 credential), or ErrInvalid. The
+// comparison of signatures takes constant time.
+func (c *Credentials) Verify(queue, token string) (member string, seq int64, err error) {
+	// A credential has one spelling: b64 is strict about the unused bits
+	// of a last character, but skips CR and LF in any mode.
+	if strings.ContainsAny(token, "\r\n") {
+		return "", 0, ErrInvalid
+	}
+	ver, rest, ok := strings.Cut(token, ".")
+	if !ok || (ver != version && ver != version1) {
+		return "", 0, ErrInvalid
 	}
 	q, rest, ok := strings.Cut(rest, ".")
 	if !ok || q != queue {
-		return "", ErrInvalid
+		return "", 0, ErrInvalid
 	}
-	encMember, encMAC, ok := strings.Cut(rest, ".")
+	encMember, rest, ok := strings.Cut(rest, ".")
 	if !ok || len(encMember) > 1024 {
-		return "", ErrInvalid
+		return "", 0, ErrInvalid
+	}
+	encMAC := rest
+	if ver == version {
+		var encSeq string
+		if encSeq, encMAC, ok = strings.Cut(rest, "."); !ok {
+			return "", 0, ErrInvalid
+		}
+		// One spelling: decimal digits, no sign, no leading zero.
+		if len(encSeq) == 0 || len(encSeq) > 18 || (len(encSeq) > 1 && encSeq[0] == '0') || strings.Trim(encSeq, "0123456789") != "" {
+			return "", 0, ErrInvalid
+		}
+		if seq, err = strconv.ParseInt(encSeq, 10, 64); err != nil {
+			return "", 0, ErrInvalid
+		}
 	}
 	var got [sha256.Size]byte
 	if b64.DecodedLen(len(encMAC)) != len(got) {
-		return "", ErrInvalid
+		return "", 0, ErrInvalid
 	}
 	if _, err := b64.Decode(got[:], []byte(encMAC)); err != nil {
-		return "", ErrInvalid
+		return "", 0, ErrInvalid
 	}
 	var buf [128]byte // a member id is at most 128 bytes in the store
-	member, err := b64.AppendDecode(buf[:0], []byte(encMember))
-	if err != nil || len(member) == 0 {
-		return "", ErrInvalid
+	m, err := b64.AppendDecode(buf[:0], []byte(encMember))
+	if err != nil || len(m) == 0 {
+		return "", 0, ErrInvalid
 	}
 	var want [sha256.Size]byte
-	if !hmac.Equal(got[:], c.sign(want[:0], queue, string(member))) {
-		return "", ErrInvalid
+	if !hmac.Equal(got[:], c.sign(want[:0], ver, queue, string(m), seq)) {
+		return "", 0, ErrInvalid
 	}
-	return string(member), nil
+	return string(m), seq, nil
 }
 
-// sign appends the MAC of (queue, member) to b. The NUL bytes keep the
+// sign appends the MAC of a credential of version ver to b: (queue,
+// member) for v1, (queue, member, seq) for v2. The NUL bytes keep the
 // fields apart: no queue name or member id contains one. The message is
 // written in one piece (each Write through the hash interface copies its
 // argument to the heap).
-func (c *Credentials) sign(b []byte, queue, member string) []byte {
-	const prefix = "waitroom place\x00"
+func (c *Credentials) sign(b []byte, ver, queue, member string, seq int64) []byte {
 	var buf [256]byte
-	msg := append(buf[:0], prefix...)
+	msg := append(buf[:0], "waitroom place"...)
+	if ver == version {
+		msg = append(msg, " v2"...)
+	}
+	msg = append(msg, 0)
 	msg = append(msg, queue...)
 	msg = append(msg, 0)
 	msg = append(msg, member...)
+	if ver == version {
+		msg = append(msg, 0)
+		msg = strconv.AppendInt(msg, seq, 10)
+	}
 	m := c.macs.Get().(hash.Hash)
 	m.Reset()
 	m.Write(msg)

@@ -12,12 +12,16 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/passuse"
 )
 
 // Recheck is how often waitroom's gate asks Redis whether a pass it let in
@@ -26,21 +30,94 @@ import (
 // many requests they make.
 const Recheck = 2 * time.Second
 
-// NewGate returns waitroom's own gate for queue: passes checked with this
+// GateOptions are what waitroom's own gate is made of.
+type GateOptions struct {
+	Queue  string
+	Passes *pass.Passes
+	// Admissions is the store the passes are re-checked against.
+	Admissions pass.Admissions
+	// Bypass lists path prefixes that pass without a pass.
+	Bypass []string
+	// InsecureCookie: plain-http development only (gate.Options).
+	InsecureCookie bool
+	// Uses makes hand-overs single-use across replicas and, with
+	// MaxClients > 0 in it, cancels a pass used from too many addresses
+	// (the client's address comes from clientip.FromContext). nil: neither
+	// (hand-overs single-use in this process only).
+	Uses *passuse.Uses
+	// Revoke ends a member's admission, for a shared pass.
+	Revoke func(ctx context.Context, queue, member string) error
+}
+
+// NewGate returns waitroom's own gate for o.Queue: passes checked with this
 // service's keys, cached, and re-checked against the store every Recheck.
 // Refused browsers go to the queue's waiting page on this site.
-func NewGate(ctx context.Context, queue string, passes *pass.Passes, adm pass.Admissions, bypass []string, insecureCookie bool) (*gate.Gate, error) {
-	cache, err := pass.NewCache(passes.Verifier, pass.Current(adm), Recheck, gate.MaxCachedPasses)
+func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
+	cache, err := pass.NewCache(o.Passes.Verifier, pass.Current(o.Admissions), Recheck, gate.MaxCachedPasses)
 	if err != nil {
 		return nil, err
 	}
+	var handOvers gate.HandOvers
+	if o.Uses != nil {
+		handOvers = o.Uses
+	}
 	return gate.New(ctx, gate.Options{
-		Queue:          queue,
-		Checker:        gate.CacheChecker(cache),
-		WaitingPage:    "/q/" + queue,
-		Bypass:         bypass,
-		InsecureCookie: insecureCookie,
+		Queue:          o.Queue,
+		Checker:        &checker{cache: cache, verifier: o.Passes.Verifier, uses: o.Uses, revoke: o.Revoke},
+		WaitingPage:    "/q/" + o.Queue,
+		Bypass:         o.Bypass,
+		InsecureCookie: o.InsecureCookie,
+		HandOvers:      handOvers,
 	})
+}
+
+// checker is waitroom's own pass check: the cache, then the addresses the
+// pass is used from.
+type checker struct {
+	cache    *pass.Cache
+	verifier *pass.Verifier
+	uses     *passuse.Uses // nil: no sharing check
+	revoke   func(ctx context.Context, queue, member string) error
+}
+
+func (c *checker) Check(ctx context.Context, token string) (gate.Claims, bool, error) {
+	pc, err := c.cache.Check(ctx, token)
+	switch {
+	case errors.Is(err, pass.ErrRevoked) && c.uses != nil:
+		return gate.Claims{}, false, c.whyRevoked(ctx, token)
+	case errors.Is(err, pass.ErrInvalid):
+		return gate.Claims{}, false, nil
+	case err != nil:
+		return gate.Claims{}, false, err
+	}
+	if client, ok := clientip.FromContext(ctx); ok && c.uses != nil {
+		shared, err := c.uses.Seen(ctx, pc.Queue, pc.ID, client, pc.Expires)
+		if err != nil {
+			return gate.Claims{}, false, err
+		}
+		if shared {
+			if err := c.revoke(ctx, pc.Queue, pc.Subject); err != nil {
+				return gate.Claims{}, false, err
+			}
+			return gate.Claims{}, false, gate.ErrUsedElsewhere
+		}
+	}
+	return gate.Claims{Queue: pc.Queue, Subject: pc.Subject, ID: pc.ID, Expires: pc.Expires}, true, nil
+}
+
+// whyRevoked tells a pass revoked as shared (gate.ErrUsedElsewhere) from
+// one whose admission ended otherwise (nil): a refusal's one Redis read,
+// so the holder can be told.
+func (c *checker) whyRevoked(ctx context.Context, token string) error {
+	pc, err := c.verifier.Verify(token)
+	if err != nil {
+		return nil
+	}
+	shared, err := c.uses.Shared(ctx, pc.Queue, pc.ID)
+	if err != nil || !shared {
+		return nil // revoked either way; the reason is only a courtesy
+	}
+	return gate.ErrUsedElsewhere
 }
 
 // New returns a handler that sends requests to upstream. It expects to run
@@ -57,16 +134,15 @@ func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handle
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
 			pr.SetXForwarded()
-			// Any X-Waitroom-* a client sent goes, so the upstream can trust
-			// the ones set from the pass.
-			for k := range pr.Out.Header {
-				if strings.HasPrefix(k, "X-Waitroom-") {
-					delete(pr.Out.Header, k)
-				}
-			}
+			strip(pr.Out.Header)
 			if c, ok := gate.FromContext(pr.In.Context()); ok {
+				if _, bearer := httpin.BearerToken(pr.In); bearer {
+					pr.Out.Header.Del("Authorization") // the pass it came in with
+				}
+				token, _ := gate.PassFromContext(pr.In.Context())
 				pr.Out.Header.Set(gate.HeaderSub, c.Subject)
 				pr.Out.Header.Set(gate.HeaderQueue, c.Queue)
+				pr.Out.Header.Set(gate.HeaderPass, token)
 			}
 		},
 		Transport: transport,
@@ -88,6 +164,52 @@ func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handle
 		_ = rc.SetWriteDeadline(time.Time{})
 		rp.ServeHTTP(w, r)
 	})
+}
+
+// strip removes from h what is waitroom's and not the upstream's: any
+// X-Waitroom-* a client sent, in any spelling (X_Waitroom_Sub too, which
+// some servers read as the same header), so the ones set from the pass are
+// the only ones; and waitroom's own cookies, the place and pass
+// credentials, so the upstream learns who the user is from X-Waitroom-Sub
+// alone (and gets the pass that was checked in X-Waitroom-Pass, to end
+// the turn with), never from a second, unchecked copy.
+func strip(h http.Header) {
+	for k := range h {
+		if len(k) >= len(headerPrefix) && strings.EqualFold(strings.ReplaceAll(k[:len(headerPrefix)], "_", "-"), headerPrefix) {
+			delete(h, k)
+		}
+	}
+	cookies := h["Cookie"]
+	if !slices.ContainsFunc(cookies, hasOwnCookie) {
+		return // the common case: nothing to rebuild
+	}
+	var kept []string
+	for _, line := range cookies {
+		for part := range strings.SplitSeq(line, ";") {
+			name, _, _ := strings.Cut(strings.TrimSpace(part), "=")
+			if name != "" && !ownCookie(name) {
+				kept = append(kept, strings.TrimSpace(part))
+			}
+		}
+	}
+	if len(kept) == 0 {
+		delete(h, "Cookie")
+		return
+	}
+	h["Cookie"] = []string{strings.Join(kept, "; ")}
+}
+
+const headerPrefix = "X-Waitroom-"
+
+func hasOwnCookie(line string) bool {
+	return strings.Contains(line, "wr_place_") || strings.Contains(line, "wr_pass_")
+}
+
+// ownCookie reports whether a cookie is one of waitroom's credentials,
+// for any queue, with or without the __Host- prefix.
+func ownCookie(name string) bool {
+	name = strings.TrimPrefix(name, "__Host-")
+	return strings.HasPrefix(name, "wr_place_") || strings.HasPrefix(name, "wr_pass_")
 }
 
 const badGatewayHTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Temporarily unavailable</title></head>` +

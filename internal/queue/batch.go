@@ -2,8 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"runtime"
 	"sync"
 	"time"
@@ -61,14 +59,6 @@ const (
 	// maxPending bounds the calls waiting for a batch while Redis is slow
 	// or away; beyond it a call fails at once (503) instead of queueing.
 	maxPending = 20000
-)
-
-var (
-	// ErrOverloaded is returned when too many calls already wait for Redis.
-	ErrOverloaded = errors.New("queue: too many calls waiting for redis")
-	// ErrTimeout is returned when Redis did not answer a call in time; the
-	// call may still take effect, and a status call tells.
-	ErrTimeout = fmt.Errorf("queue: no answer from redis in time: %w", context.DeadlineExceeded)
 )
 
 // do queues a call for the next batch and waits for its ticket, until the
@@ -240,36 +230,10 @@ func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []a
 	return keys, args
 }
 
-// runBatch runs script once for n calls, with keys and args from
-// enterArgs or statusArgs. Both batched scripts (enter.lua and status.lua)
-// reply {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms,
-// paused, opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms}
-// and then a status and place per call.
+// runBatch runs status.lua once for n calls, with keys and args from
+// statusArgs: it replies a head (head* in reply.go) and then a status and
+// place per call. (enter.lua runs through runEnter, replica.go.)
 func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, n int, keys []string, args []any) ([]Ticket, error) {
 	v, err := script.Run(ctx, s.rdb, keys, args...).Int64Slice()
-	return s.batchTickets(name, n, v, err)
-}
-
-// batchTickets reads the reply v (or err) of a batched script's call.
-func (s *Store) batchTickets(name string, n int, v []int64, err error) ([]Ticket, error) {
-	if err != nil {
-		return nil, fmt.Errorf("queue: %s: %w", name, err)
-	}
-	const head = 10
-	if len(v) != head+2*n {
-		return nil, fmt.Errorf("queue: %s: reply of %d values for %d calls", name, len(v), n)
-	}
-	tickets := make([]Ticket, n)
-	for i := range n {
-		status, place := v[head+2*i], v[head+1+2*i]
-		if err := refusal(status, place); err != nil {
-			tickets[i].refused = err
-			continue
-		}
-		if tickets[i], err = newTicket(v[:head], status, place); err != nil {
-			return nil, err
-		}
-		tickets[i].SessionMax = s.defaults.SessionMax
-	}
-	return tickets, nil
+	return s.batchTickets(name, n, v, err, false)
 }

@@ -34,22 +34,29 @@ func newReplicas(t *testing.T, settings Settings, n int) ([]*Store, string, *red
 	return stores, q, rdb
 }
 
-// tickAll has every store call Tick every period until stop closes, as
-// the scheduler does on every replica; bg counts the goroutines.
+// tickAll has every store call Tick every period until stop closes, and
+// again when the tick is due before the next call, as the scheduler does
+// on every replica; bg counts the goroutines.
 func tickAll(t *testing.T, stores []*Store, q string, period time.Duration, stop <-chan struct{}, bg *sync.WaitGroup) {
 	for _, s := range stores {
 		bg.Add(1)
 		go func() {
 			defer bg.Done()
+			wait := period
 			for {
 				select {
 				case <-stop:
 					return
-				case <-time.After(period):
+				case <-time.After(wait):
 				}
-				if _, err := s.Tick(context.Background(), q); err != nil {
+				res, err := s.Tick(context.Background(), q)
+				if err != nil {
 					t.Error(err)
 					return
+				}
+				wait = period
+				if res.UntilNext > 0 && res.UntilNext < period {
+					wait = res.UntilNext
 				}
 			}
 		}()
@@ -174,28 +181,41 @@ func TestPause(t *testing.T) {
 	}
 }
 
-// A tick applied late is followed by the next one no sooner than 0.9
-// interval later, even once the next interval has begun, so two refills
-// never reach the order page at once; the ETA counts with it.
+// A tick is never applied sooner than a full interval after the last one,
+// however late that one was (issue 20): the next is due an interval after
+// it, not at the start of the next interval of some grid, and the tick's
+// reply and the tickets say when.
 func TestTicksAreSpaced(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	const interval = 400 * time.Millisecond
+	// Long enough that no stall of a loaded machine between the calls
+	// below lets the next tick fall due.
+	const interval = time.Second
 	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: interval, SessionTTL: time.Hour})
-	tick(t, s, rdb, q) // applied now, however late in its interval
+	k := keysFor(q).tick
+	tick(t, s, rdb, q)
+	// The next tick is 0.95 interval late (a loaded Redis, replicas
+	// stalled): due long ago.
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, k, "next_at_ms", now.Add(-interval*95/100).UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	late, err := s.Tick(ctx, q)
+	if err != nil || !late.Applied || late.Late < interval*95/100 || late.UntilNext != interval {
+		t.Fatalf("the late tick: %+v, %v; want applied 0.95 interval late, the next an interval away", late, err)
+	}
 	for _, u := range []string{"in", "w1", "w2"} {
 		enter(t, s, q, u)
 	}
-	// The next interval's start passes (as it does just after a late tick).
-	if err := rdb.HDel(ctx, keysFor(q).tick, "next_at_ms").Err(); err != nil {
-		t.Fatal(err)
-	}
 	res, err := s.Tick(ctx, q)
-	if err != nil || res.Applied {
-		t.Fatalf("a tick within 0.9 interval of the last: %+v, %v", res, err)
+	if err != nil || res.Applied || res.UntilNext <= 0 || res.UntilNext > interval {
+		t.Fatalf("a tick within an interval of the last: %+v, %v; want not applied, due within the interval", res, err)
 	}
 	if st := status(t, s, q, "w1"); st.UntilNextTick <= 0 || st.UntilNextTick > interval {
-		t.Fatalf("w1 waits %s for the next tick; want the rest of the spacing", st.UntilNextTick)
+		t.Fatalf("w1 waits %s for the next tick; want the rest of the interval", st.UntilNextTick)
 	}
 	for {
 		res, err := s.Tick(ctx, q)
@@ -208,9 +228,46 @@ func TestTicksAreSpaced(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	hist, _ := s.History(ctx, q)
-	last, _ := rdb.HGet(ctx, keysFor(q).tick, "at_ms").Int64()
-	if gap := time.UnixMilli(last).Sub(hist[len(hist)-1].At); gap < interval*9/10 {
-		t.Fatalf("two ticks %s apart, want at least %s", gap, interval*9/10)
+	last, _ := rdb.HGet(ctx, k, "at_ms").Int64()
+	if gap := time.UnixMilli(last).Sub(hist[len(hist)-1].At); gap < interval {
+		t.Fatalf("two ticks %s apart, want at least %s", gap, interval)
+	}
+}
+
+// During an upgrade a replica still running the tick.lua of before issue
+// 20 leaves "min_next_ms" beside an earlier "next_at_ms": the tick waits
+// for the later of the two, and the tickets count with it; the next
+// applied tick drops the old field.
+func TestTickHonoursThePreviousVersionsSpacing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	k := keysFor(q).tick
+	tick(t, s, rdb, q)
+	enter(t, s, q, "in")
+	enter(t, s, q, "w1")
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, k, "next_at_ms", 1, "min_next_ms", now.Add(time.Minute).UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Tick(ctx, q)
+	if err != nil || res.Applied || res.UntilNext <= 0 || res.UntilNext > time.Minute {
+		t.Fatalf("tick before min_next_ms: %+v, %v; want not applied, due within the minute", res, err)
+	}
+	if st := status(t, s, q, "w1"); st.UntilNextTick <= 0 || st.UntilNextTick > time.Minute {
+		t.Fatalf("w1 waits %s for the next tick, want min_next_ms's rest", st.UntilNextTick)
+	}
+	if err := rdb.HSet(ctx, k, "min_next_ms", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Tick(ctx, q); err != nil || !res.Applied {
+		t.Fatalf("tick after both: %+v, %v", res, err)
+	}
+	if n, err := rdb.HExists(ctx, k, "min_next_ms").Result(); err != nil || n {
+		t.Fatalf("min_next_ms kept: %v, %v", n, err)
 	}
 }
 

@@ -136,6 +136,67 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 	}
 }
 
+// Fetching challenges is limited per client at its enter limit, in a
+// bucket of its own: over it the client is refused as an enter would be,
+// while another client, and a call without a client, are not; the
+// client's enters are not spent.
+func TestChallengeRateLimitPerClient(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	limits := Limits{EnterPerClient: Limit{Rate: 5, Burst: 3}}
+	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Limits: limits})
+	for i := range 3 {
+		if d, err := s.Challenge(ctx, q, "192.0.2.1"); err != nil || d != 0 {
+			t.Fatalf("call %d within the burst: %d, %v", i, d, err)
+		}
+	}
+	_, err := s.Challenge(ctx, q, "192.0.2.1")
+	refusedWith(t, err, ErrRateLimited, 200*time.Millisecond)
+	twelve := 12
+	setUpdate(t, s, q, Update{ChallengeDifficulty: &twelve})
+	if d, err := s.Challenge(ctx, q, "192.0.2.2"); err != nil || d != 12 {
+		t.Fatalf("another client: %d, %v; want difficulty 12", d, err)
+	}
+	for range 10 {
+		if _, err := s.Challenge(ctx, q, ""); err != nil {
+			t.Fatalf("no client (the service's own call): %v", err)
+		}
+	}
+	// Its enters are counted apart (they need no proof here).
+	setUpdate(t, s, q, Update{ChallengeDifficulty: new(int)})
+	for i := range 3 {
+		if _, err := s.EnterAs(ctx, q, Caller{User: fmt.Sprintf("a%d", i), Client: "192.0.2.1"}); err != nil {
+			t.Fatalf("enter %d after the challenges: %v", i, err)
+		}
+	}
+	if _, err := s.Challenge(ctx, "not-a-queue", "192.0.2.3"); !errors.Is(err, ErrUnknownQueue) {
+		t.Fatalf("unknown queue: %v", err)
+	}
+}
+
+// Replicas share one challenge budget per client: calls alternating
+// between two stores get the burst, give or take what the local stage
+// lets through quietly (as TestRateLimitSharedAcrossReplicas).
+func TestChallengeRateLimitSharedAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	limits := Limits{EnterPerClient: Limit{Rate: 0.001, Burst: 10}} // one call back per 1000 s
+	settings := Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Limits: limits}
+	replicas, q, _ := newReplicas(t, settings, 2)
+	ok := 0
+	for i := range 40 {
+		_, err := replicas[i%2].Challenge(context.Background(), q, "198.51.100.7")
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, ErrRateLimited):
+			t.Fatal(err)
+		}
+	}
+	if ok < 9 || ok > 12 {
+		t.Fatalf("%d of 40 let through, want 9 to 12", ok)
+	}
+}
+
 // Within one script call, limited calls are answered in their own slots
 // and everyone else's answer stays right.
 func TestRefusalsInOneCall(t *testing.T) {

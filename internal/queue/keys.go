@@ -10,7 +10,7 @@ type keys struct {
 	tokens  string // STRING tokens left in the bucket; unset means full
 	seq     string // STRING arrival counter (INCR), the FIFO order of the line
 	config  string // HASH refill_size, refill_interval_ms, session_ttl_ms, max_active, paused, abandon_after_ms, opens_at_ms, prequeue_from_ms
-	tick    string // HASH next_at_ms, min_next_ms, at_ms, moved, abandoned, direct, draw_for, draw_seed, draw_count (see tick.lua)
+	tick    string // HASH next_at_ms (an interval after at_ms), at_ms, moved, abandoned, direct, draw_for, draw_seed, draw_count (see tick.lua)
 	history string // LIST "at_ms:admitted:waiting:abandoned", one entry per ended interval
 	heard   string // ZSET member=waiting user id, score=when last heard (ms): abandonment
 	gone    string // ZSET member="<reason>:<user id>", score=when the place ended (ms), kept an hour
@@ -22,7 +22,7 @@ type keys struct {
 	// rate and pow prefix the per-client and per-place rate buckets
 	// (STRING, the time the bucket is full again, expiring then) and the
 	// marks of used proofs of work (expiring with the challenge), one key
-	// each (enter.lua, status.lua).
+	// each (enter.lua, status.lua, challenge.lua).
 	rate, pow string
 	// unused is a key name no script reads or writes, given for a call's
 	// key that does not apply (no client limit, no proof).
@@ -57,10 +57,11 @@ func keysFor(queue string) keys {
 	}
 }
 
-// clientKey and placeKey are a call's rate buckets for op ("enter" or
-// "status": each has its own), or the unused key when the script is not
-// to charge it (no limit, or quiet in the local stage). The address and the id are the key's tail: Redis keys are
-// binary-safe, and ids are validated (ValidateUserID).
+// clientKey and placeKey are a call's rate buckets for op ("enter",
+// "status" or "challenge": each has its own), or the unused key when the
+// script is not to charge it (no limit, or quiet in the local stage). The
+// address and the id are the key's tail: Redis keys are binary-safe, and
+// ids are validated (ValidateUserID).
 func (q *queueRef) clientKey(op string, c Caller) string {
 	if c.clientCost == 0 {
 		return q.keys.unused

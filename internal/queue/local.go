@@ -46,8 +46,9 @@ func newLocalStage() *localStage {
 
 // take counts one call against key's bucket under lim at now. It returns
 // the cost to charge the shared bucket (0: quiet, do not ask it) or, when
-// the call is over the limit, the wait before the next would pass.
-func (l *localStage) take(key string, lim Limit, now time.Time) (cost int, wait time.Duration) {
+// the call is over the limit, the wait before the next would pass. The key
+// is made a string only for a new bucket: looking one up allocates nothing.
+func (l *localStage) take(key []byte, lim Limit, now time.Time) (cost int, wait time.Duration) {
 	if lim.Rate == 0 {
 		return 0, 0
 	}
@@ -63,13 +64,13 @@ func (l *localStage) take(key string, lim Limit, now time.Time) (cost int, wait 
 		}
 		l.sweep = now.Add(2 * time.Second)
 	}
-	b := l.buckets[key]
+	b := l.buckets[string(key)]
 	if b == nil {
 		if len(l.buckets) >= maxLocalBuckets {
 			return 1, 0
 		}
 		b = &localBucket{fullAt: t}
-		l.buckets[key] = b
+		l.buckets[string(key)] = b
 	}
 	if b.fullAt < t {
 		// Full again: the shared bucket has earned back whatever quiet
@@ -90,26 +91,38 @@ func (l *localStage) take(key string, lim Limit, now time.Time) (cost int, wait 
 	return cost, 0
 }
 
-// admit runs c through the stage for op (OpEnter or OpStatus) in queue
-// (each pair has buckets of its own) with its client and place limits,
-// setting the costs the script charges to the shared buckets, or returns
-// the refusal. Each key is one concatenation: one allocation per bucket.
+// admit runs c through the stage for op (OpEnter, OpStatus or
+// OpChallenge) in queue (each pair has buckets of its own) with its client
+// and place limits, setting the costs the script charges to the shared
+// buckets, or returns the refusal. The keys are spelled in a buffer on the
+// stack: a bucket that exists costs no allocation.
 func (l *localStage) admit(queue, op string, c *Caller, client, place Limit, now time.Time) error {
+	var buf [256]byte
 	if c.Client != "" {
-		cost, wait := l.take(queue+" "+op+":c:"+c.Client, client, now)
+		cost, wait := l.take(bucketKey(buf[:0], queue, op, ":c:", c.Client), client, now)
 		if wait > 0 {
 			return &Retry{Err: ErrRateLimited, After: wait}
 		}
 		c.clientCost = cost
 	}
 	if c.Proved {
-		cost, wait := l.take(queue+" "+op+":p:"+c.User, place, now)
+		cost, wait := l.take(bucketKey(buf[:0], queue, op, ":p:", c.User), place, now)
 		if wait > 0 {
 			return &Retry{Err: ErrRateLimited, After: wait}
 		}
 		c.placeCost = cost
 	}
 	return nil
+}
+
+// bucketKey appends the key of a bucket to b: queue, op, kind (":c:" for a
+// client, ":p:" for a place) and the client's or place's id.
+func bucketKey(b []byte, queue, op, kind, id string) []byte {
+	b = append(b, queue...)
+	b = append(b, ' ')
+	b = append(b, op...)
+	b = append(b, kind...)
+	return append(b, id...)
 }
 
 // refused is told that the shared buckets refused c (admitted for op in
@@ -126,7 +139,7 @@ func (l *localStage) refused(queue, op string, c Caller, client, place Limit) {
 		key   string
 		lim   Limit
 		cost  int
-	}{{c.Client != "", queue + " " + op + ":c:" + c.Client, client, c.clientCost}, {c.Proved, queue + " " + op + ":p:" + c.User, place, c.placeCost}} {
+	}{{c.Client != "", string(bucketKey(nil, queue, op, ":c:", c.Client)), client, c.clientCost}, {c.Proved, string(bucketKey(nil, queue, op, ":p:", c.User)), place, c.placeCost}} {
 		b := l.buckets[k.key]
 		if !k.taken || b == nil || k.lim.Rate == 0 {
 			continue

@@ -10,9 +10,10 @@ type Observer interface {
 	// DirectAdmission counts an enter admitted at once, on the bucket's
 	// tokens (an admission by the tick is in Tick's result instead).
 	DirectAdmission(queue string)
-	// Refused counts an enter or status call (op) that the defences
-	// refused; reason is the refusal's stable code: RefusedRateLimited,
-	// RefusedQueueFull or RefusedChallenge.
+	// Refused counts an enter, status or challenge call (op) that the
+	// defences refused; reason is the refusal's stable code:
+	// RefusedRateLimited, RefusedQueueFull or RefusedChallenge (a
+	// challenge call is only ever rate limited).
 	Refused(queue, op, reason string)
 	// Batch reports the calls one enter or status script call carried
 	// (group commit, batch.go).
@@ -23,8 +24,9 @@ type Observer interface {
 // API's error codes for the same refusals (internal/httpapi errors.go), so
 // metrics and answers cannot drift apart.
 const (
-	OpEnter  = "enter"
-	OpStatus = "status"
+	OpEnter     = "enter"
+	OpStatus    = "status"
+	OpChallenge = "challenge" // fetching a proof-of-work challenge (Store.Challenge)
 
 	RefusedRateLimited = "rate_limited"
 	RefusedQueueFull   = "queue_full"
@@ -40,7 +42,7 @@ func (s *Store) SetObserver(o Observer) {
 	s.observer = o
 }
 
-// observe reports how an enter or status call (op) ended.
+// observe reports how an enter, status or challenge call (op) ended.
 func (s *Store) observe(queue, op string, t Ticket, err error) {
 	switch {
 	case err == nil:

@@ -41,9 +41,6 @@ type ReplicaWait struct {
 	Short func(queue string, acked, calls int)
 }
 
-// Errors of SetReplicaWait.
-var errWaitClient = errors.New("queue: replica WAIT needs a *redis.Client or a *redis.ClusterClient")
-
 // pipeliner runs commands on one connection (a *redis.Client: one node,
 // or the primary Sentinel names).
 type pipeliner interface {
@@ -92,7 +89,7 @@ func (s *Store) ReplicaWaitShortfalls() uint64 { return s.replica.short.Load() }
 func (s *Store) runEnter(ctx context.Context, queue string, q *queueRef, n int, keys []string, args []any) ([]Ticket, error) {
 	res, acked := s.runWaited(ctx, q, enterScript, keys, args...)
 	v, err := res.Int64Slice()
-	tickets, err := s.batchTickets("enter", n, v, err)
+	tickets, err := s.batchTickets("enter", n, v, err, true)
 	if err != nil {
 		return nil, err
 	}

@@ -35,12 +35,21 @@ var doneLua string
 //go:embed scripts/renew.lua
 var renewLua string
 
+//go:embed scripts/challenge.lua
+var challengeLua string
+
 var (
-	enterScript  = redis.NewScript(commonLua + enterLua)
-	statusScript = redis.NewScript(commonLua + statusLua)
-	leaveScript  = redis.NewScript(commonLua + leaveLua)
-	tickScript   = redis.NewScript(commonLua + tickLua)
-	infoScript   = redis.NewScript(commonLua + infoLua)
-	doneScript   = redis.NewScript(commonLua + doneLua)
-	renewScript  = redis.NewScript(commonLua + renewLua)
+	enterScript     = redis.NewScript(commonLua + enterLua)
+	statusScript    = redis.NewScript(commonLua + statusLua)
+	leaveScript     = redis.NewScript(commonLua + leaveLua)
+	tickScript      = redis.NewScript(commonLua + tickLua)
+	infoScript      = redis.NewScript(commonLua + infoLua)
+	doneScript      = redis.NewScript(commonLua + doneLua)
+	renewScript     = redis.NewScript(commonLua + renewLua)
+	challengeScript = redis.NewScript(commonLua + challengeLua)
 )
+
+//go:embed scripts/snapshot.lua
+var snapshotLua string
+
+var snapshotScript = redis.NewScript(commonLua + snapshotLua)

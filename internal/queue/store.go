@@ -1,6 +1,11 @@
 // Package queue owns the waiting room's state in Redis: the line, the
 // entered set and the token bucket of each queue, changed only by the Lua
 // scripts in scripts/.
+//
+// This file is the request path: enter, status, leave, done and the tick.
+// The operator's side is in inspect.go, the value types in types.go, the
+// errors in errors.go, the checks of inputs in validate.go and the reading
+// of the scripts' replies in reply.go.
 package queue
 
 import (
@@ -9,35 +14,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
-	"strings"
+	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Sentinel errors. The HTTP layer maps each to a status and a stable code.
-var (
-	ErrUnknownQueue     = errors.New("queue: unknown queue")
-	ErrInvalidUserID    = errors.New("queue: user id must be 1-128 bytes of UTF-8 without control characters")
-	ErrInvalidRefill    = fmt.Errorf("queue: refill size must be between 1 and %d", MaxRefillSize)
-	ErrInvalidMaxActive = fmt.Errorf("queue: max_active must be an integer from 0 (no cap) to %d", MaxMaxActive)
-	ErrInvalidAbandon   = fmt.Errorf("queue: abandon_after_ms must be an integer from 0 (off) to %d", MaxAbandonAfter.Milliseconds())
-	ErrInvalidOpening   = errors.New("queue: prequeue_from must not be after opens_at, and needs one")
-	ErrInvalidQueueName = errors.New("queue: queue name must be 1-64 of A-Z a-z 0-9 _ -")
-)
-
-// Limits of the inputs a store accepts.
+// Bounds of one tick call (tick.lua), so a tick stays short.
 const (
-	MaxUserIDBytes = 128
-	MaxRefillSize  = 100000
-	// MaxMaxActive bounds the cap on active users (0 is no cap).
-	MaxMaxActive = 10000000
-	// MaxAbandonAfter bounds abandon_after (0 turns abandonment off).
-	MaxAbandonAfter = 24 * time.Hour
 	// abandonBatch bounds the abandoned places one tick drops, so a tick
 	// stays short however many closed their page.
 	abandonBatch = 1000
@@ -51,160 +36,6 @@ const (
 	// never blocks Redis for long after a crowd's sessions all expire.
 	purgeBatch = 1000
 )
-
-// Status is where a user stands in a queue.
-type Status string
-
-// The statuses a Ticket can carry.
-const (
-	Entered    Status = "ENTERED"
-	Waiting    Status = "WAITING"
-	NotWaiting Status = "NOT_WAITING"
-	// NotOpen answers an enter before a scheduled opening's pre-queue
-	// window: nobody can join yet (the API answers it as an error).
-	NotOpen Status = "NOT_OPEN"
-)
-
-// Settings are one queue's admission settings.
-type Settings struct {
-	RefillSize     int           // users admitted per interval
-	RefillInterval time.Duration // time between ticks
-	SessionTTL     time.Duration // how long an admission stays valid
-	// SessionMax turns on sliding sessions (0: off): each successful pass
-	// check (Current) renews the admission for SessionTTL from then, never
-	// beyond SessionMax after it began. At least SessionTTL.
-	SessionMax time.Duration
-	// Limits are the rate limits of enter and status calls (a replica's
-	// setting, the same for every queue; zero: none).
-	Limits Limits
-	// MaxActive caps the admissions that have not ended (0: no cap).
-	MaxActive int
-	// MaxWaiting caps the line: beyond it a newcomer's enter is refused
-	// with ErrQueueFull (0: no cap). Set live (Update), not a default.
-	MaxWaiting int
-	// ChallengeDifficulty is the proof of work asked before entering, in
-	// leading zero bits (0: none). Set live (Update), not a default.
-	ChallengeDifficulty int
-	// AbandonAfter is how long a waiting user may go unheard (no enter or
-	// status) before the tick drops the place when it reaches the head,
-	// without spending a token on it (0: never).
-	AbandonAfter time.Duration
-}
-
-// Reasons a user holds no place any more (Ticket.Reason), kept for an
-// hour after the place ended.
-const (
-	ReasonAbandoned = "abandoned" // not heard from for abandon_after when the line reached them
-	ReasonLeft      = "left"      // left the line, or gave up the admission
-	ReasonExpired   = "expired"   // the admission's session TTL ran out
-	ReasonRemoved   = "removed"   // the operator removed them
-	ReasonDone      = "done"      // the order page said they were done
-)
-
-// reasons are the codes of the scripts' REASONS (common.lua), from 1.
-var reasons = []string{ReasonAbandoned, ReasonLeft, ReasonExpired, ReasonRemoved, ReasonDone}
-
-// Ticket is a user's place, as the scripts computed it at one instant.
-type Ticket struct {
-	Status Status
-	// Reason says why a NotWaiting user's place ended, when known.
-	Reason   string
-	Position int64 // 1-based place in the line; 0 unless Waiting
-	Waiting  int64 // people in the line
-	// TicksAhead is how many full refills go in before the tick that
-	// admits this user; 0 when the next tick does.
-	TicksAhead int64
-	// ETA is the time until the tick that admits this user: the time until
-	// the next tick plus one interval per full refill ahead.
-	ETA time.Duration
-	// UntilNextTick is the time until the next tick is applied: 0 when it
-	// is due and about to be.
-	UntilNextTick time.Duration
-	// Paused is true while the operator holds admissions: the place is
-	// kept, but nobody moves until the queue resumes.
-	Paused bool
-	// OpensAt and PrequeueFrom are the queue's scheduled opening (zero:
-	// none). A Waiting ticket at Position 0 is in its draw: the order is
-	// drawn at OpensAt, and its UntilNextTick and ETA count down to it.
-	OpensAt, PrequeueFrom time.Time
-	// AbandonAfter is how long the user may go unheard before the place
-	// is dropped (0: never); polls must come more often.
-	AbandonAfter time.Duration
-	// AdmittedAt is when the admission began (Redis clock); zero unless
-	// Entered. It identifies the admission: entering again, or being
-	// admitted again later, gives a new one.
-	AdmittedAt time.Time
-	// Settings in force when the ticket was computed.
-	RefillSize     int
-	RefillInterval time.Duration
-	SessionTTL     time.Duration
-	SessionMax     time.Duration // sliding sessions' limit; 0: they do not slide
-
-	refused error // the call was refused (defences.go); the rest is empty
-}
-
-// AdmissionEnds is the latest an Entered ticket's admission can run out:
-// SessionTTL after it began, or with sliding sessions SessionMax after (a
-// session not renewed ends sooner, which the pass's revocation check sees).
-func (t Ticket) AdmissionEnds() time.Time {
-	if t.SessionMax > 0 {
-		return t.AdmittedAt.Add(t.SessionMax)
-	}
-	return t.AdmittedAt.Add(t.SessionTTL)
-}
-
-// TickResult reports one call of Tick.
-type TickResult struct {
-	Applied bool  // false when this interval's tick had already been applied
-	Moved   int64 // users moved from the line to the entered set
-	Waiting int64 // people left in the line
-	Tokens  int64 // tokens in the bucket after the tick
-	Purged  int64 // expired sessions removed
-	// Admitted counts the admissions of the interval that just ended: the
-	// users the previous tick moved plus those who entered on its tokens.
-	Admitted int64
-	// Abandoned counts the places this tick dropped at the head of the
-	// line: not heard from for abandon_after.
-	Abandoned int64
-	// Late is how long after it was due (the start of its interval, Redis
-	// clock) an applied tick was applied: the wait a refill adds on top of
-	// the interval, whole intervals missed included.
-	Late time.Duration
-}
-
-// Info is a snapshot of one queue.
-type Info struct {
-	Queue      string
-	Waiting    int64
-	Entered    int64 // active users: admissions that have not ended
-	Tokens     int64
-	Paused     bool
-	Settings   Settings
-	LastTickAt time.Time // zero when no tick was applied yet
-	// AbandonedLastInterval counts the places the last tick dropped as
-	// abandoned.
-	AbandonedLastInterval int64
-	// OpensAt and PrequeueFrom are the scheduled opening (zero: none).
-	OpensAt, PrequeueFrom time.Time
-	// DrawFor is the opening of the last draw (zero: none yet), DrawSeed
-	// its seed and DrawCount the participants it placed in the line: with
-	// them anyone can recompute the order (draw_key in common.lua).
-	DrawFor   time.Time
-	DrawSeed  int64
-	DrawCount int64
-	// AdmittedThisInterval counts the admissions of the interval in
-	// progress: the last tick's moves and the direct entries since.
-	AdmittedThisInterval int64
-	Now                  time.Time // Redis time of the snapshot
-}
-
-// HistoryPoint is one ended interval.
-type HistoryPoint struct {
-	At        time.Time // when the interval's tick was applied
-	Admitted  int64     // admitted during the interval (never above refill_size)
-	Waiting   int64     // people in the line at its end
-	Abandoned int64     // places its tick dropped as abandoned
-}
 
 // Redis is the part of a go-redis client the store uses; *redis.Client and
 // *redis.ClusterClient both satisfy it.
@@ -253,76 +84,11 @@ type queueRef struct {
 	leaveKeys  []string
 	tickKeys   []string
 	infoKeys   []string
-}
-
-var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// ValidateQueueName reports whether name can be a queue: the name goes in
-// a hash tag, so braces and the like are out.
-func ValidateQueueName(name string) error {
-	if !queueNameRE.MatchString(name) {
-		return fmt.Errorf("%w: %q", ErrInvalidQueueName, name)
-	}
-	return nil
-}
-
-// ValidateUserID reports whether id is acceptable as a user id.
-func ValidateUserID(id string) error {
-	if id == "" || len(id) > MaxUserIDBytes || !utf8.ValidString(id) {
-		return ErrInvalidUserID
-	}
-	for _, r := range id {
-		if unicode.IsControl(r) {
-			return ErrInvalidUserID
-		}
-	}
-	return nil
-}
-
-// ValidateSettings checks settings before they are used or stored.
-func ValidateSettings(s Settings) error {
-	if err := checkRefillSize(s.RefillSize); err != nil {
-		return err
-	}
-	if s.RefillInterval < time.Millisecond {
-		return errors.New("queue: refill interval must be at least 1ms")
-	}
-	if s.SessionTTL < time.Millisecond {
-		return errors.New("queue: session TTL must be at least 1ms")
-	}
-	if s.SessionMax != 0 && s.SessionMax < s.SessionTTL {
-		return errors.New("queue: a sliding session's maximum (WAITROOM_SESSION_MAX) must be at least the session TTL")
-	}
-	if err := checkMaxActive(s.MaxActive); err != nil {
-		return err
-	}
-	if err := s.Limits.Validate(); err != nil {
-		return err
-	}
-	return checkAbandonAfter(s.AbandonAfter)
-}
-
-// The bounds of the settings an operator changes live, checked the same
-// way for the defaults (ValidateSettings) and for an Update.
-func checkRefillSize(n int) error {
-	if n < 1 || n > MaxRefillSize {
-		return ErrInvalidRefill
-	}
-	return nil
-}
-
-func checkMaxActive(n int) error {
-	if n < 0 || n > MaxMaxActive {
-		return ErrInvalidMaxActive
-	}
-	return nil
-}
-
-func checkAbandonAfter(d time.Duration) error {
-	if d < 0 || d > MaxAbandonAfter {
-		return ErrInvalidAbandon
-	}
-	return nil
+	// snap is the replica's latest snapshot of the line (snapshot.go);
+	// nil until the first is read.
+	snap atomic.Pointer[snapshot]
+	// snapKeys is snapshot.lua's KEYS list.
+	snapKeys []string
 }
 
 // NewStore returns a store for the named queues. defaults are the settings
@@ -373,6 +139,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted},
 			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted},
 			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
+			snapKeys:   []string{k.waiting, k.config, k.tick, k.draw},
 		}
 		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
 			s.observer.Batch(name, OpEnter, len(calls))
@@ -399,24 +166,6 @@ func (s *Store) queue(name string) (*queueRef, error) {
 		return nil, ErrUnknownQueue
 	}
 	return q, nil
-}
-
-// Seed stores the default settings of every queue in Redis where none are
-// stored yet, so the first replica to start decides and later replicas, and
-// later restarts, keep what operators set.
-func (s *Store) Seed(ctx context.Context) error {
-	for _, name := range s.names {
-		cfg := s.queues[name].keys.config
-		for i, field := range []string{"refill_size", "refill_interval_ms", "session_ttl_ms", "max_active", "abandon_after_ms"} {
-			_, err := waitFor(ctx, s.timeout, func(ctx context.Context) (bool, error) {
-				return s.rdb.HSetNX(ctx, cfg, field, s.defaultArgs[i]).Result()
-			})
-			if err != nil {
-				return fmt.Errorf("queue: seed %s: %w", name, err)
-			}
-		}
-	}
-	return nil
 }
 
 // Enter puts user into the queue: admitted at once while tokens remain and
@@ -446,13 +195,31 @@ func (s *Store) Status(ctx context.Context, queue, user string) (Ticket, error) 
 }
 
 // StatusAs is Status for a call the rate limits check: it may be refused
-// with ErrRateLimited (in a *Retry).
+// with ErrRateLimited (in a *Retry). A place far from the head whose
+// caller knows its arrival number (c.Seq) is answered from the replica's
+// snapshot, without Redis, behind the local stage of the limits alone
+// (snapshot.go); every other status asks Redis.
 func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, error) {
 	q, err := s.queue(queue)
 	if err != nil {
 		return Ticket{}, err
 	}
 	l := s.defaults.Limits
+	if c.Seq > 0 {
+		now := time.Now()
+		if t, ok := q.answer(c.Seq, now); ok {
+			if err := ValidateUserID(c.User); err != nil {
+				return Ticket{}, err
+			}
+			if err := s.local.admit(queue, OpStatus, &c, l.StatusPerClient, l.StatusPerPlace, now); err != nil {
+				s.observe(queue, OpStatus, Ticket{}, err)
+				return Ticket{}, err
+			}
+			t.SessionMax = s.defaults.SessionMax
+			s.observe(queue, OpStatus, t, nil)
+			return t, nil
+		}
+	}
 	return s.limited(ctx, &q.statuses, queue, OpStatus, l.StatusPerClient, l.StatusPerPlace, c)
 }
 
@@ -488,6 +255,29 @@ func (s *Store) Join(ctx context.Context, queue string, c Caller) (Ticket, error
 		return t, err
 	}
 	return s.EnterAs(ctx, queue, c)
+}
+
+// EnterWith is the enter of the API, one call whatever the caller's
+// identity: e.Caller enters (EnterAs), or with e.Join joins (Join), and a
+// place e.Replaces names is then given up (Leave) and the ticket asked
+// again (Status), so that the answer counts the line without it. A
+// refused or failed enter changes nothing: the replaced place is kept.
+// Up to four round trips, the last two only when a place is replaced.
+func (s *Store) EnterWith(ctx context.Context, queue string, e Entry) (Ticket, error) {
+	var t Ticket
+	var err error
+	if e.Join {
+		t, err = s.Join(ctx, queue, e.Caller)
+	} else {
+		t, err = s.EnterAs(ctx, queue, e.Caller)
+	}
+	if err != nil || e.Replaces == "" || e.Replaces == e.User {
+		return t, err
+	}
+	if err := s.Leave(ctx, queue, e.Replaces); err != nil {
+		return Ticket{}, err
+	}
+	return s.Status(ctx, queue, e.User)
 }
 
 // Admission returns the start of user's current admission to queue, or
@@ -559,6 +349,17 @@ func (s *Store) leave(ctx context.Context, queue, user, reason string) error {
 	return nil
 }
 
+// TickPeriod is how often a replica calls Tick for a refill interval: a
+// tenth of it, at most a second. More calls apply each tick sooner after
+// its interval starts; the poll policy (Ticket.PollAfter) counts on a
+// tick being applied within one period of its start.
+func TickPeriod(interval time.Duration) time.Duration {
+	return min(interval/ticksPerInterval, time.Second)
+}
+
+// ticksPerInterval is how many Tick calls per interval TickPeriod asks.
+const ticksPerInterval = 10
+
 // Tick applies the refill tick of the current interval if no replica has
 // applied it yet. It is safe, and expected, to call it from every replica
 // several times per interval.
@@ -574,161 +375,7 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
 	}
-	if len(v) != 8 {
-		return TickResult{}, fmt.Errorf("queue: tick: unexpected reply %v", v)
-	}
-	return TickResult{Applied: v[0] == 1, Moved: v[1], Waiting: v[2], Tokens: v[3], Purged: v[4], Admitted: v[5], Abandoned: v[6],
-		Late: time.Duration(v[7]) * time.Millisecond}, nil
-}
-
-// Info returns counts and settings of a queue.
-func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
-	q, err := s.queue(queue)
-	if err != nil {
-		return Info{}, err
-	}
-	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
-		return infoScript.Run(ctx, s.rdb, q.infoKeys, s.defaultArgs[:]...).Int64Slice()
-	})
-	if err != nil {
-		return Info{}, fmt.Errorf("queue: info: %w", err)
-	}
-	if len(v) != 20 {
-		return Info{}, fmt.Errorf("queue: info: unexpected reply %v", v)
-	}
-	info := Info{
-		Queue:   queue,
-		Waiting: v[0],
-		Entered: v[1],
-		Tokens:  v[2],
-		Paused:  v[9] == 1,
-		Settings: Settings{
-			RefillSize:          int(v[3]),
-			RefillInterval:      time.Duration(v[4]) * time.Millisecond,
-			SessionTTL:          time.Duration(v[5]) * time.Millisecond,
-			SessionMax:          s.defaults.SessionMax, // a replica's setting, not the queue's
-			MaxActive:           int(v[8]),
-			AbandonAfter:        time.Duration(v[10]) * time.Millisecond,
-			MaxWaiting:          int(v[18]),
-			ChallengeDifficulty: int(v[19]),
-		},
-		AbandonedLastInterval: v[11],
-		OpensAt:               msTime(v[12]),
-		PrequeueFrom:          msTime(v[13]),
-		DrawFor:               msTime(v[14]),
-		DrawSeed:              v[15],
-		DrawCount:             v[16],
-		AdmittedThisInterval:  v[17],
-		Now:                   time.UnixMilli(v[7]),
-	}
-	if v[6] > 0 {
-		info.LastTickAt = time.UnixMilli(v[6])
-	}
-	return info, nil
-}
-
-// Update holds the settings an operator changes live; nil fields stay as
-// they are.
-type Update struct {
-	RefillSize          *int
-	MaxActive           *int
-	MaxWaiting          *int
-	ChallengeDifficulty *int
-	Paused              *bool
-	AbandonAfter        *time.Duration
-	// OpensAt and PrequeueFrom schedule an opening; a zero time clears it.
-	OpensAt, PrequeueFrom *time.Time
-}
-
-// Validate checks every field, so an update is applied whole or not at all.
-func (u Update) Validate() error {
-	if u.RefillSize != nil {
-		if err := checkRefillSize(*u.RefillSize); err != nil {
-			return err
-		}
-	}
-	if u.MaxActive != nil {
-		if err := checkMaxActive(*u.MaxActive); err != nil {
-			return err
-		}
-	}
-	if u.MaxWaiting != nil {
-		if err := checkMaxWaiting(*u.MaxWaiting); err != nil {
-			return err
-		}
-	}
-	if u.ChallengeDifficulty != nil {
-		if err := checkDifficulty(*u.ChallengeDifficulty); err != nil {
-			return err
-		}
-	}
-	if u.AbandonAfter != nil {
-		if err := checkAbandonAfter(*u.AbandonAfter); err != nil {
-			return err
-		}
-	}
-	if u.OpensAt != nil && u.PrequeueFrom != nil && !u.PrequeueFrom.IsZero() &&
-		(u.OpensAt.IsZero() || u.PrequeueFrom.After(*u.OpensAt)) {
-		return ErrInvalidOpening
-	}
-	return nil
-}
-
-// UpdateSettings stores the fields of u that are set, in one command.
-// Every replica's next script reads them from Redis: a new refill size or
-// cap takes effect at the next tick everywhere, a pause at once.
-func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) error {
-	q, err := s.queue(queue)
-	if err != nil {
-		return err
-	}
-	if err := u.Validate(); err != nil {
-		return err
-	}
-	var fields []any
-	if u.RefillSize != nil {
-		fields = append(fields, "refill_size", *u.RefillSize)
-	}
-	if u.MaxActive != nil {
-		fields = append(fields, "max_active", *u.MaxActive)
-	}
-	if u.MaxWaiting != nil {
-		fields = append(fields, "max_waiting", *u.MaxWaiting)
-	}
-	if u.ChallengeDifficulty != nil {
-		fields = append(fields, "challenge_difficulty", *u.ChallengeDifficulty)
-	}
-	if u.AbandonAfter != nil {
-		fields = append(fields, "abandon_after_ms", u.AbandonAfter.Milliseconds())
-	}
-	if u.OpensAt != nil {
-		fields = append(fields, "opens_at_ms", unixMilliOrZero(*u.OpensAt))
-	}
-	if u.PrequeueFrom != nil {
-		fields = append(fields, "prequeue_from_ms", unixMilliOrZero(*u.PrequeueFrom))
-	}
-	if u.Paused != nil {
-		paused := 0
-		if *u.Paused {
-			paused = 1
-		}
-		fields = append(fields, "paused", paused)
-	}
-	if len(fields) == 0 {
-		return nil
-	}
-	_, err = waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
-		return s.rdb.HSet(ctx, q.keys.config, fields...).Result()
-	})
-	if err != nil {
-		return fmt.Errorf("queue: update settings: %w", err)
-	}
-	return nil
-}
-
-// SetRefillSize stores a new refill size (UpdateSettings with just it).
-func (s *Store) SetRefillSize(ctx context.Context, queue string, n int) error {
-	return s.UpdateSettings(ctx, queue, Update{RefillSize: &n})
+	return newTickResult(v)
 }
 
 // Done ends user's admission that began at admittedAt: the order page says
@@ -752,114 +399,12 @@ func (s *Store) Done(ctx context.Context, queue, user string, admittedAt time.Ti
 	return n == 1, nil
 }
 
-// History returns the applied ticks kept for a queue, oldest first.
-func (s *Store) History(ctx context.Context, queue string) ([]HistoryPoint, error) {
-	q, err := s.queue(queue)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]string, error) {
-		return s.rdb.LRange(ctx, q.keys.history, 0, -1).Result()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("queue: history: %w", err)
-	}
-	points := make([]HistoryPoint, 0, len(raw))
-	for _, entry := range raw {
-		p, err := parseHistoryEntry(entry)
-		if err != nil {
-			return nil, err
-		}
-		points = append(points, p)
-	}
-	return points, nil
-}
-
-// parseHistoryEntry reads "at_ms:admitted:waiting:abandoned" (entries
-// written before abandonment was counted have three fields).
-func parseHistoryEntry(entry string) (HistoryPoint, error) {
-	parts := strings.Split(entry, ":")
-	if len(parts) != 3 && len(parts) != 4 {
-		return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
-	}
-	var n [4]int64
-	for i, p := range parts {
-		v, err := strconv.ParseInt(p, 10, 64)
-		if err != nil {
-			return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
-		}
-		n[i] = v
-	}
-	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2], Abandoned: n[3]}, nil
-}
-
-// newTicket builds a ticket from the scripts' integers (durations and
-// times in ms): head is {waiting, until_next_tick_ms, interval_ms,
-// refill_size, ttl_ms, paused}, then the user's status code and place
-// (position when waiting, admission time when entered, the code of why
-// the place ended when not waiting). The ETA is the
-// time until the next tick plus one interval for every full refill ahead.
-func newTicket(head []int64, status, place int64) (Ticket, error) {
-	waiting, untilNextTick, interval, refill, ttl := head[0], head[1], head[2], head[3], head[4]
-	t := Ticket{
-		Paused:         head[5] == 1,
-		OpensAt:        msTime(head[6]),
-		PrequeueFrom:   msTime(head[7]),
-		AbandonAfter:   time.Duration(head[8]) * time.Millisecond,
-		Waiting:        waiting,
-		UntilNextTick:  time.Duration(untilNextTick) * time.Millisecond,
-		RefillInterval: time.Duration(interval) * time.Millisecond,
-		RefillSize:     int(refill),
-		SessionTTL:     time.Duration(ttl) * time.Millisecond,
-	}
-	switch status {
-	case 1:
-		t.Status = Entered
-		t.AdmittedAt = time.UnixMilli(place)
-	case 2:
-		t.Status = Waiting
-		t.Position = place
-		if place == 0 { // in a draw: the order is drawn at the opening
-			t.UntilNextTick = time.Duration(head[9]) * time.Millisecond
-			t.ETA = t.UntilNextTick
-		} else if refill > 0 {
-			t.TicksAhead = (place - 1) / refill
-			t.ETA = t.UntilNextTick + time.Duration(t.TicksAhead)*t.RefillInterval
-		}
-	case 3:
-		t.Status = NotWaiting
-		if place >= 1 && int(place) <= len(reasons) {
-			t.Reason = reasons[place-1]
-		}
-	case 4:
-		t.Status = NotOpen
-	default:
-		return Ticket{}, fmt.Errorf("queue: unknown status code %d", status)
-	}
-	return t, nil
-}
-
-func unixMilliOrZero(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
 // drawSeed is a fresh random seed for a draw: 52 bits, which Lua holds
 // exactly.
 func drawSeed() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>12, 10)
-}
-
-// msTime is the time of a Unix ms count, zero for 0.
-func msTime(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
 }
 
 // Ping checks that Redis answers, within the store's timeout like every

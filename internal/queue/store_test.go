@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -34,12 +35,12 @@ func newStore(t *testing.T, settings Settings) (*Store, string, *redis.Client) {
 	return s, name, rdb
 }
 
-// forceNextInterval makes the next Tick call apply, as if the next interval
-// had begun (and the least spacing since the last tick had passed), so
-// tests step through ticks without waiting for the clock.
+// forceNextInterval makes the next Tick call apply, as if an interval had
+// passed since the last tick, so tests step through ticks without waiting
+// for the clock.
 func forceNextInterval(t *testing.T, rdb *redis.Client, q string) {
 	t.Helper()
-	if err := rdb.HDel(context.Background(), keysFor(q).tick, "next_at_ms", "min_next_ms").Err(); err != nil {
+	if err := rdb.HDel(context.Background(), keysFor(q).tick, "next_at_ms").Err(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -216,10 +217,10 @@ func TestETA(t *testing.T) {
 		t.Fatalf("status ETA for position 5 = %s, want within (2h, 3h]", tk.ETA)
 	}
 
-	// The next interval has begun but no replica has applied its tick yet
-	// (it will within a scheduler period): the head of the line is told it
-	// is next, not that it waits a whole interval more.
-	if err := rdb.HSet(context.Background(), keysFor(q).tick, "next_at_ms", 1, "min_next_ms", 1).Err(); err != nil {
+	// The next tick is due but no replica has applied it yet (the
+	// scheduler does at once): the head of the line is told it is next,
+	// not that it waits a whole interval more.
+	if err := rdb.HSet(context.Background(), keysFor(q).tick, "next_at_ms", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for pos, want := range map[string]time.Duration{"w1": 0, "w2": 0, "w3": time.Hour, "w5": 2 * time.Hour} {
@@ -792,5 +793,51 @@ func TestJoinKeepsAPlaceHeld(t *testing.T) {
 	}
 	if tk, err := s.Join(ctx, q, Caller{User: "new"}); err != nil || tk.Status != Waiting || tk.Position != 4 {
 		t.Fatalf("join new = %+v, %v; want the back (4)", tk, err)
+	}
+}
+
+// EnterWith is the API's enter in one call: a join keeps a place held,
+// and the anonymous place it replaces leaves the line before the answer,
+// which counts the line without it; a refused join replaces nothing.
+func TestEnterWith(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	if tk, err := s.EnterWith(ctx, q, Entry{Caller: Caller{User: "in"}}); err != nil || tk.Status != Entered {
+		t.Fatalf("enter in = %+v, %v", tk, err)
+	}
+	for _, u := range []string{"w1", "anon", "w2", "anon2"} {
+		enter(t, s, q, u)
+	}
+
+	// The member joins at the back (5th), and the anonymous place at 2
+	// goes: the answer says 4th of 4.
+	tk, err := s.EnterWith(ctx, q, Entry{Caller: Caller{User: "member"}, Join: true, Replaces: "anon"})
+	if err != nil || tk.Status != Waiting || tk.Position != 4 || tk.Waiting != 4 {
+		t.Fatalf("join replacing anon = %+v, %v; want waiting at 4 of 4", tk, err)
+	}
+	if st := status(t, s, q, "anon"); st.Status != NotWaiting || st.Reason != ReasonLeft {
+		t.Fatalf("the replaced place: %+v", st)
+	}
+
+	// Joining again keeps the member's place; naming it as the place
+	// replaced changes nothing either.
+	for _, replaces := range []string{"", "member"} {
+		tk, err := s.EnterWith(ctx, q, Entry{Caller: Caller{User: "member"}, Join: true, Replaces: replaces})
+		if err != nil || tk.Status != Waiting || tk.Position != 4 {
+			t.Fatalf("join again (replacing %q) = %+v, %v; want the place kept at 4", replaces, tk, err)
+		}
+	}
+
+	// Refused (no proof of work): the place it would replace stays.
+	difficulty := 8
+	if err := s.UpdateSettings(ctx, q, Update{ChallengeDifficulty: &difficulty}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnterWith(ctx, q, Entry{Caller: Caller{User: "late"}, Join: true, Replaces: "anon2"}); !errors.Is(err, ErrChallengeRequired) {
+		t.Fatalf("join without a proof: %v, want ErrChallengeRequired", err)
+	}
+	if st := status(t, s, q, "anon2"); st.Status != Waiting || st.Position != 3 {
+		t.Fatalf("the place a refused join named: %+v, want kept at 3", st)
 	}
 }

@@ -1,11 +1,17 @@
 // Package scheduler runs the refill tick of every queue on every replica.
 //
 // There is no leader: each replica calls the tick several times per
-// interval, and tick.lua applies it only once per interval of the Redis
-// clock. A gocron distributed locker would not give "once per interval"
-// (each replica's timer fires at its own moment and takes the free lock in
-// turn), and a leader lease would add a failover delay; the idempotent
-// script needs neither.
+// interval, and tick.lua applies it only when due, a full interval after
+// the last applied tick (Redis clock). A gocron distributed locker would
+// not give "once per interval" (each replica's timer fires at its own
+// moment and takes the free lock in turn), and a leader lease would add a
+// failover delay; the idempotent script needs neither.
+//
+// A tick applied late delays every later one by as much (tick.lua never
+// makes it up with a shorter interval), so a call that finds the tick due
+// before the job's next run waits until then and calls again: ticks are
+// applied within a few milliseconds of being due, not up to a period
+// late, and the intervals stay the configured length.
 package scheduler
 
 import (
@@ -19,19 +25,22 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// ChecksPerInterval is how often per refill interval a replica calls the
-// tick. More checks apply each tick sooner after its interval starts.
-const ChecksPerInterval = 10
-
 // Period returns how often to call the tick for a refill interval: a tenth
-// of it, at most one second.
+// of it, at most one second. It is queue.TickPeriod, kept in package queue
+// beside the poll policy that counts on it (Ticket.PollAfter).
 func Period(interval time.Duration) time.Duration {
-	return min(interval/ChecksPerInterval, time.Second)
+	return queue.TickPeriod(interval)
 }
 
 // tickTimeout bounds one tick call; singleton mode skips the runs that
 // would overlap a slow one.
 const tickTimeout = time.Second
+
+// maxWakes bounds the calls one run makes when the tick is due before the
+// next run: one is enough (the call then applies the tick, and the next
+// is an interval away, more than a period); a second covers a call that
+// reached Redis a millisecond early.
+const maxWakes = 2
 
 // Scheduler calls Store.Tick for each queue on a fixed period.
 type Scheduler struct {
@@ -54,7 +63,7 @@ func Start(store *queue.Store, period time.Duration, logger *slog.Logger, obs Ob
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	for _, name := range store.Queues() {
-		t := &ticker{store: store, queue: name, log: logger.With("queue", name), obs: obs}
+		t := &ticker{store: store, queue: name, period: period, log: logger.With("queue", name), obs: obs}
 		_, err := s.NewJob(
 			gocron.DurationJob(period),
 			gocron.NewTask(t.run),
@@ -80,18 +89,38 @@ func (s *Scheduler) Stop() error {
 type ticker struct {
 	store   *queue.Store
 	queue   string
+	period  time.Duration // between the job's runs
 	log     *slog.Logger
 	obs     Observer // nil: nobody
 	failing bool     // log a failure once, not every period, until it recovers
 }
 
+// run calls the tick, and again when the next tick is due before the
+// job's next run.
 func (t *ticker) run(jobCtx context.Context) {
+	res, ok := t.call(jobCtx)
+	for range maxWakes {
+		if !ok || res.UntilNext <= 0 || res.UntilNext >= t.period {
+			return
+		}
+		select {
+		case <-jobCtx.Done():
+			return
+		case <-time.After(res.UntilNext):
+		}
+		res, ok = t.call(jobCtx)
+	}
+}
+
+// call makes one tick call, tells the observer and logs how it went; ok
+// is false when it failed.
+func (t *ticker) call(jobCtx context.Context) (res queue.TickResult, ok bool) {
 	ctx, cancel := context.WithTimeout(jobCtx, tickTimeout)
 	defer cancel()
 	start := time.Now()
 	res, err := t.store.Tick(ctx, t.queue)
 	if jobCtx.Err() != nil {
-		return // stopping: a call cut short is no failed tick
+		return res, false // stopping: a call cut short is no failed tick
 	}
 	if t.obs != nil {
 		t.obs.Tick(t.queue, res, time.Since(start), err)
@@ -101,7 +130,7 @@ func (t *ticker) run(jobCtx context.Context) {
 			t.log.Warn("tick failed", "err", err)
 			t.failing = true
 		}
-		return
+		return res, false
 	}
 	if t.failing {
 		t.log.Info("tick recovered")
@@ -111,4 +140,12 @@ func (t *ticker) run(jobCtx context.Context) {
 		t.log.Debug("tick applied", "moved", res.Moved, "waiting", res.Waiting,
 			"tokens", res.Tokens, "purged", res.Purged, "admitted", res.Admitted, "late", res.Late)
 	}
+	// The replica's snapshot of the line, for the status of places far
+	// from the head (queue/snapshot.go): after a tick it applied, else at
+	// most about once a second. A failure only leaves it to age, and then
+	// every status asks Redis.
+	if err := t.store.RefreshSnapshot(ctx, t.queue, res.Applied); err != nil && jobCtx.Err() == nil {
+		t.log.Debug("snapshot failed", "err", err)
+	}
+	return res, true
 }

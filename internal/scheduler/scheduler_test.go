@@ -18,8 +18,9 @@ import (
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 // Three replicas, started at different moments, each run the scheduler
-// against one Redis: every interval is ticked exactly once, and no interval
-// admits more than the refill size.
+// against one Redis: every interval is ticked exactly once, no interval
+// admits more than the refill size, and no two ticks are closer than an
+// interval.
 func TestThreeReplicasTickOncePerInterval(t *testing.T) {
 	const (
 		interval = 200 * time.Millisecond
@@ -73,6 +74,11 @@ func TestThreeReplicasTickOncePerInterval(t *testing.T) {
 		}
 	}
 
+	for i := 1; i < len(points); i++ {
+		if gap := points[i].At.Sub(points[i-1].At); gap < interval {
+			t.Fatalf("ticks %s apart, less than the %s interval: %+v", gap, interval, points)
+		}
+	}
 	seen := map[int64]bool{}
 	for _, p := range points {
 		iv := p.At.UnixMilli() / interval.Milliseconds()
@@ -195,12 +201,200 @@ func TestObserverHearsEveryTick(t *testing.T) {
 	if obs.skipped == 0 {
 		t.Fatal("no skipped call heard: the scheduler calls the tick several times per interval")
 	}
+	var late time.Duration
 	for i, res := range obs.applied {
 		if res.Moved != refill {
 			t.Errorf("applied tick %d moved %d, want %d", i, res.Moved, refill)
 		}
 		if res.Late < 0 || res.Late >= interval {
 			t.Errorf("applied tick %d late by %s: not within its %s interval", i, res.Late, interval)
+		}
+		if i > 0 {
+			late += res.Late
+		}
+	}
+	t.Logf("%d ticks applied, on average %s after they were due (period %s)",
+		len(obs.applied), late/time.Duration(len(obs.applied)-1), Period(interval))
+}
+
+// A call that finds the next tick due before the job's next run calls
+// again when it is due, so a tick is not applied up to a period late
+// (which every later tick would inherit). With a period far longer than
+// the interval, the ticks after the first are applied only by those
+// calls: an interval apart, maxWakes per run.
+func TestTickCalledWhenDue(t *testing.T) {
+	const (
+		interval = 150 * time.Millisecond
+		refill   = 2
+	)
+	rdb := redistest.Client(t)
+	name := fmt.Sprintf("due%d", time.Now().UnixNano())
+	settings := queue.Settings{RefillSize: refill, RefillInterval: interval, SessionTTL: time.Hour}
+	store, err := queue.NewStore(rdb, []string{name}, settings, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		if _, err := store.Enter(ctx, name, fmt.Sprintf("u%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obs := &tickLog{queues: map[string]bool{}}
+	s, err := Start(store, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)), obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		obs.mu.Lock()
+		n, errs := len(obs.applied), obs.errs
+		obs.mu.Unlock()
+		if len(errs) > 0 {
+			t.Fatalf("errors: %v", errs)
+		}
+		if n >= 1+maxWakes {
+			if n > 1+maxWakes {
+				t.Fatalf("%d ticks applied by a job run once, want %d", n, 1+maxWakes)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ticks applied in 30s by a job run once, want %d", n, 1+maxWakes)
+		}
+		time.Sleep(interval / 4)
+	}
+	points, err := store.History(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := store.Info(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := []time.Time{}
+	for _, p := range points {
+		at = append(at, p.At)
+	}
+	at = append(at, last.LastTickAt)
+	for i := 1; i < len(at); i++ {
+		if gap := at[i].Sub(at[i-1]); gap < interval {
+			t.Fatalf("ticks %s apart, less than the %s interval", gap, interval)
+		}
+	}
+}
+
+// Places far from the head keep no "last heard" record, and are answered
+// from the snapshot. Still: a place whose page keeps polling as told is
+// never dropped, also when the operator raises the refill tenfold at once
+// (places far back then reach the head before they were ever heard near
+// it), and a place whose page closed is dropped at the head without
+// being admitted.
+func TestPollingPlacesAreNeverDropped(t *testing.T) {
+	const (
+		interval = 200 * time.Millisecond
+		refill   = 2
+		users    = 300
+	)
+	rdb := redistest.Client(t)
+	name := fmt.Sprintf("poll%d", time.Now().UnixNano())
+	settings := queue.Settings{RefillSize: refill, RefillInterval: interval, SessionTTL: time.Hour, AbandonAfter: 2 * time.Second}
+	ctx := context.Background()
+	store, err := queue.NewStore(rdb, []string{name}, settings, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := make([]int64, users)
+	for i := range users {
+		tk, err := store.EnterAs(ctx, name, queue.Caller{User: fmt.Sprintf("u%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[i] = tk.Seq
+	}
+	sched, err := Start(store, Period(interval), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sched.Stop() })
+
+	// Two in three poll as their page would; the others closed the page.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ended := map[string]queue.Ticket{}
+	deadline := time.Now().Add(30 * time.Second)
+	for i := range users {
+		if i%3 == 2 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			user := fmt.Sprintf("u%d", i)
+			for time.Now().Before(deadline) {
+				tk, err := store.StatusAs(ctx, name, queue.Caller{User: user, Seq: seqs[i], Proved: true})
+				if err != nil {
+					t.Errorf("%s: %v", user, err)
+					return
+				}
+				if tk.Status != queue.Waiting {
+					mu.Lock()
+					ended[user] = tk
+					mu.Unlock()
+					return
+				}
+				time.Sleep(min(tk.PollAfter(), time.Second))
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	tenfold := refill * 10
+	if err := store.UpdateSettings(ctx, name, queue.Update{RefillSize: &tenfold}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i := range users {
+		user := fmt.Sprintf("u%d", i)
+		if i%3 != 2 {
+			if tk, ok := ended[user]; !ok || tk.Status != queue.Entered {
+				t.Errorf("%s kept polling and ended %+v (%v)", user, tk.Status, tk.Reason)
+			}
+		}
+	}
+	// The silent places that entered far from the head (no record): dropped
+	// as abandoned, never admitted, once their confirmation time ran out.
+	// (Status would hear them: the line is watched through Info, the
+	// outcome read from Redis.) Those that entered near the head were heard
+	// then, and may be admitted within abandon_after of it, as ever.
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		info, err := store.Info(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Waiting == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d still waiting", info.Waiting)
+		}
+	}
+	near := refill * 22 // near_head: ceil(2 * abandon_after / interval) + 2 ticks
+	for i := 2; i < users; i += 3 {
+		if i < 2*near {
+			continue
+		}
+		user := fmt.Sprintf("u%d", i)
+		if _, err := rdb.ZScore(ctx, queue.KeyPrefix(name)+"entered", user).Result(); err == nil {
+			t.Errorf("silent %s, far back, was admitted", user)
+		}
+		_, err := rdb.ZScore(ctx, queue.KeyPrefix(name)+"gone", queue.ReasonAbandoned+":"+user).Result()
+		if err != nil {
+			t.Errorf("silent %s, far back, was not dropped as abandoned: %v", user, err)
 		}
 	}
 }

@@ -164,13 +164,3 @@ func TestCheckSlow(t *testing.T) {
 		t.Fatalf("slow %d, longest %s, violations %+v", r.Slow, r.Longest, r.Violations)
 	}
 }
-
-func TestAdmOf(t *testing.T) {
-	// header.{"adm":1700000000123,"sub":"m"}.signature
-	if got := admOf("eyJhbGciOiJFZERTQSJ9.eyJhZG0iOjE3MDAwMDAwMDAxMjMsInN1YiI6Im0ifQ.c2ln"); got != 1700000000123 {
-		t.Fatalf("admOf = %d", got)
-	}
-	if m, ok := memberOf("v1.soak.bWVtYmVy.bWFj"); !ok || m != "member" {
-		t.Fatalf("memberOf = %q, %v", m, ok)
-	}
-}

@@ -3,16 +3,15 @@ package soak
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 )
 
@@ -37,6 +36,9 @@ type caller struct {
 	member string // the member id the credential names
 	pass   string // the last entry pass seen
 	pick   func(n int) int
+	// places checks the credentials the service sets: the soak starts
+	// the replicas with its own WAITROOM_SECRET, so it holds the key.
+	places *place.Credentials
 }
 
 // result is one call's record, and the answer when there was one.
@@ -76,9 +78,12 @@ func (c *caller) do(ctx context.Context, kind Kind) result {
 	resp.Body.Close()
 	r.op.Ended = time.Now()
 	// Even a 503 enter sets the credential: the place may have been made.
+	// The soak runs WAITROOM_COOKIE_SECURE=false: plain cookie names.
 	for _, ck := range resp.Cookies() {
-		if ck.Name == place.CookieName(Queue) && ck.Value != "" && ck.MaxAge >= 0 {
-			if m, ok := memberOf(ck.Value); ok {
+		if ck.Name == place.CookieName(Queue, false) && ck.Value != "" && ck.MaxAge >= 0 {
+			// A credential that does not verify names no member the
+			// soak can hold the service to: the caller keeps its own.
+			if m, _, err := c.places.Verify(Queue, ck.Value); err == nil {
 				c.token, c.member = ck.Value, m
 				r.op.Member = m
 			}
@@ -99,7 +104,13 @@ func (c *caller) do(ctx context.Context, kind Kind) result {
 			r.op.Status = r.ticket.Status
 			if r.ticket.Status == "ENTERED" {
 				c.pass = r.ticket.Pass
-				r.op.Adm = admOf(r.ticket.Pass)
+				// Read unverified: the service has just handed this
+				// pass over, the soak only wants its admission's start
+				// (adm), and the signing key is the replicas' own
+				// (made and shared through Redis).
+				if cl, err := pass.UnverifiedClaims(r.ticket.Pass); err == nil {
+					r.op.Adm = cl.AdmittedAt.UnixMilli()
+				}
 			}
 		}
 	}
@@ -123,7 +134,7 @@ func (c *caller) request(ctx context.Context, kind Kind, base string) *http.Requ
 		req.Header.Set("Authorization", "Bearer "+c.pass)
 	}
 	if c.token != "" && kind != Done {
-		req.AddCookie(&http.Cookie{Name: place.CookieName(Queue), Value: c.token})
+		req.AddCookie(&http.Cookie{Name: place.CookieName(Queue, false), Value: c.token})
 	}
 	req.Header.Set("X-Forwarded-For", c.addr)
 	return req
@@ -134,38 +145,6 @@ func (c *caller) request(ctx context.Context, kind Kind, base string) *http.Requ
 func refusedConn(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
-}
-
-// memberOf reads the member id from a place credential
-// ("v1.<queue>.<member, base64url>.<mac>"). The client cannot check the
-// MAC, nor needs to: the service does.
-func memberOf(token string) (string, bool) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 4 {
-		return "", false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[2])
-	return string(b), err == nil && len(b) > 0
-}
-
-// admOf reads an entry pass's adm claim: the admission's start, ms on the
-// Redis clock, which names the admission.
-func admOf(pass string) int64 {
-	parts := strings.Split(pass, ".")
-	if len(parts) != 3 {
-		return 0
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return 0
-	}
-	var c struct {
-		Adm int64 `json:"adm"`
-	}
-	if json.Unmarshal(b, &c) != nil {
-		return 0
-	}
-	return c.Adm
 }
 
 // clientAddr is simulated user i's own address, so the per-client rate

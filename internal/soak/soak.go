@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -209,12 +210,19 @@ func runPhase(ctx context.Context, o Options, fault string, seed uint64, dir str
 	// at the limit.
 	hc := &http.Client{Transport: transport, Timeout: 3*o.RequestTimeout + 5*time.Second}
 
+	// The replicas sign place credentials with o.secret (replicaEnv), so
+	// the soak checks each one it is handed.
+	places, err := place.New([]byte(o.secret))
+	if err != nil {
+		res.Err = err
+		return res
+	}
 	start := time.Now()
 	users := make([]*user, o.Users)
 	var wg sync.WaitGroup
 	for i := range users {
 		rng := mrand.New(mrand.NewPCG(seed, uint64(i)))
-		users[i] = &user{p: p, rng: rng, c: &caller{http: hc, urls: e.urls, addr: clientAddr(i), pick: rng.IntN}}
+		users[i] = &user{p: p, rng: rng, c: &caller{http: hc, urls: e.urls, addr: clientAddr(i), pick: rng.IntN, places: places}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -2,6 +2,72 @@
 -- Each script reads the clock and the queue's config from Redis itself, so
 -- every replica agrees on time and settings whatever its own clock says.
 
+-- What the replies hold, named. reply.go mirrors every list below in the
+-- same order (status*, head*, info*, tick*), and TestRepliesMatchLua fails
+-- when the two disagree: keep one name per line, "local NAME = number".
+
+-- Status codes of a call's answer. ALLOWED: challenge.lua let the call
+-- through. NOT_OPEN: a scheduled opening's pre-queue window has not
+-- begun, so nobody can join yet. The last three refuse one call and
+-- change nothing for its user: LIMITED, the caller went over a rate
+-- limit; FULL, the line is at its cap (max_waiting); CHALLENGE, the queue
+-- asks for proof of work and the call brought none that is valid (or
+-- brought one already used).
+local ALLOWED = 0
+local ENTERED = 1
+local WAITING = 2
+local NOT_WAITING = 3
+local NOT_OPEN = 4
+local LIMITED = 5
+local FULL = 6
+local CHALLENGE = 7
+
+-- The head of enter.lua's and status.lua's replies (reply_head), before
+-- a status and a place per call. Times and durations in ms.
+local HEAD_WAITING = 1          -- people in the line, a draw's participants included
+local HEAD_UNTIL_NEXT_TICK = 2  -- until_next_tick_ms
+local HEAD_INTERVAL = 3         -- refill_interval_ms
+local HEAD_REFILL_SIZE = 4
+local HEAD_TTL = 5              -- session_ttl_ms
+local HEAD_PAUSED = 6           -- 0 or 1
+local HEAD_OPENS_AT = 7         -- a scheduled opening (0: none)
+local HEAD_PREQUEUE_FROM = 8    -- its pre-queue window's start (0: none)
+local HEAD_ABANDON_AFTER = 9    -- abandon_after_ms (0: off)
+local HEAD_UNTIL_OPEN = 10      -- until a scheduled opening (0: none ahead)
+
+-- info.lua's reply.
+local INFO_WAITING = 1          -- a draw's participants not yet placed included
+local INFO_ENTERED = 2          -- admissions that have not ended (the active users)
+local INFO_TOKENS = 3
+local INFO_REFILL_SIZE = 4
+local INFO_INTERVAL = 5
+local INFO_TTL = 6
+local INFO_LAST_TICK_AT = 7     -- 0: no tick applied yet
+local INFO_NOW = 8              -- the Redis clock
+local INFO_MAX_ACTIVE = 9
+local INFO_PAUSED = 10
+local INFO_ABANDON_AFTER = 11
+local INFO_ABANDONED = 12       -- places the last tick dropped as abandoned
+local INFO_OPENS_AT = 13
+local INFO_PREQUEUE_FROM = 14
+local INFO_DRAW_FOR = 15        -- the opening the last draw was for
+local INFO_DRAW_SEED = 16       -- its seed
+local INFO_DRAW_COUNT = 17      -- the participants it placed
+local INFO_ADMITTED = 18        -- admitted so far in the interval in progress
+local INFO_MAX_WAITING = 19
+local INFO_DIFFICULTY = 20      -- challenge_difficulty
+
+-- tick.lua's reply.
+local TICK_APPLIED = 1          -- 0 or 1
+local TICK_MOVED = 2
+local TICK_WAITING = 3
+local TICK_TOKENS = 4
+local TICK_PURGED = 5
+local TICK_ADMITTED = 6         -- in the interval that just ended
+local TICK_ABANDONED = 7
+local TICK_LATE = 8             -- ms after it was due
+local TICK_UNTIL_NEXT = 9       -- ms until the next tick is due (0: now, or once a draw is placed)
+
 -- now_ms: Redis server time in milliseconds.
 local function now_ms()
   local t = redis.call('TIME')
@@ -31,49 +97,56 @@ local function queue_config(key)
 end
 local DEFAULTS = 5 -- ARGV[1..DEFAULTS] are the defaults queue_config reads
 
--- min_spacing_ms: the least time between two applied ticks, so a tick
--- applied late and the next one applied on time never let two refills in
--- at once.
-local function min_spacing_ms(interval)
-  return math.ceil(interval * 9 / 10)
+-- next_tick_at: when the next tick may be applied (Redis clock, ms), or
+-- nil before a queue's first tick. tick.lua keeps it in the tick HASH as
+-- "next_at_ms": one full interval after the last applied tick, never
+-- sooner, so that no window of k intervals admits more than k + 1
+-- refills (tick.lua). "min_next_ms" is what the tick.lua of before issue
+-- 20 wrote beside it (0.9 interval after its tick): a replica still
+-- running that version during an upgrade is waited for as long as it
+-- asked.
+local function next_tick_at(tick_key)
+  local t = redis.call('HMGET', tick_key, 'next_at_ms', 'min_next_ms')
+  local at, legacy = tonumber(t[1]), tonumber(t[2])
+  if at and legacy then
+    return math.max(at, legacy)
+  end
+  return at or legacy
 end
 
--- until_next_tick_ms: time until the next tick is applied: the start of the
--- next interval (ticks are aligned to multiples of the interval on the
--- Redis clock) but no sooner than min_spacing_ms after the last one (both
--- kept by tick.lua in the tick HASH); 0 when that tick is due and no
--- replica has applied it yet, which it does within a scheduler period. The
--- ETA is built from it in Go (Ticket.ETA).
+-- until_next_tick_ms: time until the next tick is applied (next_tick_at);
+-- 0 when that tick is due and no replica has applied it yet, which one
+-- does at once (the scheduler calls the tick when it is due). The ETA is
+-- built from it in Go (Ticket.ETA).
 local function until_next_tick_ms(tick_key, now)
-  local t = redis.call('HMGET', tick_key, 'next_at_ms', 'min_next_ms')
-  local due = math.max(tonumber(t[1]) or 0, tonumber(t[2]) or 0)
-  return math.max(0, due - now)
+  return math.max(0, (next_tick_at(tick_key) or now) - now)
 end
 
 -- reply_head: the values that open enter.lua's and status.lua's replies,
--- read by runBatch (batch.go) in this order:
--- {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
---  opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms}
--- where until_open_ms is the time until a scheduled opening (0: none
--- ahead).
+-- in HEAD_* order (a constructor, so the table is sized once on the hot
+-- path; TestRepliesMatchLua checks the order).
 local function reply_head(waiting, tick_key, now, refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
   return {waiting, until_next_tick_ms(tick_key, now), interval, refill, ttl, paused,
     opens_at, prequeue_from, abandon_after, math.max(0, opens_at - now)}
+end
+
+-- near_head: how many places from the head of the line a replica answers
+-- exactly, through status.lua, rather than from its snapshot (snapshot.lua,
+-- snapshot.go): the places the next ticks may admit, enough ticks ahead
+-- that a page polling as told (at most every abandon_after / 2) is heard
+-- from at least twice on the way to the head, and never fewer than ten
+-- ticks (the poll policy's near zone). Only these places keep a "last
+-- heard" record (enter.lua, status.lua); one reaching the head without one
+-- is confirmed first (tick.lua).
+local function near_head(refill, interval, abandon_after)
+  local ticks = math.max(10, math.ceil(2 * abandon_after / interval) + 2)
+  return refill * ticks
 end
 
 -- active_count: admissions that have not ended, even if not purged yet.
 local function active_count(entered_key, now, ttl)
   return redis.call('ZCOUNT', entered_key, string.format('(%d', now - ttl), '+inf')
 end
-
--- Status codes shared with store.go. NOT_OPEN: a scheduled opening's
--- pre-queue window has not begun, so nobody can join yet. The others
--- refuse one call and change nothing for its user: LIMITED, the caller
--- went over a rate limit; FULL, the line is at its cap (max_waiting);
--- CHALLENGE, the queue asks for proof of work and the call brought none
--- that is valid (or brought one already used).
-local ENTERED, WAITING, NOT_WAITING, NOT_OPEN = 1, 2, 3, 4
-local LIMITED, FULL, CHALLENGE = 5, 6, 7
 
 -- Rate limits (enter.lua and status.lua): ARGV[DEFAULTS + 1 .. LIMITS] are
 -- the replica's limits per client address and per place, each the time
@@ -149,7 +222,7 @@ end
 
 -- Why a user holds no place any more, kept for an hour in the gone ZSET as
 -- members "<reason>:<user>" (score: when), so a user who comes back is told.
--- The codes are shared with store.go; the names go into the members.
+-- The codes are shared with reply.go (reasons); the names go into the members.
 local REASONS = {'abandoned', 'left', 'expired', 'removed', 'done'}
 local GONE_KEEP_MS = 3600000
 

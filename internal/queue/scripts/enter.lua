@@ -36,18 +36,30 @@
 --              client's and the place's buckets (0: not asked; see
 --              pass_limits), the difficulty its proof of work meets
 --              (0: none), and when that proof expires (ms)
--- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
---          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...}
+-- Returns the head (HEAD_*, common.lua), then a status and place per call,
+-- then an arrival number per call:
+--         {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
+--          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...,
+--          seq1, seq2, ...}
 -- where waiting is the line after the last user (the draw's participants
 -- included), until_open_ms the time until a scheduled opening (0: none
 -- ahead), and place is the position when WAITING (0 while in a draw), the
 -- admission time (ms) when ENTERED, and the time to wait (ms) before
--- trying again when LIMITED or FULL.
+-- trying again when LIMITED or FULL. seq is the place's arrival number
+-- (its score in the line) when WAITING in the line, else 0: the place
+-- credential carries it, so a replica can answer a place far from the
+-- head from its snapshot (snapshot.go).
+--
+-- Only a newcomer within near_head places of the head is recorded as
+-- heard: the others are not until they come near (status.lua), so a place
+-- far back costs the line's ZSET entry alone.
 --
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
 local FIXED = 9 -- KEYS before the per-call ones
+local CALLS = (#ARGV - LIMITS) / 5
+local seqs = {}
 local now = now_ms()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty =
   queue_config(KEYS[5])
@@ -55,10 +67,18 @@ local in_draw = redis.call('SCARD', KEYS[8])
 local out = reply_head(0, KEYS[6], now, refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
 local HEAD = #out
 
+-- finish appends each call's arrival number (0: none) to the reply.
+local function finish()
+  for i = 1, CALLS do
+    out[HEAD + 2 * CALLS + i] = seqs[i] or 0
+  end
+  return out
+end
+
 -- The defences, per call. users and slot are the calls let through: their
 -- user ids and their index among the calls (where their answer goes).
 local users, slot = {}, {}
-for i = 1, (#ARGV - LIMITS) / 5 do
+for i = 1, CALLS do
   local a = LIMITS + 5 * (i - 1)
   -- Every call let through the limits counts against them, whatever
   -- comes of it.
@@ -118,18 +138,18 @@ local function room_for(list, line, moves_in, is_member)
 end
 
 if opens_at > now then
-  out[1] = redis.call('ZCARD', KEYS[1]) + in_draw
+  out[HEAD_WAITING] = redis.call('ZCARD', KEYS[1]) + in_draw
   if now < prequeue_from then
     for j = 1, n do
       answer(j, NOT_OPEN, 0)
     end
-    return out
+    return finish()
   end
   local all = {}
   for j = 1, n do
     all[j] = j
   end
-  local joining = room_for(all, out[1], out[10], function(names)
+  local joining = room_for(all, out[HEAD_WAITING], out[HEAD_UNTIL_OPEN], function(names)
     local in_set = redis.call('SMISMEMBER', KEYS[8], unpack(names))
     for k, v in ipairs(in_set) do
       in_set[k] = v == 1
@@ -152,9 +172,9 @@ if opens_at > now then
     redis.call('ZREM', KEYS[1], unpack(list))
     redis.call('SADD', KEYS[8], unpack(list))
     redis.call('ZADD', KEYS[7], unpack(heard))
-    out[1] = redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[8])
+    out[HEAD_WAITING] = redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[8])
   end
-  return out
+  return finish()
 end
 
 local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
@@ -198,7 +218,7 @@ local rest = {}
 for j = direct + 1, n do
   rest[#rest + 1] = j
 end
-rest = room_for(rest, waiting, out[2], function(names)
+rest = room_for(rest, waiting, out[HEAD_UNTIL_NEXT_TICK], function(names)
   local scores = redis.call('ZMSCORE', KEYS[1], unpack(names))
   local member = {}
   for k = 1, #names do
@@ -219,23 +239,32 @@ if #rest > 0 then
   end
   -- ZADD counts newcomers only: a user already waiting moves to the back.
   waiting = waiting + redis.call('ZADD', KEYS[1], unpack(args))
-  -- Heard from now (the same arrival numbers' slots, reused for the time).
-  for k = 1, #rest do
-    args[2 * k - 1] = now
-  end
-  redis.call('ZADD', KEYS[7], unpack(args))
   -- These users are now the last of the line, in the order given; walking
-  -- back from the end, each distinct user is one place further forward.
-  local place, behind = {}, 0
+  -- back from the end, each distinct user is one place further forward,
+  -- at the arrival number of its last entry in this call.
+  local place, seq_of, behind = {}, {}, 0
   for k = #rest, 1, -1 do
     local user = list[k]
     if not place[user] then
       place[user] = waiting - behind
+      seq_of[user] = first + k
       behind = behind + 1
     end
     answer(rest[k], WAITING, place[user])
+    seqs[slot[rest[k]]] = seq_of[user]
+  end
+  -- Heard from now: those near the head only.
+  local near, heard = near_head(refill, interval, abandon_after), {}
+  for user, p in pairs(place) do
+    if p <= near then
+      heard[#heard + 1] = now
+      heard[#heard + 1] = user
+    end
+  end
+  if #heard > 0 then
+    redis.call('ZADD', KEYS[7], unpack(heard))
   end
 end
 
-out[1] = waiting
-return out
+out[HEAD_WAITING] = waiting
+return finish()

@@ -8,7 +8,8 @@
 -- KEYS[5] -> tick    (HASH)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- KEYS[6] -> draw    (SET)
--- Returns {waiting, entered, tokens, refill_size, interval_ms, ttl_ms,
+-- Returns, in INFO_* order (common.lua):
+--         {waiting, entered, tokens, refill_size, interval_ms, ttl_ms,
 --          last_tick_at_ms, now_ms, max_active, paused, abandon_after_ms,
 --          abandoned by the last tick, opens_at_ms, prequeue_from_ms,
 --          the opening its draw was for (ms), its seed, participants placed,
@@ -25,7 +26,25 @@ if tokens > refill then
 end
 local entered = active_count(KEYS[2], now, ttl)
 local t = redis.call('HMGET', KEYS[5], 'at_ms', 'abandoned', 'draw_for', 'draw_seed', 'draw_count', 'moved', 'direct')
-return {redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[6]), entered, tokens, refill, interval, ttl,
-        tonumber(t[1]) or 0, now, max_active, paused, abandon_after, tonumber(t[2]) or 0,
-        opens_at, prequeue_from, tonumber(t[3]) or 0, tonumber(t[4]) or 0, tonumber(t[5]) or 0,
-        (tonumber(t[6]) or 0) + (tonumber(t[7]) or 0), max_waiting, difficulty}
+local out = {}
+out[INFO_WAITING] = redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[6])
+out[INFO_ENTERED] = entered
+out[INFO_TOKENS] = tokens
+out[INFO_REFILL_SIZE] = refill
+out[INFO_INTERVAL] = interval
+out[INFO_TTL] = ttl
+out[INFO_LAST_TICK_AT] = tonumber(t[1]) or 0
+out[INFO_NOW] = now
+out[INFO_MAX_ACTIVE] = max_active
+out[INFO_PAUSED] = paused
+out[INFO_ABANDON_AFTER] = abandon_after
+out[INFO_ABANDONED] = tonumber(t[2]) or 0
+out[INFO_OPENS_AT] = opens_at
+out[INFO_PREQUEUE_FROM] = prequeue_from
+out[INFO_DRAW_FOR] = tonumber(t[3]) or 0
+out[INFO_DRAW_SEED] = tonumber(t[4]) or 0
+out[INFO_DRAW_COUNT] = tonumber(t[5]) or 0
+out[INFO_ADMITTED] = (tonumber(t[6]) or 0) + (tonumber(t[7]) or 0)
+out[INFO_MAX_WAITING] = max_waiting
+out[INFO_DIFFICULTY] = difficulty
+return out

@@ -18,7 +18,8 @@
 -- ARGV[10..] -> per call, three values: user id, the calls to charge the
 --              client's and the place's buckets (0: not asked; see
 --              pass_limits)
--- Returns {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
+-- Returns the head (HEAD_*, common.lua), then a status and place per call:
+--         {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
 --          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...}
 -- where waiting includes a draw's participants, until_open_ms is the time
 -- until a scheduled opening (0: none ahead), place is the position when

@@ -1,22 +1,34 @@
 -- tick.lua: the refill tick. Every replica calls it several times per
--- interval; it does its work only once per interval. Intervals are aligned
--- to multiples of refill_interval_ms on the Redis clock and "next_at_ms"
--- remembers when the next one starts, so the tick is idempotent: a second
--- call within one interval, from any replica, changes nothing. Missed
--- intervals (all replicas down) are not replayed: that would send a burst
--- to the order page. Nor is a tick applied sooner than "min_next_ms", 0.9
--- interval after the last: a tick applied late (a loaded Redis or replica)
--- and the next one on time would otherwise let two refills reach the order
--- page within milliseconds. Alignment comes back by a tenth of an interval
--- per tick.
+-- interval, and again the moment the next tick is due (the scheduler reads
+-- TICK_UNTIL_NEXT); it does its work only when due. "next_at_ms" in the
+-- tick HASH remembers when that is (next_tick_at, common.lua): one full
+-- refill interval after the last applied tick, on the Redis clock. So the
+-- tick is idempotent, a second call from any replica changing nothing
+-- until then, and two ticks are never closer than an interval.
+--
+-- That spacing is what bounds the rate at the order page (issue 20). Each
+-- tick opens an interval that admits at most refill_size: the users it
+-- moves plus those who then enter directly on the tokens it leaves
+-- (enter.lua); before a queue's first tick the initial full bucket is
+-- such an interval. A window [a, a + k x interval) of the Redis clock
+-- meets at most k + 1 of them, the one in progress at a and at most k
+-- ticks at least an interval apart, so it admits at most (k + 1) x
+-- refill_size (refill_size as it was at each of those ticks: a raise
+-- counts from the next tick, a lowering caps the tokens left at once),
+-- however late or from whichever replica the ticks come. A late tick
+-- delays the next one by as much: ticks realign by being delayed, never
+-- by a shorter interval, since a tick sooner than an interval after a
+-- late one would let in, within one interval, the direct entries just
+-- before the late tick, its moves and its own. Missed intervals (all
+-- replicas down) are not replayed either: that would send a burst to the
+-- order page.
 --
 -- KEYS[1] -> waiting (ZSET)
 -- KEYS[2] -> entered (ZSET)
 -- KEYS[3] -> tokens  (STRING)
 -- KEYS[4] -> config  (HASH)
--- KEYS[5] -> tick    (HASH: next_at_ms and min_next_ms, at_ms/moved of the
---                     last applied tick; enter.lua counts direct admissions
---                     in "direct")
+-- KEYS[5] -> tick    (HASH: next_at_ms, at_ms/moved of the last applied
+--                     tick; enter.lua counts direct admissions in "direct")
 -- KEYS[6] -> history (LIST of "at_ms:admitted:waiting:abandoned", one entry
 --                     per ended interval, oldest first: start, admissions,
 --                     line at end, places dropped as abandoned)
@@ -30,12 +42,22 @@
 -- ARGV[8] -> max abandoned places dropped per tick
 -- ARGV[9] -> a fresh random seed (52 bits), used if this call starts a draw
 -- ARGV[10] -> max participants placed per call while a draw runs
--- Returns {applied (0|1), moved, waiting, tokens, purged, admitted in the
--- interval that just ended, abandoned places dropped, how late the tick is
--- (ms after it was due, next_at_ms, on the Redis clock: whole intervals
--- missed count too; 0 for a queue's first tick)}
+-- Returns, in TICK_* order (common.lua): {applied (0|1), moved, waiting,
+-- tokens, purged, admitted in the interval that just ended, abandoned
+-- places dropped, how late the tick is (ms after it was due, next_at_ms,
+-- on the Redis clock: whole intervals missed count too; 0 for a queue's
+-- first tick), ms until the next tick is due}; a call that applies no
+-- tick answers 0 for all but the last (0 while a draw is being placed).
 local now = now_ms()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at = queue_config(KEYS[4])
+local due = next_tick_at(KEYS[5])
+
+-- not_applied is the reply of a call that applies no tick.
+local function not_applied(until_next)
+  local out = {0, 0, 0, 0, 0, 0, 0, 0, 0}
+  out[TICK_UNTIL_NEXT] = until_next
+  return out
+end
 
 -- A scheduled opening's draw. From opens_at, every call (not just the
 -- interval's tick) places a bounded batch of the pre-queue's participants
@@ -62,25 +84,24 @@ if opens_at <= now and redis.call('SCARD', KEYS[9]) > 0 then
   end
   redis.call('HINCRBY', KEYS[5], 'draw_count', #batch)
   if redis.call('SCARD', KEYS[9]) > 0 then
-    return {0, 0, 0, 0, 0, 0, 0, 0}
+    return not_applied(0) -- the next calls go on placing it
   end
 end
 
-local state = redis.call('HMGET', KEYS[5], 'next_at_ms', 'at_ms', 'moved', 'direct', 'min_next_ms', 'abandoned')
-local next_at, min_next = tonumber(state[1]), tonumber(state[5])
-if (next_at and now < next_at) or (min_next and now < min_next) then
-  return {0, 0, 0, 0, 0, 0, 0, 0}
+if due and now < due then
+  return not_applied(due - now)
 end
+local state = redis.call('HMGET', KEYS[5], 'at_ms', 'moved', 'direct', 'abandoned')
 
 -- Close the interval the previous tick opened: it admitted the users that
 -- tick moved plus those who entered directly on its leftover tokens, which
 -- is never more than refill_size. Before the very first tick, users may
 -- have entered on the initial full bucket: that counts as an interval too.
 local waiting_before = redis.call('ZCARD', KEYS[1])
-local admitted = (tonumber(state[3]) or 0) + (tonumber(state[4]) or 0)
-if state[2] or admitted > 0 then
-  local started = tonumber(state[2]) or (now - interval)
-  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d', started, admitted, waiting_before, tonumber(state[6]) or 0))
+local admitted = (tonumber(state[2]) or 0) + (tonumber(state[3]) or 0)
+if state[1] or admitted > 0 then
+  local started = tonumber(state[1]) or (now - interval)
+  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d', started, admitted, waiting_before, tonumber(state[4]) or 0))
   redis.call('LTRIM', KEYS[6], -tonumber(ARGV[7]), -1)
 end
 
@@ -102,39 +123,67 @@ mark_gone(KEYS[8], 'expired', expired, now)
 -- not heard from (enter, status) for abandon_after_ms has closed the page:
 -- the place is dropped when it reaches the head, without spending a token,
 -- and the next one moves instead; at most ARGV[8] such places per tick.
+-- A place with no record at all was far from the head when last heard
+-- (only places near_head keep one): its page may well be polling, just
+-- not yet near enough to say so (a refill raised tenfold brings such
+-- places to the head fast). It keeps its place, held, and is asked to
+-- confirm: a mark of -(the confirmation's deadline) stands for its
+-- record, which its next status call replaces with the time; confirmed,
+-- it moves with the next tick, unconfirmed by the deadline it is dropped.
+-- The deadline is abandon_after from now, the time any place is given to
+-- be heard from: a page polling as told asks at least twice in it.
 local room = refill
 if paused == 1 then
   room = 0
 elseif max_active > 0 then
   room = math.min(room, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
 end
-local admit, dropped = {}, {}
+local admit, dropped, held, asked = {}, {}, {}, {}
 local drop_limit = tonumber(ARGV[8])
 local gone_before = now - abandon_after
+local confirm_by = now + abandon_after
 -- Each round pops just the places still to fill (at most 1000, far below
--- Lua's stack limit for unpack), so every user popped is either admitted
--- or dropped; a tick drops at most drop_limit + 1000.
-while #admit < room and #dropped < drop_limit do
+-- Lua's stack limit for unpack), so every user popped is either admitted,
+-- dropped or held; a tick drops or holds at most drop_limit + 1000 each.
+while #admit < room and #dropped < drop_limit and #held < 2 * drop_limit do
   local popped = redis.call('ZPOPMIN', KEYS[1], math.min(room - #admit, 1000))
   if #popped == 0 then
     break
   end
-  local users = {}
+  local users, seqs = {}, {}
   for i = 1, #popped, 2 do
     users[#users + 1] = popped[i]
+    seqs[#users] = popped[i + 1]
   end
   local heard = redis.call('ZMSCORE', KEYS[7], unpack(users))
+  local done = {}
   for i, u in ipairs(users) do
     local h = tonumber(heard[i])
-    -- No record (a place from before abandonment was tracked) counts as
-    -- present.
-    if abandon_after > 0 and h and h <= gone_before then
+    if abandon_after > 0 and (not h or (h < 0 and -h > now)) then
+      -- Held in its place until it confirms (or its deadline passes).
+      held[#held + 1] = seqs[i]
+      held[#held + 1] = u
+      if not h then
+        asked[#asked + 1] = -confirm_by
+        asked[#asked + 1] = u
+      end
+    elseif abandon_after > 0 and h <= gone_before then
       dropped[#dropped + 1] = u
+      done[#done + 1] = u
     else
       admit[#admit + 1] = u
+      done[#done + 1] = u
     end
   end
-  redis.call('ZREM', KEYS[7], unpack(users))
+  if #done > 0 then
+    redis.call('ZREM', KEYS[7], unpack(done))
+  end
+end
+if #held > 0 then
+  redis.call('ZADD', KEYS[1], unpack(held))
+end
+if #asked > 0 then
+  redis.call('ZADD', KEYS[7], unpack(asked))
 end
 for i = 1, #admit, 500 do
   local chunk = {}
@@ -148,16 +197,30 @@ mark_gone(KEYS[8], 'abandoned', dropped, now)
 local moved = #admit
 redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - GONE_KEEP_MS)
 
--- Unused tokens stay, but the bucket never holds more than refill_size.
--- (Direct entries on them obey the pause and the cap too: enter.lua.)
+-- The tokens left for direct entries until the next tick: refill_size
+-- less the users moved, whatever the last interval left (unused tokens do
+-- not carry over), so that the interval this tick opens admits at most
+-- refill_size. (Direct entries obey the pause and the cap too: enter.lua.)
 local tokens = refill - moved
 redis.call('SET', KEYS[3], tokens)
 
+-- The next tick a full interval from now (see the top), whenever this
+-- one was due; min_next_ms is the previous version's (next_tick_at).
+redis.call('HDEL', KEYS[5], 'min_next_ms')
 redis.call('HSET', KEYS[5],
-  'next_at_ms', (math.floor(now / interval) + 1) * interval,
-  'min_next_ms', now + min_spacing_ms(interval),
+  'next_at_ms', now + interval,
   'at_ms', now,
   'moved', moved,
   'abandoned', #dropped,
   'direct', 0)
-return {1, moved, waiting_before - moved - #dropped, tokens, purged, admitted, #dropped, next_at and now - next_at or 0}
+local out = {}
+out[TICK_APPLIED] = 1
+out[TICK_MOVED] = moved
+out[TICK_WAITING] = waiting_before - moved - #dropped
+out[TICK_TOKENS] = tokens
+out[TICK_PURGED] = purged
+out[TICK_ADMITTED] = admitted
+out[TICK_ABANDONED] = #dropped
+out[TICK_LATE] = due and now - due or 0
+out[TICK_UNTIL_NEXT] = interval
+return out

@@ -1,0 +1,118 @@
+package gate
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/waitroom/waitroom/internal/httpin"
+)
+
+// Forward auth: the door a proxy in front of the order page asks
+// (nginx auth_request), and the answer to what it refused.
+
+// Headers that name the holder of a valid pass: ForwardAuth answers with
+// them, and waitroom's reverse-proxy gate sets them on the requests it
+// forwards (removing any a client sent).
+const (
+	HeaderSub   = "X-Waitroom-Sub"
+	HeaderQueue = "X-Waitroom-Queue"
+	// HeaderPass carries the pass that was checked, exactly: the one an
+	// order page forwards to waitroom's done endpoint. The reverse-proxy
+	// gate sets it in place of the pass cookie and bearer token, which it
+	// does not forward; a gate behind it reads it like a bearer token (it
+	// is verified the same way, so a client gains nothing by sending one).
+	HeaderPass = "X-Waitroom-Pass"
+)
+
+// HeaderOriginalURI names the header in which a proxy doing forward auth
+// passes the request line's target to ForwardAuth and Refused (nginx:
+// $request_uri).
+const HeaderOriginalURI = "X-Original-URI"
+
+// ForwardAuth answers a proxy's authorisation subrequest (nginx
+// auth_request, Traefik forwardAuth, Envoy ext_authz over HTTP): 204 with
+// HeaderSub and HeaderQueue when the request carries a valid pass (cookie
+// or bearer) or its path is bypassed, 401 when not, 503 when it cannot
+// tell. The proxy sends refused users to the waiting page itself (see
+// deploy/nginx), through Refused.
+//
+// The path comes from HeaderOriginalURI. The proxy forwards it as the
+// client sent it, so it must already be in its clean form: a path with dot
+// segments, duplicate slashes or an ambiguous encoding is refused (401
+// here, 400 invalid_path from Refused), never judged on a cleaned copy the
+// upstream would not see. Without the header no path is bypassed.
+func (g *Gate) ForwardAuth(w http.ResponseWriter, r *http.Request) {
+	if p, ok := forwardedPath(r); ok {
+		if !httpin.IsCanonical(p) {
+			writeError(w, http.StatusUnauthorized, "invalid_path", "the path is ambiguous", "")
+			return
+		}
+		if g.bypassed(p) {
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	c, _, v := g.judge(r)
+	switch v {
+	case admitted:
+		h := w.Header()
+		h.Set(HeaderSub, c.Subject)
+		h.Set(HeaderQueue, c.Queue)
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNoContent)
+	case unknown:
+		unavailable(w)
+	default: // Refused answers it
+		writeError(w, http.StatusUnauthorized, "pass_required", "a valid entry pass is required", "")
+	}
+}
+
+// forwardedPath is the escaped path of the request a proxy asks about:
+// its request target's, also when that is in absolute form.
+func forwardedPath(r *http.Request) (string, bool) {
+	orig := r.Header.Get(HeaderOriginalURI)
+	if orig == "" {
+		return "", false
+	}
+	if !strings.HasPrefix(orig, "/") {
+		u, err := url.ParseRequestURI(orig)
+		if err != nil {
+			return "", true // refused as ambiguous
+		}
+		return u.EscapedPath(), true
+	}
+	p, _, _ := strings.Cut(orig, "?")
+	return p, true
+}
+
+// Refused answers, on a proxy's behalf, a request it refused after
+// ForwardAuth (nginx: error_page 401 to a location that proxies here):
+// exactly as the gate itself would, a 303 to the waiting page with the
+// original path as ?return= for browsers, 401 JSON for API clients, 400
+// invalid_path for a path that is not clean. The proxy passes the original
+// request line in HeaderOriginalURI; it only ever becomes a same-site
+// return path.
+func (g *Gate) Refused(w http.ResponseWriter, r *http.Request) {
+	if p, ok := forwardedPath(r); ok && !httpin.IsCanonical(p) {
+		invalidPath(w)
+		return
+	}
+	orig := r.Clone(r.Context())
+	orig.URL = &url.URL{Path: "/"}
+	if u, err := url.ParseRequestURI(r.Header.Get(HeaderOriginalURI)); err == nil && httpin.SameSitePath(u.RequestURI()) {
+		q := u.Query()
+		q.Del("wr_pass")
+		u.RawQuery = q.Encode()
+		orig.URL = u
+	}
+	_, _, v := g.judge(r)
+	if v == admitted {
+		// Valid now (the proxy's view was older): back to where it was going.
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, orig.URL.RequestURI(), http.StatusSeeOther)
+		return
+	}
+	g.refuse(w, orig, v)
+}

@@ -1,0 +1,114 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/httpin"
+)
+
+// The hand-over of a pass in ?wr_pass=: once, and only to this site.
+
+// handOver takes a pass handed over in ?wr_pass= on a request whose path
+// was sent as sent (escaped) and is now clean. The first exchange of a
+// valid pass puts it into the cookie and sends the browser to the same
+// path without it (done); only ever to a path on this site, so a link
+// cannot send anyone elsewhere. A pass already exchanged, or any pass on
+// a request that is not a GET or HEAD, is dropped from the URL and the
+// request goes on as if none had been given (r, not done).
+func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, q url.Values, sent string) (*http.Request, bool) {
+	token := q.Get("wr_pass")
+	q.Del("wr_pass")
+	clean := *r.URL
+	clean.RawQuery = q.Encode()
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.URL = &clean
+	if r2.RequestURI != "" {
+		r2.RequestURI = clean.RequestURI()
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return r2, false
+	}
+	// The path as sent, not only as cleaned: "//evil.example/x" cleans to
+	// a path on this site, but a link that says it is not one is refused.
+	if !httpin.SameSitePath(sent) || !httpin.SameSitePath(clean.RequestURI()) {
+		writeError(w, http.StatusBadRequest, "invalid_return", "a hand-over only ever returns to a path on this site", "")
+		return nil, true
+	}
+	c, ok, err := g.check(r.Context(), token)
+	switch {
+	case errors.Is(err, ErrUsedElsewhere):
+		g.refuse(w, r2, usedElsewhere)
+		return nil, true
+	case err != nil:
+		unavailable(w)
+		return nil, true
+	case !ok:
+		g.refuse(w, r2, noPass)
+		return nil, true
+	}
+	first, err := g.handOvers.Claim(r.Context(), c.Queue, c.ID, c.Expires)
+	if err != nil {
+		unavailable(w)
+		return nil, true
+	}
+	if !first {
+		return r2, false
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     g.cookie,
+		Value:    token,
+		Path:     "/",
+		Expires:  c.Expires,
+		HttpOnly: true,
+		Secure:   g.secure,
+		SameSite: http.SameSiteLaxMode,
+	})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, clean.RequestURI(), http.StatusSeeOther)
+	return nil, true
+}
+
+// memoryHandOvers is the HandOvers of one process: the pass ids handed
+// over, each until its pass expires, at most max of them (when full,
+// expired ones go, then arbitrary ones, which at worst lets such a link be
+// exchanged once more).
+type memoryHandOvers struct {
+	max     int
+	mu      sync.Mutex
+	claimed map[string]time.Time
+}
+
+func newMemoryHandOvers(max int) *memoryHandOvers {
+	return &memoryHandOvers{max: max, claimed: make(map[string]time.Time)}
+}
+
+func (m *memoryHandOvers) Claim(_ context.Context, queue, id string, until time.Time) (bool, error) {
+	key := queue + " " + id
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if exp, ok := m.claimed[key]; ok && now.Before(exp) {
+		return false, nil
+	}
+	if len(m.claimed) >= m.max {
+		for k, exp := range m.claimed {
+			if !now.Before(exp) {
+				delete(m.claimed, k)
+			}
+		}
+		for k := range m.claimed {
+			if len(m.claimed) < m.max*9/10+1 {
+				break
+			}
+			delete(m.claimed, k)
+		}
+	}
+	m.claimed[key] = until
+	return true, nil
+}

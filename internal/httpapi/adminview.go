@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// The admin API's reads: the queues as the back office sees them, and a
+// queue's history. Each is one store call (queue.Store.Overview).
+
+// adminQueueResponse is one queue as the back office sees it.
+type adminQueueResponse struct {
+	Queue      string `json:"queue"`
+	Waiting    int64  `json:"waiting"`
+	Entered    int64  `json:"entered"`
+	Active     int64  `json:"active"` // the same count as entered
+	MaxActive  int    `json:"max_active"`
+	MaxWaiting int    `json:"max_waiting"` // the line's cap (0: none)
+	// The proof of work asked before entering, in leading zero bits (0: none).
+	ChallengeDifficulty int    `json:"challenge_difficulty"`
+	Paused              bool   `json:"paused"`
+	AbandonAfterMS      int64  `json:"abandon_after_ms"`
+	AbandonedLast       int64  `json:"abandoned_last_interval"`
+	OpensAt             string `json:"opens_at,omitempty"`      // a scheduled opening, RFC 3339
+	PrequeueFrom        string `json:"prequeue_from,omitempty"` // its pre-queue window's start
+	// The last opening's draw, once made: its seed and participants, with
+	// which anyone can recompute the order (README, "Scheduled opening").
+	DrawFor            string `json:"draw_for,omitempty"`
+	DrawSeed           int64  `json:"draw_seed,omitempty"`
+	DrawCount          int64  `json:"draw_count,omitempty"`
+	Tokens             int64  `json:"tokens"`
+	RefillSize         int    `json:"refill_size"`
+	RefillIntervalMS   int64  `json:"refill_interval_ms"`
+	SessionTTLMS       int64  `json:"session_ttl_ms"`
+	SessionMaxMS       int64  `json:"session_max_ms,omitempty"` // sliding sessions' limit (WAITROOM_SESSION_MAX), when on
+	LastTickAtMS       int64  `json:"last_tick_at_ms"`
+	AdmittedLastMinute int64  `json:"admitted_last_minute"`
+}
+
+func (s *Server) adminQueues(w http.ResponseWriter, r *http.Request) {
+	var resp struct {
+		Queues []adminQueueResponse `json:"queues"`
+	}
+	for _, q := range s.store.Queues() {
+		aq, err := s.adminQueueInfo(r.Context(), q)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		resp.Queues = append(resp.Queues, aq)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) adminQueue(w http.ResponseWriter, r *http.Request) {
+	aq, err := s.adminQueueInfo(r.Context(), chi.URLParam(r, "queue"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, aq)
+}
+
+type historyPoint struct {
+	AtMS      int64 `json:"at_ms"`
+	Admitted  int64 `json:"admitted"`
+	Waiting   int64 `json:"waiting"`
+	Abandoned int64 `json:"abandoned"`
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	q := chi.URLParam(r, "queue")
+	o, err := s.store.Overview(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := struct {
+		Queue            string         `json:"queue"`
+		RefillIntervalMS int64          `json:"refill_interval_ms"`
+		Points           []historyPoint `json:"points"`
+	}{Queue: q, RefillIntervalMS: o.Settings.RefillInterval.Milliseconds(), Points: make([]historyPoint, len(o.History))}
+	for i, p := range o.History {
+		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting, p.Abandoned}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// adminQueueInfo is queue q as the back office sees it.
+func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueResponse, error) {
+	o, err := s.store.Overview(ctx, q)
+	if err != nil {
+		return adminQueueResponse{}, err
+	}
+	aq := adminQueueResponse{
+		Queue:               q,
+		Waiting:             o.Waiting,
+		Entered:             o.Entered,
+		Active:              o.Entered,
+		MaxActive:           o.Settings.MaxActive,
+		MaxWaiting:          o.Settings.MaxWaiting,
+		Paused:              o.Paused,
+		AbandonAfterMS:      o.Settings.AbandonAfter.Milliseconds(),
+		ChallengeDifficulty: o.Settings.ChallengeDifficulty,
+		AbandonedLast:       o.AbandonedLastInterval,
+		OpensAt:             rfc3339(o.OpensAt),
+		PrequeueFrom:        rfc3339(o.PrequeueFrom),
+		DrawFor:             rfc3339(o.DrawFor),
+		DrawSeed:            o.DrawSeed,
+		DrawCount:           o.DrawCount,
+		Tokens:              o.Tokens,
+		RefillSize:          o.Settings.RefillSize,
+		RefillIntervalMS:    o.Settings.RefillInterval.Milliseconds(),
+		SessionTTLMS:        o.Settings.SessionTTL.Milliseconds(),
+		SessionMaxMS:        o.Settings.SessionMax.Milliseconds(),
+		AdmittedLastMinute:  o.AdmittedLastMinute,
+	}
+	if !o.LastTickAt.IsZero() {
+		aq.LastTickAtMS = o.LastTickAt.UnixMilli()
+	}
+	return aq, nil
+}

@@ -1,0 +1,264 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/origin"
+	"github.com/waitroom/waitroom/internal/place"
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// The public queue API: enter, status, leave, done and a queue's info.
+// Each handler decodes, asks the store once, and answers (ticket.go
+// writes the tickets).
+
+// enterRequest is the enter body: empty (or {}) for a browser or app
+// that proves no identity, a site's join token, or, in insecure mode
+// only, a plain user id; and a solved proof-of-work challenge when the
+// queue asks for one.
+type enterRequest struct {
+	UserID    *string `json:"user_id"`
+	JoinToken string  `json:"join_token"`
+	Challenge string  `json:"challenge"`
+	Nonce     string  `json:"nonce"`
+}
+
+func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
+	// Other sites' pages cannot plant places with their visitors'
+	// browsers (package origin).
+	if !s.origins.SameSite(r) {
+		s.fail(w, r, errCrossSite)
+		return
+	}
+	if !origin.JSONBody(r) {
+		s.fail(w, r, errNotJSON)
+		return
+	}
+	req, err := decodeEnter(w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q, ok := s.knownQueue(w, r)
+	if !ok {
+		return
+	}
+	e, credential, err := s.entry(r, q, req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.store.EnterWith(r.Context(), q, e)
+	if err != nil {
+		if credential {
+			// Even a 503 (outcome unknown) leaves the browser able to ask
+			// for the place it may have got; without its arrival number,
+			// its status then asks Redis.
+			s.setPlaceCookie(w, q, s.places.Issue(q, e.User, 0))
+		}
+		s.fail(w, r, err)
+		return
+	}
+	token := ""
+	if credential {
+		token = s.places.Issue(q, e.User, t.Seq)
+		s.setPlaceCookie(w, q, token)
+	}
+	if t.Status == queue.NotOpen {
+		s.fail(w, r, notOpen(t))
+		return
+	}
+	s.writeTicket(w, r, q, e.User, token, t)
+}
+
+// entry is the enter req asks for in queue q, from what the request
+// proves, and whether to hand out a place credential with it (not for a
+// plain id). Whoever enters is a plain user id (insecure mode), a site's join
+// token's member, the member of a place credential (entering again), or
+// a new anonymous member. A proof of work is checked here (an HMAC and
+// one hash); the store makes it single-use and compares it with the
+// queue's difficulty.
+func (s *Server) entry(r *http.Request, q string, req enterRequest) (queue.Entry, bool, error) {
+	e := queue.Entry{Caller: queue.Caller{Client: s.clientKey(r)}}
+	if req.Challenge != "" {
+		p, err := s.challenges.Check(q, req.Challenge, req.Nonce)
+		if err != nil {
+			return queue.Entry{}, false, err
+		}
+		e.Proof = p
+	}
+	switch {
+	case req.UserID != nil && req.JoinToken != "":
+		return queue.Entry{}, false, errTwoIdentities
+	case req.UserID != nil:
+		if !s.insecureIDs {
+			return queue.Entry{}, false, errUserIDsDisabled
+		}
+		e.User, e.Proved = *req.UserID, true
+		return e, false, nil
+	case req.JoinToken != "":
+		member, err := s.join.Member(q, req.JoinToken)
+		if err != nil {
+			return queue.Entry{}, false, err
+		}
+		// The account may already hold a place from another device; an
+		// anonymous place this browser held is given up for it.
+		e.User, e.Proved, e.Join = member, true, true
+		if old, _, err := s.placeOf(r, q); err == nil {
+			e.Replaces = old
+		}
+	default:
+		// Re-entering with a credential keeps the member id (and goes to
+		// the back, as any re-entry does); otherwise this is a new place.
+		member, _, err := s.placeOf(r, q)
+		if err != nil {
+			if _, sent := httpin.BearerToken(r); sent {
+				return queue.Entry{}, false, err // an app that claims a place must prove it
+			}
+			member = place.NewMember() // no cookie, or a stale one
+		} else {
+			e.Proved = true
+		}
+		e.User = member
+	}
+	return e, true, nil
+}
+
+// notOpen is the answer to an enter before a scheduled opening's
+// pre-queue window: when the window opens, and when the line does.
+func notOpen(t queue.Ticket) *apiError {
+	return &apiError{status: http.StatusForbidden, code: "not_open",
+		message:      "the line is not open yet; come back at prequeue_from",
+		opensAt:      rfc3339(t.OpensAt),
+		prequeueFrom: rfc3339(t.PrequeueFrom)}
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	q, ok := s.knownQueue(w, r)
+	if !ok {
+		return
+	}
+	member, seq, err := s.memberOf(r, q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.store.StatusAs(r.Context(), q, queue.Caller{User: member, Client: s.clientKey(r), Proved: true, Seq: seq})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeTicket(w, r, q, member, "", t)
+}
+
+// leavePlace gives up the place the caller proves, and forgets the cookie.
+func (s *Server) leavePlace(w http.ResponseWriter, r *http.Request) {
+	if !s.origins.SameSite(r) {
+		s.fail(w, r, errCrossSite)
+		return
+	}
+	q, ok := s.knownQueue(w, r)
+	if !ok {
+		return
+	}
+	member, _, err := s.placeOf(r, q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.store.Leave(r.Context(), q, member); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.SetCookie(w, s.placeCookie(q, "", -1))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// leaveUser removes a user named by a plain id, as the user leaving:
+// insecure mode only.
+func (s *Server) leaveUser(w http.ResponseWriter, r *http.Request) {
+	if !s.insecureIDs {
+		s.fail(w, r, errUserIDsDisabled)
+		return
+	}
+	s.leaveNamed(w, r, s.store.Leave)
+}
+
+// leaveNamed takes the user named in the path out of the queue with leave
+// (the user's leave, or the operator's removal).
+func (s *Server) leaveNamed(w http.ResponseWriter, r *http.Request, leave func(ctx context.Context, queue, user string) error) {
+	user, err := pathParam(r, "user_id")
+	if err != nil {
+		s.fail(w, r, queue.ErrInvalidUserID)
+		return
+	}
+	if err := leave(r.Context(), chi.URLParam(r, "queue"), user); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// done is the order page saying an admitted user is done (it forwards the
+// user's pass): the admission ends, so the pass is revoked and the slot
+// goes to the next tick. A pass whose admission already ended is done
+// already (204 again); a pass that is not valid, or for another queue, is
+// refused.
+func (s *Server) done(w http.ResponseWriter, r *http.Request) {
+	q, ok := s.knownQueue(w, r)
+	if !ok {
+		return
+	}
+	token, ok := httpin.BearerToken(r)
+	if !ok {
+		s.fail(w, r, errInvalidPass)
+		return
+	}
+	c, err := s.passes.Verify(token)
+	if err != nil || c.Queue != q {
+		s.fail(w, r, errInvalidPass)
+		return
+	}
+	if _, err := s.store.Done(r.Context(), q, c.Subject, c.AdmittedAt); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type queueInfoResponse struct {
+	Queue            string `json:"queue"`
+	Waiting          int64  `json:"waiting"`
+	Entered          int64  `json:"entered"`
+	Active           int64  `json:"active"` // the same count: admissions that have not ended
+	MaxActive        int    `json:"max_active"`
+	Paused           bool   `json:"paused"`
+	OpensAt          string `json:"opens_at,omitempty"`      // a scheduled opening, RFC 3339
+	PrequeueFrom     string `json:"prequeue_from,omitempty"` // its pre-queue window's start
+	RefillSize       int    `json:"refill_size"`
+	RefillIntervalMS int64  `json:"refill_interval_ms"`
+}
+
+func (s *Server) queueInfo(w http.ResponseWriter, r *http.Request) {
+	info, err := s.store.Info(r.Context(), chi.URLParam(r, "queue"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, queueInfoResponse{
+		Queue:            info.Queue,
+		Waiting:          info.Waiting,
+		Entered:          info.Entered,
+		Active:           info.Entered,
+		MaxActive:        info.Settings.MaxActive,
+		Paused:           info.Paused,
+		OpensAt:          rfc3339(info.OpensAt),
+		PrequeueFrom:     rfc3339(info.PrequeueFrom),
+		RefillSize:       info.Settings.RefillSize,
+		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
+	})
+}

@@ -1,0 +1,84 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// ticketResponse is the answer of enter and status.
+type ticketResponse struct {
+	Queue    string       `json:"queue"`
+	UserID   string       `json:"user_id"` // the member id holding the place
+	Status   queue.Status `json:"status"`
+	Reason   string       `json:"reason,omitempty"` // NOT_WAITING: why the place ended, when known
+	Position int64        `json:"position"`
+	// Estimated: position and ETA come from the replica's snapshot of a
+	// line the place is far back in (queue.Ticket.Estimated): "about".
+	Estimated   bool   `json:"position_estimated,omitempty"`
+	Waiting     int64  `json:"waiting"`
+	ETASeconds  int64  `json:"eta_seconds"`
+	PollAfterMS int64  `json:"poll_after_ms"`
+	Paused      bool   `json:"paused,omitempty"`      // the operator holds admissions; the place is kept
+	OpensAt     string `json:"opens_at,omitempty"`    // WAITING in a scheduled opening's draw: when it is drawn
+	PlaceToken  string `json:"place_token,omitempty"` // enter only: the place credential
+	Pass        string `json:"pass,omitempty"`        // ENTERED only: the entry pass
+	TargetURL   string `json:"target_url,omitempty"`
+	// NextPath: ENTERED without a target URL, in gate mode, the gate
+	// queue's page on this site to continue to (the page adds the pass).
+	NextPath string `json:"next_path,omitempty"`
+}
+
+// writeTicket answers enter and status: the ticket, the place token when
+// one was issued, and for an admitted user a freshly signed entry pass.
+func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, placeToken string, t queue.Ticket) {
+	resp := ticketResponse{
+		Queue:       q,
+		UserID:      member,
+		Status:      t.Status,
+		Reason:      t.Reason,
+		Position:    t.Position,
+		Estimated:   t.Estimated,
+		Waiting:     t.Waiting,
+		ETASeconds:  int64((t.ETA + time.Second - 1) / time.Second),
+		PollAfterMS: t.PollAfter().Milliseconds(),
+		Paused:      t.Paused,
+		PlaceToken:  placeToken,
+	}
+	if t.Status == queue.Waiting && t.Position == 0 {
+		resp.OpensAt = rfc3339(t.OpensAt)
+	}
+	if t.Status == queue.Entered {
+		p, err := s.passes.Issue(q, member, t.AdmittedAt, t.AdmissionEnds())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		resp.Pass = p
+		switch {
+		case s.targetURL != "":
+			resp.TargetURL = targetURL(s.targetURL, p)
+		case s.proxying && q == s.gate.Queue():
+			// Someone who came to the waiting page directly, not sent by
+			// the gate with a return path: the site's front page, through
+			// the gate, rather than a bare pass.
+			resp.NextPath = "/"
+		}
+	}
+	writeTicketJSON(w, resp)
+}
+
+// targetURL is the order page's address with the entry pass added as
+// wr_pass. No user id: the pass is the only thing that opens the page.
+func targetURL(base, pass string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base // validated at start-up; cannot happen
+	}
+	v := u.Query()
+	v.Set("wr_pass", pass)
+	u.RawQuery = v.Encode()
+	return u.String()
+}

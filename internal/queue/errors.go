@@ -1,0 +1,55 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The store's errors. The HTTP layer maps each sentinel to a status and a
+// stable code (internal/httpapi errors.go); compare with errors.Is.
+
+// Inputs the store refuses (validate.go).
+var (
+	ErrUnknownQueue      = errors.New("queue: unknown queue")
+	ErrInvalidQueueName  = errors.New("queue: queue name must be 1-64 of A-Z a-z 0-9 _ -")
+	ErrInvalidUserID     = errors.New("queue: user id must be 1-128 bytes of UTF-8 without control characters")
+	ErrInvalidRefill     = fmt.Errorf("queue: refill size must be between 1 and %d", MaxRefillSize)
+	ErrInvalidMaxActive  = fmt.Errorf("queue: max_active must be an integer from 0 (no cap) to %d", MaxMaxActive)
+	ErrInvalidMaxWaiting = fmt.Errorf("queue: max_waiting must be 0 (no cap) to %d", MaxMaxWaiting)
+	ErrInvalidDifficulty = fmt.Errorf("queue: challenge_difficulty must be 0 (off) to %d", MaxChallengeDifficulty)
+	ErrInvalidAbandon    = fmt.Errorf("queue: abandon_after_ms must be an integer from 0 (off) to %d", MaxAbandonAfter.Milliseconds())
+	ErrInvalidOpening    = errors.New("queue: prequeue_from must not be after opens_at, and needs one")
+)
+
+// Refusals of the defences (defences.go): the call changed nothing, and
+// may be tried again after the RetryAfter its error carries (errors.As
+// with *Retry).
+var (
+	ErrRateLimited       = errors.New("queue: over the rate limit")
+	ErrQueueFull         = errors.New("queue: the line is full")
+	ErrChallengeRequired = errors.New("queue: proof of work required")
+)
+
+// Retry wraps a refusal with how long to wait before trying again.
+type Retry struct {
+	Err   error
+	After time.Duration
+}
+
+func (r *Retry) Error() string { return fmt.Sprintf("%v (retry after %s)", r.Err, r.After) }
+func (r *Retry) Unwrap() error { return r.Err }
+
+// Redis did not do the work in time (batch.go, waitFor).
+var (
+	// ErrOverloaded is returned when too many calls already wait for Redis.
+	ErrOverloaded = errors.New("queue: too many calls waiting for redis")
+	// ErrTimeout is returned when Redis did not answer a call in time; the
+	// call may still take effect, and a status call tells.
+	ErrTimeout = fmt.Errorf("queue: no answer from redis in time: %w", context.DeadlineExceeded)
+)
+
+// errWaitClient refuses a replica WAIT on a client that cannot pipeline
+// to one node (SetReplicaWait).
+var errWaitClient = errors.New("queue: replica WAIT needs a *redis.Client or a *redis.ClusterClient")

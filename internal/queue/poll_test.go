@@ -1,0 +1,83 @@
+package queue
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPollAfter(t *testing.T) {
+	base := Ticket{Status: Waiting, RefillSize: 10, RefillInterval: 5 * time.Second, UntilNextTick: 2 * time.Second, AbandonAfter: 2 * time.Minute}
+	for _, tc := range []struct {
+		position int64
+		lo, hi   time.Duration
+	}{
+		{1, 2600 * time.Millisecond, 2600 * time.Millisecond},      // next tick + check period + slack
+		{100, 2600 * time.Millisecond, 2600 * time.Millisecond},    // within 10 ticks: every tick
+		{101, 6600 * time.Millisecond, 7600 * time.Millisecond},    // 10 ticks ahead: skip one interval, less jitter
+		{1001, 42600 * time.Millisecond, 52600 * time.Millisecond}, // 100 ticks ahead: ETA/10, less jitter
+		{1000000, 50600 * time.Millisecond, MaxPoll},               // far back: the cap, less jitter
+	} {
+		tk := base
+		tk.Position = tc.position
+		tk.TicksAhead = (tc.position - 1) / int64(base.RefillSize)
+		for range 200 {
+			if got := tk.PollAfter(); got < tc.lo || got > tc.hi {
+				t.Fatalf("position %d: poll after %s, want within [%s, %s]", tc.position, got, tc.lo, tc.hi)
+			}
+		}
+	}
+	if got := (Ticket{Status: Entered}).PollAfter(); got != 0 {
+		t.Errorf("entered: %s", got)
+	}
+	// Never past the cap, whatever the interval (an hour here) or the time
+	// to an opening, nor past half the abandonment window.
+	long := Ticket{Status: Waiting, Position: 1, RefillSize: 10, RefillInterval: time.Hour, UntilNextTick: 40 * time.Minute}
+	if got := long.PollAfter(); got != MaxPoll {
+		t.Errorf("an hour's interval: poll after %s, want the %s cap", got, MaxPoll)
+	}
+	long.AbandonAfter = 20 * time.Second
+	if got := long.PollAfter(); got != 10*time.Second {
+		t.Errorf("abandon after 20s: poll after %s, want 10s", got)
+	}
+}
+
+// The poll policy's load for a line of a million (10 admitted per 5 s, the
+// defaults): the status calls a second it asks for, which one small box
+// must serve (docs/PERFORMANCE.md), and how late the slowest poller within
+// the next ten ticks learns of its turn.
+func TestPollPolicyLoad(t *testing.T) {
+	const users = 1000000
+	base := Ticket{Status: Waiting, RefillSize: 10, RefillInterval: 5 * time.Second, UntilNextTick: 2500 * time.Millisecond, AbandonAfter: 2 * time.Minute}
+	rate := 0.0
+	for p := int64(1); p <= users; p++ {
+		tk := base
+		tk.Position = p
+		tk.TicksAhead = (p - 1) / 10
+		rate += 1 / tk.PollAfter().Seconds()
+	}
+	t.Logf("a line of %d asks %.0f status calls a second", users, rate)
+	if rate > 20000 {
+		t.Errorf("a line of a million asks %.0f status calls a second; one box serves about 24,000", rate)
+	}
+	// Within the next ten ticks every poll comes right after a tick.
+	for p := int64(1); p <= 100; p++ {
+		tk := base
+		tk.Position = p
+		tk.TicksAhead = (p - 1) / 10
+		if d := tk.PollAfter(); d > tk.UntilNextTick+time.Second {
+			t.Fatalf("position %d polls %s after, beyond the next tick", p, d)
+		}
+	}
+}
+
+func TestTickPeriod(t *testing.T) {
+	for _, tc := range []struct{ interval, want time.Duration }{
+		{5 * time.Second, 500 * time.Millisecond}, // a tenth
+		{time.Hour, time.Second},                  // at most a second
+		{50 * time.Millisecond, 5 * time.Millisecond},
+	} {
+		if got := TickPeriod(tc.interval); got != tc.want {
+			t.Errorf("TickPeriod(%s) = %s, want %s", tc.interval, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,261 @@
+package queue
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Reading the scripts' replies: integers (times and durations in ms) in
+// the order each script's header lists, turned into tickets, snapshots
+// and typed errors here and nowhere else.
+
+// The lists below mirror the named replies at the top of common.lua, in
+// the same order (Lua counts positions from 1, Go from 0);
+// TestRepliesMatchLua fails when the two disagree.
+
+// Status codes of a call's answer (ALLOWED ... CHALLENGE).
+const (
+	statusAllowed    = iota // challenge.lua let the call through
+	statusEntered           // place: the admission's start (ms)
+	statusWaiting           // place: the position (0: in a draw)
+	statusNotWaiting        // place: the code of why the place ended (reasons)
+	statusNotOpen           // before a scheduled opening's pre-queue window
+	statusLimited           // refused, place: the wait (ms)
+	statusFull              // refused, place: the wait (ms)
+	statusChallenge         // refused: no valid, unused proof of work
+)
+
+// Positions in the head of enter.lua's and status.lua's replies (HEAD_*).
+const (
+	headWaiting = iota
+	headUntilNextTick
+	headInterval
+	headRefillSize
+	headTTL
+	headPaused
+	headOpensAt
+	headPrequeueFrom
+	headAbandonAfter
+	headUntilOpen
+	headLen // then a status and a place per call
+)
+
+// Positions in info.lua's reply (INFO_*).
+const (
+	infoWaiting = iota
+	infoEntered
+	infoTokens
+	infoRefillSize
+	infoInterval
+	infoTTL
+	infoLastTickAt
+	infoNow
+	infoMaxActive
+	infoPaused
+	infoAbandonAfter
+	infoAbandoned
+	infoOpensAt
+	infoPrequeueFrom
+	infoDrawFor
+	infoDrawSeed
+	infoDrawCount
+	infoAdmitted
+	infoMaxWaiting
+	infoDifficulty
+	infoLen
+)
+
+// Positions in tick.lua's reply (TICK_*).
+const (
+	tickApplied = iota
+	tickMoved
+	tickWaiting
+	tickTokens
+	tickPurged
+	tickAdmitted
+	tickAbandoned
+	tickLate
+	tickUntilNext
+	tickLen
+)
+
+// reasons are the codes of the scripts' REASONS (common.lua), from 1.
+var reasons = []string{ReasonAbandoned, ReasonLeft, ReasonExpired, ReasonRemoved, ReasonDone}
+
+// batchTickets reads the reply v (or err) of a batched script's call:
+// the head, a status and place per call, and with seqs (enter.lua) then
+// an arrival number per call.
+func (s *Store) batchTickets(name string, n int, v []int64, err error, seqs bool) ([]Ticket, error) {
+	if err != nil {
+		return nil, fmt.Errorf("queue: %s: %w", name, err)
+	}
+	want := headLen + 2*n
+	if seqs {
+		want += n
+	}
+	if len(v) != want {
+		return nil, fmt.Errorf("queue: %s: reply of %d values for %d calls", name, len(v), n)
+	}
+	tickets := make([]Ticket, n)
+	for i := range n {
+		status, place := v[headLen+2*i], v[headLen+1+2*i]
+		if err := refusal(status, place); err != nil {
+			tickets[i].refused = err
+			continue
+		}
+		if tickets[i], err = newTicket(v[:headLen], status, place); err != nil {
+			return nil, err
+		}
+		tickets[i].SessionMax = s.defaults.SessionMax
+		if seqs {
+			tickets[i].Seq = v[headLen+2*n+i]
+		}
+	}
+	return tickets, nil
+}
+
+// newTicket builds a ticket from a reply's head (headLen values) and the
+// user's status code and place (see status*). The ETA is the time until
+// the next tick plus one interval for every full refill ahead.
+func newTicket(head []int64, status, place int64) (Ticket, error) {
+	refill := head[headRefillSize]
+	t := Ticket{
+		Paused:         head[headPaused] == 1,
+		OpensAt:        msTime(head[headOpensAt]),
+		PrequeueFrom:   msTime(head[headPrequeueFrom]),
+		AbandonAfter:   ms(head[headAbandonAfter]),
+		Waiting:        head[headWaiting],
+		UntilNextTick:  ms(head[headUntilNextTick]),
+		RefillInterval: ms(head[headInterval]),
+		RefillSize:     int(refill),
+		SessionTTL:     ms(head[headTTL]),
+	}
+	switch status {
+	case statusEntered:
+		t.Status = Entered
+		t.AdmittedAt = time.UnixMilli(place)
+	case statusWaiting:
+		t.Status = Waiting
+		t.Position = place
+		if place == 0 { // in a draw: the order is drawn at the opening
+			t.UntilNextTick = ms(head[headUntilOpen])
+			t.ETA = t.UntilNextTick
+		} else if refill > 0 {
+			t.TicksAhead = (place - 1) / refill
+			t.ETA = t.UntilNextTick + time.Duration(t.TicksAhead)*t.RefillInterval
+		}
+	case statusNotWaiting:
+		t.Status = NotWaiting
+		if place >= 1 && int(place) <= len(reasons) {
+			t.Reason = reasons[place-1]
+		}
+	case statusNotOpen:
+		t.Status = NotOpen
+	default:
+		return Ticket{}, fmt.Errorf("queue: unknown status code %d", status)
+	}
+	return t, nil
+}
+
+// refusal is the error of a refused call's status code (nil for any
+// other), with the wait its place holds.
+func refusal(status, wait int64) error {
+	var err error
+	switch status {
+	case statusLimited:
+		err = ErrRateLimited
+	case statusFull:
+		err = ErrQueueFull
+	case statusChallenge:
+		return ErrChallengeRequired
+	default:
+		return nil
+	}
+	return &Retry{Err: err, After: ms(wait)}
+}
+
+// newTickResult reads tick.lua's reply.
+func newTickResult(v []int64) (TickResult, error) {
+	if len(v) != tickLen {
+		return TickResult{}, fmt.Errorf("queue: tick: unexpected reply %v", v)
+	}
+	return TickResult{
+		Applied:   v[tickApplied] == 1,
+		Moved:     v[tickMoved],
+		Waiting:   v[tickWaiting],
+		Tokens:    v[tickTokens],
+		Purged:    v[tickPurged],
+		Admitted:  v[tickAdmitted],
+		Abandoned: v[tickAbandoned],
+		Late:      ms(v[tickLate]),
+		UntilNext: ms(v[tickUntilNext]),
+	}, nil
+}
+
+// newInfo reads info.lua's reply for queue; sessionMax is the replica's
+// (sliding sessions are not a queue's setting).
+func newInfo(queue string, v []int64, sessionMax time.Duration) (Info, error) {
+	if len(v) != infoLen {
+		return Info{}, fmt.Errorf("queue: info: unexpected reply %v", v)
+	}
+	info := Info{
+		Queue:   queue,
+		Waiting: v[infoWaiting],
+		Entered: v[infoEntered],
+		Tokens:  v[infoTokens],
+		Paused:  v[infoPaused] == 1,
+		Settings: Settings{
+			RefillSize:          int(v[infoRefillSize]),
+			RefillInterval:      ms(v[infoInterval]),
+			SessionTTL:          ms(v[infoTTL]),
+			SessionMax:          sessionMax,
+			MaxActive:           int(v[infoMaxActive]),
+			AbandonAfter:        ms(v[infoAbandonAfter]),
+			MaxWaiting:          int(v[infoMaxWaiting]),
+			ChallengeDifficulty: int(v[infoDifficulty]),
+		},
+		AbandonedLastInterval: v[infoAbandoned],
+		OpensAt:               msTime(v[infoOpensAt]),
+		PrequeueFrom:          msTime(v[infoPrequeueFrom]),
+		DrawFor:               msTime(v[infoDrawFor]),
+		DrawSeed:              v[infoDrawSeed],
+		DrawCount:             v[infoDrawCount],
+		AdmittedThisInterval:  v[infoAdmitted],
+		Now:                   time.UnixMilli(v[infoNow]),
+	}
+	if v[infoLastTickAt] > 0 {
+		info.LastTickAt = time.UnixMilli(v[infoLastTickAt])
+	}
+	return info, nil
+}
+
+// parseHistoryEntry reads "at_ms:admitted:waiting:abandoned" (entries
+// written before abandonment was counted have three fields).
+func parseHistoryEntry(entry string) (HistoryPoint, error) {
+	parts := strings.Split(entry, ":")
+	if len(parts) != 3 && len(parts) != 4 {
+		return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
+	}
+	var n [4]int64
+	for i, p := range parts {
+		v, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
+		}
+		n[i] = v
+	}
+	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2], Abandoned: n[3]}, nil
+}
+
+// ms is a duration the scripts give in milliseconds.
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// msTime is the time of a Unix ms count, zero for 0.
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

@@ -1,0 +1,254 @@
+package queue
+
+import "time"
+
+// The values the store takes and gives: settings, callers, tickets and
+// the operator's snapshots. The scripts' replies become these in reply.go.
+
+// Status is where a user stands in a queue.
+type Status string
+
+// The statuses a Ticket can carry.
+const (
+	Entered    Status = "ENTERED"
+	Waiting    Status = "WAITING"
+	NotWaiting Status = "NOT_WAITING"
+	// NotOpen answers an enter before a scheduled opening's pre-queue
+	// window: nobody can join yet (the API answers it as an error).
+	NotOpen Status = "NOT_OPEN"
+)
+
+// Reasons a user holds no place any more (Ticket.Reason), kept for an
+// hour after the place ended.
+const (
+	ReasonAbandoned = "abandoned" // not heard from for abandon_after when the line reached them
+	ReasonLeft      = "left"      // left the line, or gave up the admission
+	ReasonExpired   = "expired"   // the admission's session TTL ran out
+	ReasonRemoved   = "removed"   // the operator removed them
+	ReasonDone      = "done"      // the order page said they were done
+)
+
+// Settings are one queue's admission settings.
+type Settings struct {
+	RefillSize     int           // users admitted per interval
+	RefillInterval time.Duration // time between ticks
+	SessionTTL     time.Duration // how long an admission stays valid
+	// SessionMax turns on sliding sessions (0: off): each successful pass
+	// check (Current) renews the admission for SessionTTL from then, never
+	// beyond SessionMax after it began. At least SessionTTL.
+	SessionMax time.Duration
+	// Limits are the rate limits of enter and status calls (a replica's
+	// setting, the same for every queue; zero: none).
+	Limits Limits
+	// MaxActive caps the admissions that have not ended (0: no cap).
+	MaxActive int
+	// MaxWaiting caps the line: beyond it a newcomer's enter is refused
+	// with ErrQueueFull (0: no cap). Set live (Update), not a default.
+	MaxWaiting int
+	// ChallengeDifficulty is the proof of work asked before entering, in
+	// leading zero bits (0: none). Set live (Update), not a default.
+	ChallengeDifficulty int
+	// AbandonAfter is how long a waiting user may go unheard (no enter or
+	// status) before the tick drops the place when it reaches the head,
+	// without spending a token on it (0: never).
+	AbandonAfter time.Duration
+}
+
+// Limit is a rate limit: Rate calls a second on average, Burst at once. A
+// zero Rate is no limit.
+type Limit struct {
+	Rate  float64
+	Burst int
+}
+
+// Limits are a replica's rate limits, the same on every queue.
+type Limits struct {
+	EnterPerClient, EnterPerPlace   Limit
+	StatusPerClient, StatusPerPlace Limit
+}
+
+// Caller is one enter or status call, with what the defences check.
+type Caller struct {
+	User string
+	// Client names the caller's budget in the per-client rate limits
+	// (clientip.Key: its address, an IPv6 one's /64); empty, no limit
+	// applies (the service's own checks, tests).
+	Client string
+	// Proved says the caller proved the place (a credential or, in load
+	// tests, a plain id): the per-place limit applies.
+	Proved bool
+	// Proof is the proof of work an enter brings (zero: none).
+	Proof Proof
+	// Seq is the arrival number the caller's place credential carries
+	// (Ticket.Seq; 0: none): a status of a place far from the head is
+	// then answered from the replica's snapshot (snapshot.go).
+	Seq int64
+
+	// clientCost and placeCost are what the script charges the shared
+	// buckets (0: not asked), set by the store's local stage (local.go).
+	clientCost, placeCost int
+}
+
+// Proof is a solved, checked proof-of-work challenge (package challenge
+// checks the solution; the store only makes it single-use).
+type Proof struct {
+	ID         string    // the challenge's unique id
+	Difficulty int       // the leading zero bits the solution has
+	Expires    time.Time // when the challenge stops being accepted
+}
+
+// Entry is one enter as the API takes it, the caller's identity already
+// established (Store.EnterWith).
+type Entry struct {
+	Caller
+	// Join says a site's join token named the user, who may then hold a
+	// place from another device already (Store.Join).
+	Join bool
+	// Replaces is a place the caller held in the queue under another id
+	// (an anonymous place, before a join; "": none). It is given up once
+	// the enter is through, so that it does not wait on, unclaimed, and
+	// take an admission later.
+	Replaces string
+}
+
+// Ticket is a user's place, as the scripts computed it at one instant.
+type Ticket struct {
+	Status Status
+	// Reason says why a NotWaiting user's place ended, when known.
+	Reason   string
+	Position int64 // 1-based place in the line; 0 unless Waiting
+	Waiting  int64 // people in the line
+	// TicksAhead is how many full refills go in before the tick that
+	// admits this user; 0 when the next tick does.
+	TicksAhead int64
+	// ETA is the time until the tick that admits this user: the time until
+	// the next tick plus one interval per full refill ahead.
+	ETA time.Duration
+	// UntilNextTick is the time until the next tick is applied: 0 when it
+	// is due and about to be.
+	UntilNextTick time.Duration
+	// Paused is true while the operator holds admissions: the place is
+	// kept, but nobody moves until the queue resumes.
+	Paused bool
+	// OpensAt and PrequeueFrom are the queue's scheduled opening (zero:
+	// none). A Waiting ticket at Position 0 is in its draw: the order is
+	// drawn at OpensAt, and its UntilNextTick and ETA count down to it.
+	OpensAt, PrequeueFrom time.Time
+	// AbandonAfter is how long the user may go unheard before the place
+	// is dropped (0: never); polls must come more often.
+	AbandonAfter time.Duration
+	// AdmittedAt is when the admission began (Redis clock); zero unless
+	// Entered. It identifies the admission: entering again, or being
+	// admitted again later, gives a new one.
+	AdmittedAt time.Time
+	// Settings in force when the ticket was computed.
+	RefillSize     int
+	RefillInterval time.Duration
+	SessionTTL     time.Duration
+	SessionMax     time.Duration // sliding sessions' limit; 0: they do not slide
+	// Seq is the place's arrival number in the line (its order), set by
+	// an enter that put the user in the line (0 otherwise). The place
+	// credential carries it, so that a later status of a place far from
+	// the head can be answered from a replica's snapshot (Caller.Seq).
+	Seq int64
+	// Estimated is true when Position (and so the ETA) comes from the
+	// replica's snapshot of the line, not from Redis: the page says
+	// "about". It never applies near the head (snapshot.go).
+	Estimated bool
+
+	refused error // the call was refused (defences.go); the rest is empty
+}
+
+// AdmissionEnds is the latest an Entered ticket's admission can run out:
+// SessionTTL after it began, or with sliding sessions SessionMax after (a
+// session not renewed ends sooner, which the pass's revocation check sees).
+func (t Ticket) AdmissionEnds() time.Time {
+	if t.SessionMax > 0 {
+		return t.AdmittedAt.Add(t.SessionMax)
+	}
+	return t.AdmittedAt.Add(t.SessionTTL)
+}
+
+// TickResult reports one call of Tick.
+type TickResult struct {
+	Applied bool  // false when the next tick was not due yet (or a draw is being placed)
+	Moved   int64 // users moved from the line to the entered set
+	Waiting int64 // people left in the line
+	Tokens  int64 // tokens in the bucket after the tick
+	Purged  int64 // expired sessions removed
+	// Admitted counts the admissions of the interval that just ended: the
+	// users the previous tick moved plus those who entered on its tokens.
+	Admitted int64
+	// Abandoned counts the places this tick dropped at the head of the
+	// line: not heard from for abandon_after.
+	Abandoned int64
+	// Late is how long after it was due (an interval after the tick
+	// before it, Redis clock) an applied tick was applied: the wait a
+	// refill adds on top of the interval, whole intervals missed included.
+	// The next tick is due an interval after this one: lateness carries
+	// over, it is never made up.
+	Late time.Duration
+	// UntilNext is the time until the next tick is due: the interval
+	// after an applied tick, the rest of it after one that was not due
+	// yet, 0 while an opening's draw is being placed (each call places a
+	// batch). The scheduler calls the tick again then (internal/scheduler).
+	UntilNext time.Duration
+}
+
+// Info is a snapshot of one queue.
+type Info struct {
+	Queue      string
+	Waiting    int64
+	Entered    int64 // active users: admissions that have not ended
+	Tokens     int64
+	Paused     bool
+	Settings   Settings
+	LastTickAt time.Time // zero when no tick was applied yet
+	// AbandonedLastInterval counts the places the last tick dropped as
+	// abandoned.
+	AbandonedLastInterval int64
+	// OpensAt and PrequeueFrom are the scheduled opening (zero: none).
+	OpensAt, PrequeueFrom time.Time
+	// DrawFor is the opening of the last draw (zero: none yet), DrawSeed
+	// its seed and DrawCount the participants it placed in the line: with
+	// them anyone can recompute the order (draw_key in common.lua).
+	DrawFor   time.Time
+	DrawSeed  int64
+	DrawCount int64
+	// AdmittedThisInterval counts the admissions of the interval in
+	// progress: the last tick's moves and the direct entries since.
+	AdmittedThisInterval int64
+	Now                  time.Time // Redis time of the snapshot
+}
+
+// HistoryPoint is one ended interval.
+type HistoryPoint struct {
+	At        time.Time // when the interval's tick was applied
+	Admitted  int64     // admitted during the interval (never above refill_size)
+	Waiting   int64     // people in the line at its end
+	Abandoned int64     // places its tick dropped as abandoned
+}
+
+// Overview is what the operator sees of one queue (Store.Overview): the
+// snapshot, the kept history, and the admissions of the last minute.
+type Overview struct {
+	Info
+	History []HistoryPoint // oldest first
+	// AdmittedLastMinute counts the admissions of the interval in progress
+	// and of the intervals that ended within the last minute of the Redis
+	// clock.
+	AdmittedLastMinute int64
+}
+
+// Update holds the settings an operator changes live; nil fields stay as
+// they are.
+type Update struct {
+	RefillSize          *int
+	MaxActive           *int
+	MaxWaiting          *int
+	ChallengeDifficulty *int
+	Paused              *bool
+	AbandonAfter        *time.Duration
+	// OpensAt and PrequeueFrom schedule an opening; a zero time clears it.
+	OpensAt, PrequeueFrom *time.Time
+}

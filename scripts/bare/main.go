@@ -1,0 +1,61 @@
+// Command bare is the floor under waitroom's /healthz, for the benchmarks
+// only (scripts/bench-pair.sh, a build named "bare"): a plain net/http
+// server configured as cmd/waitroom configures its own (the same timeouts,
+// header limit and GOGC) whose GET /healthz writes what waitroom's healthz
+// handler writes (the same body, Content-Type and Cache-Control), with no
+// router, no middleware and no connection cap. Its CPU per request beside
+// waitroom's /healthz is what waitroom's chain costs.
+//
+// Like waitroom it listens on WAITROOM_ADDR (default 127.0.0.1:8080) and
+// answers GET /readyz, so scripts/lib.sh starts it as it starts waitroom;
+// every other variable is ignored.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"time"
+)
+
+var (
+	body          = []byte(`{"status":"ok"}` + "\n")
+	jsonHeader    = []string{"application/json; charset=utf-8"}
+	noStoreHeader = []string{"no-store"}
+)
+
+func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(400) // cmd/waitroom's gcPercent
+	}
+	addr := os.Getenv("WAITROOM_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	h := func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || (r.URL.Path != "/healthz" && r.URL.Path != "/readyz") {
+			http.NotFound(w, r)
+			return
+		}
+		hd := w.Header()
+		hd["Content-Type"] = jsonHeader
+		hd["Cache-Control"] = noStoreHeader
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	}
+	srv := &http.Server{
+		Addr:              addr,
+		Handler:           http.HandlerFunc(h),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       75 * time.Second, // WAITROOM_IDLE_TIMEOUT's default
+		MaxHeaderBytes:    8192,             // WAITROOM_MAX_HEADER_BYTES's default
+	}
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(os.Stderr, "bare:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,93 @@
+// The back office's side of the admin API: the token it signed in with,
+// the requests it makes with it, and the server's clock.
+//
+// The token lives in sessionStorage only (gone when the tab closes) and is
+// sent as a Bearer header, never in a URL. A session is one sign-in: its
+// number is bumped at each sign-in and sign-out, so an answer that comes
+// back for an older one is dropped.
+
+import { session as store } from './storage.js';
+
+const REQUEST_TIMEOUT_MS = 10000;
+const TOKEN_KEY = 'waitroom:admin-token';
+
+let session = 0;
+let skew = 0; // the server's clock minus ours (ms), from the Date header of its answers
+let refusedHandler = () => {};
+
+export function getToken() {
+  return store.get(TOKEN_KEY) || '';
+}
+export function setToken(v) {
+  store.set(TOKEN_KEY, v); // when it cannot be kept: signed in for this page view only
+}
+export function clearToken() {
+  store.remove(TOKEN_KEY);
+}
+
+// currentSession is the session answers must belong to; newSession
+// starts another (a sign-in, a sign-out).
+export function currentSession() {
+  return session;
+}
+export function newSession() {
+  return ++session;
+}
+
+// onRefused sets what happens when the server stops accepting the token
+// (401, 403): the sign-in module signs out. refused reports it.
+export function onRefused(fn) {
+  refusedHandler = fn;
+}
+export function refused(err) {
+  refusedHandler(err);
+}
+
+// api makes one request with the token (or token, when given) and
+// returns the decoded answer. A failure is an Error with status (0: no
+// answer), code (the API's, or "network"), field (the setting the server
+// named) and retryAfter (seconds).
+export async function api(method, path, body, token) {
+  const ctrl = new AbortController();
+  const timeout = setTimeout(() => ctrl.abort(), REQUEST_TIMEOUT_MS);
+  const headers = { Authorization: 'Bearer ' + (token || getToken()) };
+  if (body) headers['Content-Type'] = 'application/json';
+  try {
+    const res = await fetch(path, {
+      method: method,
+      headers: headers,
+      body: body ? JSON.stringify(body) : undefined,
+      cache: 'no-store',
+      signal: ctrl.signal,
+    });
+    noteServerTime(res.headers.get('Date'));
+    const data = await res.json().catch(() => null);
+    if (!res.ok) {
+      const e = (data && data.error) || {};
+      throw Object.assign(new Error(e.message || res.statusText || 'HTTP ' + res.status),
+        { status: res.status, code: e.code || 'http_' + res.status, field: e.field || '',
+          retryAfter: Number(res.headers.get('Retry-After')) || 0 });
+    }
+    return data;
+  } catch (err) {
+    if (err.status === undefined) {
+      err.status = 0;
+      err.code = 'network';
+    }
+    throw err;
+  } finally {
+    clearTimeout(timeout);
+  }
+}
+
+// noteServerTime keeps the offset of the server's clock, so the active
+// users this page samples sit on the time axis of the server's ticks. The
+// Date header has whole seconds: its middle is the best guess.
+function noteServerTime(header) {
+  const at = Date.parse(header || '');
+  if (isFinite(at)) skew = at + 500 - Date.now();
+}
+
+export function serverNow() {
+  return Date.now() + skew;
+}

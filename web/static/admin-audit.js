@@ -1,0 +1,56 @@
+// A queue's audit log (GET /admin/v1/queues/{queue}/audit), newest first:
+// when, what, from which address, and each field's old → new value.
+
+import { html } from './dom.js';
+import { t } from './admin-messages.js';
+import { num, dateClock } from './admin-format.js';
+
+// The log's actions -> their words; another action shows as its name.
+const ACTIONS = {
+  settings: 'auditSettings',
+  refill_size: 'auditRefill',
+  remove_user: 'auditRemoveUser',
+};
+
+// renderAudit shows a queue's newest audit entries, redrawn only when
+// they changed (entries are never edited: the count and the newest tell)
+// or when again is set (the language changed).
+export function renderAudit(view, entries, again) {
+  const key = entries.length + ':' + (entries.length ? entries[0].at_ms + ':' + entries[0].request_id : '');
+  if (view.auditKey === key && !again) return;
+  view.auditKey = key;
+  view.auditEntries = entries;
+  const list = view.root.querySelector('.audit-list');
+  list.replaceChildren(...entries.map(auditEntry));
+  list.hidden = entries.length === 0;
+  view.root.querySelector('.audit-empty').hidden = entries.length > 0;
+}
+
+function auditEntry(e) {
+  const at = new Date(e.at_ms);
+  let what = ACTIONS[e.action] ? t(ACTIONS[e.action]) : e.action;
+  if (e.target) what += ' ' + e.target;
+  const meta = html('p', 'audit-meta');
+  const when = html('time', 'audit-when', dateClock(at));
+  when.dateTime = at.toISOString();
+  meta.append(when, ' · ', html('span', 'audit-what', what), ' · ' + t('auditFrom', e.client_ip || t('unknownAddress')));
+  const li = html('li', 'audit-entry');
+  li.append(meta);
+  const changes = html('ul', 'audit-changes');
+  for (const c of e.changes || []) {
+    changes.append(html('li', 'audit-change', c.field + ': ' + auditValue(c.old) + ' → ' + auditValue(c.new)));
+  }
+  if (changes.childElementCount) li.append(changes);
+  return li;
+}
+
+// auditValue is one old or new value as an operator reads it.
+function auditValue(v) {
+  if (v === null || v === undefined || v === '') return t('auditNone');
+  if (typeof v === 'object') {
+    if (v.status) return t('auditStatus', v.status, v.position ? num(v.position) : '');
+    return JSON.stringify(v);
+  }
+  if (typeof v === 'number') return num(v);
+  return String(v);
+}

@@ -1,0 +1,165 @@
+// The dashboard's queues: one section per queue, cloned from the template
+// in admin.html, kept in step with the server's answers. A view holds a
+// section's elements and what the server last said of its queue.
+
+import { $, uniqueId } from './dom.js';
+import { i18n, t } from './admin-messages.js';
+import { num, secs, clock, ago } from './admin-format.js';
+import { api, serverNow, currentSession } from './admin-api.js';
+import { buildForm, syncForm, togglePause } from './admin-settings.js';
+import { buildOpening, updateOpening } from './admin-opening.js';
+import { drawChart, chartWidth, CHART_WINDOW_MS } from './admin-chart.js';
+import { renderAudit } from './admin-audit.js';
+
+const AUDIT_SHOWN = 20; // the newest audit entries each queue shows
+
+const sections = new Map(); // queue name -> per-queue view (see buildSection)
+
+// renderQueues shows the queues of a GET /admin/v1/queues answer: new
+// ones get a section, gone ones lose theirs.
+export function renderQueues(data) {
+  const list = (data && data.queues) || [];
+  const seen = new Set();
+  for (const q of list) {
+    seen.add(q.queue);
+    let view = sections.get(q.queue);
+    if (!view) {
+      view = buildSection(q.queue);
+      sections.set(q.queue, view);
+      $('queues').append(view.root);
+    }
+    updateSection(view, q);
+  }
+  for (const [name, view] of sections) {
+    if (!seen.has(name)) {
+      view.root.remove();
+      sections.delete(name);
+    }
+  }
+  $('no-queues').hidden = list.length > 0;
+}
+
+// clearQueues drops every section (signed out).
+export function clearQueues() {
+  sections.clear();
+  $('queues').replaceChildren();
+}
+
+// refreshHistories reads each queue's ticks (the chart) and audit log,
+// for session mine.
+export async function refreshHistories(mine) {
+  await Promise.all(Array.from(sections.keys(), async (name) => {
+    const path = '/admin/v1/queues/' + encodeURIComponent(name);
+    const [h, log] = await Promise.all([
+      api('GET', path + '/history'),
+      api('GET', path + '/audit?limit=' + AUDIT_SHOWN),
+    ]);
+    const view = sections.get(name);
+    if (mine !== currentSession() || !view) return;
+    view.points = h.points || [];
+    view.intervalMs = h.refill_interval_ms;
+    drawChart(view);
+    renderAudit(view, log.entries || []);
+  }));
+}
+
+// redrawQueues draws every section again from what it holds, in the
+// language now chosen; the markup's own strings are i18n.apply's.
+export function redrawQueues() {
+  for (const view of sections.values()) {
+    view.root.setAttribute('aria-label', t('queueLabel', view.name));
+    if (view.last) showSection(view);
+    drawChart(view);
+    renderAudit(view, view.auditEntries, true);
+  }
+}
+
+function buildSection(name) {
+  const root = $('queue-template').content.firstElementChild.cloneNode(true);
+  i18n.translate(root);
+  root.setAttribute('data-queue', name);
+  const q = (sel) => root.querySelector(sel);
+  const view = {
+    name: name,
+    root: root,
+    charts: { waiting: q('svg.chart-waiting'), active: q('svg.chart-active'), ticks: q('svg.chart-ticks') },
+    nows: { waiting: q('.now-waiting'), active: q('.now-active'), admitted: q('.now-admitted') },
+    abandonedKey: q('.abandoned-key'),
+    points: [], // the history of ticks, as the server last said
+    intervalMs: 0,
+    samples: [], // {at_ms, active}: what this page saw at each refresh (the server keeps no history)
+    last: null, // the queue as the server last said
+    auditEntries: [], // the audit log as the server last said
+    drawnWidth: 0,
+    state: q('.queue-state'),
+    pause: q('.pause-btn'),
+    pauseError: q('.pause-error'),
+    pausedNote: q('.paused-note'),
+    paused: false, // as the server last said
+    forms: [],
+    update: (answer) => updateSection(view, answer), // after a change: the queue as the server answered it
+  };
+  view.forms = Array.from(root.querySelectorAll('form.setting-form'), (form) => buildForm(view, form));
+  view.opening = buildOpening(view, q('form.opening-form'));
+  q('.queue-name').textContent = name;
+  root.setAttribute('aria-label', t('queueLabel', name));
+  view.pauseError.id = uniqueId('pause-error');
+  view.pause.setAttribute('aria-describedby', view.pauseError.id);
+  view.pause.addEventListener('click', () => togglePause(view));
+  // The chart is drawn at its width in CSS pixels: draw again when that
+  // changes (a phone turned, a window resized).
+  if (typeof ResizeObserver === 'function') {
+    new ResizeObserver(() => {
+      if (chartWidth(view) !== view.drawnWidth) drawChart(view);
+    }).observe(view.charts.waiting);
+  }
+  return view;
+}
+
+// updateSection takes the server's word on a queue (q): it samples the
+// active users for the chart and shows the rest.
+function updateSection(view, q) {
+  view.last = q;
+  const at = serverNow();
+  view.samples = view.samples.filter((p) => p.at_ms > at - CHART_WINDOW_MS && p.at_ms < at);
+  view.samples.push({ at_ms: at, active: q.active });
+  showSection(view);
+}
+
+// showSection shows what the server last said of view's queue.
+function showSection(view) {
+  const q = view.last;
+  const set = (sel, text) => { view.root.querySelector(sel).textContent = text; };
+  set('.waiting', ofCap(q.waiting, q.max_waiting));
+  view.root.querySelector('.waiting').classList.toggle('at-cap', q.max_waiting > 0 && q.waiting >= q.max_waiting);
+  set('.active', ofCap(q.active, q.max_active));
+  view.root.querySelector('.active').classList.toggle('at-cap', q.max_active > 0 && q.active >= q.max_active);
+  set('.tokens', num(q.tokens));
+  set('.refill-size', num(q.refill_size));
+  set('.interval', secs(q.refill_interval_ms / 1000));
+  set('.per-minute', num(q.admitted_last_minute));
+  set('.abandoned', num(q.abandoned_last_interval || 0));
+  set('.abandon-after', q.abandon_after_ms > 0 ? t('seconds', secs(q.abandon_after_ms / 1000)) : t('abandonNever'));
+  set('.pow', q.challenge_difficulty > 0 ? t('difficulty', q.challenge_difficulty) : t('powOff'));
+  set('.last-tick', q.last_tick_at_ms ? t('lastTick', clock(new Date(q.last_tick_at_ms)), ago(q.last_tick_at_ms)) : t('lastTickNever'));
+
+  view.paused = q.paused === true;
+  view.root.setAttribute('data-paused', String(view.paused));
+  view.state.textContent = view.paused ? t('paused') : t('admitting');
+  view.state.classList.toggle('badge-paused', view.paused);
+  view.pausedNote.hidden = !view.paused;
+  view.pause.textContent = view.paused ? t('resume') : t('pause');
+  view.pause.classList.toggle('btn-primary', view.paused);
+  view.pause.classList.toggle('btn-secondary', !view.paused);
+
+  for (const form of view.forms) syncForm(form, q);
+  updateOpening(view.opening, q);
+}
+
+// ofCap is a count under its cap: "3 / 50" ("(full)" at it: nobody more
+// gets in, or newcomers are told to come back later), "3 (no cap)"
+// without one.
+function ofCap(n, cap) {
+  if (!(cap > 0)) return t('noCap', num(n));
+  return t('ofCap', num(n), num(cap), n >= cap);
+}

@@ -1,0 +1,126 @@
+// Signing in and out of the back office, and the refresh loop of a
+// signed-in session: every 2 s the queues, then their histories, one
+// request after the previous answer, so a slow server never piles them up.
+
+import { $ } from './dom.js';
+import { t } from './admin-messages.js';
+import { clock, waitText } from './admin-format.js';
+import { api, setToken, clearToken, currentSession, newSession, onRefused } from './admin-api.js';
+import { renderQueues, refreshHistories, clearQueues, redrawQueues } from './admin-queues.js';
+
+const REFRESH_MS = 2000;
+
+let timer = 0;
+let refreshedAt = null; // when the dashboard last refreshed without error
+let statusCode = ''; // the code of the failed refresh the status line tells of; '' when none
+
+// A change the server refuses the token for ends the session.
+onRefused((err) => signOut(authMessage(err)));
+
+// signIn tries token; quiet is a token kept from earlier in this tab,
+// whose refusal means the session ended rather than a typo.
+export async function signIn(token, quiet) {
+  const mine = newSession();
+  const btn = $('login-btn');
+  btn.disabled = true;
+  try {
+    const data = await api('GET', '/admin/v1/queues', null, token);
+    if (mine !== currentSession()) return;
+    setToken(token);
+    showDashboard();
+    renderQueues(data);
+    refreshHistories(mine).catch(() => { /* the next refresh reports it */ });
+    schedule(mine);
+  } catch (err) {
+    if (mine !== currentSession()) return;
+    clearToken();
+    showLogin(quiet && err.status === 401 ? t('sessionEnded') : authMessage(err));
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+export function signOut(message) {
+  newSession();
+  clearTimeout(timer);
+  clearToken();
+  clearQueues();
+  showLogin(message || '');
+}
+
+// showLogin shows the sign-in form, with message under it ('' for none).
+export function showLogin(message) {
+  document.body.setAttribute('data-state', 'signed-out');
+  $('dashboard').hidden = true;
+  $('signout').hidden = true;
+  $('login').hidden = false;
+  const err = $('login-error');
+  err.textContent = message;
+  err.hidden = !message;
+  $('token').setAttribute('aria-invalid', String(!!message));
+  $('token').value = '';
+  $('token').focus();
+}
+
+function showDashboard() {
+  document.body.setAttribute('data-state', 'signed-in');
+  $('login').hidden = true;
+  $('login-error').hidden = true;
+  $('dashboard').hidden = false;
+  $('signout').hidden = false;
+}
+
+function authMessage(err) {
+  if (err.status === 401) return t('badToken');
+  if (err.code === 'too_many_attempts') return t('tooManyAttempts', waitText(err.retryAfter));
+  if (err.code === 'admin_disabled') return t('adminDisabled');
+  if (err.status === 0) return t('unreachable');
+  return t('serverError', err.code, err.message);
+}
+
+function schedule(mine) {
+  clearTimeout(timer);
+  timer = setTimeout(() => refresh(mine), REFRESH_MS);
+}
+
+// A new request starts only after the previous one finished, so a slow
+// server never piles requests up.
+async function refresh(mine) {
+  try {
+    const data = await api('GET', '/admin/v1/queues');
+    if (mine !== currentSession()) return;
+    renderQueues(data);
+    await refreshHistories(mine);
+    setStatus('');
+  } catch (err) {
+    if (mine !== currentSession()) return;
+    if (err.status === 401 || err.status === 403) {
+      signOut(authMessage(err));
+      return;
+    }
+    setStatus(err.code);
+  }
+  if (mine === currentSession()) schedule(mine);
+}
+
+// setStatus tells of a failed refresh (its error code), or with '' that
+// the last one worked, and when.
+function setStatus(code) {
+  statusCode = code;
+  if (!code) refreshedAt = new Date();
+  showStatus();
+}
+
+function showStatus() {
+  const el = $('admin-status');
+  el.textContent = statusCode ? t('refreshFailed', statusCode) : '';
+  el.hidden = !statusCode;
+  if (!statusCode && refreshedAt) $('refreshed').textContent = t('refreshed', clock(refreshedAt));
+}
+
+// redrawDashboard draws what the dashboard shows again, in the language
+// now chosen.
+export function redrawDashboard() {
+  showStatus();
+  redrawQueues();
+}

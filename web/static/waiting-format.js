@@ -1,0 +1,57 @@
+// How numbers, times and waits read on the waiting page, in the language
+// it shows (waiting-messages.js).
+
+import { i18n, t } from './waiting-messages.js';
+
+export function fmt(n) {
+  return new Intl.NumberFormat(i18n.locale()).format(n);
+}
+
+export function clock(d) {
+  return new Intl.DateTimeFormat(i18n.locale(), {
+    hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23',
+  }).format(d);
+}
+
+// when formats a moment (ms) for a sentence: the time of day, with the
+// date when it is not today.
+export function when(ms) {
+  const d = new Date(ms);
+  const today = d.toDateString() === new Date().toDateString();
+  return new Intl.DateTimeFormat(i18n.locale(), today
+    ? { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }
+    : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(d);
+}
+
+// hhmm formats a local time to try again at as HH:MM, rounded up to the
+// minute (trying at the time shown is never too early), with the date
+// when it is not today.
+export function hhmm(ms) {
+  const d = new Date(Math.ceil(ms / 60000) * 60000);
+  const today = d.toDateString() === new Date().toDateString();
+  return new Intl.DateTimeFormat(i18n.locale(), today
+    ? { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }
+    : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(d);
+}
+
+// countdown formats a time left (ms) as m:ss or h:mm:ss, with days in
+// front when there are any; whole seconds rounded up, so it reads 0:00
+// only once the moment has come.
+export function countdown(ms) {
+  const total = Math.max(0, Math.ceil(ms / 1000));
+  const days = Math.floor(total / 86400);
+  const h = Math.floor((total % 86400) / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const pad = (n) => String(n).padStart(2, '0');
+  const clockPart = (h || days ? h + ':' + pad(m) : String(m)) + ':' + pad(total % 60);
+  return days ? t('days', days) + ' ' + clockPart : clockPart;
+}
+
+export function humanEta(seconds) {
+  if (!(seconds >= 60)) return t('etaSoon');
+  // Rounded up: an estimate that errs, errs long. The summary line shows
+  // this same text, so the two never disagree.
+  const minutes = Math.ceil(seconds / 60);
+  if (minutes < 60) return t('etaMin', fmt(minutes));
+  return t('etaHours', fmt(Math.floor(minutes / 60)), minutes % 60);
+}

@@ -1,0 +1,199 @@
+// Drawing the waiting page: everything shown is derived from the state in
+// waiting-state.js, so render() can run at any time (a language switch, a
+// countdown's next second) and shows the same thing for the same state.
+// Screen readers hear changes through the live region (say, announce).
+
+import { $ } from './dom.js';
+import { t } from './waiting-messages.js';
+import { page } from './waiting-state.js';
+import { serverNow } from './waiting-api.js';
+import { fmt, clock, when, hhmm, countdown, humanEta } from './waiting-format.js';
+
+let clockTimer = 0; // re-renders a countdown on the second
+let announced = ''; // what the live region last told: a position, or the draw
+let announcedPaused = false; // the live region last told of a pause
+
+export function render() {
+  const state = page.state;
+  const ticket = page.ticket;
+  const opening = page.opening;
+  document.body.setAttribute('data-state', state);
+  const active = state === 'loading' || state === 'waiting';
+  const notOpen = state === 'notopen';
+  $('intro').hidden = !active && !notOpen; // #status-text keeps its text for scripts and tests
+  $('waiting-panel').hidden = !active;
+  $('notopen-panel').hidden = !notOpen;
+  $('turn').hidden = state !== 'entered';
+  $('left').hidden = state !== 'left';
+  $('released').hidden = state !== 'released';
+  $('full').hidden = state !== 'full';
+  if (state === 'full') {
+    $('full-text').textContent = t('fullBody', hhmm(page.fullAt));
+    $('full-auto').hidden = !page.fullRetryAt;
+  }
+  $('checking').hidden = !(active && page.checking);
+  $('error').hidden = state !== 'error';
+  $('error-text').textContent = page.errorText;
+  $('retry').hidden = !page.canRetry;
+
+  // The turn: the next step (waiting-handoff.js) as a link, or, when the
+  // page knows of none, the words to go back to the site. The pass is
+  // then tucked away for developers: a bare token is no next step.
+  const next = page.next;
+  const link = $('turn-link');
+  link.hidden = !next;
+  if (next) link.href = next.href;
+  else link.removeAttribute('href');
+  $('turn-body').textContent = next ? t('turnBody') : t('turnNowhere');
+  $('pass-box').hidden = !!next || !page.pass;
+  if ($('pass').value !== page.pass) $('pass').value = page.pass;
+
+  $('reconnecting').hidden = !(active && page.retryInMs > 0);
+  $('reconnecting-text').textContent = t('reconnecting', fmt(Math.max(1, Math.round(page.retryInMs / 1000))));
+
+  const noticeEl = $('notice');
+  noticeEl.hidden = !((active || notOpen) && page.notice);
+  noticeEl.textContent = page.notice ? t(page.notice) : '';
+
+  // The last ticket's word, kept while reconnecting like the position.
+  const paused = active && !!ticket && ticket.paused === true;
+  $('paused').hidden = !paused;
+
+  // In a scheduled opening's draw (position 0): no number yet, only the
+  // time of the draw. drawAt is NaN when the ticket gives none.
+  const inDraw = active && !!ticket && ticket.position === 0;
+  const drawAt = inDraw ? Date.parse(ticket.opens_at || '') : NaN;
+  const drawPending = drawAt > serverNow();
+
+  $('title').textContent = notOpen ? t('notOpenTitle') : inDraw ? t('drawTitle') : t('title');
+  $('lede').textContent = notOpen ? t('notOpenLede') : inDraw ? t('drawLede') : t('lede');
+
+  let status;
+  if (active && page.checking) {
+    status = t('checking'); // also when a lost place is entered again from 'waiting'
+  } else if (state === 'waiting' && ticket && paused) {
+    status = t('summaryPaused', fmt(ticket.waiting), ticket.waiting);
+  } else if (state === 'waiting' && ticket && inDraw) {
+    status = drawPending
+      ? t('summaryDraw', fmt(ticket.waiting), ticket.waiting, when(drawAt))
+      : t('summaryDrawing', fmt(ticket.waiting), ticket.waiting);
+  } else if (state === 'waiting' && ticket) {
+    status = t('summary', fmt(ticket.waiting), ticket.waiting, humanEta(ticket.eta_seconds));
+  } else if (notOpen) {
+    status = isFinite(opening.from) && opening.from > serverNow() ? t('notOpenStatus', when(opening.from)) : t('joining');
+  } else if (state === 'loading') {
+    status = page.resuming ? t('resuming') : t('joining');
+  } else if (state === 'entered') {
+    status = t('turnTitle');
+  } else if (state === 'left') {
+    status = t('leftTitle');
+  } else if (state === 'released') {
+    status = t('releasedTitle');
+  } else if (state === 'full') {
+    status = t('fullTitle');
+  } else {
+    status = t('errorTitle');
+  }
+  $('status-text').textContent = status;
+
+  // Before the pre-queue window: the countdown to it, and who gets drawn.
+  if (notOpen) {
+    $('notopen-countdown').textContent = isFinite(opening.from) ? countdown(opening.from - serverNow()) : '–';
+    const drawNote = $('notopen-draw');
+    drawNote.hidden = !(opening.opens > opening.from);
+    drawNote.textContent = drawNote.hidden ? '' : t('notOpenDraw', when(opening.from), when(opening.opens));
+  }
+
+  $('position-box').hidden = inDraw;
+  $('draw-box').hidden = !inDraw;
+  $('ahead-stat').hidden = inDraw;
+  $('eta-stat').hidden = inDraw;
+  $('waiting-stat').classList.toggle('stat-wide', inDraw);
+  $('progress-wrap').hidden = inDraw;
+  if (inDraw) {
+    $('draw-text').textContent = drawPending ? t('drawBody', when(drawAt)) : t('drawing');
+    $('draw-countdown-box').hidden = !drawPending;
+    $('draw-countdown').textContent = drawPending ? countdown(drawAt - serverNow()) : '';
+  }
+
+  if (ticket) {
+    // Far back the numbers come from an estimate: "about".
+    const about = (n) => (ticket.position_estimated ? t('about', fmt(n)) : fmt(n));
+    $('position').textContent = about(ticket.position);
+    $('ahead').textContent = about(Math.max(0, ticket.position - 1));
+    $('waiting-total').textContent = fmt(ticket.waiting);
+    $('eta').textContent = paused ? t('etaPaused') : humanEta(ticket.eta_seconds);
+    const pct = progressPercent(ticket.position);
+    $('progress').value = pct;
+    $('progress').textContent = pct + '%';
+    $('progress-text').textContent = pct + '%';
+  } else {
+    ['position', 'ahead', 'waiting-total', 'eta'].forEach((id) => { $(id).textContent = '–'; });
+    $('progress').value = 0;
+    $('progress-text').textContent = '';
+  }
+  $('eta').classList.toggle('is-paused', paused);
+  const upd = $('updated');
+  upd.textContent = page.updatedAt ? clock(page.updatedAt) : '–';
+  if (page.updatedAt) upd.setAttribute('datetime', page.updatedAt.toISOString());
+
+  tickClock(notOpen ? opening.from : drawPending ? drawAt : NaN);
+}
+
+// tickClock renders again when the countdown to target (a server time,
+// ms) shows its next second; nothing when there is no countdown.
+function tickClock(target) {
+  clearTimeout(clockTimer);
+  const left = target - serverNow();
+  if (!(left > -1000)) return; // NaN, or long past: the 0:00 has been shown
+  clockTimer = setTimeout(render, left > 0 ? (left % 1000) + 20 : 1000);
+}
+
+// How far the user has come since joining. Joining at position P is the
+// first of P + 1 steps and each place moved up is one more; the last step,
+// admission, is the turn panel, which has no bar. So the bar shows
+// (P - position + 1) / (P + 1): a start above 0 % on arrival (the user is
+// in line: 1 / (P + 1)), 50 % for someone who joins at position 1 (the
+// next tick admits them, but it has not yet), and never 100 % while
+// waiting. Rounding is kept within 1 – 99 %, so a long line's first
+// screen does not read 0 % and its front does not read 100 %.
+function progressPercent(position) {
+  const start = Math.max(page.place ? page.place.initial_position : position, position, 1);
+  const f = (start - position + 1) / (start + 1);
+  return Math.min(99, Math.max(1, Math.round(f * 100)));
+}
+
+// showCheckProgress shows how far the proof of work has come (%).
+export function showCheckProgress(pct) {
+  const p = Math.min(100, Math.max(0, Math.round(pct)));
+  const el = $('check-progress');
+  el.value = p;
+  el.textContent = p + '%';
+}
+
+// say tells screen readers text, through the live region.
+export function say(text) {
+  $('live').textContent = text;
+}
+
+// announce tells screen readers of a pause, of its end (with the
+// position), of the draw and of every move up, once each.
+export function announce(tk) {
+  const paused = tk.paused === true;
+  const drawAt = Date.parse(tk.opens_at || '');
+  const what = tk.position > 0 ? String(tk.position) : 'draw:' + drawAt;
+  if (what === announced && paused === announcedPaused) return;
+  announced = what;
+  announcedPaused = paused;
+  let text = t(tk.position_estimated ? 'liveAbout' : 'live', fmt(tk.position));
+  if (paused) text = t('paused');
+  else if (tk.position === 0) text = drawAt > serverNow() ? t('drawLive', when(drawAt)) : t('drawing');
+  say(text);
+}
+
+// forgetAnnounced makes the next announce speak, whatever it says (a new
+// place after joining again).
+export function forgetAnnounced() {
+  announced = '';
+  announcedPaused = false;
+}
