@@ -72,7 +72,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, notOpen(t))
 		return
 	}
-	s.writeTicket(w, r, q, e.User, token, t)
+	s.writeTicket(w, r, q, e.User, token, t, t.FirstPollAfter())
 }
 
 // entry is the enter req asks for in queue q, from what the request
@@ -152,7 +152,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeTicket(w, r, q, member, "", t)
+	s.writeTicket(w, r, q, member, "", t, t.PollAfter())
 }
 
 // leavePlace gives up the place the caller proves, and forgets the cookie.

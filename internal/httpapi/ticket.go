@@ -31,9 +31,10 @@ type ticketResponse struct {
 	NextPath string `json:"next_path,omitempty"`
 }
 
-// writeTicket answers enter and status: the ticket, the place token when
+// writeTicket answers enter and status: the ticket, when to poll next
+// (enter: t.FirstPollAfter, status: t.PollAfter), the place token when
 // one was issued, and for an admitted user a freshly signed entry pass.
-func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, placeToken string, t queue.Ticket) {
+func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, placeToken string, t queue.Ticket, poll time.Duration) {
 	resp := ticketResponse{
 		Queue:       q,
 		UserID:      member,
@@ -43,10 +44,11 @@ func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, 
 		Estimated:   t.Estimated,
 		Waiting:     t.Waiting,
 		ETASeconds:  int64((t.ETA + time.Second - 1) / time.Second),
-		PollAfterMS: t.PollAfter().Milliseconds(),
+		PollAfterMS: poll.Milliseconds(),
 		Paused:      t.Paused,
 		PlaceToken:  placeToken,
 	}
+
 	if t.Status == queue.Waiting && t.Position == 0 {
 		resp.OpensAt = rfc3339(t.OpensAt)
 	}

@@ -38,3 +38,24 @@ func (t Ticket) PollAfter() time.Duration {
 	}
 	return d
 }
+
+// FirstPollAfter is PollAfter for the answer that gives a place (enter).
+// Far back it picks a uniformly random point between the next tick and
+// what PollAfter suggests, so a crowd that joined within a minute (an
+// opening, a sale announced by push message) polls evenly over the
+// interval from its first poll on. PollAfter's own jitter is too small to
+// do it (a few seconds a cycle, and the later polls keep the phase the
+// first one gives): without this a crowd that joined in 40 s polls at a
+// third above the line's mean rate for most of each minute, for many
+// minutes. It only ever asks earlier than PollAfter.
+func (t Ticket) FirstPollAfter() time.Duration {
+	d := t.PollAfter()
+	if t.Status != Waiting || t.TicksAhead/10 == 0 {
+		return d
+	}
+	next := t.UntilNextTick + TickPeriod(t.RefillInterval) + 100*time.Millisecond
+	if d <= next {
+		return d
+	}
+	return next + time.Duration(rand.Int64N(int64(d-next)+1))
+}

@@ -81,3 +81,42 @@ func TestTickPeriod(t *testing.T) {
 		}
 	}
 }
+
+// The first poll of a far-back place comes anywhere between the next tick
+// and PollAfter's suggestion, evenly: a crowd that joined together polls
+// spread over the interval from the start. Near the head it is PollAfter.
+func TestFirstPollAfterSpreadsACrowd(t *testing.T) {
+	far := Ticket{Status: Waiting, Position: 500000, TicksAhead: 49999, RefillSize: 10, RefillInterval: 5 * time.Second, UntilNextTick: 2 * time.Second, AbandonAfter: 2 * time.Minute}
+	next := far.UntilNextTick + TickPeriod(far.RefillInterval) + 100*time.Millisecond
+	// PollAfter's own suggestion is 48-60 s here (MaxPoll less up to a
+	// fifth): below 48 s the first polls must fall evenly.
+	const n, bins = 20000, 10
+	low := MaxPoll * 4 / 5
+	var count [bins]int
+	for range n {
+		d := far.FirstPollAfter()
+		if d < next || d > MaxPoll {
+			t.Fatalf("first poll after %s, want within [%s, %s]", d, next, MaxPoll)
+		}
+		if d < low {
+			count[int(float64(d-next)/float64(low-next)*bins)]++
+		}
+	}
+	want := float64(n) * float64(low-next) / float64(MaxPoll*9/10-next) / bins // PollAfter's mean: 54 s
+	for i, c := range count {
+		if float64(c) < want*0.85 || float64(c) > want*1.15 {
+			t.Errorf("tenth %d of [%s, %s) holds %d first polls, want about %.0f: %v", i, next, low, c, want, count)
+		}
+	}
+	near := far
+	near.Position, near.TicksAhead = 30, 2
+	for range 100 {
+		if got, want := near.FirstPollAfter(), near.PollAfter(); got != want {
+			t.Fatalf("near the head the first poll comes after %s, want PollAfter's %s", got, want)
+		}
+	}
+	entered := Ticket{Status: Entered}
+	if d := entered.FirstPollAfter(); d != 0 {
+		t.Errorf("entered: first poll after %s, want 0", d)
+	}
+}
