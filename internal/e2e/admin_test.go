@@ -74,6 +74,10 @@ func TestAdmin(t *testing.T) {
 	if got := b.text(section + " .refill-size"); got != "2" {
 		t.Errorf(".refill-size = %q, want 2", got)
 	}
+	// The gate's routes to the queue: the whole site's room, "/".
+	if got := b.text(section + " .routes"); got != "/" {
+		t.Errorf(".routes = %q, want the gate's route \"/\"", got)
+	}
 
 	// Change the refill size like an operator: clear the field, type, save.
 	input := section + " .refill-input"
