@@ -225,37 +225,62 @@ func TestRoutesPassOpensOnlyItsRoom(t *testing.T) {
 	}
 }
 
-// Generated hosts, paths and passes through the middleware: nothing
-// reaches the handler in a room (in any server's reading of its host and
-// path) without a pass for that room.
+// Generated hosts, paths and passes through the middleware, and through
+// forward auth as a proxy asks it (the path as sent in X-Original-URI, the
+// request forwarded as sent): nothing reaches the handler in a room (in
+// any server's reading of its host and path) without a pass for that
+// room.
 func TestRoutesProperty(t *testing.T) {
 	w := newWaitroom(t)
-	for _, catchAll := range []string{"", "default"} {
-		t.Run("catch-all="+catchAll, func(t *testing.T) {
-			rooms := testRooms
-			if catchAll != "" {
-				rooms = append(slices.Clone(rooms), pathtest.Room{Prefix: "/", Queue: catchAll})
-			}
-			rec := &pathtest.Recorder{}
-			srv := httptest.NewServer(newRoutesGate(t, w, catchAll, nil).Handler(withClaims(rec)))
-			t.Cleanup(srv.Close)
-			rng := rand.New(rand.NewPCG(21, 34))
-			passes := map[string]string{}
-			for _, q := range []string{"concert-a", "sale", "default"} {
-				passes[q] = w.issue(t, q, time.Now().Add(time.Hour))
-			}
-			pathtest.SendToRooms(t, rng, strings.TrimPrefix(srv.URL, "http://"), passes, func(q string) string { return gate.CookieName(q, true) }, 3000)
-			passless := rec.CheckRooms(t, rooms)
-			seen := rec.Seen()
-			rooms2 := map[string]int{}
-			for _, s := range seen {
-				rooms2[s.Queue]++
-			}
-			t.Logf("%d reached the handler, %d without a pass; by pass: %v", len(seen), passless, rooms2)
-			if passless == 0 || rooms2["concert-a"] == 0 || rooms2["sale"] == 0 || rooms2["default"] == 0 {
-				t.Fatalf("the run proves nothing: %v", rooms2)
-			}
-		})
+	doors := map[string]func(g *gate.Gate, next http.Handler) http.Handler{
+		"middleware": func(g *gate.Gate, next http.Handler) http.Handler { return g.Handler(withClaims(next)) },
+		"forward auth": func(g *gate.Gate, next http.Handler) http.Handler {
+			return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				sub := httptest.NewRequest("GET", "/gate/verify", nil)
+				sub.Host = r.Host
+				sub.Header = r.Header.Clone()
+				sub.Header.Set(gate.HeaderOriginalURI, r.RequestURI)
+				auth := httptest.NewRecorder()
+				g.ForwardAuth(auth, sub)
+				if auth.Code != http.StatusNoContent {
+					rw.WriteHeader(auth.Code)
+					return
+				}
+				// As nginx's auth_request_set and proxy_set_header do.
+				r.Header.Set(gate.HeaderSub, auth.Header().Get(gate.HeaderSub))
+				r.Header.Set(gate.HeaderQueue, auth.Header().Get(gate.HeaderQueue))
+				next.ServeHTTP(rw, r)
+			})
+		},
+	}
+	for door, build := range doors {
+		for _, catchAll := range []string{"", "default"} {
+			t.Run(door+"/catch-all="+catchAll, func(t *testing.T) {
+				rooms := testRooms
+				if catchAll != "" {
+					rooms = append(slices.Clone(rooms), pathtest.Room{Prefix: "/", Queue: catchAll})
+				}
+				rec := &pathtest.Recorder{}
+				srv := httptest.NewServer(build(newRoutesGate(t, w, catchAll, nil), rec))
+				t.Cleanup(srv.Close)
+				rng := rand.New(rand.NewPCG(21, 34))
+				passes := map[string]string{}
+				for _, q := range []string{"concert-a", "sale", "default"} {
+					passes[q] = w.issue(t, q, time.Now().Add(time.Hour))
+				}
+				pathtest.SendToRooms(t, rng, strings.TrimPrefix(srv.URL, "http://"), passes, func(q string) string { return gate.CookieName(q, true) }, 3000)
+				passless := rec.CheckRooms(t, rooms)
+				seen := rec.Seen()
+				byQueue := map[string]int{}
+				for _, s := range seen {
+					byQueue[s.Queue]++
+				}
+				t.Logf("%d reached the handler, %d without a pass; by pass: %v", len(seen), passless, byQueue)
+				if passless == 0 || byQueue["concert-a"] == 0 || byQueue["sale"] == 0 || byQueue["default"] == 0 {
+					t.Fatalf("the run proves nothing: %v", byQueue)
+				}
+			})
+		}
 	}
 }
 
