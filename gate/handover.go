@@ -13,14 +13,17 @@ import (
 
 // The hand-over of a pass in ?wr_pass=: once, and only to this site.
 
-// handOver takes a pass handed over in ?wr_pass= on a request whose path
-// was sent as sent (escaped) and is now clean. The first exchange of a
-// valid pass puts it into the cookie and sends the browser to the same
-// path without it (done); only ever to a path on this site, so a link
-// cannot send anyone elsewhere. A pass already exchanged, or any pass on
-// a request that is not a GET or HEAD, is dropped from the URL and the
+// handOver takes a pass handed over in ?wr_pass= on a request for room rm
+// (nil: a path no route covers) whose path was sent as sent (escaped) and
+// is now clean. The first exchange of a valid pass for rm's queue puts it
+// into that queue's cookie and sends the browser to the same path without
+// it (done); only ever to a path on this site, so a link cannot send
+// anyone elsewhere. A pass is only ever taken on its own room's routes:
+// on another room's it is refused like an invalid one, and on a path no
+// route covers it is dropped. A pass already exchanged, or any pass on a
+// request that is not a GET or HEAD, is dropped from the URL and the
 // request goes on as if none had been given (r, not done).
-func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, q url.Values, sent string) (*http.Request, bool) {
+func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, rm *room, q url.Values, sent string) (*http.Request, bool) {
 	token := q.Get("wr_pass")
 	q.Del("wr_pass")
 	clean := *r.URL
@@ -40,16 +43,19 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, q url.Values, se
 		writeError(w, http.StatusBadRequest, "invalid_return", "a hand-over only ever returns to a path on this site", "")
 		return nil, true
 	}
-	c, ok, err := g.check(r.Context(), token)
+	if rm == nil {
+		return r2, false // no room here: the pass opens nothing, and goes no further
+	}
+	c, ok, err := g.check(r.Context(), token, rm)
 	switch {
 	case errors.Is(err, ErrUsedElsewhere):
-		g.refuse(w, r2, usedElsewhere)
+		g.refuse(w, r2, rm, usedElsewhere)
 		return nil, true
 	case err != nil:
 		unavailable(w)
 		return nil, true
 	case !ok:
-		g.refuse(w, r2, noPass)
+		g.refuse(w, r2, rm, noPass)
 		return nil, true
 	}
 	first, err := g.handOvers.Claim(r.Context(), c.Queue, c.ID, c.Expires)
@@ -61,7 +67,7 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, q url.Values, se
 		return r2, false
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name:     g.cookie,
+		Name:     rm.cookie,
 		Value:    token,
 		Path:     "/",
 		Expires:  c.Expires,

@@ -95,6 +95,7 @@ function buildSection(name) {
     pause: q('.pause-btn'),
     pauseError: q('.pause-error'),
     pausedNote: q('.paused-note'),
+    routes: q('.routes'),
     paused: false, // as the server last said
     forms: [],
     update: (answer) => updateSection(view, answer), // after a change: the queue as the server answered it
@@ -142,6 +143,7 @@ function showSection(view) {
   set('.abandon-after', q.abandon_after_ms > 0 ? t('seconds', secs(q.abandon_after_ms / 1000)) : t('abandonNever'));
   set('.pow', q.challenge_difficulty > 0 ? t('difficulty', q.challenge_difficulty) : t('powOff'));
   set('.last-tick', q.last_tick_at_ms ? t('lastTick', clock(new Date(q.last_tick_at_ms)), ago(q.last_tick_at_ms)) : t('lastTickNever'));
+  showRoutes(view.routes, q.routes || []);
 
   view.paused = q.paused === true;
   view.root.setAttribute('data-paused', String(view.paused));
@@ -154,6 +156,21 @@ function showSection(view) {
 
   for (const form of view.forms) syncForm(form, q);
   updateOpening(view.opening, q);
+}
+
+// showRoutes lists a queue's gate routes ("shop.example/sale/"), each as
+// code: they are paths to type, not prose.
+function showRoutes(el, routes) {
+  if (routes.length === 0) {
+    el.textContent = t('routesNone');
+    return;
+  }
+  el.replaceChildren(...routes.map((r) => {
+    const code = document.createElement('code');
+    code.className = 'route';
+    code.textContent = r;
+    return code;
+  }));
 }
 
 // ofCap is a count under its cap: "3 / 50" ("(full)" at it: nobody more
