@@ -7,8 +7,8 @@
 // common.lua), while the queue's config holds webhooks = 1. This package
 // owns that flag (set while the queue has a webhook URL) and delivers the
 // outbox: on every replica, one worker per queue reads new entries through
-// the consumer group "webhook" (XREADGROUP), POSTs each, and acknowledges
-// it (XACK) after a 2xx only. An entry not acknowledged stays pending in
+// the consumer group "webhook" (XREADGROUP), POSTs each (up to Parallel at
+// once), and acknowledges it (XACK) after a 2xx only. An entry not acknowledged stays pending in
 // the group; any replica's worker takes it again (XCLAIM, which only one
 // can win) once it has been idle for its backoff: a failed delivery, or a
 // replica that died mid-delivery, is retried by whichever replica is up.
@@ -29,6 +29,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -133,8 +134,10 @@ type Options struct {
 	Secret []byte
 	// InsecureHTTP accepts plain http URLs anywhere (CheckURL).
 	InsecureHTTP bool
-	// Timeout bounds one delivery (default 10 s).
-	Timeout time.Duration
+	// Timeout bounds one delivery (default 10 s); Parallel is how many
+	// deliveries of one queue a replica has in flight at once (default 4).
+	Timeout  time.Duration
+	Parallel int
 	// MinBackoff and MaxBackoff bound the wait before a retry (default
 	// 1 s and 10 min); GiveUpAfter is when an undelivered entry is
 	// dead-lettered (default 1 h).
@@ -161,6 +164,9 @@ func (o *Options) defaults() {
 		}
 	}
 	def(&o.Timeout, 10*time.Second)
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
 	def(&o.MinBackoff, time.Second)
 	def(&o.MaxBackoff, 10*time.Minute)
 	def(&o.GiveUpAfter, time.Hour)
@@ -325,7 +331,10 @@ func (w *Workers) readNew(ctx context.Context, q, target string) error {
 	res, err := w.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: Group, Consumer: w.opts.Consumer,
 		Streams: []string{queue.EventsKey(q), ">"},
-		Count:   16, Block: w.opts.Poll,
+		// No more than can be in flight at once: an entry read waits for
+		// no other delivery, so it is never idle for its backoff while
+		// this worker holds it (see backoff).
+		Count: int64(w.opts.Parallel), Block: w.opts.Poll,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil
@@ -333,14 +342,37 @@ func (w *Workers) readNew(ctx context.Context, q, target string) error {
 	if err != nil {
 		return err
 	}
+	var msgs []redis.XMessage
 	for _, s := range res {
-		for _, m := range s.Messages {
-			if err := w.deliver(ctx, q, target, m); err != nil {
-				return err
-			}
-		}
+		msgs = append(msgs, s.Messages...)
 	}
-	return nil
+	return w.deliverAll(ctx, q, target, msgs)
+}
+
+// deliverAll delivers msgs, up to Parallel at once, so that a slow
+// receiver does not hold the outbox to one delivery per round trip; it
+// returns once all are settled, with the first Redis error.
+func (w *Workers) deliverAll(ctx context.Context, q, target string, msgs []redis.XMessage) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		slots = make(chan struct{}, w.opts.Parallel)
+	)
+	for _, m := range msgs {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := w.deliver(ctx, q, target, m); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
 
 // backoff is how long an entry delivered n times waits before the next
@@ -356,8 +388,8 @@ func (w *Workers) backoff(n int64) time.Duration {
 }
 
 // retry takes again the pending entries (this replica's and any other's)
-// whose backoff has passed, and delivers them. XCLAIM with that idle time
-// as its minimum lets one worker only take each.
+// whose backoff has passed, up to Parallel, and delivers them. XCLAIM with
+// that idle time as its minimum lets one worker only take each.
 func (w *Workers) retry(ctx context.Context, q, target string) error {
 	events := queue.EventsKey(q)
 	pending, err := w.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
@@ -366,7 +398,11 @@ func (w *Workers) retry(ctx context.Context, q, target string) error {
 	if err != nil {
 		return err
 	}
+	var due []redis.XMessage
 	for _, p := range pending {
+		if len(due) >= w.opts.Parallel {
+			break // as many as go at once (readNew); the rest next time
+		}
 		wait := w.backoff(p.RetryCount)
 		if p.Idle < wait {
 			continue
@@ -377,13 +413,9 @@ func (w *Workers) retry(ctx context.Context, q, target string) error {
 		if err != nil {
 			return err
 		}
-		for _, m := range msgs {
-			if err := w.deliver(ctx, q, target, m); err != nil {
-				return err
-			}
-		}
+		due = append(due, msgs...)
 	}
-	return nil
+	return w.deliverAll(ctx, q, target, due)
 }
 
 // deliver POSTs entry m and settles it: acknowledged after a 2xx,
