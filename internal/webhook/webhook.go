@@ -8,10 +8,15 @@
 // owns that flag (set while the queue has a webhook URL) and delivers the
 // outbox: on every replica, one worker per queue reads new entries through
 // the consumer group "webhook" (XREADGROUP), POSTs each (up to Parallel at
-// once), and acknowledges it (XACK) after a 2xx only. An entry not acknowledged stays pending in
-// the group; any replica's worker takes it again (XCLAIM, which only one
-// can win) once it has been idle for its backoff: a failed delivery, or a
-// replica that died mid-delivery, is retried by whichever replica is up.
+// once), and acknowledges it (XACK) after a 2xx only. An entry not
+// acknowledged stays pending in the group; any replica's worker takes it
+// again (XPENDING, then XCLAIM, which only one can win) once it has been
+// idle for its backoff: a failed delivery, or a replica that died
+// mid-delivery, is retried by whichever replica is up. (XAUTOCLAIM would
+// take every entry idle for one fixed time, which allows no backoff that
+// grows with the attempts.) The oldest pending entries are looked at
+// first, so after a long outage the newer ones follow once the older are
+// delivered: within MaxBackoff of the receiver's recovery.
 // The backoff doubles from MinBackoff up to MaxBackoff, never less than
 // the delivery timeout (so a delivery in flight is never taken from a live
 // worker); an entry still undelivered GiveUpAfter after it was written is
