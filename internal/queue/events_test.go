@@ -109,3 +109,21 @@ func TestEventsChunked(t *testing.T) {
 		t.Fatalf("admitted events: %d users, want %d in order", len(got), len(want))
 	}
 }
+
+// TestEventsAbandoned: a place the tick drops at the head of the line,
+// not heard from for abandon_after, is told as abandoned.
+func TestEventsAbandoned(t *testing.T) {
+	ctx := context.Background()
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Minute, SessionTTL: time.Minute, AbandonAfter: time.Minute})
+	rdb.HSet(ctx, ConfigKey(q), "webhooks", "1")
+	rdb.Set(ctx, keysFor(q).tokens, 0, 0) // nobody enters directly
+	enter(t, s, q, "gone")
+	enter(t, s, q, "here")
+	rdb.ZAdd(ctx, keysFor(q).heard, redis.Z{Score: 1, Member: "gone"}) // last heard long ago
+	if res := tick(t, s, rdb, q); res.Abandoned != 1 || res.Moved != 1 {
+		t.Fatalf("tick %+v", res)
+	}
+	if got, want := outbox(t, rdb, q), []string{"abandoned:gone", "admitted:here"}; !slices.Equal(got, want) {
+		t.Fatalf("outbox %v, want %v", got, want)
+	}
+}
