@@ -36,6 +36,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/scheduler"
 	"github.com/waitroom/waitroom/internal/secrets"
+	"github.com/waitroom/waitroom/internal/webhook"
 	"github.com/waitroom/waitroom/web"
 )
 
@@ -90,6 +91,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	var (
 		tickObserver   scheduler.Observer
 		httpMiddleware func(http.Handler) http.Handler
+		hookObserver   webhook.Observer
 	)
 	if cfg.MetricsAddr != "" {
 		mets := metrics.New(store)
@@ -100,7 +102,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			defer stop()
 			rdb.AddHook(mets.RedisHook())
 			store.SetObserver(mets)
-			tickObserver, httpMiddleware = mets, mets.Middleware
+			tickObserver, httpMiddleware, hookObserver = mets, mets.Middleware, mets
 		}
 	}
 	// An enter that fewer replicas than asked acknowledged in time is
@@ -160,6 +162,27 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 		}
 	}()
 
+	// The site's events: with a webhook secret, this replica delivers
+	// every queue's outbox (and keeps each queue's webhooks flag).
+	if len(cfg.WebhookSecret) > 0 {
+		hooks, err := webhook.New(rdb, webhook.Options{
+			Queues:       cfg.Queues,
+			URL:          cfg.WebhookURL,
+			Secret:       cfg.WebhookSecret,
+			InsecureHTTP: cfg.WebhookInsecureHTTP,
+			Observer:     hookObserver,
+			Log:          log,
+		})
+		if err != nil {
+			return err
+		}
+		if cfg.WebhookInsecureHTTP {
+			log.Warn("WAITROOM_WEBHOOK_INSECURE_HTTP=true: webhook URLs may be plain http, events and signatures then cross the network in clear; never use this in production")
+		}
+		stopHooks := hooks.Start(ctx)
+		defer stopHooks()
+	}
+
 	uses, err := passuse.New(rdb, cfg.PassMaxClients, cfg.RequestTimeout)
 	if err != nil {
 		return err
@@ -217,6 +240,8 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			Origins:         cfg.Origins,
 			Redis:           rdb, // the admin API's lockout and audit log
 			Metrics:         httpMiddleware,
+			// a plain http webhook_url anywhere (webhook.CheckURL)
+			WebhookInsecureHTTP: cfg.WebhookInsecureHTTP,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

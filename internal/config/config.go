@@ -21,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
+	"github.com/waitroom/waitroom/internal/webhook"
 )
 
 // Config is the whole service configuration.
@@ -110,6 +111,14 @@ type Config struct {
 	// the idle timeouts of the usual proxies in front (60 s), which must
 	// close first lest they reuse a connection being closed (a 502).
 	IdleTimeout time.Duration
+
+	// WAITROOM_WEBHOOK_URL, _SECRET, _INSECURE_HTTP: the site's events
+	// (internal/webhook). With a secret, every replica delivers the
+	// queues' outboxes; the URL is the default of every queue (a queue's
+	// webhook_url overrides it) and needs the secret.
+	WebhookURL          string
+	WebhookSecret       []byte
+	WebhookInsecureHTTP bool
 }
 
 // Bounds of the connection settings.
@@ -364,6 +373,21 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	c.IdleTimeout = duration("WAITROOM_IDLE_TIMEOUT", "75s")
 	if c.IdleTimeout <= 0 || c.IdleTimeout > MaxIdleTimeout {
 		errs = append(errs, fmt.Errorf("WAITROOM_IDLE_TIMEOUT: must be positive and at most %s", MaxIdleTimeout))
+	}
+
+	c.WebhookURL = get("WAITROOM_WEBHOOK_URL", "")
+	c.WebhookSecret = []byte(getenv("WAITROOM_WEBHOOK_SECRET"))
+	c.WebhookInsecureHTTP = boolean("WAITROOM_WEBHOOK_INSECURE_HTTP", false)
+	if c.WebhookURL != "" {
+		if err := webhook.CheckURL(c.WebhookURL, c.WebhookInsecureHTTP); err != nil {
+			errs = append(errs, fmt.Errorf("WAITROOM_WEBHOOK_URL: %w", err))
+		}
+		if len(c.WebhookSecret) == 0 {
+			errs = append(errs, errors.New("WAITROOM_WEBHOOK_SECRET: required with WAITROOM_WEBHOOK_URL (e.g. openssl rand -hex 32)"))
+		}
+	}
+	if n := len(c.WebhookSecret); n > 0 && n < webhook.MinSecretBytes {
+		errs = append(errs, fmt.Errorf("WAITROOM_WEBHOOK_SECRET: must be at least %d bytes, got %d", webhook.MinSecretBytes, n))
 	}
 
 	if err := c.LogLevel.UnmarshalText([]byte(get("WAITROOM_LOG_LEVEL", "info"))); err != nil {

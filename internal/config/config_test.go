@@ -185,3 +185,38 @@ func TestGateBypassCIDRs(t *testing.T) {
 		}
 	}
 }
+
+// The webhook settings: a URL needs a secret of 32 bytes or more, and is
+// https unless to a loopback host or with the loudly named switch; errors
+// never repeat the secret.
+func TestWebhook(t *testing.T) {
+	secret := strings.Repeat("s", 32)
+	for _, tc := range []struct {
+		env  map[string]string
+		want string // "" when it loads
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"WAITROOM_WEBHOOK_SECRET": secret}, ""},
+		{map[string]string{"WAITROOM_WEBHOOK_URL": "https://hooks.example/w", "WAITROOM_WEBHOOK_SECRET": secret}, ""},
+		{map[string]string{"WAITROOM_WEBHOOK_URL": "http://127.0.0.1:9/w", "WAITROOM_WEBHOOK_SECRET": secret}, ""},
+		{map[string]string{"WAITROOM_WEBHOOK_URL": "http://hooks.example/w", "WAITROOM_WEBHOOK_SECRET": secret, "WAITROOM_WEBHOOK_INSECURE_HTTP": "true"}, ""},
+		{map[string]string{"WAITROOM_WEBHOOK_URL": "http://hooks.example/w", "WAITROOM_WEBHOOK_SECRET": secret}, "WAITROOM_WEBHOOK_URL: "},
+		{map[string]string{"WAITROOM_WEBHOOK_URL": "https://user:pw@hooks.example/w", "WAITROOM_WEBHOOK_SECRET": secret}, "WAITROOM_WEBHOOK_URL: "},
+		{map[string]string{"WAITROOM_WEBHOOK_URL": "https://hooks.example/w"}, "WAITROOM_WEBHOOK_SECRET: required"},
+		{map[string]string{"WAITROOM_WEBHOOK_SECRET": "short-secret"}, "WAITROOM_WEBHOOK_SECRET: must be at least 32 bytes"},
+		{map[string]string{"WAITROOM_WEBHOOK_INSECURE_HTTP": "maybe"}, "WAITROOM_WEBHOOK_INSECURE_HTTP: "},
+	} {
+		c, err := Load(env(tc.env))
+		if tc.want == "" {
+			if err != nil || c.WebhookURL != tc.env["WAITROOM_WEBHOOK_URL"] || string(c.WebhookSecret) != tc.env["WAITROOM_WEBHOOK_SECRET"] {
+				t.Errorf("%v: %v", tc.env, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
+		} else if s := tc.env["WAITROOM_WEBHOOK_SECRET"]; s != "" && strings.Contains(err.Error(), s) {
+			t.Errorf("the error repeats the secret: %v", err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -189,9 +190,25 @@ func settingChanges(requested map[string]json.RawMessage, before adminQueueRespo
 		if after == nil || c.Old == nil && c.New == nil {
 			c.New = requested[name]
 		}
+		if name == "webhook_url" {
+			// Its query may hold the receiver's token: the log says
+			// where events go, by host.
+			c.New = webhookHost(requested[name])
+		}
 		changes = append(changes, c)
 	}
 	return changes
+}
+
+// webhookHost is a requested webhook_url as the audit log shows it: its
+// host ("" for the default).
+func webhookHost(raw json.RawMessage) json.RawMessage {
+	var v string
+	_ = json.Unmarshal(raw, &v)
+	if u, err := url.Parse(v); err == nil && v != "" {
+		return audit.Value(u.Host)
+	}
+	return audit.Value("")
 }
 
 // viewFields is the admin view as its JSON fields; a field left out

@@ -75,6 +75,9 @@ type Options struct {
 	// Metrics counts and times the requests (metrics.Metrics.Middleware);
 	// it runs inside chi's router, to read the route pattern. nil: none.
 	Metrics func(http.Handler) http.Handler
+	// WebhookInsecureHTTP lets an operator set a plain http webhook_url
+	// anywhere (WAITROOM_WEBHOOK_INSECURE_HTTP).
+	WebhookInsecureHTTP bool
 }
 
 // Server serves the HTTP API.
@@ -104,6 +107,8 @@ type Server struct {
 	admin                               adminGuard // lockout and audit log of the admin API (admin.go)
 	// metrics wraps the routes (Options.Metrics); nil: none.
 	metrics func(http.Handler) http.Handler
+	// webhookInsecureHTTP: Options.WebhookInsecureHTTP
+	webhookInsecureHTTP bool
 }
 
 // New returns the server with its routes.
@@ -123,6 +128,8 @@ func New(o Options) *Server {
 		static:            o.Static,
 		assetTags:         newAssetTags(o.Static),
 		gate:              o.Gate,
+		// a plain http webhook_url anywhere (webhook.CheckURL)
+		webhookInsecureHTTP: o.WebhookInsecureHTTP,
 	}
 	s.proxying = o.Upstream != nil
 	s.clientIP = o.ClientIP

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/webhook"
 )
 
 // patchSettings changes any of a queue's live settings in one go: every
@@ -22,7 +23,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	u, err := parseUpdate(fields)
+	u, err := parseUpdate(fields, s.webhookInsecureHTTP)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -78,8 +79,9 @@ func (s *Server) applySettings(w http.ResponseWriter, r *http.Request, action st
 }
 
 // parseUpdate reads the settings of a PATCH body; the first field at fault,
-// in name order, is named in the error.
-func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
+// in name order, is named in the error. insecureHTTP lets webhook_url be
+// plain http anywhere (WAITROOM_WEBHOOK_INSECURE_HTTP, webhook.CheckURL).
+func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool) (queue.Update, error) {
 	var u queue.Update
 	for _, name := range slices.Sorted(mapKeys(fields)) {
 		raw := fields[name]
@@ -104,6 +106,19 @@ func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
 			u.OpensAt, err = timeField(raw)
 		case "prequeue_from":
 			u.PrequeueFrom, err = timeField(raw)
+		case "webhook_url":
+			var v *string
+			if json.Unmarshal(raw, &v) != nil {
+				err = fmt.Errorf("must be an https URL, or null or \"\" for the default")
+				break
+			}
+			if v == nil {
+				v = new(string)
+			}
+			if *v != "" {
+				err = webhook.CheckURL(*v, insecureHTTP)
+			}
+			u.WebhookURL = v
 		case "paused":
 			var b bool
 			if json.Unmarshal(raw, &b) != nil || strings.TrimSpace(string(raw)) == "null" {
@@ -111,7 +126,7 @@ func parseUpdate(fields map[string]json.RawMessage) (queue.Update, error) {
 			}
 			u.Paused = &b
 		default:
-			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, max_waiting, challenge_difficulty, abandon_after_ms, paused, opens_at, prequeue_from")
+			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, max_waiting, challenge_difficulty, abandon_after_ms, paused, opens_at, prequeue_from, webhook_url")
 		}
 		if err != nil {
 			return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: name + " " + err.Error(), field: name}

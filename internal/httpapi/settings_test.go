@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,5 +221,51 @@ func TestScheduledOpeningAPI(t *testing.T) {
 		{`{"opens_at":null,"prequeue_from":"2030-01-01T11:00:00Z"}`, "prequeue_from"},
 	} {
 		wantInvalidSettings(t, e.patch(tc.body), tc.field)
+	}
+}
+
+// A queue's webhook_url: an https URL (or http to a loopback host) is
+// stored, null or "" returns to the default; anything else is refused,
+// named; the audit log keeps the host only (a query may hold a token).
+func TestPatchWebhookURL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
+	cfg := queue.ConfigKey(e.queue)
+	for _, tc := range []struct{ body, want string }{
+		{`{"webhook_url":"https://hooks.example/w?token=s3cret"}`, "https://hooks.example/w?token=s3cret"},
+		{`{"webhook_url":"http://127.0.0.1:9/w"}`, "http://127.0.0.1:9/w"},
+		{`{"webhook_url":null}`, ""},
+		{`{"webhook_url":"https://hooks.example/again"}`, "https://hooks.example/again"},
+		{`{"webhook_url":""}`, ""},
+	} {
+		if r := e.patch(tc.body); r.status != 200 {
+			t.Fatalf("%s: %d %s", tc.body, r.status, r.body)
+		}
+		if got := e.rdb.HGet(context.Background(), cfg, "webhook_url").Val(); got != tc.want {
+			t.Fatalf("%s: stored %q", tc.body, got)
+		}
+	}
+	for _, body := range []string{
+		`{"webhook_url":"http://hooks.example/w"}`,
+		`{"webhook_url":"ftp://hooks.example/w"}`,
+		`{"webhook_url":"https://user:pw@hooks.example/w"}`,
+		`{"webhook_url":"/relative"}`,
+		`{"webhook_url":42}`,
+		`{"webhook_url":"https://hooks.example/` + strings.Repeat("a", 2100) + `"}`,
+		`{"webhook_url":"https://hooks.example/w","refill_size":0}`,
+	} {
+		r := e.patch(body)
+		var b errorBody
+		_ = json.Unmarshal(r.body, &b)
+		if r.status != 400 || b.Error.Code != "invalid_settings" {
+			t.Fatalf("%.80s: %d %s", body, r.status, r.body)
+		}
+	}
+	for _, entry := range e.auditEntries("") {
+		for _, c := range entry.Changes {
+			if strings.Contains(string(c.New), "s3cret") || strings.Contains(string(c.Old), "s3cret") {
+				t.Fatalf("the audit log keeps a webhook URL's query: %s", c.New)
+			}
+		}
 	}
 }

@@ -41,6 +41,8 @@ type Metrics struct {
 	queue map[string]*queueMetrics // read-only after New: the configured queues
 	http  *httpMetrics
 	redis *redisMetrics
+	// webhook: the site's events' deliveries (webhook.go)
+	webhook *webhookMetrics
 
 	queueCollector *queueCollector
 }
@@ -137,6 +139,7 @@ func New(store Store) *Metrics {
 		}
 		m.queue[name] = q
 	}
+	m.webhook = newWebhookMetrics(reg, store.Queues())
 	m.queueCollector = newQueueCollector(store)
 	reg.MustRegister(m.queueCollector)
 	return m

@@ -80,9 +80,11 @@ func (r *redisMetrics) observe(name string, d time.Duration, err error) {
 
 // failed tells a Redis failure from the errors that are answers: redis.Nil
 // (no such key or field), NOSCRIPT (go-redis sends the script with EVAL
-// next) and a caller's context canceled (the client went away).
+// next), BUSYGROUP (a webhook consumer group that exists already) and a
+// caller's context canceled (the client went away).
 func failed(err error) bool {
 	return err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOSCRIPT") &&
+		!redis.HasErrorPrefix(err, "BUSYGROUP") &&
 		!errors.Is(err, context.Canceled)
 }
 

@@ -21,6 +21,7 @@ var (
 	ErrInvalidDifficulty = fmt.Errorf("queue: challenge_difficulty must be 0 (off) to %d", MaxChallengeDifficulty)
 	ErrInvalidAbandon    = fmt.Errorf("queue: abandon_after_ms must be an integer from 0 (off) to %d", MaxAbandonAfter.Milliseconds())
 	ErrInvalidOpening    = errors.New("queue: prequeue_from must not be after opens_at, and needs one")
+	ErrInvalidWebhookURL = fmt.Errorf("queue: webhook_url must be at most %d bytes", MaxWebhookURLBytes)
 )
 
 // Refusals of the defences (defences.go): the call changed nothing, and

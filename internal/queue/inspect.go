@@ -108,6 +108,9 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	if u.PrequeueFrom != nil {
 		fields = append(fields, "prequeue_from_ms", unixMilliOrZero(*u.PrequeueFrom))
 	}
+	if u.WebhookURL != nil {
+		fields = append(fields, "webhook_url", *u.WebhookURL)
+	}
 	if u.Paused != nil {
 		paused := 0
 		if *u.Paused {
@@ -118,8 +121,10 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	if len(fields) == 0 {
 		return nil
 	}
+	// One script stores them and writes the settings_changed event, if
+	// the queue has webhooks (settings.lua).
 	_, err = waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
-		return s.rdb.HSet(ctx, q.keys.config, fields...).Result()
+		return settingsScript.Run(ctx, s.rdb, []string{q.keys.config, q.keys.events}, fields...).Int64()
 	})
 	if err != nil {
 		return fmt.Errorf("queue: update settings: %w", err)

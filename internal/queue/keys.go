@@ -15,6 +15,9 @@ type keys struct {
 	heard   string // ZSET member=waiting user id, score=when last heard (ms): abandonment
 	gone    string // ZSET member="<reason>:<user id>", score=when the place ended (ms), kept an hour
 	draw    string // SET the participants of a scheduled opening's draw, until placed in the line
+	// events: STREAM the webhooks' outbox (EventsKey), written only while
+	// config's webhooks flag is 1 (emit, common.lua).
+	events string
 	// admitted: HASH member=user id, value=admission time (ms), for the
 	// sliding sessions renewed since they began (renew.lua): their entered
 	// score is then the last renewal, and a pass names the start.
@@ -37,6 +40,15 @@ func (k keys) proof(id string) string { return k.pow + id }
 // them (the soak checker): "wr:{name}:", the name as a Cluster hash tag.
 func KeyPrefix(queue string) string { return "wr:{" + queue + "}:" }
 
+// EventsKey is the STREAM of queue's events for the site (webhooks):
+// entries {type, at, subs[, settings]} written by the scripts that cause
+// them (emit, common.lua) and delivered by internal/webhook.
+func EventsKey(queue string) string { return KeyPrefix(queue) + "events" }
+
+// ConfigKey is queue's settings HASH, where internal/webhook keeps the
+// queue's webhooks flag (emit, common.lua) and reads its webhook_url.
+func ConfigKey(queue string) string { return KeyPrefix(queue) + "config" }
+
 func keysFor(queue string) keys {
 	p := KeyPrefix(queue)
 	return keys{
@@ -51,6 +63,7 @@ func keysFor(queue string) keys {
 		gone:     p + "gone",
 		draw:     p + "draw",
 		admitted: p + "admitted",
+		events:   EventsKey(queue),
 		rate:     p + "rate:",
 		pow:      p + "pow:",
 		unused:   p + "unused",

@@ -38,6 +38,9 @@ var renewLua string
 //go:embed scripts/challenge.lua
 var challengeLua string
 
+//go:embed scripts/settings.lua
+var settingsLua string
+
 var (
 	enterScript     = redis.NewScript(commonLua + enterLua)
 	statusScript    = redis.NewScript(commonLua + statusLua)
@@ -47,6 +50,7 @@ var (
 	doneScript      = redis.NewScript(commonLua + doneLua)
 	renewScript     = redis.NewScript(commonLua + renewLua)
 	challengeScript = redis.NewScript(commonLua + challengeLua)
+	settingsScript  = redis.NewScript(commonLua + settingsLua)
 )
 
 //go:embed scripts/snapshot.lua

@@ -132,12 +132,12 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		k := keysFor(name)
 		q := &queueRef{
 			keys:       k,
-			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted},
+			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events},
 			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted},
-			doneKeys:   []string{k.entered, k.gone, k.admitted},
+			doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events},
 			renewKeys:  []string{k.entered, k.config, k.admitted},
-			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted},
-			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted},
+			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events},
+			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events},
 			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
 			snapKeys:   []string{k.waiting, k.config, k.tick, k.draw},
 		}

@@ -251,4 +251,9 @@ type Update struct {
 	AbandonAfter        *time.Duration
 	// OpensAt and PrequeueFrom schedule an opening; a zero time clears it.
 	OpensAt, PrequeueFrom *time.Time
+	// WebhookURL is where the queue's events go instead of
+	// WAITROOM_WEBHOOK_URL; "" returns to it. Its form is checked by the
+	// caller (webhook.CheckURL, which knows the insecure switch); the
+	// store checks only its length.
+	WebhookURL *string
 }

@@ -23,6 +23,8 @@ const (
 	MaxChallengeDifficulty = 32
 	// MaxAbandonAfter bounds abandon_after (0 turns abandonment off).
 	MaxAbandonAfter = 24 * time.Hour
+	// MaxWebhookURLBytes bounds a queue's webhook_url.
+	MaxWebhookURLBytes = 2048
 )
 
 var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -111,6 +113,9 @@ func (u Update) Validate() error {
 		if err := checkAbandonAfter(*u.AbandonAfter); err != nil {
 			return err
 		}
+	}
+	if u.WebhookURL != nil && len(*u.WebhookURL) > MaxWebhookURLBytes {
+		return ErrInvalidWebhookURL
 	}
 	if u.OpensAt != nil && u.PrequeueFrom != nil && !u.PrequeueFrom.IsZero() &&
 		(u.OpensAt.IsZero() || u.PrequeueFrom.After(*u.OpensAt)) {

@@ -259,3 +259,38 @@ local function gone_reason(gone_key, user)
   end
   return code
 end
+
+-- Events for the site (webhooks, issue 21). A queue whose config HASH
+-- holds webhooks = 1 (set by the delivery workers, internal/webhook, while
+-- the queue has a webhook URL) keeps an outbox: a STREAM of entries
+-- {type, at (ms, Redis clock), subs (user ids, "\n"-joined: ids hold no
+-- control character), settings (settings_changed: JSON)}, written here,
+-- inside the script that causes the event, so an event is recorded if and
+-- only if its change is. At most EVENTS_PER_ENTRY users per entry (one
+-- delivery each); MAXLEN ~ bounds the outbox if nobody delivers it (the
+-- workers trim what they delivered long before). Without the flag an
+-- event costs one HGET, once per script call, and only in a call that
+-- has something to tell: status, and enters that only queue, pay nothing.
+local EVENTS_PER_ENTRY = 100
+local EVENTS_MAXLEN = 100000
+local events_flag = nil -- this call's reading of the flag
+
+local function emit(events_key, config_key, kind, subs, now, settings)
+  if #subs == 0 and not settings then
+    return
+  end
+  if events_flag == nil then
+    events_flag = redis.call('HGET', config_key, 'webhooks') == '1'
+  end
+  if not events_flag then
+    return
+  end
+  for i = 1, math.max(#subs, 1), EVENTS_PER_ENTRY do
+    local fields = {'type', kind, 'at', now, 'subs', table.concat(subs, '\n', i, math.min(i + EVENTS_PER_ENTRY - 1, #subs))}
+    if settings then
+      fields[#fields + 1] = 'settings'
+      fields[#fields + 1] = settings
+    end
+    redis.call('XADD', events_key, 'MAXLEN', '~', EVENTS_MAXLEN, '*', unpack(fields))
+  end
+end

@@ -6,6 +6,8 @@
 -- KEYS[1] -> entered (ZSET member=user, score=admission time ms)
 -- KEYS[2] -> gone    (ZSET member="<reason>:<user>", score=when)
 -- KEYS[3] -> admitted (HASH: a renewed sliding session's start, renew.lua)
+-- KEYS[4] -> config  (HASH: its webhooks flag)
+-- KEYS[5] -> events  (STREAM: the webhooks' outbox, emit in common.lua)
 -- ARGV[1] -> user id
 -- ARGV[2] -> the admission's start (ms), from the pass
 -- Returns 1 when the admission ended, 0 when it was not current.
@@ -16,7 +18,9 @@ end
 if at and at == tonumber(ARGV[2]) then
   redis.call('ZREM', KEYS[1], ARGV[1])
   redis.call('HDEL', KEYS[3], ARGV[1])
-  mark_gone(KEYS[2], 'done', {ARGV[1]}, now_ms())
+  local now = now_ms()
+  mark_gone(KEYS[2], 'done', {ARGV[1]}, now)
+  emit(KEYS[5], KEYS[4], 'done', {ARGV[1]}, now)
   return 1
 end
 return 0

@@ -28,7 +28,8 @@
 -- KEYS[7] -> heard   (ZSET member=user, score=when last heard; for abandonment)
 -- KEYS[8] -> draw    (SET of a scheduled opening's participants, see tick.lua)
 -- KEYS[9] -> admitted (HASH: a renewed sliding session's start, renew.lua)
--- KEYS[10..] -> per call, three keys: the client's rate bucket, the place's
+-- KEYS[10] -> events (STREAM: the webhooks' outbox, emit in common.lua)
+-- KEYS[11..] -> per call, three keys: the client's rate bucket, the place's
 --              rate bucket, and the key that marks its proof of work used
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
@@ -57,7 +58,7 @@
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
-local FIXED = 9 -- KEYS before the per-call ones
+local FIXED = 10 -- KEYS before the per-call ones
 local CALLS = (#ARGV - LIMITS) / 5
 local seqs = {}
 local now = now_ms()
@@ -209,6 +210,7 @@ if direct > 0 then
   end
   redis.call('SET', KEYS[3], tokens - direct)
   redis.call('HINCRBY', KEYS[6], 'direct', direct)
+  emit(KEYS[10], KEYS[5], 'admitted', list, now)
 end
 
 -- The others join the tail in the order given, each with its own arrival

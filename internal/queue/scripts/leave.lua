@@ -9,6 +9,10 @@
 -- KEYS[4] -> gone    (ZSET member="<reason>:<user>", score=when)
 -- KEYS[5] -> draw    (SET of a scheduled opening's participants)
 -- KEYS[6] -> admitted (HASH: a renewed sliding session's start, renew.lua)
+-- KEYS[7] -> config  (HASH: its webhooks flag)
+-- KEYS[8] -> events  (STREAM: the webhooks' outbox, emit in common.lua;
+--             event "left" for either reason, "removed" as a left of
+--             the operator's, see internal/webhook)
 -- ARGV[1] -> user id
 -- ARGV[2] -> reason: "left" or "removed"
 -- Returns the number of sets the user was removed from (0..1).
@@ -16,6 +20,8 @@ local n = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARG
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[6], ARGV[1])
 if n > 0 then
-  mark_gone(KEYS[4], ARGV[2], {ARGV[1]}, now_ms())
+  local now = now_ms()
+  mark_gone(KEYS[4], ARGV[2], {ARGV[1]}, now)
+  emit(KEYS[8], KEYS[7], ARGV[2], {ARGV[1]}, now)
 end
 return n

@@ -36,6 +36,7 @@
 -- KEYS[8] -> gone    (ZSET member="<reason>:<user>", score=when)
 -- KEYS[9] -> draw    (SET of a scheduled opening's participants)
 -- KEYS[10] -> admitted (HASH: a renewed sliding session's start, renew.lua)
+-- KEYS[11] -> events (STREAM: the webhooks' outbox, emit in common.lua)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6] -> max expired sessions purged per tick
 -- ARGV[7] -> history length kept
@@ -117,6 +118,7 @@ for i = 1, purged, 1000 do
   redis.call('HDEL', KEYS[10], unpack(expired, i, math.min(i + 999, purged)))
 end
 mark_gone(KEYS[8], 'expired', expired, now)
+emit(KEYS[11], KEYS[4], 'expired', expired, now)
 
 -- Move up to refill_size users from the head of the line: none while
 -- paused, and no more than the cap on active users leaves room for. A user
@@ -194,6 +196,8 @@ for i = 1, #admit, 500 do
   redis.call('ZADD', KEYS[2], unpack(chunk))
 end
 mark_gone(KEYS[8], 'abandoned', dropped, now)
+emit(KEYS[11], KEYS[4], 'abandoned', dropped, now)
+emit(KEYS[11], KEYS[4], 'admitted', admit, now)
 local moved = #admit
 redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - GONE_KEEP_MS)
 

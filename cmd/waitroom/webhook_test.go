@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	queuepkg "github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/webhook"
+)
+
+// The service wired with WAITROOM_WEBHOOK_URL and _SECRET tells the site,
+// signed, of an admission and of its end (POST .../done), with the user
+// the pass names.
+func TestWebhooksThroughTheService(t *testing.T) {
+	secret := strings.Repeat("w", 32)
+	events := make(chan webhook.Event, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify([]byte(secret), r.Header.Get(webhook.SignatureHeader), body, time.Now(), webhook.Tolerance); err != nil {
+			t.Errorf("a delivery that does not verify: %v", err)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var b webhook.Body
+		if err := json.Unmarshal(body, &b); err != nil {
+			t.Errorf("body %s: %v", body, err)
+		}
+		for _, e := range b.Events {
+			events <- e
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+
+	queue := fmt.Sprintf("hooks%d", time.Now().UnixNano())
+	r := startReplica(t, map[string]string{
+		"WAITROOM_QUEUES": queue, "WAITROOM_REFILL_SIZE": "1", "WAITROOM_REFILL_INTERVAL": "1h",
+		"WAITROOM_WEBHOOK_URL": srv.URL + "/hook", "WAITROOM_WEBHOOK_SECRET": secret,
+	})
+	api := "/api/v1/queues/" + queue
+	// The worker turns the queue's events on at its first refresh.
+	rdb := redistest.Client(t)
+	for deadline := time.Now().Add(10 * time.Second); rdb.HGet(context.Background(), queuepkg.ConfigKey(queue), "webhooks").Val() != "1"; {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhooks flag never set")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var in ticket
+	if r.call(t, "POST", api+"/enter", "", &in); in.Status != "ENTERED" || in.Pass == "" {
+		t.Fatalf("enter: %+v", in)
+	}
+	if code := r.call(t, "POST", api+"/done", in.Pass, nil); code != http.StatusNoContent {
+		t.Fatalf("done: %d", code)
+	}
+	for _, want := range []string{"admitted", "done"} {
+		select {
+		case e := <-events:
+			if e.Type != want || e.Sub != in.UserID || e.Queue != queue || e.ID == "" {
+				t.Fatalf("event %+v, want %s of %s", e, want, in.UserID)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s event", want)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// outbox reads queue q's events stream as "type:sub,sub" per entry.
+func outbox(t *testing.T, rdb *redis.Client, q string) []string {
+	t.Helper()
+	msgs, err := rdb.XRange(context.Background(), EventsKey(q), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range msgs {
+		subs := strings.ReplaceAll(m.Values["subs"].(string), "\n", ",")
+		out = append(out, fmt.Sprint(m.Values["type"], ":", subs))
+	}
+	return out
+}
+
+// TestEventsWrittenByTheScripts: with the webhooks flag, every script that
+// causes an event writes it in the outbox, in the same call; without it,
+// nothing is written at all.
+func TestEventsWrittenByTheScripts(t *testing.T) {
+	ctx := context.Background()
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint("webhooks_", on), func(t *testing.T) {
+			s, q, rdb := newStore(t, Settings{RefillSize: 2, RefillInterval: time.Minute, SessionTTL: time.Minute})
+			if on {
+				rdb.HSet(ctx, ConfigKey(q), "webhooks", "1")
+			}
+			enter(t, s, q, "a")  // direct: admitted
+			enter(t, s, q, "b")  // direct: admitted
+			enter(t, s, q, "c")  // waits
+			enter(t, s, q, "d")  // waits
+			status(t, s, q, "c") // nothing
+			if ok, err := s.Done(ctx, q, "a", status(t, s, q, "a").AdmittedAt); err != nil || !ok {
+				t.Fatal("done", ok, err)
+			}
+			if err := s.Leave(ctx, q, "b"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Remove(ctx, q, "d"); err != nil {
+				t.Fatal(err)
+			}
+			tick(t, s, rdb, q) // admits c
+			// c's session ends: the next tick purges it as expired.
+			rdb.ZAdd(ctx, keysFor(q).entered, redis.Z{Score: 1, Member: "c"})
+			tick(t, s, rdb, q)
+			refill := 3
+			if err := s.UpdateSettings(ctx, q, Update{RefillSize: &refill}); err != nil {
+				t.Fatal(err)
+			}
+			got := outbox(t, rdb, q)
+			if !on {
+				if n := rdb.Exists(ctx, EventsKey(q)).Val(); n != 0 || len(got) != 0 {
+					t.Fatalf("no webhooks, yet the outbox holds %v", got)
+				}
+				return
+			}
+			want := []string{"admitted:a", "admitted:b", "done:a", "left:b", "removed:d", "admitted:c", "expired:c", "settings_changed:"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("outbox\n got %v\nwant %v", got, want)
+			}
+			last, _ := rdb.XRevRangeN(ctx, EventsKey(q), "+", "-", 1).Result()
+			var settings map[string]string
+			if err := json.Unmarshal([]byte(last[0].Values["settings"].(string)), &settings); err != nil || settings["refill_size"] != "3" {
+				t.Fatalf("settings_changed carries %v (%v)", last[0].Values, err)
+			}
+		})
+	}
+}
+
+// TestEventsChunked: a tick admitting more users than one entry holds
+// writes several entries, every user once, in line order.
+func TestEventsChunked(t *testing.T) {
+	ctx := context.Background()
+	s, q, rdb := newStore(t, Settings{RefillSize: 250, RefillInterval: time.Minute, SessionTTL: time.Minute})
+	rdb.HSet(ctx, ConfigKey(q), "webhooks", "1")
+	rdb.Set(ctx, keysFor(q).tokens, 0, 0) // nobody enters directly
+	var want []string
+	for i := range 250 {
+		u := fmt.Sprintf("u%03d", i)
+		enter(t, s, q, u)
+		want = append(want, u)
+	}
+	tick(t, s, rdb, q)
+	var got []string
+	for _, e := range outbox(t, rdb, q) {
+		kind, subs, _ := strings.Cut(e, ":")
+		if kind != "admitted" {
+			t.Fatalf("unexpected %s", e)
+		}
+		got = append(got, strings.Split(subs, ",")...)
+	}
+	if n := rdb.XLen(ctx, EventsKey(q)).Val(); n != 3 {
+		t.Errorf("%d entries for 250 users, want 3 (100 a piece)", n)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("admitted events: %d users, want %d in order", len(got), len(want))
+	}
+}
+
+// TestEventsAbandoned: a place the tick drops at the head of the line,
+// not heard from for abandon_after, is told as abandoned.
+func TestEventsAbandoned(t *testing.T) {
+	ctx := context.Background()
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Minute, SessionTTL: time.Minute, AbandonAfter: time.Minute})
+	rdb.HSet(ctx, ConfigKey(q), "webhooks", "1")
+	rdb.Set(ctx, keysFor(q).tokens, 0, 0) // nobody enters directly
+	enter(t, s, q, "gone")
+	enter(t, s, q, "here")
+	rdb.ZAdd(ctx, keysFor(q).heard, redis.Z{Score: 1, Member: "gone"}) // last heard long ago
+	if res := tick(t, s, rdb, q); res.Abandoned != 1 || res.Moved != 1 {
+		t.Fatalf("tick %+v", res)
+	}
+	if got, want := outbox(t, rdb, q), []string{"abandoned:gone", "admitted:here"}; !slices.Equal(got, want) {
+		t.Fatalf("outbox %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,19 @@
+-- settings.lua: an operator's change of a queue's settings, stored, and
+-- told to the site (settings_changed) in the same step, so the event is
+-- sent if and only if the change was made.
+--
+-- KEYS[1] -> config (HASH)
+-- KEYS[2] -> events (STREAM: the webhooks' outbox, emit in common.lua)
+-- ARGV -> field, value, field, value, ... (validated by the caller)
+-- Returns HSET's count of fields new to the HASH.
+local n = redis.call('HSET', KEYS[1], unpack(ARGV))
+local changed = {}
+for i = 1, #ARGV, 2 do
+  -- The webhook URL itself is not told: it may carry the receiver's
+  -- token, and the site knows where it listens.
+  if ARGV[i] ~= 'webhook_url' then
+    changed[ARGV[i]] = ARGV[i + 1]
+  end
+end
+emit(KEYS[2], KEYS[1], 'settings_changed', {}, now_ms(), cjson.encode(changed))
+return n

@@ -1,0 +1,596 @@
+// Package webhook tells the site what happened in its queues: signed HTTP
+// POSTs of the events admitted, done, left, abandoned, expired and
+// settings_changed, delivered at least once.
+//
+// The queue scripts write each event, inside the script that causes it,
+// to the queue's outbox, a Redis STREAM (queue.EventsKey; emit in
+// common.lua), while the queue's config holds webhooks = 1. This package
+// owns that flag (set while the queue has a webhook URL) and delivers the
+// outbox: on every replica, one worker per queue reads new entries through
+// the consumer group "webhook" (XREADGROUP), POSTs each (up to Parallel at
+// once), and acknowledges it (XACK) after a 2xx only. An entry not
+// acknowledged stays pending in the group; any replica's worker takes it
+// again (XPENDING, then XCLAIM, which only one can win) once it has been
+// idle for its backoff: a failed delivery, or a replica that died
+// mid-delivery, is retried by whichever replica is up. (XAUTOCLAIM would
+// take every entry idle for one fixed time, which allows no backoff that
+// grows with the attempts.) The oldest pending entries are looked at
+// first, so after a long outage the newer ones follow once the older are
+// delivered: within MaxBackoff of the receiver's recovery.
+// The backoff doubles from MinBackoff up to MaxBackoff, never less than
+// the delivery timeout (so a delivery in flight is never taken from a live
+// worker); an entry still undelivered GiveUpAfter after it was written is
+// dead-lettered: copied to a STREAM of its own (DeadKey, bounded), counted,
+// and acknowledged. Delivered entries are trimmed from the outbox (XTRIM
+// MINID up to the oldest pending one).
+//
+// Each entry is one delivery: a JSON body {"events": [...]} of the events
+// of one script call (up to 100 users), each with its own id, stable
+// across retries, so a receiver drops duplicates by id.
+//
+// The secret signs every body (sign.go) and is never logged; URLs are
+// logged by host only (a query may carry the receiver's token).
+package webhook
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Group is the consumer group of every queue's outbox.
+const Group = "webhook"
+
+// DeadKey is the STREAM that keeps queue's dead-lettered deliveries (the
+// entry's fields, with "entry" its outbox id), at most about DeadMax.
+func DeadKey(q string) string { return queue.KeyPrefix(q) + "events:dead" }
+
+// DeadMax bounds each queue's dead letters (MAXLEN ~).
+const DeadMax = 10000
+
+// Results of a delivery attempt, the metric's result label.
+const (
+	ResultDelivered  = "delivered"   // a 2xx: acknowledged
+	ResultRetry      = "retry"       // failed; pending, tried again after its backoff
+	ResultDeadLetter = "dead_letter" // failed for GiveUpAfter: kept in DeadKey, acknowledged
+)
+
+// Event is one event as the site receives it.
+type Event struct {
+	// ID is unique to this event and the same on every delivery of it:
+	// "<queue>.<outbox entry id>.<index>".
+	ID    string `json:"id"`
+	Type  string `json:"type"` // admitted, done, left, abandoned, expired, settings_changed
+	Queue string `json:"queue"`
+	// Sub is the user (the pass's sub); empty for settings_changed.
+	Sub string `json:"sub,omitempty"`
+	// Time is when it happened, on the Redis clock (ms).
+	Time time.Time `json:"time"`
+	// Reason tells a left event apart: "left" (the user) or "removed"
+	// (the operator).
+	Reason string `json:"reason,omitempty"`
+	// Settings are a settings_changed event's new values, as stored.
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+// Body is what each delivery POSTs.
+type Body struct {
+	Events []Event `json:"events"`
+}
+
+// Observer hears deliveries and the outboxes' backlog (metrics).
+type Observer interface {
+	// WebhookDelivered counts one delivery attempt of queue by result.
+	WebhookDelivered(queue, result string)
+	// WebhookBacklog reports queue's entries not yet acknowledged and the
+	// age of the oldest (0: none).
+	WebhookBacklog(queue string, entries int64, oldest time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) WebhookDelivered(string, string)             {}
+func (nopObserver) WebhookBacklog(string, int64, time.Duration) {}
+
+// Redis is the part of a go-redis client the workers use; a single node,
+// Sentinel and Cluster client all fit (every key of a queue is in its
+// hash tag).
+type Redis interface {
+	HGet(ctx context.Context, key, field string) *redis.StringCmd
+	HSet(ctx context.Context, key string, values ...any) *redis.IntCmd
+	XAdd(ctx context.Context, a *redis.XAddArgs) *redis.StringCmd
+	XRangeN(ctx context.Context, stream, start, stop string, count int64) *redis.XMessageSliceCmd
+	XGroupCreateMkStream(ctx context.Context, stream, group, start string) *redis.StatusCmd
+	XReadGroup(ctx context.Context, a *redis.XReadGroupArgs) *redis.XStreamSliceCmd
+	XAck(ctx context.Context, stream, group string, ids ...string) *redis.IntCmd
+	XPending(ctx context.Context, stream, group string) *redis.XPendingCmd
+	XPendingExt(ctx context.Context, a *redis.XPendingExtArgs) *redis.XPendingExtCmd
+	XClaim(ctx context.Context, a *redis.XClaimArgs) *redis.XMessageSliceCmd
+	XTrimMinIDApprox(ctx context.Context, key string, minID string, limit int64) *redis.IntCmd
+	XInfoGroups(ctx context.Context, key string) *redis.XInfoGroupsCmd
+}
+
+// Options configure the workers. Zero durations take the defaults.
+type Options struct {
+	Queues []string
+	// URL receives every queue's events unless the queue's webhook_url
+	// overrides it (WAITROOM_WEBHOOK_URL); "" for none.
+	URL string
+	// Secret signs the bodies (WAITROOM_WEBHOOK_SECRET), MinSecretBytes
+	// at least.
+	Secret []byte
+	// InsecureHTTP accepts plain http URLs anywhere (CheckURL).
+	InsecureHTTP bool
+	// Timeout bounds one delivery (default 10 s); Parallel is how many
+	// deliveries of one queue a replica has in flight at once (default 4).
+	Timeout  time.Duration
+	Parallel int
+	// MinBackoff and MaxBackoff bound the wait before a retry (default
+	// 1 s and 10 min); GiveUpAfter is when an undelivered entry is
+	// dead-lettered (default 1 h).
+	MinBackoff, MaxBackoff, GiveUpAfter time.Duration
+	// Refresh is how often a worker reads its queue's webhook_url and
+	// sets the webhooks flag (default 5 s); Poll, how long it blocks
+	// waiting for new entries (default 1 s); Trim, how often it trims
+	// delivered entries and reports the backlog (default 10 s).
+	Refresh, Poll, Trim time.Duration
+	// Consumer names this replica in the consumer groups (default: host
+	// name and a random suffix).
+	Consumer string
+	// Client sends the deliveries (default: a client bounded by Timeout
+	// that refuses link-local addresses and redirects).
+	Client   *http.Client
+	Observer Observer
+	Log      *slog.Logger
+}
+
+func (o *Options) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Timeout, 10*time.Second)
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
+	def(&o.MinBackoff, time.Second)
+	def(&o.MaxBackoff, 10*time.Minute)
+	def(&o.GiveUpAfter, time.Hour)
+	def(&o.Refresh, 5*time.Second)
+	def(&o.Poll, time.Second)
+	def(&o.Trim, 10*time.Second)
+	if o.Consumer == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		o.Consumer = host + "-" + hex.EncodeToString(b[:])
+	}
+	if o.Client == nil {
+		o.Client = newClient(o.Timeout)
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Workers deliver the outboxes of a set of queues.
+type Workers struct {
+	rdb  Redis
+	opts Options
+	// refused is, per queue, the stored webhook_url last refused, so it
+	// is warned of once.
+	refused sync.Map
+}
+
+// New checks opts and returns workers; Start runs them.
+func New(rdb Redis, opts Options) (*Workers, error) {
+	if len(opts.Secret) < MinSecretBytes {
+		return nil, fmt.Errorf("webhook: the secret must be at least %d bytes", MinSecretBytes)
+	}
+	if opts.URL != "" {
+		if err := CheckURL(opts.URL, opts.InsecureHTTP); err != nil {
+			return nil, fmt.Errorf("webhook: URL %w", err)
+		}
+	}
+	if len(opts.Queues) == 0 {
+		return nil, errors.New("webhook: no queues")
+	}
+	opts.defaults()
+	return &Workers{rdb: rdb, opts: opts}, nil
+}
+
+// Start runs one worker per queue until ctx ends or stop is called; stop
+// returns once every worker has. A delivery in flight when they stop is
+// abandoned unacknowledged: another replica (or the next start) sends it.
+func (w *Workers) Start(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, q := range w.opts.Queues {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.serve(ctx, q)
+		}()
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// serve is one queue's worker.
+func (w *Workers) serve(ctx context.Context, q string) {
+	var (
+		target            string
+		refreshAt, trimAt time.Time
+		failures          int
+		events            = queue.EventsKey(q)
+		log               = w.opts.Log.With("queue", q)
+		warnedAt          time.Time
+	)
+	for ctx.Err() == nil {
+		now := time.Now()
+		var err error
+		if !now.Before(refreshAt) {
+			if target, err = w.refresh(ctx, q, target); err == nil {
+				refreshAt = now.Add(w.opts.Refresh)
+			}
+		}
+		if err == nil && target == "" {
+			sleep(ctx, w.opts.Refresh)
+			continue
+		}
+		if err == nil {
+			err = w.retry(ctx, q, target)
+		}
+		if err == nil {
+			err = w.readNew(ctx, q, target)
+		}
+		if err == nil && !now.Before(trimAt) {
+			if err = w.trim(ctx, q); err == nil {
+				trimAt = now.Add(w.opts.Trim)
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			// Redis unreachable (or the outbox gone, after a flush: the
+			// next refresh makes the group again). Back off, and say so
+			// at most once a minute.
+			failures++
+			if time.Since(warnedAt) > time.Minute {
+				log.Warn("webhook: outbox unavailable", "stream", events, "err", err)
+				warnedAt = time.Now()
+			}
+			refreshAt, target = time.Time{}, "" // refresh, and make the group again if need be
+			sleep(ctx, min(time.Duration(failures)*time.Second, 10*time.Second))
+			continue
+		}
+		failures = 0
+	}
+}
+
+// refresh reads queue q's webhook URL (its own, else the default), makes
+// the consumer group, and sets the webhooks flag the scripts read: "1"
+// while there is a URL, "0" when none. The group is made before the flag
+// so that no event is written before it could be read. An invalid stored
+// URL (one set before the rules tightened) counts as none, with a warning.
+func (w *Workers) refresh(ctx context.Context, q, was string) (string, error) {
+	cfg := queue.ConfigKey(q)
+	own, err := w.rdb.HGet(ctx, cfg, "webhook_url").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return was, err
+	}
+	target := w.opts.URL
+	if own != "" {
+		if err := CheckURL(own, w.opts.InsecureHTTP); err != nil {
+			if last, _ := w.refused.Swap(q, own); last != own {
+				w.opts.Log.Warn("webhook: the queue's webhook_url is refused; using the default", "queue", q, "err", err)
+			}
+		} else {
+			target = own
+		}
+	}
+	flag := "0"
+	if target != "" {
+		flag = "1"
+	}
+	if target != "" && was == "" { // at start, when turned on, and after an error (serve)
+		err := w.rdb.XGroupCreateMkStream(ctx, queue.EventsKey(q), Group, "0").Err()
+		if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+			return was, err
+		}
+	}
+	if err := w.rdb.HSet(ctx, cfg, "webhooks", flag).Err(); err != nil {
+		return was, err
+	}
+	if target != was {
+		w.opts.Log.Info("webhook: events of the queue go to", "queue", q, "host", hostOf(target))
+	}
+	return target, nil
+}
+
+// readNew delivers the entries no worker has read yet, blocking up to
+// Poll for some to come.
+func (w *Workers) readNew(ctx context.Context, q, target string) error {
+	res, err := w.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: Group, Consumer: w.opts.Consumer,
+		Streams: []string{queue.EventsKey(q), ">"},
+		// No more than can be in flight at once: an entry read waits for
+		// no other delivery, so it is never idle for its backoff while
+		// this worker holds it (see backoff).
+		Count: int64(w.opts.Parallel), Block: w.opts.Poll,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var msgs []redis.XMessage
+	for _, s := range res {
+		msgs = append(msgs, s.Messages...)
+	}
+	return w.deliverAll(ctx, q, target, msgs)
+}
+
+// deliverAll delivers msgs, up to Parallel at once, so that a slow
+// receiver does not hold the outbox to one delivery per round trip; it
+// returns once all are settled, with the first Redis error.
+func (w *Workers) deliverAll(ctx context.Context, q, target string, msgs []redis.XMessage) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		slots = make(chan struct{}, w.opts.Parallel)
+	)
+	for _, m := range msgs {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := w.deliver(ctx, q, target, m); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// backoff is how long an entry delivered n times waits before the next
+// try: doubling from MinBackoff, at most MaxBackoff, and never less than
+// a delivery may take (plus a second), so that no worker takes an entry
+// another is still delivering.
+func (w *Workers) backoff(n int64) time.Duration {
+	d := w.opts.MaxBackoff
+	if n >= 1 && n < 40 {
+		d = min(w.opts.MinBackoff<<(n-1), w.opts.MaxBackoff)
+	}
+	return max(d, w.opts.Timeout+time.Second)
+}
+
+// retry takes again the pending entries (this replica's and any other's)
+// whose backoff has passed, up to Parallel, and delivers them. XCLAIM with
+// that idle time as its minimum lets one worker only take each.
+func (w *Workers) retry(ctx context.Context, q, target string) error {
+	events := queue.EventsKey(q)
+	pending, err := w.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: events, Group: Group, Idle: w.backoff(1), Start: "-", End: "+", Count: 64,
+	}).Result()
+	if err != nil {
+		return err
+	}
+	var due []redis.XMessage
+	for _, p := range pending {
+		if len(due) >= w.opts.Parallel {
+			break // as many as go at once (readNew); the rest next time
+		}
+		wait := w.backoff(p.RetryCount)
+		if p.Idle < wait {
+			continue
+		}
+		msgs, err := w.rdb.XClaim(ctx, &redis.XClaimArgs{
+			Stream: events, Group: Group, Consumer: w.opts.Consumer, MinIdle: wait, Messages: []string{p.ID},
+		}).Result()
+		if err != nil {
+			return err
+		}
+		due = append(due, msgs...)
+	}
+	return w.deliverAll(ctx, q, target, due)
+}
+
+// deliver POSTs entry m and settles it: acknowledged after a 2xx,
+// dead-lettered once too old, else left pending for a retry. Only a Redis
+// error is returned; a failed POST is a result.
+func (w *Workers) deliver(ctx context.Context, q, target string, m redis.XMessage) error {
+	events := queue.EventsKey(q)
+	body, err := encode(q, m)
+	ok := false
+	if err == nil {
+		ok = w.post(ctx, q, target, body)
+	} else {
+		w.opts.Log.Error("webhook: an outbox entry that cannot be read", "queue", q, "entry", m.ID, "err", err)
+	}
+	if ctx.Err() != nil {
+		return nil // stopping: left pending for another worker
+	}
+	switch {
+	case ok:
+		w.opts.Observer.WebhookDelivered(q, ResultDelivered)
+		return w.rdb.XAck(ctx, events, Group, m.ID).Err()
+	case err == nil && time.Since(entryTime(m.ID)) < w.opts.GiveUpAfter:
+		w.opts.Observer.WebhookDelivered(q, ResultRetry)
+		return nil
+	}
+	values := map[string]any{"entry": m.ID}
+	for k, v := range m.Values {
+		values[k] = v
+	}
+	if err := w.rdb.XAdd(ctx, &redis.XAddArgs{Stream: DeadKey(q), MaxLen: DeadMax, Approx: true, Values: values}).Err(); err != nil {
+		return err
+	}
+	w.opts.Observer.WebhookDelivered(q, ResultDeadLetter)
+	w.opts.Log.Warn("webhook: delivery given up, kept as a dead letter", "queue", q, "entry", m.ID, "dead", DeadKey(q))
+	return w.rdb.XAck(ctx, events, Group, m.ID).Err()
+}
+
+// post sends one signed delivery; true on a 2xx.
+func (w *Workers) post(ctx context.Context, q, target string, body []byte) bool {
+	ctx, cancel := context.WithTimeout(ctx, w.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "waitroom-webhook")
+	req.Header.Set(SignatureHeader, Sign(w.opts.Secret, time.Now(), body))
+	resp, err := w.opts.Client.Do(req)
+	if err != nil {
+		w.opts.Log.Debug("webhook: delivery failed", "queue", q, "host", hostOf(target), "err", redactURL(err))
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		w.opts.Log.Debug("webhook: delivery refused", "queue", q, "host", hostOf(target), "status", resp.StatusCode)
+		return false
+	}
+	return true
+}
+
+// trim drops the entries every delivery is done with (those before the
+// oldest pending one, or up to the last one read when none is pending)
+// and reports the backlog.
+func (w *Workers) trim(ctx context.Context, q string) error {
+	events := queue.EventsKey(q)
+	groups, err := w.rdb.XInfoGroups(ctx, events).Result()
+	if err != nil {
+		return err
+	}
+	var g *redis.XInfoGroup
+	for i := range groups {
+		if groups[i].Name == Group {
+			g = &groups[i]
+		}
+	}
+	if g == nil {
+		return nil
+	}
+	upTo, oldest := g.LastDeliveredID, time.Duration(0)
+	if g.Pending > 0 {
+		p, err := w.rdb.XPending(ctx, events, Group).Result()
+		if err != nil {
+			return err
+		}
+		upTo, oldest = p.Lower, time.Since(entryTime(p.Lower))
+	} else if g.Lag != 0 {
+		next, err := w.rdb.XRangeN(ctx, events, "("+g.LastDeliveredID, "+", 1).Result()
+		if err != nil {
+			return err
+		}
+		if len(next) > 0 {
+			oldest = time.Since(entryTime(next[0].ID))
+		}
+	}
+	if upTo != "" && upTo != "0-0" {
+		if err := w.rdb.XTrimMinIDApprox(ctx, events, upTo, 0).Err(); err != nil {
+			return err
+		}
+	}
+	w.opts.Observer.WebhookBacklog(q, g.Pending+max(g.Lag, 0), max(oldest, 0))
+	return nil
+}
+
+// encode turns outbox entry m of queue q into a delivery's body.
+func encode(q string, m redis.XMessage) ([]byte, error) {
+	str := func(k string) string { s, _ := m.Values[k].(string); return s }
+	kind := str("type")
+	ms, err := strconv.ParseInt(str("at"), 10, 64)
+	if kind == "" || err != nil {
+		return nil, errors.New("no type or time")
+	}
+	at := time.UnixMilli(ms).UTC()
+	var out Body
+	add := func(sub string) {
+		e := Event{ID: q + "." + m.ID + "." + strconv.Itoa(len(out.Events)), Type: kind, Queue: q, Sub: sub, Time: at}
+		if kind == "left" || kind == "removed" {
+			e.Type, e.Reason = "left", kind
+		}
+		out.Events = append(out.Events, e)
+	}
+	if kind == "settings_changed" {
+		add("")
+		if s := str("settings"); s != "" && s != "{}" {
+			if err := json.Unmarshal([]byte(s), &out.Events[0].Settings); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		for _, sub := range strings.Split(str("subs"), "\n") {
+			if sub != "" {
+				add(sub)
+			}
+		}
+	}
+	return json.Marshal(out)
+}
+
+// entryTime is when a stream entry was written (its id's milliseconds,
+// Redis clock).
+func entryTime(id string) time.Time {
+	ms, _, _ := strings.Cut(id, "-")
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	return time.UnixMilli(n)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// hostOf is what the logs say of a URL: its host, never its path or query.
+func hostOf(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Host
+	}
+	return ""
+}
+
+// redactURL keeps a *url.Error's URL out of the log (its query may hold a
+// token): the underlying error only.
+func redactURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
