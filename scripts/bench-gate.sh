@@ -65,6 +65,9 @@
 #   (paired; the one-after-the-other gate - bypass is shown too, but on a
 #   shared machine it moves by tens of us from one repeat to the next)
 #   /gate/verify >= 0.9x /healthz in req/s (and its CPU per request)
+#   issue 21: authreq (and authreq-N) >= 0.8x nginx, gate >= 0.9x bare
+#   (gate-N, bare-N), in req/s, with the anchor's total CPU per request
+#   over the subject's beside it
 #
 # Pinning (lib.sh, on with 2+ CPUs): waitroom, redis-server and both nginx
 # on WR_SERVER_CPUS (CPU 1), wrk on WR_LOAD_CPUS (CPU 0); each nginx has one
