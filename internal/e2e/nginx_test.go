@@ -65,18 +65,19 @@ func startNginx(t *testing.T, bin, waitroomAddr, orderAddr string) string {
 		t.Fatal(err)
 	}
 	addr := freePort(t)
+	dir := t.TempDir()
 	conf := string(shipped)
 	for old, repl := range map[string]string{
-		"server waitroom:8080;":   "server " + waitroomAddr + ";",
-		"server demo-order:8081;": "server " + orderAddr + ";",
-		"listen 80;":              "listen " + addr + ";",
+		"server waitroom:8080;":          "server " + waitroomAddr + ";",
+		"server demo-order:8081;":        "server " + orderAddr + ";",
+		"listen 80;":                     "listen " + addr + ";",
+		"/var/cache/nginx/waitroom_auth": filepath.Join(dir, "waitroom_auth"),
 	} {
 		if !strings.Contains(conf, old) {
 			t.Fatalf("deploy/nginx/waitroom.conf no longer has %q", old)
 		}
 		conf = strings.ReplaceAll(conf, old, repl)
 	}
-	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "waitroom.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}

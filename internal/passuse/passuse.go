@@ -47,13 +47,32 @@ type Uses struct {
 	timeout    time.Duration
 
 	mu    sync.Mutex
-	local map[string]*seen // pass id -> the addresses this replica sent to Redis
+	local map[passKey]*seen // the addresses this replica sent to Redis, per pass
 }
+
+// passKey names a pass in the local map: a struct, so that a lookup on
+// every gated request builds no string.
+type passKey struct{ queue, id string }
 
 type seen struct {
 	until   time.Time
-	clients []string // clientip.Key of each
+	clients []netip.Prefix // network of each (clientip.Key, unformatted)
 	shared  bool
+}
+
+// network is the address as Seen counts it: IPv4 whole, IPv6 by /64, as
+// clientip.Key formats it for Redis.
+func network(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	if !a.IsValid() {
+		return netip.Prefix{}
+	}
+	bits := a.BitLen()
+	if a.Is6() {
+		bits = 64
+	}
+	p, _ := a.Prefix(bits) // cannot fail for a valid address; drops a zone
+	return p
 }
 
 // New returns the uses kept in rdb, with at most maxClients addresses per
@@ -63,7 +82,7 @@ func New(rdb Redis, maxClients int, timeout time.Duration) (*Uses, error) {
 	if rdb == nil || maxClients < 0 || timeout <= 0 {
 		return nil, errors.New("passuse: a client, a limit of clients per pass (0: none) and a positive timeout are required")
 	}
-	return &Uses{rdb: rdb, maxClients: maxClients, timeout: timeout, local: make(map[string]*seen)}, nil
+	return &Uses{rdb: rdb, maxClients: maxClients, timeout: timeout, local: make(map[passKey]*seen)}, nil
 }
 
 // handOverKey is a pass's hand-over mark (STRING, until the pass's exp).
@@ -96,8 +115,8 @@ func (u *Uses) Seen(ctx context.Context, q, id string, client netip.Addr, until 
 	if u.maxClients == 0 {
 		return false, nil
 	}
-	nw := clientip.Key(client)
-	key := q + " " + id
+	nw := network(client)
+	key := passKey{q, id}
 	u.mu.Lock()
 	s := u.local[key]
 	if s != nil && (s.shared || slices.Contains(s.clients, nw)) {
@@ -108,7 +127,7 @@ func (u *Uses) Seen(ctx context.Context, q, id string, client netip.Addr, until 
 
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	n, err := seenScript.Run(ctx, u.rdb, []string{clientsKey(q, id)}, nw, until.UnixMilli()).Int64()
+	n, err := seenScript.Run(ctx, u.rdb, []string{clientsKey(q, id)}, clientip.Key(client), until.UnixMilli()).Int64()
 	if err != nil {
 		return false, err
 	}

@@ -157,9 +157,11 @@ func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handle
 					pr.Out.Header.Del("Authorization") // the pass it came in with
 				}
 				token, _ := gate.PassFromContext(pr.In.Context())
-				pr.Out.Header.Set(gate.HeaderSub, c.Subject)
-				pr.Out.Header.Set(gate.HeaderQueue, c.Queue)
-				pr.Out.Header.Set(gate.HeaderPass, token)
+				// Header.Set three times, in one allocation: strip removed
+				// any a client sent, and the names are canonical.
+				v := []string{c.Subject, c.Queue, token}
+				h := pr.Out.Header
+				h[gate.HeaderSub], h[gate.HeaderQueue], h[gate.HeaderPass] = v[0:1:1], v[1:2:2], v[2:3:3]
 			}
 		},
 		Transport: transport,
@@ -200,20 +202,25 @@ func strip(h http.Header) {
 	if !slices.ContainsFunc(cookies, hasOwnCookie) {
 		return // the common case: nothing to rebuild
 	}
-	var kept []string
+	// Every gated request carries its pass cookie: one builder, no list.
+	var kept strings.Builder
 	for _, line := range cookies {
 		for part := range strings.SplitSeq(line, ";") {
-			name, _, _ := strings.Cut(strings.TrimSpace(part), "=")
+			part = strings.TrimSpace(part)
+			name, _, _ := strings.Cut(part, "=")
 			if name != "" && !ownCookie(name) {
-				kept = append(kept, strings.TrimSpace(part))
+				if kept.Len() > 0 {
+					kept.WriteString("; ")
+				}
+				kept.WriteString(part)
 			}
 		}
 	}
-	if len(kept) == 0 {
+	if kept.Len() == 0 {
 		delete(h, "Cookie")
 		return
 	}
-	h["Cookie"] = []string{strings.Join(kept, "; ")}
+	h["Cookie"] = []string{kept.String()}
 }
 
 const headerPrefix = "X-Waitroom-"
