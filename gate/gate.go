@@ -39,6 +39,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -82,6 +83,8 @@ func PassFromContext(ctx context.Context) (string, bool) {
 // (the gate answers 503), except ErrUsedElsewhere, which refuses the pass
 // and tells its holder why. Options.Checker replaces the remote check;
 // waitroom's own reverse-proxy gate checks against its keys and Redis.
+// A Checker may also be an OfflineChecker and a Pinger, which the gate
+// uses while Check cannot tell (Options.Fail).
 type Checker interface {
 	Check(ctx context.Context, token string) (c Claims, ok bool, err error)
 }
@@ -131,6 +134,16 @@ type Options struct {
 	Client *http.Client
 	// Checker replaces the check through JWKSURL and VerifyURL.
 	Checker Checker
+	// Fail is what the gate does while the Checker cannot tell (it
+	// returns an error: with the remote check, VerifyURL not answering):
+	// FailClosed (the default), FailOpen or FailStrict.
+	Fail FailMode
+	// OnFailOpen, when set, is called for each request FailOpen lets
+	// through unchecked, with the gate's queue: count them.
+	OnFailOpen func(queue string)
+	// Logger gets the line, at most once a minute, that says the gate
+	// fails open; nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // Gate is the middleware. Build it with New.
@@ -143,6 +156,14 @@ type Gate struct {
 	bypass      []string
 	secure      bool
 	handOvers   HandOvers
+
+	// While the checker cannot tell (failmode.go).
+	fail       FailMode
+	offline    OfflineChecker // nil: the checker cannot check offline
+	room       *room
+	onFailOpen func(queue string)
+	log        *slog.Logger
+	openLog    failOpenLog
 }
 
 // Queue is the queue whose passes open the gate.
@@ -166,6 +187,15 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		bypass:      opts.Bypass,
 		secure:      !opts.InsecureCookie,
 		handOvers:   opts.HandOvers,
+		fail:        opts.Fail,
+		onFailOpen:  opts.OnFailOpen,
+		log:         logger(opts.Logger),
+	}
+	if g.fail == "" {
+		g.fail = FailClosed
+	}
+	if _, err := ParseFailMode(string(g.fail)); err != nil {
+		return nil, err
 	}
 	if g.handOvers == nil {
 		g.handOvers = newMemoryHandOvers(MaxCachedPasses)
@@ -188,6 +218,8 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		}
 		g.checker = c
 	}
+	g.offline, _ = g.checker.(OfflineChecker)
+	g.room = newRoom(ctx, g.checker)
 	return g, nil
 }
 
@@ -232,6 +264,10 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 			return
 		}
 		c, token, v := g.judge(r)
+		if v == openedUnchecked {
+			next.ServeHTTP(w, r) // no claims: nothing was checked
+			return
+		}
 		if v != admitted {
 			g.refuse(w, r, v)
 			return
@@ -274,12 +310,13 @@ var errDuplicateCookie = errors.New("gate: the pass cookie is set twice")
 type verdict int
 
 const (
-	admitted      verdict = iota
-	noPass                // none, or a bad one in Authorization
-	badCookie             // a bad one in the cookie, which goes
-	duplicate             // the cookie twice: 401 invalid_pass
-	usedElsewhere         // a valid pass refused as shared
-	unknown               // the checker cannot tell now: 503
+	admitted        verdict = iota
+	noPass                  // none, or a bad one in Authorization
+	badCookie               // a bad one in the cookie, which goes
+	duplicate               // the cookie twice: 401 invalid_pass
+	usedElsewhere           // a valid pass refused as shared
+	unknown                 // the checker cannot tell now: 503
+	openedUnchecked         // the checker cannot tell, FailOpen: through
 )
 
 // judge checks the pass a request carries: ForwardAuth, Refused and
@@ -290,6 +327,9 @@ func (g *Gate) judge(r *http.Request) (Claims, string, verdict) {
 		return Claims{}, "", duplicate
 	}
 	if token == "" {
+		if g.room.isAway() {
+			return g.cannotTell(r, "", false)
+		}
 		return Claims{}, "", noPass
 	}
 	c, ok, err := g.check(r.Context(), token)
@@ -297,7 +337,7 @@ func (g *Gate) judge(r *http.Request) (Claims, string, verdict) {
 	case errors.Is(err, ErrUsedElsewhere):
 		return Claims{}, "", usedElsewhere
 	case err != nil:
-		return Claims{}, "", unknown
+		return g.cannotTell(r, token, fromCookie)
 	case !ok && fromCookie:
 		return Claims{}, "", badCookie
 	case !ok:
@@ -307,8 +347,14 @@ func (g *Gate) judge(r *http.Request) (Claims, string, verdict) {
 }
 
 // check asks the checker, and refuses a valid pass for another queue.
+// While the room is away it does not ask (errRoomAway), when the pass can
+// be checked offline instead (room.skip).
 func (g *Gate) check(ctx context.Context, token string) (Claims, bool, error) {
+	if g.room.skip() {
+		return Claims{}, false, errRoomAway
+	}
 	c, ok, err := g.checker.Check(ctx, token)
+	g.room.learn(ctx, ok, err)
 	if err != nil || !ok || c.Queue != g.queue {
 		return Claims{}, false, err
 	}
@@ -347,7 +393,7 @@ func (g *Gate) token(r *http.Request) (token string, fromCookie bool, err error)
 // reason=used_elsewhere, which tells them why.
 func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
 	if v == unknown {
-		unavailable(w)
+		unavailable(w, r)
 		return
 	}
 	if v == badCookie || v == duplicate {
@@ -370,9 +416,7 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
 			page += "?" + q.Encode()
 		}
 	}
-	navigating := (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
-		!strings.Contains(r.Header.Get("Accept"), "application/json") && r.Header.Get("Authorization") == ""
-	if page != "" && navigating {
+	if page != "" && navigating(r) {
 		w.Header().Set("Cache-Control", "no-store")
 		http.Redirect(w, r, page, http.StatusSeeOther)
 		return
@@ -388,12 +432,6 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
 // invalidPath answers 400 for a path servers could read more than one way.
 func invalidPath(w http.ResponseWriter) {
 	writeError(w, http.StatusBadRequest, "invalid_path", "the path is ambiguous (an encoded slash or dot, a backslash, a NUL or a dot segment with parameters)", "")
-}
-
-// unavailable answers 503: the checker cannot tell now (the waitroom or
-// its Redis away); clients retry.
-func unavailable(w http.ResponseWriter) {
-	writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now; try again shortly", "")
 }
 
 func writeError(w http.ResponseWriter, status int, code, message, waitingPage string) {

@@ -46,16 +46,15 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, q url.Values, se
 		g.refuse(w, r2, usedElsewhere)
 		return nil, true
 	case err != nil:
-		unavailable(w)
-		return nil, true
+		return g.cannotHandOver(w, r, r2, token)
 	case !ok:
 		g.refuse(w, r2, noPass)
 		return nil, true
 	}
 	first, err := g.handOvers.Claim(r.Context(), c.Queue, c.ID, c.Expires)
 	if err != nil {
-		unavailable(w)
-		return nil, true
+		g.room.learn(r.Context(), false, err)
+		return g.cannotHandOver(w, r, r2, token)
 	}
 	if !first {
 		return r2, false
@@ -71,6 +70,29 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, q url.Values, se
 	})
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, clean.RequestURI(), http.StatusSeeOther)
+	return nil, true
+}
+
+// cannotHandOver answers a hand-over of token the room cannot make now
+// (r2: the request without it): its exchange is single-use, which only the
+// room can tell. A pass that does not verify offline is refused as ever.
+// FailOpen sends the browser on to the same path without the pass (the
+// request after it passes unchecked, and the waiting page hands the pass
+// over again once the room is back); the other modes answer unavailable,
+// a page that reloads the same link until the room is back.
+func (g *Gate) cannotHandOver(w http.ResponseWriter, r, r2 *http.Request, token string) (*http.Request, bool) {
+	if g.offline != nil {
+		if c, ok := g.offline.CheckOffline(token); !ok || c.Queue != g.queue {
+			g.refuse(w, r2, noPass)
+			return nil, true
+		}
+	}
+	if g.fail == FailOpen {
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, r2.URL.RequestURI(), http.StatusSeeOther)
+		return nil, true
+	}
+	unavailable(w, r)
 	return nil, true
 }
 

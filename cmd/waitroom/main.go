@@ -22,9 +22,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/connlimit"
+	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/metrics"
@@ -90,6 +92,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	var (
 		tickObserver   scheduler.Observer
 		httpMiddleware func(http.Handler) http.Handler
+		failedOpen     func(queue string) // waitroom_gate_fail_open_total
 	)
 	if cfg.MetricsAddr != "" {
 		mets := metrics.New(store)
@@ -100,7 +103,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			defer stop()
 			rdb.AddHook(mets.RedisHook())
 			store.SetObserver(mets)
-			tickObserver, httpMiddleware = mets, mets.Middleware
+			tickObserver, httpMiddleware, failedOpen = mets, mets.Middleware, mets.GateFailOpen
 		}
 	}
 	// An enter that fewer replicas than asked acknowledged in time is
@@ -164,6 +167,16 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	if err != nil {
 		return err
 	}
+	// What the gate let through unchecked while Redis was away
+	// (WAITROOM_GATE_FAIL=open), written to Redis once it is back.
+	failOpens, err := failopen.New(rdb, cfg.RequestTimeout, failedOpen)
+	if err != nil {
+		return err
+	}
+	failOpensDone := make(chan struct{})
+	failOpensCtx, stopFailOpens := context.WithCancel(ctx)
+	go func() { defer close(failOpensDone); failOpens.Run(failOpensCtx, log) }()
+	defer func() { stopFailOpens(); <-failOpensDone }()
 	g, err := proxy.NewGate(ctx, proxy.GateOptions{
 		Queue:          cfg.GateQueue,
 		Passes:         passes,
@@ -172,6 +185,10 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 		InsecureCookie: !cfg.CookieSecure,
 		Uses:           uses,
 		Revoke:         store.Remove,
+		Fail:           gate.FailMode(cfg.GateFail),
+		Ping:           store.Ping,
+		OnFailOpen:     failOpens.Passed,
+		Logger:         log,
 	})
 	if err != nil {
 		return err
@@ -179,7 +196,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	var upstream http.Handler
 	if cfg.Upstream != nil {
 		upstream = proxy.New(cfg.Upstream, cfg.UpstreamTimeout, log)
-		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "bypass", cfg.GateBypass)
+		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "bypass", cfg.GateBypass, "fail", cfg.GateFail)
 	}
 
 	static, err := fs.Sub(web.Static, "static")
@@ -206,6 +223,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			Origins:         cfg.Origins,
 			Redis:           rdb, // the admin API's lockout and audit log
 			Metrics:         httpMiddleware,
+			FailOpens:       failOpens,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

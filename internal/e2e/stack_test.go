@@ -62,6 +62,10 @@ type stackOptions struct {
 	// behindProxy believes X-Forwarded-For from loopback peers, as behind
 	// a load balancer on this host.
 	behindProxy bool
+	// gate and api, when set, change the gate's and the server's options
+	// before they are built (failmode_test.go).
+	gate func(*proxy.GateOptions, *queue.Store)
+	api  func(*httpapi.Options)
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -106,10 +110,14 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := proxy.NewGate(context.Background(), proxy.GateOptions{
+	gateOpts := proxy.GateOptions{
 		Queue: name, Passes: passes, Admissions: store, Bypass: []string{"/static/"}, InsecureCookie: true,
 		Uses: uses, Revoke: store.Remove,
-	})
+	}
+	if o.gate != nil {
+		o.gate(&gateOpts, store)
+	}
+	g, err := proxy.NewGate(context.Background(), gateOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +132,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 			t.Fatal(err)
 		}
 	}
-	api := httpapi.New(httpapi.Options{
+	apiOpts := httpapi.Options{
 		ClientIP: clientIP,
 		Gate:     g,
 		Upstream: upstream,
@@ -140,8 +148,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		TargetURL:    o.targetURL,
 		Logger:       log,
 		Static:       static,
-	})
-	srv := httptest.NewServer(calls.wrap(api))
+	}
+	if o.api != nil {
+		o.api(&apiOpts)
+	}
+	srv := httptest.NewServer(calls.wrap(httpapi.New(apiOpts)))
 	// Registered after the scheduler's cleanup, so it runs before it: no
 	// request is in flight when the scheduler and Redis client go.
 	t.Cleanup(srv.Close)

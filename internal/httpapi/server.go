@@ -22,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
@@ -75,6 +76,9 @@ type Options struct {
 	// Metrics counts and times the requests (metrics.Metrics.Middleware);
 	// it runs inside chi's router, to read the route pattern. nil: none.
 	Metrics func(http.Handler) http.Handler
+	// FailOpens is the record of what the gate let through unchecked
+	// while Redis was away, which the admin queue view shows; nil: none.
+	FailOpens *failopen.Recorder
 }
 
 // Server serves the HTTP API.
@@ -103,7 +107,8 @@ type Server struct {
 	origins                             *origin.Policy
 	admin                               adminGuard // lockout and audit log of the admin API (admin.go)
 	// metrics wraps the routes (Options.Metrics); nil: none.
-	metrics func(http.Handler) http.Handler
+	metrics   func(http.Handler) http.Handler
+	failOpens *failopen.Recorder // nil: none
 }
 
 // New returns the server with its routes.
@@ -139,7 +144,7 @@ func New(o Options) *Server {
 		s.origins, _ = origin.New(nil) // no origins: cannot fail
 	}
 	s.admin = newAdminGuard(o.AdminToken, o.Redis)
-	s.metrics = o.Metrics
+	s.metrics, s.failOpens = o.Metrics, o.FailOpens
 	s.handler = s.routes()
 	s.own = routed(s.handler)
 	s.gated = s.gatedRoutes(o.Upstream)

@@ -1,0 +1,290 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// When the room itself cannot decide: what the gate does while its
+// Checker cannot tell whether a pass opens (the waitroom's Redis, or the
+// waitroom, away). Only that: a bad, expired or forged pass, and an
+// ambiguous path, are refused in every mode, exactly as when all is well.
+
+// FailMode is what the gate does while its Checker cannot tell
+// (Options.Fail).
+type FailMode string
+
+const (
+	// FailClosed, the default: a holder of a pass that verifies offline
+	// (signature, audience and expiry against the keys the gate already
+	// holds; no revocation or sharing check) goes through; everyone else
+	// gets "waiting room unavailable, retrying" (503): a page that reloads
+	// itself for browsers, JSON with code unavailable for API clients.
+	FailClosed FailMode = "closed"
+	// FailOpen: everyone goes through, with or without a pass, while the
+	// Checker cannot tell; each such request is counted (OnFailOpen) and
+	// logged at most once a minute. For a site whose order page must never
+	// be blocked by the room.
+	FailOpen FailMode = "open"
+	// FailStrict: nobody goes through, not even with a valid pass (503).
+	FailStrict FailMode = "strict"
+)
+
+// ParseFailMode reads a FailMode by name: closed, open or strict.
+func ParseFailMode(s string) (FailMode, error) {
+	switch m := FailMode(s); m {
+	case FailClosed, FailOpen, FailStrict:
+		return m, nil
+	}
+	return "", fmt.Errorf("gate: fail mode %q: want closed, open or strict", s)
+}
+
+// OfflineChecker is a Checker that can also check a pass with only what
+// it already holds: its signature, audience and expiry against the keys
+// it has, and any revocation it has already seen. The gate asks it while
+// Check cannot tell (FailClosed, FailOpen); a Checker without it cannot
+// let pass holders through offline. The remote check (Issuer, JWKSURL)
+// is one.
+type OfflineChecker interface {
+	Checker
+	CheckOffline(token string) (c Claims, ok bool)
+}
+
+// Pinger is a Checker that can tell whether it could check a pass now
+// without being given one (waitroom's own gate: a Redis PING). The gate
+// pings, in the background and at most once per second, to learn that
+// the room is away before a pass holder does, and that it is back. A
+// Checker without it is learned from: while it cannot tell, one request a
+// second still asks it.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// errRoomAway is the checker's error while the gate knows the room is
+// away and does not ask it.
+var errRoomAway = errors.New("gate: the waiting room cannot check passes now")
+
+// Bounds of the gate's view of the room.
+const (
+	// probeEvery is how often, at most, the gate asks whether the room is
+	// back (or still there).
+	probeEvery = time.Second
+	// holdAway is how long a failed check keeps the room away for
+	// requests without a pass, with a Checker that cannot be pinged.
+	holdAway = 5 * time.Second
+	// probeTimeout bounds one ping.
+	probeTimeout = 2 * time.Second
+	// failOpenLogEvery is how often, at most, failing open is logged.
+	failOpenLogEvery = time.Minute
+)
+
+// room is the gate's view of whether its Checker can tell now: away since
+// a check failed, back when a check or a ping answers. Requests never wait
+// for a ping; they go by the last answer.
+type room struct {
+	ctx     context.Context // bounds the pings (New's)
+	pinger  Pinger          // nil: learned from the checks
+	offline bool            // the checker can check offline: skip it while away
+
+	away    atomic.Int64 // UnixNano since when the room is away; 0: there
+	failed  atomic.Int64 // UnixNano of the last failed check
+	probed  atomic.Int64 // UnixNano of the last probe started
+	probing atomic.Bool
+	lastErr atomic.Pointer[string]
+}
+
+// learn records what a check said (ok, err) or a ping (true, err). Only a
+// pass that opened, or was refused as shared, proves the room answered: a
+// forged pass is refused without asking it. An error after the request
+// itself went away (its context done) says nothing of the room.
+func (rm *room) learn(ctx context.Context, ok bool, err error) {
+	switch {
+	case err == nil && ok || errors.Is(err, ErrUsedElsewhere):
+		if rm.away.Load() != 0 {
+			rm.away.Store(0)
+		}
+	case err != nil && ctx.Err() == nil && !errors.Is(err, errRoomAway):
+		msg := err.Error()
+		rm.lastErr.Store(&msg)
+		now := time.Now().UnixNano()
+		rm.failed.Store(now)
+		rm.probed.Store(now) // the failed check was this second's probe
+		rm.away.CompareAndSwap(0, now)
+	}
+}
+
+// isAway reports whether the room is known to be away now. With a
+// Pinger it pings in the background when the last ping is more than
+// probeEvery old, so a room that went away is seen before a pass holder
+// comes, and one that is back is seen at once. Without, the room counts
+// as away for holdAway after a check failed (checks keep failing while
+// pass holders come: one a second still asks).
+func (rm *room) isAway() bool {
+	away := rm.away.Load() != 0
+	if rm.pinger != nil {
+		rm.probe()
+		return away
+	}
+	return away && time.Now().UnixNano()-rm.failed.Load() < int64(holdAway)
+}
+
+// skip reports whether this check should not be made: the room is away,
+// the checker can check offline, and either a Pinger will say when it is
+// back or this second's one request has already asked. Asking a room that
+// is away costs each request the checker's whole timeout.
+func (rm *room) skip() bool {
+	if rm.away.Load() == 0 || !rm.offline {
+		return false
+	}
+	if rm.pinger != nil {
+		rm.probe()
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := rm.probed.Load()
+	return now-last < int64(probeEvery) || !rm.probed.CompareAndSwap(last, now)
+}
+
+// probe pings the room in the background, once per probeEvery at most and
+// one ping at a time.
+func (rm *room) probe() {
+	now := time.Now().UnixNano()
+	last := rm.probed.Load()
+	if now-last < int64(probeEvery) || rm.probing.Load() || !rm.probed.CompareAndSwap(last, now) {
+		return
+	}
+	if !rm.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer rm.probing.Store(false)
+		ctx, cancel := context.WithTimeout(rm.ctx, probeTimeout)
+		defer cancel()
+		// rm.ctx, not ctx: a ping that timed out did fail.
+		rm.learn(rm.ctx, true, rm.pinger.Ping(ctx))
+	}()
+}
+
+// cannotTell decides a request the checker could not tell about,
+// carrying token (or none), by the gate's fail mode. A pass that does not
+// verify offline is refused as when all is well, in every mode: only what
+// needs the room is decided by the mode.
+func (g *Gate) cannotTell(r *http.Request, token string, fromCookie bool) (Claims, string, verdict) {
+	if token != "" && g.offline != nil {
+		c, ok := g.offline.CheckOffline(token)
+		switch {
+		case ok && c.Queue == g.queue && g.fail != FailStrict:
+			return c, token, admitted
+		case ok && c.Queue == g.queue:
+			return Claims{}, "", unknown
+		case fromCookie:
+			return Claims{}, "", badCookie
+		default:
+			return Claims{}, "", noPass
+		}
+	}
+	if g.fail == FailOpen {
+		g.failedOpen(r)
+		return Claims{}, "", openedUnchecked
+	}
+	return Claims{}, "", unknown
+}
+
+// failOpenLog writes the fail-open line at most once per failOpenLogEvery,
+// with the count of requests let through since the last one.
+type failOpenLog struct {
+	mu     sync.Mutex
+	last   time.Time
+	passed int64
+}
+
+// failedOpen counts and logs a request let through unchecked.
+func (g *Gate) failedOpen(r *http.Request) {
+	if g.onFailOpen != nil {
+		g.onFailOpen(g.queue)
+	}
+	l := &g.openLog
+	now := time.Now()
+	l.mu.Lock()
+	l.passed++
+	if !l.last.IsZero() && now.Sub(l.last) < failOpenLogEvery {
+		l.mu.Unlock()
+		return
+	}
+	passed := l.passed
+	l.last, l.passed = now, 0
+	l.mu.Unlock()
+	reason := ""
+	if p := g.room.lastErr.Load(); p != nil {
+		reason = *p
+	}
+	g.log.WarnContext(r.Context(), "gate: the waiting room cannot check passes; failing open, everyone passes unchecked (fail mode open)",
+		"queue", g.queue, "passed", passed, "since_last_line", failOpenLogEvery.String(), "err", reason)
+}
+
+// unavailablePage is what a browser gets while the room cannot decide: a
+// page that reloads itself (no script: it works under any CSP) after the
+// Retry-After it is sent with.
+const unavailablePage = `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
+	`<meta name="viewport" content="width=device-width, initial-scale=1">` +
+	`<meta http-equiv="refresh" content="%d"><title>Waiting room unavailable</title></head>` +
+	`<body style="font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem">` +
+	`<h1>The waiting room is unavailable</h1><p>It cannot check entry passes right now. ` +
+	`This page tries again by itself in a few seconds; please keep it open.</p></body></html>`
+
+// Retry-After of the unavailable page: spread over a few seconds, so the
+// browsers that waited do not all come back in the same second.
+const (
+	pageRetryMin    = 4
+	pageRetrySpread = 5
+)
+
+// unavailable answers 503 while the room cannot decide: to a browser
+// navigating, the page that retries by itself; to anyone else, JSON with
+// code unavailable. Both with Retry-After.
+func unavailable(w http.ResponseWriter, r *http.Request) {
+	if !navigating(r) {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now; try again shortly", "")
+		return
+	}
+	secs := pageRetryMin + rand.IntN(pageRetrySpread)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Retry-After", strconv.Itoa(secs))
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = fmt.Fprintf(w, unavailablePage, secs)
+}
+
+// navigating reports whether r is a browser loading a page (GET or HEAD,
+// not asking for JSON, no Authorization): it gets pages and redirects,
+// everything else JSON.
+func navigating(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		!strings.Contains(r.Header.Get("Accept"), "application/json") && r.Header.Get("Authorization") == ""
+}
+
+// newRoom returns the gate's view of the room its checker asks.
+func newRoom(ctx context.Context, c Checker) *room {
+	rm := &room{ctx: ctx}
+	rm.pinger, _ = c.(Pinger)
+	_, rm.offline = c.(OfflineChecker)
+	return rm
+}
+
+// logger is opts' logger, or slog's default.
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l
+}
