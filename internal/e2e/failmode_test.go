@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/failopen"
@@ -362,6 +364,20 @@ func TestGateFailModesRedisPaused(t *testing.T) {
 			return ok, fmt.Sprintf("%+v, want %d requests", aq, want)
 		})
 	}
+
+	// And the back office page says so, in a real browser.
+	fs := stacks[gate.FailOpen]
+	b := newBrowser(t, chromiumPath(t))
+	b.navigate(fs.url + "/admin")
+	b.waitJS(5*time.Second, "the sign-in form", `document.body.dataset.state === 'signed-out'`)
+	b.do("sign in", chromedp.SendKeys(chromedp.CSS("#token"), adminToken), chromedp.Click(chromedp.CSS("#login-btn")))
+	cell := fmt.Sprintf(`[data-queue=%q] .fail-open`, fs.queue)
+	b.waitJS(10*time.Second, "the fail-open stat", fmt.Sprintf(`(document.querySelector(%q)?.textContent || '').includes(' requests unchecked')`, cell))
+	shown := fmt.Sprintf("%d requests unchecked, last ", fs.failOpenCount())
+	if got := eval[string](b, fmt.Sprintf(`document.querySelector(%q).textContent`, cell)); !strings.HasPrefix(got, shown) {
+		t.Errorf("back office: %q, want %q…", got, shown)
+	}
+	b.screenshot("gate-failed-open")
 }
 
 type failOpenView struct {
