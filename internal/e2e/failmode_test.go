@@ -259,10 +259,13 @@ func TestGateFailModesRedisPaused(t *testing.T) {
 	// Each gate sees Redis away by its own ping (at most a second apart,
 	// each bounded by the Redis client's 1 s timeout): no pass holder needed.
 	for _, fs := range stacks {
+		asked := time.Now()
 		eventually(t, 10*time.Second, string(fs.mode)+" gate to see Redis away", func() (bool, string) {
 			a := fs.fetch(fs.url, "", true)
 			return a.status != http.StatusSeeOther && a.status != http.StatusUnauthorized, fmt.Sprint(a.status)
 		})
+		t.Logf("%s gate: Redis seen away %s after the pause, %s after its first request since", fs.mode,
+			time.Since(pausedAt).Round(time.Millisecond), time.Since(asked).Round(time.Millisecond))
 	}
 
 	// A forged pass is refused as ever in every mode (and the browser
