@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/httpin/pathtest"
 )
 
 // flakyVerify stands in front of a waitroom's /api/v1/verify: it passes
@@ -314,5 +316,125 @@ func TestFailModeNames(t *testing.T) {
 	w := newWaitroom(t)
 	if _, err := gate.New(context.Background(), gate.Options{Queue: "q", Issuer: "i", JWKSURL: w.srv.URL + "/.well-known/jwks.json", Fail: "opne"}); err == nil {
 		t.Error("New took a fail mode that does not exist")
+	}
+}
+
+// Generated paths and passes while the room is away, in FailOpen: a path
+// the gate refuses when all is well (400 invalid_path) is refused the
+// same; any other reaches the handler at the same clean path a valid pass
+// takes it to. And in every mode, no pass but the valid one, however close
+// to it, is taken for a pass holder's.
+func TestFailOpenGenerated(t *testing.T) {
+	w := newWaitroom(t)
+	valid := w.issue(t, "default", time.Now().Add(time.Hour))
+	bearer := []string{"Authorization", "Bearer " + valid}
+	// next answers what it saw: the holder and the path.
+	next := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		c, _ := gate.FromContext(r.Context())
+		io.WriteString(rw, "order:"+c.Subject+" "+r.URL.Path)
+	})
+	serve := func(h http.Handler, target string, header ...string) (int, string) {
+		u, err := url.ParseRequestURI(target)
+		if err != nil {
+			return -1, err.Error()
+		}
+		r := httptest.NewRequest("GET", "/", nil)
+		r.URL, r.RequestURI = u, target
+		r.Header.Set("Accept", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec.Code, rec.Body.String()
+	}
+	up := newFailGate(t, w, newFlakyVerify(t, w), gate.FailOpen).g.Handler(next)
+	type away struct {
+		mode gate.FailMode
+		h    http.Handler
+	}
+	var aways []away
+	for _, m := range []gate.FailMode{gate.FailOpen, gate.FailClosed, gate.FailStrict} {
+		f := newFlakyVerify(t, w)
+		fg := newFailGate(t, w, f, m)
+		h := fg.g.Handler(next)
+		f.down.Store(true)
+		time.Sleep(60 * time.Millisecond)
+		serve(h, "/order", bearer...) // the failed check: away
+		aways = append(aways, away{m, h})
+	}
+	// keepAway renews what the gates know: without a Pinger, away holds
+	// a few seconds after the last failed check.
+	keepAway := func() {
+		for _, a := range aways {
+			serve(a.h, "/order", bearer...)
+		}
+	}
+	rng := rand.New(rand.NewPCG(21, 1))
+	checked := 0
+	refused := 0
+	for i := range 2000 {
+		if i%200 == 0 {
+			keepAway()
+		}
+		target := pathtest.Generate(rng, 6)
+		upCode, upBody := serve(up, target, bearer...)
+		if upCode == -1 {
+			continue
+		}
+		checked++
+		code, body := serve(aways[0].h, target)
+		switch {
+		case upCode == http.StatusBadRequest:
+			refused++
+			if code != upCode || body != upBody {
+				t.Fatalf("%q: %d %s when all is well, %d %s failing open", target, upCode, upBody, code, body)
+			}
+		case upCode == 200:
+			// The same clean path; nobody named.
+			if want := "order: " + strings.TrimPrefix(upBody, "order:a:holder "); code != 200 || body != want {
+				t.Fatalf("%q: reached the page as %q when all is well, %d %q failing open", target, upBody, code, body)
+			}
+		default:
+			t.Fatalf("%q with a valid pass, all well: %d %s", target, upCode, upBody)
+		}
+	}
+	// Passes near the valid one: a character changed, cut, added to, a
+	// part swapped for another pass's.
+	other := w.issue(t, "other", time.Now().Add(time.Hour))
+	parts, otherParts := strings.Split(valid, "."), strings.Split(other, ".")
+	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for i := range 600 {
+		if i%200 == 0 {
+			keepAway()
+		}
+		tok := []byte(valid)
+		switch i % 4 {
+		case 0:
+			tok[rng.IntN(len(tok))] = b64[rng.IntN(len(b64))]
+		case 1:
+			tok = tok[:rng.IntN(len(tok))]
+		case 2:
+			tok = append(tok, b64[rng.IntN(len(b64))])
+		case 3:
+			p := append([]string(nil), parts...)
+			k := rng.IntN(3)
+			p[k] = otherParts[k]
+			tok = []byte(strings.Join(p, "."))
+		}
+		if string(tok) == valid || len(tok) == 0 { // none is no pass: through, failing open
+			continue
+		}
+		for _, a := range aways {
+			for _, hdr := range [][]string{{"Authorization", "Bearer " + string(tok)}, {"Cookie", gate.CookieName("default", true) + "=" + string(tok)}} {
+				if code, body := serve(a.h, "/order", hdr...); code != http.StatusUnauthorized {
+					t.Fatalf("%s, %s %q: %d %s, want 401", a.mode, hdr[0], tok, code, body)
+				}
+			}
+		}
+	}
+	t.Logf("%d generated paths compared, %d of them refused as ambiguous", checked, refused)
+	if refused == 0 || refused == checked {
+		t.Fatalf("the run proves nothing: %d of %d paths refused", refused, checked)
 	}
 }
