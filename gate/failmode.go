@@ -233,11 +233,12 @@ func (g *Gate) failedOpen(r *http.Request) {
 
 // unavailablePage is what a browser gets while the room cannot decide: a
 // page that reloads itself (no script: it works under any CSP) after the
-// Retry-After it is sent with.
+// Retry-After it is sent with. No inline style either: waitroom's own
+// routes (/gate/refused) send a CSP without 'unsafe-inline'.
 const unavailablePage = `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
 	`<meta name="viewport" content="width=device-width, initial-scale=1">` +
 	`<meta http-equiv="refresh" content="%d"><title>Waiting room unavailable</title></head>` +
-	`<body style="font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem">` +
+	`<body>` +
 	`<h1>The waiting room is unavailable</h1><p>It cannot check entry passes right now. ` +
 	`This page tries again by itself in a few seconds; please keep it open.</p></body></html>`
 
