@@ -32,6 +32,13 @@
 // removed); with VerifyURL set, the gate also asks the waitroom at most
 // once per RecheckInterval and pass, so a revoked pass stops opening within
 // that interval.
+//
+// While the check cannot be made (VerifyURL, or a Checker's store, not
+// answering), Options.Fail decides (failmode.go): FailClosed, the default,
+// lets passes that verify offline through and shows everyone else a page
+// that retries by itself (503); FailOpen lets everyone through, counted
+// (OnFailOpen) and logged once a minute; FailStrict lets nobody through.
+// A bad, expired or forged pass is refused in every mode.
 package gate
 
 import (
