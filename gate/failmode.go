@@ -49,8 +49,9 @@ func ParseFailMode(s string) (FailMode, error) {
 }
 
 // OfflineChecker is a Checker that can also check a pass with only what
-// it already holds: its signature, audience and expiry against the keys
-// it has, and any revocation it has already seen. The gate asks it while
+// it already holds: its signature, issuer, audience and expiry against the
+// keys it has (and, if it keeps them, the revocations it has seen; the
+// remote check does not). The gate asks it while
 // Check cannot tell (FailClosed, FailOpen); a Checker without it cannot
 // let pass holders through offline. The remote check (Issuer, JWKSURL)
 // is one.
@@ -228,7 +229,7 @@ func (g *Gate) failedOpen(r *http.Request) {
 		reason = *p
 	}
 	g.log.WarnContext(r.Context(), "gate: the waiting room cannot check passes; failing open, everyone passes unchecked (fail mode open)",
-		"queue", g.queue, "passed", passed, "since_last_line", failOpenLogEvery.String(), "err", reason)
+		"queue", g.queue, "passed_since_last_line", passed, "err", reason)
 }
 
 // unavailablePage is what a browser gets while the room cannot decide: a

@@ -18,7 +18,7 @@ func TestFailOpenLoggedOnceAMinute(t *testing.T) {
 	for range 1000 {
 		g.failedOpen(r)
 	}
-	if n := strings.Count(out.String(), "failing open"); n != 1 || !strings.Contains(out.String(), "passed=1 ") {
+	if n := strings.Count(out.String(), "failing open"); n != 1 || !strings.Contains(out.String(), "passed_since_last_line=1 ") {
 		t.Fatalf("1000 requests in a burst: %d lines\n%s", n, out.String())
 	}
 	// A minute later (moved back, not waited for): one more line, counting
@@ -28,7 +28,7 @@ func TestFailOpenLoggedOnceAMinute(t *testing.T) {
 	g.openLog.mu.Unlock()
 	g.failedOpen(r)
 	g.failedOpen(r)
-	if n := strings.Count(out.String(), "failing open"); n != 2 || !strings.Contains(out.String(), "passed=1000 ") {
+	if n := strings.Count(out.String(), "failing open"); n != 2 || !strings.Contains(out.String(), "passed_since_last_line=1000 ") {
 		t.Fatalf("a minute later: %d lines\n%s", n, out.String())
 	}
 }
