@@ -13,10 +13,11 @@ import (
 // minute, each with the count since the last.
 func TestFailOpenLoggedOnceAMinute(t *testing.T) {
 	var out bytes.Buffer
-	g := &Gate{queue: "q", log: slog.New(slog.NewTextHandler(&out, nil)), room: &room{}}
+	g := &Gate{queue: "q", log: slog.New(slog.NewTextHandler(&out, nil)), reach: &reach{}}
 	r := httptest.NewRequest("GET", "/", nil)
+	rm := &room{queue: "q"}
 	for range 1000 {
-		g.failedOpen(r)
+		g.failedOpen(r, rm)
 	}
 	if n := strings.Count(out.String(), "failing open"); n != 1 || !strings.Contains(out.String(), "passed_since_last_line=1 ") {
 		t.Fatalf("1000 requests in a burst: %d lines\n%s", n, out.String())
@@ -26,8 +27,8 @@ func TestFailOpenLoggedOnceAMinute(t *testing.T) {
 	g.openLog.mu.Lock()
 	g.openLog.last = g.openLog.last.Add(-failOpenLogEvery - time.Millisecond)
 	g.openLog.mu.Unlock()
-	g.failedOpen(r)
-	g.failedOpen(r)
+	g.failedOpen(r, rm)
+	g.failedOpen(r, rm)
 	if n := strings.Count(out.String(), "failing open"); n != 2 || !strings.Contains(out.String(), "passed_since_last_line=1000 ") {
 		t.Fatalf("a minute later: %d lines\n%s", n, out.String())
 	}

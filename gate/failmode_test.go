@@ -2,6 +2,8 @@ package gate_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -178,7 +180,9 @@ func TestFailModes(t *testing.T) {
 		{"forged cookie", "/order", append(cookie(forged), browser...), all("waiting")},
 		{"forged bearer", "/order", bearer(forged), all("refused")},
 		{"expired bearer", "/order", bearer(expired), all("refused")},
-		{"another queue's pass", "/order", bearer(other), all("refused")},
+		// Another queue's pass never opens this room; failing open, its
+		// holder passes as everyone does, unchecked (TestFailModesTwoRooms).
+		{"another queue's pass", "/order", bearer(other), modes("refused", "order:", "refused")},
 		{"ambiguous path", "/a/%2e%2e/order", bearer(valid), all("invalid_path")},
 		{"hand-over", "/order?a=1&wr_pass=" + url.QueryEscape(valid), browser, modes("unavailable page", "303 to /order?a=1", "unavailable page")},
 		{"forged hand-over", "/order?wr_pass=" + url.QueryEscape(forged), browser, all("waiting")},
@@ -266,6 +270,158 @@ func TestFailModes(t *testing.T) {
 					t.Fatalf("the gate did not come back: %s, %s", what(get(fg.h, "/order", bearer(valid)...)), what(get(fg.h, "/order", browser...)))
 				}
 				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// Two rooms (/b/ the room of queue b, every other path default's) while
+// the waitroom's verify endpoint fails: a pass for one room never opens
+// the other's paths in any mode, in no door (the middleware, forward auth,
+// a hand-over); failing open, its holder passes as anyone does, unchecked:
+// no claims, the pass not handed on, counted under the room of the path.
+func TestFailModesTwoRooms(t *testing.T) {
+	w := newWaitroom(t)
+	passA := w.issue(t, "default", time.Now().Add(time.Hour))
+	passB := w.issue(t, "b", time.Now().Add(time.Hour))
+	browser := []string{"Accept", "text/html"}
+	cookieB := func(tok string) []string {
+		return []string{"Cookie", gate.CookieName("b", true) + "=" + tok, "Accept", "text/html"}
+	}
+	bearer := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+	// what names an answer: "order:<sub>/<queue>/<pass it got>", "waiting
+	// <queue>", "refused <queue>", "unavailable", "303 <location>".
+	what := func(r *httptest.ResponseRecorder) string {
+		loc := r.Header().Get("Location")
+		body := r.Body.String()
+		switch {
+		case r.Code == 200:
+			return body
+		case r.Code == 303 && strings.HasPrefix(loc, "/q/"):
+			q, _, _ := strings.Cut(strings.TrimPrefix(loc, "/q/"), "?")
+			return "waiting " + q
+		case r.Code == 303:
+			return "303 " + loc
+		case r.Code == 401 && strings.Contains(body, `"pass_required"`):
+			var e struct {
+				Error struct {
+					WaitingPage string `json:"waiting_page"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal([]byte(body), &e)
+			q, _, _ := strings.Cut(strings.TrimPrefix(e.Error.WaitingPage, "/q/"), "?")
+			return "refused " + q
+		case r.Code == 503 && r.Header().Get("Retry-After") != "":
+			return "unavailable"
+		}
+		return r.Result().Status + " " + body
+	}
+	type c struct {
+		name, target string
+		header       []string
+		want         map[gate.FailMode]string
+	}
+	modes := func(closed, open, strict string) map[gate.FailMode]string {
+		return map[gate.FailMode]string{gate.FailClosed: closed, gate.FailOpen: open, gate.FailStrict: strict}
+	}
+	cases := []c{
+		{"A's pass on A's path", "/order", bearer(passA), modes("order:a:holder/default/"+passA, "order:a:holder/default/"+passA, "unavailable")},
+		{"B's pass on B's path", "/b/order", bearer(passB), modes("order:a:holder/b/"+passB, "order:a:holder/b/"+passB, "unavailable")},
+		{"A's pass on B's path", "/b/order", bearer(passA), modes("refused b", "order://", "refused b")},
+		{"B's pass on A's path", "/order", bearer(passB), modes("refused default", "order://", "refused default")},
+		{"A's pass in B's cookie", "/b/order", cookieB(passA), modes("waiting b", "order://", "waiting b")},
+		{"A's pass in X-Waitroom-Pass on B's path", "/b/order", []string{gate.HeaderPass, passA}, modes("waiting b", "order://", "waiting b")},
+		{"A's pass handed over on B's path", "/b/order?wr_pass=" + url.QueryEscape(passA), browser, modes("waiting b", "303 /b/order", "waiting b")},
+		{"no pass on B's path", "/b/order", browser, modes("unavailable", "order://", "unavailable")},
+		{"A's pass on /bx (A's: B's route ends at /b/)", "/bx", bearer(passA), modes("order:a:holder/default/"+passA, "order:a:holder/default/"+passA, "unavailable")},
+	}
+	for _, mode := range []gate.FailMode{gate.FailClosed, gate.FailOpen, gate.FailStrict} {
+		t.Run(string(mode), func(t *testing.T) {
+			f := newFlakyVerify(t, w)
+			var mu sync.Mutex
+			opened := map[string]int{}
+			g := newRoutesGate(t, w, "default", func(o *gate.Options) {
+				o.Routes = []gate.Route{{Prefix: "/b/", Queue: "b"}}
+				o.Bypass = nil
+				o.VerifyURL = f.srv.URL + "/api/v1/verify"
+				o.RecheckInterval = 50 * time.Millisecond
+				o.Client = &http.Client{Timeout: 300 * time.Millisecond}
+				o.Fail = mode
+				o.OnFailOpen = func(q string) { mu.Lock(); opened[q]++; mu.Unlock() }
+				o.Logger = slog.New(slog.DiscardHandler)
+			})
+			// order answers the holder, the queue and the pass it was
+			// handed (the claims', or any it can still read itself).
+			h := g.Handler(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				c, _ := gate.FromContext(r.Context())
+				tok, _ := gate.PassFromContext(r.Context())
+				if tok == "" {
+					tok = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + r.Header.Get(gate.HeaderPass)
+				}
+				io.WriteString(rw, "order:"+c.Subject+"/"+c.Queue+"/"+tok)
+			}))
+			// Redis up: each pass opens its own room only.
+			for _, tc := range []struct{ target, tok, want string }{
+				{"/order", passA, "order:a:holder/default/" + passA},
+				{"/b/order", passB, "order:a:holder/b/" + passB},
+				{"/b/order", passA, "refused b"},
+				{"/order", passB, "refused default"},
+			} {
+				if got := what(get(h, tc.target, bearer(tc.tok)...)); got != tc.want {
+					t.Fatalf("up, %s: %s, want %s", tc.target, got, tc.want)
+				}
+			}
+			f.down.Store(true)
+			time.Sleep(60 * time.Millisecond) // the passes' rechecks are due
+			wantOpened := map[string]int{}
+			for round := range 3 {
+				for _, tc := range cases {
+					rec := get(h, tc.target, tc.header...)
+					got := what(rec)
+					if got != tc.want[mode] {
+						t.Errorf("round %d, %s: %s, want %s", round, tc.name, got, tc.want[mode])
+					}
+					if rec.Code == 303 && strings.Contains(rec.Header().Get("Set-Cookie"), passA) {
+						t.Errorf("round %d, %s: A's pass set as a cookie: %s", round, tc.name, rec.Header().Get("Set-Cookie"))
+					}
+					if got == "order://" {
+						q := "default"
+						if strings.HasPrefix(tc.target, "/b/") {
+							q = "b"
+						}
+						wantOpened[q]++
+					}
+				}
+				// Forward auth: the room from X-Original-URI.
+				for _, fc := range []struct {
+					name, uri, tok string
+					want           map[gate.FailMode]string
+				}{
+					{"A's pass on B's path", "/b/order", passA, modes("401", "204 /", "401")},
+					{"B's pass on B's path", "/b/order", passB, modes("204 a:holder/b", "204 a:holder/b", "503")},
+					{"A's pass on A's path", "/order", passA, modes("204 a:holder/default", "204 a:holder/default", "503")},
+				} {
+					req := httptest.NewRequest("GET", "/gate/verify", nil)
+					req.Header.Set(gate.HeaderOriginalURI, fc.uri)
+					req.Header.Set("Authorization", "Bearer "+fc.tok)
+					rec := httptest.NewRecorder()
+					g.ForwardAuth(rec, req)
+					got := fmt.Sprint(rec.Code)
+					if rec.Code == 204 {
+						got += " " + rec.Header().Get(gate.HeaderSub) + "/" + rec.Header().Get(gate.HeaderQueue)
+					}
+					if got != fc.want[mode] {
+						t.Errorf("round %d, forward auth, %s: %s, want %s", round, fc.name, got, fc.want[mode])
+					}
+					if got == "204 /" {
+						wantOpened["b"]++
+					}
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if fmt.Sprint(opened) != fmt.Sprint(wantOpened) {
+				t.Errorf("OnFailOpen by queue: %v, want %v", opened, wantOpened)
 			}
 		})
 	}

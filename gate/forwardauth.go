@@ -33,29 +33,30 @@ const HeaderOriginalURI = "X-Original-URI"
 // ForwardAuth answers a proxy's authorisation subrequest (nginx
 // auth_request, Traefik forwardAuth, Envoy ext_authz over HTTP): 204 with
 // HeaderSub and HeaderQueue when the request carries a valid pass (cookie
-// or bearer) or its path is bypassed, 401 when not, 503 when it cannot
-// tell (Options.Fail; FailOpen: 204 without HeaderSub). The proxy sends
-// refused users to the waiting page itself (see deploy/nginx), through
-// Refused.
+// or bearer) for its room, 204 without them when no route covers it or it
+// is bypassed, 401 when not, 503 when it cannot tell (Options.Fail;
+// FailOpen: 204 without them). The proxy sends refused users to the
+// waiting page itself (see deploy/nginx), through Refused.
 //
-// The path comes from HeaderOriginalURI. The proxy forwards it as the
-// client sent it, so it must already be in its clean form: a path with dot
+// The room comes from the Host header (the proxy sets the request's) and
+// the path in HeaderOriginalURI. The proxy forwards the path as the client
+// sent it, so it must already be in its clean form: a path with dot
 // segments, duplicate slashes or an ambiguous encoding is refused (401
 // here, 400 invalid_path from Refused), never judged on a cleaned copy the
-// upstream would not see. Without the header no path is bypassed.
+// upstream would not see. Without the header no path is bypassed and the
+// room is the catch-all (Options.Queue); with none, the request is refused.
 func (g *Gate) ForwardAuth(w http.ResponseWriter, r *http.Request) {
-	if p, ok := forwardedPath(r); ok {
-		if !httpin.IsCanonical(p) {
-			writeError(w, http.StatusUnauthorized, "invalid_path", "the path is ambiguous", "")
-			return
-		}
-		if g.bypassed(p) {
-			w.Header().Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
+	rm, ok := g.forwardedRoom(r)
+	if !ok {
+		writeError(w, http.StatusUnauthorized, "invalid_path", "the path (X-Original-URI) is ambiguous, or missing", "")
+		return
 	}
-	c, _, v := g.judge(r)
+	if rm == nil {
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	c, _, v := g.judge(r, rm)
 	switch v {
 	case admitted:
 		h := w.Header()
@@ -73,6 +74,34 @@ func (g *Gate) ForwardAuth(w http.ResponseWriter, r *http.Request) {
 	default: // Refused answers it
 		writeError(w, http.StatusUnauthorized, "pass_required", "a valid entry pass is required", "")
 	}
+}
+
+// forwardedRoom is the room of the request a proxy asks about, nil when it
+// passes without a pass (no route covers it, or it is bypassed); false
+// when its path (HeaderOriginalURI) is not clean, or missing where no
+// catch-all room can stand in for it.
+func (g *Gate) forwardedRoom(r *http.Request) (*room, bool) {
+	p, ok := forwardedPath(r)
+	if ok && !httpin.IsCanonical(p) {
+		return nil, false
+	}
+	if g.bypassClient != nil && g.bypassClient(r) {
+		return nil, true
+	}
+	if !ok {
+		rm, _ := g.table.match("", "/") // the catch-all, when there is one
+		if rm == nil || rm.queue != g.queue {
+			return nil, false
+		}
+		return rm, true
+	}
+	if g.bypassedPath(p) {
+		return nil, true
+	}
+	// Routes compare the decoded path, as the upstream will read it: an
+	// escaped letter ("/s%61le/") is still under "/sale/".
+	clean, _ := httpin.CleanPath(p) // canonical: cannot fail, and resolves nothing
+	return g.roomOf(r, clean)
 }
 
 // forwardedPath is the escaped path of the request a proxy asks about:
@@ -101,7 +130,8 @@ func forwardedPath(r *http.Request) (string, bool) {
 // request line in HeaderOriginalURI; it only ever becomes a same-site
 // return path.
 func (g *Gate) Refused(w http.ResponseWriter, r *http.Request) {
-	if p, ok := forwardedPath(r); ok && !httpin.IsCanonical(p) {
+	rm, ok := g.forwardedRoom(r)
+	if !ok {
 		invalidPath(w)
 		return
 	}
@@ -113,7 +143,10 @@ func (g *Gate) Refused(w http.ResponseWriter, r *http.Request) {
 		u.RawQuery = q.Encode()
 		orig.URL = u
 	}
-	_, _, v := g.judge(r)
+	v := admitted // no room: nothing to refuse
+	if rm != nil {
+		_, _, v = g.judge(r, rm)
+	}
 	if v == admitted || v == openedUnchecked {
 		// Valid now (the proxy's view was older), or failing open: back
 		// to where it was going.
@@ -121,5 +154,5 @@ func (g *Gate) Refused(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, orig.URL.RequestURI(), http.StatusSeeOther)
 		return
 	}
-	g.refuse(w, orig, v)
+	g.refuse(w, orig, rm, v)
 }

@@ -1,7 +1,8 @@
 // Package gate puts a waitroom entry-pass check in front of an order page
 // written in Go: one http.Handler middleware that lets a request through
 // only with a valid pass for its queue and gives the handler the pass's
-// claims (FromContext).
+// claims (FromContext). One queue can guard the whole site (Options.Queue),
+// or several rooms each their own paths (Options.Routes, Route).
 //
 //	g, err := gate.New(ctx, gate.Options{
 //		Queue:       "default",
@@ -12,7 +13,8 @@
 //	})
 //	http.ListenAndServe(":8081", g.Handler(orderPage))
 //
-// A pass comes in the cookie __Host-wr_pass_{queue} (CookieName), in
+// A pass comes in the cookie __Host-wr_pass_{queue} (CookieName) of the
+// request's room, in
 // Authorization: Bearer, or once in the query parameter wr_pass, which is
 // how the waiting room hands it over: the gate checks it, moves it into the
 // HttpOnly cookie and redirects to the same path on this site without it,
@@ -38,7 +40,9 @@
 // lets passes that verify offline through and shows everyone else a page
 // that retries by itself (503); FailOpen lets everyone through, counted
 // (OnFailOpen) and logged once a minute; FailStrict lets nobody through.
-// A bad, expired or forged pass is refused in every mode.
+// A bad, expired or forged pass is refused in every mode, and a pass for
+// one room's queue never opens another's (FailOpen lets its holder
+// through unchecked, as everyone, without its claims).
 package gate
 
 import (
@@ -110,10 +114,17 @@ type HandOvers interface {
 	Claim(ctx context.Context, queue, id string, until time.Time) (first bool, err error)
 }
 
-// Options configure a gate. Queue, and either Checker or Issuer and
-// JWKSURL, are required.
+// Options configure a gate. Queue or Routes, and either Checker or Issuer
+// and JWKSURL, are required.
 type Options struct {
+	// Queue is the room of the whole site: every path (but Bypass) needs a
+	// pass for it. With Routes, it is the room of the paths no route
+	// covers; empty, those pass without a pass.
 	Queue string
+	// Routes send the site's paths to several rooms, each needing a pass
+	// for its own queue (Route says which route a request takes).
+	// ParseRoutes reads them as WAITROOM_GATE_ROUTES writes them.
+	Routes []Route
 	// Issuer is the waitroom's WAITROOM_ISSUER.
 	Issuer string
 	// JWKSURL is the waitroom's /.well-known/jwks.json.
@@ -126,10 +137,17 @@ type Options struct {
 	// WaitingPage is where browsers without a valid pass are sent: an
 	// absolute URL, or a path on this site ("/q/default"), which then gets
 	// the original path and query as ?return= so the waiting page can send
-	// the user back there. Empty: every refusal is a 401.
+	// the user back there. "{queue}" in it is replaced by the queue of the
+	// request's room ("/q/{queue}"), which it must name when Routes lead
+	// to more than one queue. Empty: every refusal is a 401.
 	WaitingPage string
 	// Bypass lists path prefixes that pass without a pass ("/static/").
 	Bypass []string
+	// BypassClient, when set, lets the requests it reports true for pass
+	// without a pass: the site's own monitoring, its office. It must judge
+	// the client's address as the site's trusted proxies give it, never a
+	// header any client can send.
+	BypassClient func(*http.Request) bool
 	// InsecureCookie drops Secure from the pass cookie and with it the
 	// __Host- prefix of its name: for local development over plain http
 	// only, never in production.
@@ -146,7 +164,7 @@ type Options struct {
 	// FailClosed (the default), FailOpen or FailStrict.
 	Fail FailMode
 	// OnFailOpen, when set, is called for each request FailOpen lets
-	// through unchecked, with the gate's queue: count them.
+	// through unchecked, with the queue of the request's room: count them.
 	OnFailOpen func(queue string)
 	// Logger gets the line, at most once a minute, that says the gate
 	// fails open; nil: slog.Default().
@@ -155,25 +173,26 @@ type Options struct {
 
 // Gate is the middleware. Build it with New.
 type Gate struct {
-	queue       string
-	cookie      string
-	checker     Checker
-	waitingPage string
-	sameSite    bool // waitingPage is a path on this site: add ?return=
-	bypass      []string
-	secure      bool
-	handOvers   HandOvers
+	queue        string
+	table        *routeTable
+	checker      Checker
+	sameSite     bool // the waiting page is a path on this site: add ?return=
+	bypass       []string
+	bypassClient func(*http.Request) bool
+	secure       bool
+	handOvers    HandOvers
 
 	// While the checker cannot tell (failmode.go).
 	fail       FailMode
 	offline    OfflineChecker // nil: the checker cannot check offline
-	room       *room
+	reach      *reach
 	onFailOpen func(queue string)
 	log        *slog.Logger
 	openLog    failOpenLog
 }
 
-// Queue is the queue whose passes open the gate.
+// Queue is Options.Queue: the room of the whole site, or with routes of
+// the paths no route covers ("": none).
 func (g *Gate) Queue() string { return g.queue }
 
 // MaxCachedPasses bounds the passes a gate keeps verified.
@@ -182,21 +201,25 @@ const MaxCachedPasses = 100000
 // New returns a gate for opts. With the remote check, ctx bounds the
 // goroutine that refreshes the JWKS.
 func New(ctx context.Context, opts Options) (*Gate, error) {
-	if opts.Queue == "" {
-		return nil, errors.New("gate: Queue is required")
+	if opts.Queue == "" && len(opts.Routes) == 0 {
+		return nil, errors.New("gate: Queue or Routes is required")
+	}
+	table, err := newRouteTable(opts.Routes, opts.Queue, opts.WaitingPage, !opts.InsecureCookie)
+	if err != nil {
+		return nil, err
 	}
 	g := &Gate{
-		queue:       opts.Queue,
-		cookie:      CookieName(opts.Queue, !opts.InsecureCookie),
-		checker:     opts.Checker,
-		waitingPage: opts.WaitingPage,
-		sameSite:    strings.HasPrefix(opts.WaitingPage, "/") && !strings.HasPrefix(opts.WaitingPage, "//"),
-		bypass:      opts.Bypass,
-		secure:      !opts.InsecureCookie,
-		handOvers:   opts.HandOvers,
-		fail:        opts.Fail,
-		onFailOpen:  opts.OnFailOpen,
-		log:         logger(opts.Logger),
+		queue:        opts.Queue,
+		table:        table,
+		checker:      opts.Checker,
+		sameSite:     strings.HasPrefix(opts.WaitingPage, "/") && !strings.HasPrefix(opts.WaitingPage, "//"),
+		bypass:       opts.Bypass,
+		bypassClient: opts.BypassClient,
+		secure:       !opts.InsecureCookie,
+		handOvers:    opts.HandOvers,
+		fail:         opts.Fail,
+		onFailOpen:   opts.OnFailOpen,
+		log:          logger(opts.Logger),
 	}
 	if g.fail == "" {
 		g.fail = FailClosed
@@ -213,7 +236,7 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		}
 	}
 	if opts.WaitingPage != "" && !g.sameSite {
-		u, err := url.Parse(opts.WaitingPage)
+		u, err := url.Parse(strings.ReplaceAll(opts.WaitingPage, "{queue}", "q"))
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return nil, errors.New("gate: WaitingPage must be an absolute http(s) URL or a path")
 		}
@@ -226,7 +249,7 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		g.checker = c
 	}
 	g.offline, _ = g.checker.(OfflineChecker)
-	g.room = newRoom(ctx, g.checker)
+	g.reach = newReach(ctx, g.checker)
 	return g, nil
 }
 
@@ -242,8 +265,9 @@ func CookieName(queue string, secure bool) string {
 	return "wr_pass_" + queue
 }
 
-// Handler lets requests with a valid pass through to next, with the
-// pass's claims in the request context. next sees the path the gate
+// Handler lets requests with a valid pass for their room through to next,
+// with the pass's claims in the request context; requests no route covers
+// (and bypassed ones) go through without. next sees the path the gate
 // decided on: the clean one.
 func (g *Gate) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -256,27 +280,32 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 		if clean != r.URL.Path || r.URL.RawPath != "" {
 			r = withPath(r, clean)
 		}
+		rm, ok := g.roomOf(r, clean)
+		if !ok {
+			invalidPath(w)
+			return
+		}
 		// A hand-over is taken on any path, bypassed ones too, so a pass
 		// in a URL never travels on to the upstream or its logs.
 		if r.URL.RawQuery != "" {
 			if q := r.URL.Query(); q.Has("wr_pass") {
 				var done bool
-				if r, done = g.handOver(w, r, q, sent); done {
+				if r, done = g.handOver(w, r, rm, q, sent); done {
 					return
 				}
 			}
 		}
-		if g.bypassed(r.URL.Path) {
+		if rm == nil || g.bypassed(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		c, token, v := g.judge(r)
+		c, token, v := g.judge(r, rm)
 		if v == openedUnchecked {
-			next.ServeHTTP(w, r) // no claims: nothing was checked
+			next.ServeHTTP(w, withoutPass(r)) // no claims: nothing was checked
 			return
 		}
 		if v != admitted {
-			g.refuse(w, r, v)
+			g.refuse(w, r, rm, v)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, admission{c, token})))
@@ -298,7 +327,33 @@ func withPath(r *http.Request, p string) *http.Request {
 	return r2
 }
 
-func (g *Gate) bypassed(p string) bool {
+// withoutPass returns r without the pass it may carry in Authorization or
+// HeaderPass, for a request FailOpen lets through unchecked: what is
+// behind the gate never gets a pass the gate did not check (another
+// room's, say) as if it had. Cookies stay, as for an admitted request
+// (waitroom's reverse proxy drops its own).
+func withoutPass(r *http.Request) *http.Request {
+	_, bearer := httpin.BearerToken(r)
+	if !bearer && r.Header.Values(HeaderPass) == nil {
+		return r
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.Header = r.Header.Clone()
+	if bearer {
+		r2.Header.Del("Authorization")
+	}
+	r2.Header.Del(HeaderPass)
+	return r2
+}
+
+// bypassed reports whether r passes without a pass: its path is under a
+// Bypass prefix, or its client is one BypassClient lets through.
+func (g *Gate) bypassed(r *http.Request) bool {
+	return g.bypassedPath(r.URL.Path) || (g.bypassClient != nil && g.bypassClient(r))
+}
+
+func (g *Gate) bypassedPath(p string) bool {
 	for _, b := range g.bypass {
 		if strings.HasPrefix(p, b) {
 			return true
@@ -326,25 +381,25 @@ const (
 	openedUnchecked         // the checker cannot tell, FailOpen: through
 )
 
-// judge checks the pass a request carries: ForwardAuth, Refused and
-// Handler are three doors on this one check.
-func (g *Gate) judge(r *http.Request) (Claims, string, verdict) {
-	token, fromCookie, err := g.token(r)
+// judge checks the pass a request for room rm carries: ForwardAuth,
+// Refused and Handler are three doors on this one check.
+func (g *Gate) judge(r *http.Request, rm *room) (Claims, string, verdict) {
+	token, fromCookie, err := g.token(r, rm)
 	if err != nil {
 		return Claims{}, "", duplicate
 	}
 	if token == "" {
-		if g.room.isAway() {
-			return g.cannotTell(r, "", false)
+		if g.reach.isAway() {
+			return g.cannotTell(r, rm, "", false)
 		}
 		return Claims{}, "", noPass
 	}
-	c, ok, err := g.check(r.Context(), token)
+	c, ok, err := g.check(r.Context(), token, rm)
 	switch {
 	case errors.Is(err, ErrUsedElsewhere):
 		return Claims{}, "", usedElsewhere
 	case err != nil:
-		return g.cannotTell(r, token, fromCookie)
+		return g.cannotTell(r, rm, token, fromCookie)
 	case !ok && fromCookie:
 		return Claims{}, "", badCookie
 	case !ok:
@@ -353,26 +408,27 @@ func (g *Gate) judge(r *http.Request) (Claims, string, verdict) {
 	return c, token, admitted
 }
 
-// check asks the checker, and refuses a valid pass for another queue.
-// While the room is away it does not ask (errRoomAway), when the pass can
-// be checked offline instead (room.skip).
-func (g *Gate) check(ctx context.Context, token string) (Claims, bool, error) {
-	if g.room.skip() {
+// check asks the checker, and refuses a valid pass for another room's
+// queue. While the waiting room is out of reach it does not ask
+// (errRoomAway), when the pass can be checked offline instead
+// (reach.skip).
+func (g *Gate) check(ctx context.Context, token string, rm *room) (Claims, bool, error) {
+	if g.reach.skip() {
 		return Claims{}, false, errRoomAway
 	}
 	c, ok, err := g.checker.Check(ctx, token)
-	g.room.learn(ctx, ok, err)
-	if err != nil || !ok || c.Queue != g.queue {
+	g.reach.learn(ctx, ok, err)
+	if err != nil || !ok || c.Queue != rm.queue {
 		return Claims{}, false, err
 	}
 	return c, true, nil
 }
 
-// token returns the pass a request carries: the Authorization bearer
-// token, else HeaderPass (set by waitroom's reverse-proxy gate in front),
-// else the pass cookie (fromCookie); errDuplicateCookie when the header or
-// the cookie comes twice.
-func (g *Gate) token(r *http.Request) (token string, fromCookie bool, err error) {
+// token returns the pass a request for room rm carries: the Authorization
+// bearer token, else HeaderPass (set by waitroom's reverse-proxy gate in
+// front), else the room's pass cookie (fromCookie); errDuplicateCookie
+// when the header or the cookie comes twice.
+func (g *Gate) token(r *http.Request, rm *room) (token string, fromCookie bool, err error) {
 	if t, ok := httpin.BearerToken(r); ok {
 		return t, false, nil
 	}
@@ -382,7 +438,7 @@ func (g *Gate) token(r *http.Request) (token string, fromCookie bool, err error)
 		}
 		return vs[0], false, nil
 	}
-	cs := r.CookiesNamed(g.cookie)
+	cs := r.CookiesNamed(rm.cookie)
 	switch {
 	case len(cs) > 1:
 		return "", true, errDuplicateCookie
@@ -392,25 +448,25 @@ func (g *Gate) token(r *http.Request) (token string, fromCookie bool, err error)
 	return "", false, nil
 }
 
-// refuse answers a request the gate does not let through (v): browsers
-// navigating (GET or HEAD, not asking for JSON, no Authorization header)
-// go to the waiting page, everything else gets 401 JSON naming it; 503
-// when the checker could not tell. A bad cookie is deleted. A pass refused
-// as used elsewhere sends its holder to the waiting page with
-// reason=used_elsewhere, which tells them why.
-func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
+// refuse answers a request for room rm the gate does not let through (v):
+// browsers navigating (GET or HEAD, not asking for JSON, no Authorization
+// header) go to the room's waiting page, everything else gets 401 JSON
+// naming it; 503 when the checker could not tell. A bad cookie is deleted.
+// A pass refused as used elsewhere sends its holder to the waiting page
+// with reason=used_elsewhere, which tells them why.
+func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, rm *room, v verdict) {
 	if v == unknown {
 		unavailable(w, r)
 		return
 	}
 	if v == badCookie || v == duplicate {
-		http.SetCookie(w, &http.Cookie{Name: g.cookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode})
+		http.SetCookie(w, &http.Cookie{Name: rm.cookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode})
 	}
 	if v == duplicate {
 		writeError(w, http.StatusUnauthorized, "invalid_pass", "the pass cookie came twice; neither is taken", "")
 		return
 	}
-	page := g.waitingPage
+	page := rm.waitingPage
 	if page != "" && g.sameSite {
 		q := url.Values{}
 		if ret := r.URL.RequestURI(); httpin.SameSitePath(ret) {

@@ -13,14 +13,17 @@ import (
 
 // The hand-over of a pass in ?wr_pass=: once, and only to this site.
 
-// handOver takes a pass handed over in ?wr_pass= on a request whose path
-// was sent as sent (escaped) and is now clean. The first exchange of a
-// valid pass puts it into the cookie and sends the browser to the same
-// path without it (done); only ever to a path on this site, so a link
-// cannot send anyone elsewhere. A pass already exchanged, or any pass on
-// a request that is not a GET or HEAD, is dropped from the URL and the
+// handOver takes a pass handed over in ?wr_pass= on a request for room rm
+// (nil: a path no route covers) whose path was sent as sent (escaped) and
+// is now clean. The first exchange of a valid pass for rm's queue puts it
+// into that queue's cookie and sends the browser to the same path without
+// it (done); only ever to a path on this site, so a link cannot send
+// anyone elsewhere. A pass is only ever taken on its own room's routes:
+// on another room's it is refused like an invalid one, and on a path no
+// route covers it is dropped. A pass already exchanged, or any pass on a
+// request that is not a GET or HEAD, is dropped from the URL and the
 // request goes on as if none had been given (r, not done).
-func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, q url.Values, sent string) (*http.Request, bool) {
+func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, rm *room, q url.Values, sent string) (*http.Request, bool) {
 	token := q.Get("wr_pass")
 	q.Del("wr_pass")
 	clean := *r.URL
@@ -40,27 +43,30 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, q url.Values, se
 		writeError(w, http.StatusBadRequest, "invalid_return", "a hand-over only ever returns to a path on this site", "")
 		return nil, true
 	}
-	c, ok, err := g.check(r.Context(), token)
+	if rm == nil {
+		return r2, false // no room here: the pass opens nothing, and goes no further
+	}
+	c, ok, err := g.check(r.Context(), token, rm)
 	switch {
 	case errors.Is(err, ErrUsedElsewhere):
-		g.refuse(w, r2, usedElsewhere)
+		g.refuse(w, r2, rm, usedElsewhere)
 		return nil, true
 	case err != nil:
-		return g.cannotHandOver(w, r, r2, token)
+		return g.cannotHandOver(w, r, r2, rm, token)
 	case !ok:
-		g.refuse(w, r2, noPass)
+		g.refuse(w, r2, rm, noPass)
 		return nil, true
 	}
 	first, err := g.handOvers.Claim(r.Context(), c.Queue, c.ID, c.Expires)
 	if err != nil {
-		g.room.learn(r.Context(), false, err)
-		return g.cannotHandOver(w, r, r2, token)
+		g.reach.learn(r.Context(), false, err)
+		return g.cannotHandOver(w, r, r2, rm, token)
 	}
 	if !first {
 		return r2, false
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name:     g.cookie,
+		Name:     rm.cookie,
 		Value:    token,
 		Path:     "/",
 		Expires:  c.Expires,
@@ -73,17 +79,20 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, q url.Values, se
 	return nil, true
 }
 
-// cannotHandOver answers a hand-over of token the room cannot make now
-// (r2: the request without it): its exchange is single-use, which only the
-// room can tell. A pass that does not verify offline is refused as ever.
-// FailOpen sends the browser on to the same path without the pass (the
-// request after it passes unchecked, and the waiting page hands the pass
-// over again once the room is back); the other modes answer unavailable,
-// a page that reloads the same link until the room is back.
-func (g *Gate) cannotHandOver(w http.ResponseWriter, r, r2 *http.Request, token string) (*http.Request, bool) {
+// cannotHandOver answers a hand-over of token, on a path of room rm, that
+// the waiting room cannot make now (r2: the request without it): its
+// exchange is single-use, which only the waiting room can tell. A pass
+// that does not verify offline is refused as ever, and so is one for
+// another room's queue (FailOpen: dropped, as no pass for rm). FailOpen
+// sends the browser on to the same path without the pass (the request
+// after it passes unchecked, and the waiting page hands the pass over
+// again once the waiting room is back); the other modes answer
+// unavailable, a page that reloads the same link until it is back.
+func (g *Gate) cannotHandOver(w http.ResponseWriter, r, r2 *http.Request, rm *room, token string) (*http.Request, bool) {
 	if g.offline != nil {
-		if c, ok := g.offline.CheckOffline(token); !ok || c.Queue != g.queue {
-			g.refuse(w, r2, noPass)
+		c, ok := g.offline.CheckOffline(token)
+		if !ok || c.Queue != rm.queue && g.fail != FailOpen {
+			g.refuse(w, r2, rm, noPass)
 			return nil, true
 		}
 	}

@@ -47,7 +47,7 @@ func newRemoteChecker(ctx context.Context, opts Options) (Checker, error) {
 		if recheck <= 0 {
 			recheck = 2 * time.Second
 		}
-		current = verifyFunc(client, opts.VerifyURL, opts.Queue)
+		current = verifyFunc(client, opts.VerifyURL)
 	}
 	cache, err := pass.NewCache(pass.NewVerifier(opts.Issuer, kf.Keyfunc), current, recheck, MaxCachedPasses)
 	if err != nil {
@@ -56,14 +56,16 @@ func newRemoteChecker(ctx context.Context, opts Options) (Checker, error) {
 	return cacheChecker{cache}, nil
 }
 
-// verifyFunc asks a waitroom's /api/v1/verify whether a pass for queue is
-// still current: 200 yes, 401 no, anything else: cannot tell.
-func verifyFunc(client *http.Client, verifyURL, queue string) pass.CurrentFunc {
-	u := verifyURL + "?queue=" + url.QueryEscape(queue)
+// verifyFunc asks a waitroom's /api/v1/verify whether a pass is still
+// current for its own queue (the gate then compares that queue with the
+// room's): 200 yes, 401 no, anything else: cannot tell.
+func verifyFunc(client *http.Client, verifyURL string) pass.CurrentFunc {
+	sep := "?"
 	if strings.Contains(verifyURL, "?") {
-		u = verifyURL + "&queue=" + url.QueryEscape(queue)
+		sep = "&"
 	}
 	return func(ctx context.Context, token string, c pass.Claims) (bool, error) {
+		u := verifyURL + sep + "queue=" + url.QueryEscape(c.Queue)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return false, err

@@ -179,9 +179,11 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	defer func() { stopFailOpens(); <-failOpensDone }()
 	g, err := proxy.NewGate(ctx, proxy.GateOptions{
 		Queue:          cfg.GateQueue,
+		Routes:         cfg.GateRoutes,
 		Passes:         passes,
 		Admissions:     store,
 		Bypass:         cfg.GateBypass,
+		BypassCIDRs:    cfg.GateBypassCIDRs,
 		InsecureCookie: !cfg.CookieSecure,
 		Uses:           uses,
 		Revoke:         store.Remove,
@@ -193,10 +195,19 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	if err != nil {
 		return err
 	}
+	if len(cfg.GateRoutes) > 0 {
+		routes := make([]string, 0, len(cfg.GateRoutes))
+		for _, r := range g.Routes() {
+			routes = append(routes, r.String()+"="+r.Queue)
+		}
+		// Without a catch-all, a path no route covers, or a host no route
+		// names, passes without a pass: say so once.
+		log.Info("gate routes", "routes", routes, "catch_all", cfg.GateQueue)
+	}
 	var upstream http.Handler
 	if cfg.Upstream != nil {
 		upstream = proxy.New(cfg.Upstream, cfg.UpstreamTimeout, log)
-		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "bypass", cfg.GateBypass, "fail", cfg.GateFail)
+		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "routes", len(cfg.GateRoutes), "bypass", cfg.GateBypass, "bypass_cidrs", len(cfg.GateBypassCIDRs), "fail", cfg.GateFail)
 	}
 
 	static, err := fs.Sub(web.Static, "static")

@@ -18,13 +18,28 @@ import (
 
 // Resolver finds a request's client address.
 type Resolver struct {
-	trusted []netip.Prefix
+	trusted Ranges
 }
 
 // New returns a Resolver trusting the proxies in cidrs ("10.0.0.0/8",
 // "192.0.2.7"; a bare address is one host). None: the peer is the client.
 func New(cidrs []string) (*Resolver, error) {
-	r := &Resolver{}
+	trusted, err := ParseRanges(cidrs)
+	if err != nil {
+		return nil, err
+	}
+	return &Resolver{trusted: trusted}, nil
+}
+
+// Ranges are address ranges: the trusted proxies, or the clients the gate
+// lets through without a pass (WAITROOM_GATE_BYPASS_CIDRS).
+type Ranges []netip.Prefix
+
+// ParseRanges reads cidrs ("10.0.0.0/8", "2001:db8::/32", "192.0.2.7"; a
+// bare address is one host), skipping empty entries and trimming the
+// others.
+func ParseRanges(cidrs []string) (Ranges, error) {
+	var rs Ranges
 	for _, c := range cidrs {
 		c = strings.TrimSpace(c)
 		if c == "" {
@@ -41,9 +56,21 @@ func New(cidrs []string) (*Resolver, error) {
 		if err != nil {
 			return nil, fmt.Errorf("clientip: %q is not an address or CIDR", c)
 		}
-		r.trusted = append(r.trusted, p.Masked())
+		rs = append(rs, p.Masked())
 	}
-	return r, nil
+	return rs, nil
+}
+
+// Contains reports whether a is in one of the ranges; an IPv4-mapped IPv6
+// address counts as its IPv4 address. The zero Addr is in none.
+func (rs Ranges) Contains(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range rs {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // Addr returns the client's address: the peer's, or behind trusted
@@ -80,14 +107,7 @@ func (r *Resolver) Addr(req *http.Request) netip.Addr {
 	return client
 }
 
-func (r *Resolver) isTrusted(a netip.Addr) bool {
-	for _, p := range r.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
+func (r *Resolver) isTrusted(a netip.Addr) bool { return r.trusted.Contains(a) }
 
 // Key names a's budget in every per-client limit: an IPv4 address as it
 // is (an IPv4-mapped IPv6 one as its IPv4), an IPv6 address as its /64, the

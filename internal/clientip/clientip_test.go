@@ -165,3 +165,27 @@ func TestAddrAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations, want 0", allocs)
 	}
 }
+
+func TestRanges(t *testing.T) {
+	rs, err := ParseRanges([]string{" 192.0.2.0/24", "", "2001:db8:1::/48", "203.0.113.9", "2001:db8:ff::7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a, want := range map[string]bool{
+		"192.0.2.1": true, "192.0.3.1": false, "::ffff:192.0.2.1": true,
+		"203.0.113.9": true, "203.0.113.8": false,
+		"2001:db8:1:abcd::1": true, "2001:db8:2::1": false, "2001:db8:ff::7": true, "2001:db8:ff::8": false,
+	} {
+		if got := rs.Contains(netip.MustParseAddr(a)); got != want {
+			t.Errorf("Contains(%s) = %v", a, got)
+		}
+	}
+	if rs.Contains(netip.Addr{}) {
+		t.Error("the zero Addr is in a range")
+	}
+	for _, bad := range []string{"192.0.2.0/33", "office", "2001:db8::/129"} {
+		if _, err := ParseRanges([]string{bad}); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

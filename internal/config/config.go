@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/origin"
@@ -72,11 +73,21 @@ type Config struct {
 	// (WAITROOM_UPSTREAM_TIMEOUT).
 	UpstreamTimeout time.Duration
 	// GateQueue is the queue whose passes open the gate
-	// (WAITROOM_GATE_QUEUE; default the first queue).
+	// (WAITROOM_GATE_QUEUE; default the first queue). With GateRoutes, it
+	// is the room of the paths no route covers, only when set ("": those
+	// pass without a pass).
 	GateQueue string
+	// GateRoutes send the site's paths to several rooms
+	// (WAITROOM_GATE_ROUTES, "[host]/path/prefix=queue,..."; gate.Route),
+	// each to a queue of Queues.
+	GateRoutes []gate.Route
 	// GateBypass are path prefixes the gate lets through without a pass
 	// (WAITROOM_GATE_BYPASS), each a clean path.
 	GateBypass []string
+	// GateBypassCIDRs are the clients the gate lets through without a pass
+	// (WAITROOM_GATE_BYPASS_CIDRS): the site's monitoring, its office,
+	// judged on the address ClientIP gives.
+	GateBypassCIDRs clientip.Ranges
 	// GateFail is what the gate does while Redis cannot be reached
 	// (WAITROOM_GATE_FAIL): closed (default), open or strict, the names
 	// of gate.FailMode.
@@ -297,10 +308,29 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	if c.UpstreamTimeout <= 0 {
 		errs = append(errs, errors.New("WAITROOM_UPSTREAM_TIMEOUT: must be positive"))
 	}
+	if c.GateRoutes, err = gate.ParseRoutes(getenv("WAITROOM_GATE_ROUTES")); err != nil {
+		errs = append(errs, fmt.Errorf("WAITROOM_GATE_ROUTES: %w", err))
+	}
+	for _, r := range c.GateRoutes {
+		if !slices.Contains(c.Queues, r.Queue) {
+			errs = append(errs, fmt.Errorf("WAITROOM_GATE_ROUTES: route %q: queue %q is not in WAITROOM_QUEUES", r.String()+"="+r.Queue, r.Queue))
+		}
+	}
 	if len(c.Queues) > 0 {
-		c.GateQueue = get("WAITROOM_GATE_QUEUE", c.Queues[0])
-		if !slices.Contains(c.Queues, c.GateQueue) {
+		// Without routes the gate queue guards the whole site; with them,
+		// only a queue named here does, for the paths no route covers.
+		def := c.Queues[0]
+		if len(c.GateRoutes) > 0 {
+			def = ""
+		}
+		c.GateQueue = get("WAITROOM_GATE_QUEUE", def)
+		if c.GateQueue != "" && !slices.Contains(c.Queues, c.GateQueue) {
 			errs = append(errs, fmt.Errorf("WAITROOM_GATE_QUEUE: %q is not in WAITROOM_QUEUES", c.GateQueue))
+		}
+		for _, r := range c.GateRoutes {
+			if c.GateQueue != "" && r.Host == "" && strings.TrimSuffix(r.Prefix, "/") == "" && r.Queue != c.GateQueue {
+				errs = append(errs, fmt.Errorf("WAITROOM_GATE_QUEUE: %q would be the room of every path no route covers, which the route %q already is", c.GateQueue, r.String()+"="+r.Queue))
+			}
 		}
 	}
 	for _, p := range strings.Split(get("WAITROOM_GATE_BYPASS", ""), ",") {
@@ -325,6 +355,9 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.ClientIP, err = clientip.New(strings.Split(get("WAITROOM_TRUSTED_PROXIES", ""), ",")); err != nil {
 		errs = append(errs, fmt.Errorf("WAITROOM_TRUSTED_PROXIES: %w", err))
+	}
+	if c.GateBypassCIDRs, err = clientip.ParseRanges(strings.Split(get("WAITROOM_GATE_BYPASS_CIDRS", ""), ",")); err != nil {
+		errs = append(errs, fmt.Errorf("WAITROOM_GATE_BYPASS_CIDRS: %w", err))
 	}
 
 	integer := func(key, def string, lo, hi int) int {

@@ -138,3 +138,50 @@ func TestAdminTokenLength(t *testing.T) {
 		}
 	}
 }
+
+// WAITROOM_GATE_ROUTES: checked at start-up against WAITROOM_QUEUES, with
+// every bad entry named; without it, the gate queue guards the whole
+// site as before, and with it only a WAITROOM_GATE_QUEUE set on purpose is
+// the catch-all.
+func TestGateRoutes(t *testing.T) {
+	c, err := Load(env(map[string]string{"WAITROOM_QUEUES": "default,sale"}))
+	if err != nil || c.GateQueue != "default" || len(c.GateRoutes) != 0 {
+		t.Fatalf("unset: queue %q, routes %v, %v", c.GateQueue, c.GateRoutes, err)
+	}
+	c, err = Load(env(map[string]string{"WAITROOM_QUEUES": "default,sale,concert-a", "WAITROOM_GATE_ROUTES": "/sale/concert-a/=concert-a, /sale/=sale,SHOP.example/=default"}))
+	if err != nil || c.GateQueue != "" || len(c.GateRoutes) != 3 || c.GateRoutes[2].Host != "shop.example" {
+		t.Fatalf("routes: queue %q, routes %+v, %v", c.GateQueue, c.GateRoutes, err)
+	}
+	c, err = Load(env(map[string]string{"WAITROOM_QUEUES": "default,sale", "WAITROOM_GATE_ROUTES": "/sale/=sale", "WAITROOM_GATE_QUEUE": "default"}))
+	if err != nil || c.GateQueue != "default" {
+		t.Fatalf("routes and a catch-all: %q, %v", c.GateQueue, err)
+	}
+	if _, err := Load(env(map[string]string{"WAITROOM_QUEUES": "default,sale", "WAITROOM_GATE_ROUTES": "/=sale", "WAITROOM_GATE_QUEUE": "default"})); err == nil || !strings.Contains(err.Error(), "WAITROOM_GATE_QUEUE: ") {
+		t.Errorf("two catch-alls: %v", err)
+	}
+	for routes, want := range map[string]string{
+		"/sale/=nope":            `queue "nope" is not in WAITROOM_QUEUES`,
+		"/sale/../x/=sale":       "clean path",
+		"sale=sale":              "clean path",
+		"shop.example:443/=sale": "without scheme or port",
+		"/sale/=sale,/sale=sale": "cover the same paths",
+		"/sale/":                 "[host]/path/prefix=queue",
+	} {
+		_, err := Load(env(map[string]string{"WAITROOM_QUEUES": "default,sale", "WAITROOM_GATE_ROUTES": routes}))
+		if err == nil || !strings.Contains(err.Error(), "WAITROOM_GATE_ROUTES: ") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error saying %q", routes, err, want)
+		}
+	}
+}
+
+func TestGateBypassCIDRs(t *testing.T) {
+	c, err := Load(env(map[string]string{"WAITROOM_GATE_BYPASS_CIDRS": " 192.0.2.0/24, 2001:db8::/32 ,203.0.113.9,"}))
+	if err != nil || len(c.GateBypassCIDRs) != 3 {
+		t.Fatalf("%v %v", c.GateBypassCIDRs, err)
+	}
+	for _, v := range []string{"192.0.2.0/33", "office", "192.0.2.1-192.0.2.9"} {
+		if _, err := Load(env(map[string]string{"WAITROOM_GATE_BYPASS_CIDRS": v})); err == nil || !strings.Contains(err.Error(), "WAITROOM_GATE_BYPASS_CIDRS: ") {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+}

@@ -17,7 +17,8 @@ import (
 func TestAdmin(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
-	s := newStack(t, stackOptions{settings: fastTicks(2)})
+	// Two rooms: the queue under test guards the site, a second one /b/.
+	s := newStack(t, stackOptions{settings: fastTicks(2), twoRooms: true})
 	b := newBrowser(t, chromium)
 	s.fillWaiting("crowd", 40) // ticks admit people: the chart gets bars
 
@@ -73,6 +74,14 @@ func TestAdmin(t *testing.T) {
 	}
 	if got := b.text(section + " .refill-size"); got != "2" {
 		t.Errorf(".refill-size = %q, want 2", got)
+	}
+	// The gate's routes to each queue: the second room's /b/, and the
+	// first's "/", every other path.
+	b.waitJS(5*time.Second, "the second room", fmt.Sprintf(`document.querySelector('[data-queue=%q]') !== null`, s.queueB))
+	for q, want := range map[string]string{s.queue: "/", s.queueB: "/b/"} {
+		if got := b.text(fmt.Sprintf(`[data-queue=%q] .routes`, q)); got != want {
+			t.Errorf("%s: .routes = %q, want the gate's route %q", q, got, want)
+		}
 	}
 
 	// Change the refill size like an operator: clear the field, type, save.

@@ -65,7 +65,8 @@ type failStack struct {
 	member, revokedMember  string // the valid and revoked passes' subs
 }
 
-func newFailStack(t *testing.T, ctr *redistest.Container, mode gate.FailMode, order *httptest.Server, nginxBin string) *failStack {
+// twoRooms adds the room of /b/ (stack.queueB).
+func newFailStack(t *testing.T, ctr *redistest.Container, mode gate.FailMode, order *httptest.Server, nginxBin string, twoRooms bool) *failStack {
 	t.Helper()
 	cfg, err := config.Load(config.Map(nil))
 	if err != nil {
@@ -86,6 +87,7 @@ func newFailStack(t *testing.T, ctr *redistest.Container, mode gate.FailMode, or
 		settings: queue.Settings{RefillSize: 100, RefillInterval: time.Second, SessionTTL: time.Minute},
 		redis:    rdb,
 		upstream: up,
+		twoRooms: twoRooms,
 		gate: func(o *proxy.GateOptions, store *queue.Store) {
 			fs.metrics = metrics.New(store)
 			if recorder, err = failopen.New(rdb, time.Second, fs.metrics.GateFailOpen); err != nil {
@@ -110,7 +112,13 @@ func newFailStack(t *testing.T, ctr *redistest.Container, mode gate.FailMode, or
 // tokens) and returns its pass and member id.
 func (fs *failStack) enter() (string, string) {
 	fs.t.Helper()
-	resp, err := http.Post(fs.url+"/api/v1/queues/"+fs.queue+"/enter", "application/json", strings.NewReader("{}"))
+	return fs.enterQueue(fs.queue)
+}
+
+// enterQueue is enter for queue q.
+func (fs *failStack) enterQueue(q string) (string, string) {
+	fs.t.Helper()
+	resp, err := http.Post(fs.url+"/api/v1/queues/"+q+"/enter", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		fs.t.Fatal(err)
 	}
@@ -129,9 +137,15 @@ func (fs *failStack) enter() (string, string) {
 // failOpenCount scrapes waitroom_gate_fail_open_total for the stack's queue.
 func (fs *failStack) failOpenCount() int {
 	fs.t.Helper()
+	return fs.failOpenCountOf(fs.queue)
+}
+
+// failOpenCountOf scrapes waitroom_gate_fail_open_total for queue q.
+func (fs *failStack) failOpenCountOf(q string) int {
+	fs.t.Helper()
 	rec := httptest.NewRecorder()
 	fs.metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	want := `waitroom_gate_fail_open_total{queue="` + fs.queue + `"} `
+	want := `waitroom_gate_fail_open_total{queue="` + q + `"} `
 	sc := bufio.NewScanner(rec.Body)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), want); ok {
@@ -225,7 +239,7 @@ func TestGateFailModesRedisPaused(t *testing.T) {
 	modes := []gate.FailMode{gate.FailClosed, gate.FailOpen, gate.FailStrict}
 	stacks := map[gate.FailMode]*failStack{}
 	for _, m := range modes {
-		stacks[m] = newFailStack(t, ctr, m, order, bin)
+		stacks[m] = newFailStack(t, ctr, m, order, bin, false)
 	}
 
 	// Before: Redis answers. The revoked pass is refused once its user is
@@ -406,6 +420,163 @@ func (fs *failStack) adminQueue() failOpenView {
 		fs.t.Fatal(err)
 	}
 	return v
+}
+
+// Two rooms (/b/ the room of queue B, every other path A's) with Redis
+// paused, one gate per WAITROOM_GATE_FAIL, through the reverse-proxy gate
+// and the shipped nginx config: a valid pass for room A never opens room
+// B's paths, whether it comes as a bearer token or planted in B's cookie.
+// closed and strict refuse it as when Redis answers (to B's waiting page);
+// open lets its holder through as it lets everyone, unchecked, counted
+// under B, and the order site gets nothing naming A: no X-Waitroom-*
+// header, no pass.
+func TestGateFailModesTwoRoomsRedisPaused(t *testing.T) {
+	t.Parallel()
+	bin := nginxPath(t)
+	ctr := redistest.NewContainer(t)
+	// The order site answers what it got: the holder and queue named,
+	// and any pass (bearer or X-Waitroom-Pass).
+	order := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, "order:%s/%s/%s%s", r.Header.Get(gate.HeaderSub), r.Header.Get(gate.HeaderQueue),
+			strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), r.Header.Get(gate.HeaderPass))
+	}))
+	t.Cleanup(order.Close)
+	modes := []gate.FailMode{gate.FailClosed, gate.FailOpen, gate.FailStrict}
+	stacks := map[gate.FailMode]*failStack{}
+	passB := map[gate.FailMode]string{}
+	memberB := map[gate.FailMode]string{}
+	for _, m := range modes {
+		fs := newFailStack(t, ctr, m, order, bin, true)
+		stacks[m] = fs
+		passB[m], memberB[m] = fs.enterQueue(fs.queueB)
+	}
+	client := &http.Client{Timeout: 15 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+	// ask names what base answered for path with the pass in a bearer
+	// token (an API client) or in room B's cookie (a browser):
+	// "order:<sub>/<queue>/<pass>", "waiting <queue>" (303), "refused
+	// <queue>" (401 naming its waiting page), "unavailable" (503).
+	ask := func(fs *failStack, base, path, token string, bearer bool) string {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if bearer {
+			req.Header.Set("Accept", "application/json")
+			req.Header.Set("Authorization", "Bearer "+token)
+		} else {
+			req.Header.Set("Accept", "text/html")
+			req.AddCookie(&http.Cookie{Name: gate.CookieName(fs.queueB, false), Value: token})
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body, loc := string(b), resp.Header.Get("Location")
+		switch {
+		case resp.StatusCode == 200 && strings.HasPrefix(body, "order:"):
+			return body
+		case resp.StatusCode == http.StatusSeeOther && strings.HasPrefix(loc, "/q/"):
+			q, _, _ := strings.Cut(strings.TrimPrefix(loc, "/q/"), "?")
+			return "waiting " + q
+		case resp.StatusCode == http.StatusUnauthorized && strings.Contains(body, `"pass_required"`):
+			var e struct {
+				Error struct {
+					WaitingPage string `json:"waiting_page"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(b, &e)
+			q, _, _ := strings.Cut(strings.TrimPrefix(e.Error.WaitingPage, "/q/"), "?")
+			return "refused " + q
+		case resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
+			return "unavailable"
+		}
+		return fmt.Sprintf("%d %q %.80q", resp.StatusCode, loc, body)
+	}
+
+	// Redis up: each pass opens its own room only.
+	for _, m := range modes {
+		fs := stacks[m]
+		if got := ask(fs, fs.url, "/b/order", fs.valid, true); got != "refused "+fs.queueB {
+			t.Fatalf("%s, Redis up, A's pass on B's path: %s", m, got)
+		}
+		if got, want := ask(fs, fs.url, "/b/order", passB[m], true), "order:"+memberB[m]+"/"+fs.queueB+"/"+passB[m]; got != want {
+			t.Fatalf("%s, Redis up, B's pass on B's path: %s, want %s", m, got, want)
+		}
+	}
+
+	if err := ctr.Pause(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	paused := true
+	t.Cleanup(func() {
+		if paused {
+			_ = ctr.Unpause(context.Background())
+		}
+	})
+	for _, m := range modes {
+		fs := stacks[m]
+		eventually(t, 10*time.Second, string(m)+" gate to see Redis away", func() (bool, string) {
+			a := fs.fetch(fs.url, "", true)
+			return a.status != http.StatusSeeOther && a.status != http.StatusUnauthorized, fmt.Sprint(a.status)
+		})
+	}
+
+	for _, m := range modes {
+		fs := stacks[m]
+		before := fs.failOpenCountOf(fs.queueB)
+		passedOpen := 0
+		for _, door := range []struct{ name, base string }{{"reverse-proxy gate", fs.url}, {"nginx", fs.nginx}} {
+			validB := map[gate.FailMode]string{
+				gate.FailClosed: "order:" + memberB[m] + "/" + fs.queueB + "/",
+				gate.FailOpen:   "order:" + memberB[m] + "/" + fs.queueB + "/",
+				gate.FailStrict: "unavailable",
+			}[m]
+			for _, c := range []struct {
+				what, token string
+				bearer      bool
+				want        map[gate.FailMode]string
+			}{
+				{"A's pass as a bearer token", fs.valid, true, map[gate.FailMode]string{
+					gate.FailClosed: "refused " + fs.queueB, gate.FailOpen: "order://", gate.FailStrict: "refused " + fs.queueB}},
+				{"A's pass in B's cookie", fs.valid, false, map[gate.FailMode]string{
+					gate.FailClosed: "waiting " + fs.queueB, gate.FailOpen: "order://", gate.FailStrict: "waiting " + fs.queueB}},
+				{"B's pass in B's cookie", passB[m], false, map[gate.FailMode]string{m: validB}},
+			} {
+				got := ask(fs, door.base, "/b/order", c.token, c.bearer)
+				if door.name == "nginx" && c.bearer {
+					// nginx hands the client's own headers on as they
+					// came; only what it sets from /gate/verify counts.
+					got = strings.TrimSuffix(got, c.token)
+				}
+				if door.name != "nginx" && strings.HasPrefix(c.want[m], "order:") && c.want[m] != "order://" {
+					got = strings.TrimSuffix(got, c.token) // the reverse-proxy gate hands the checked pass on
+				}
+				if got != c.want[m] {
+					t.Errorf("%s, Redis paused, %s on B's path via the %s: %s, want %s", m, c.what, door.name, got, c.want[m])
+				}
+				if got == "order://" {
+					passedOpen++
+				}
+			}
+		}
+		if got := fs.failOpenCountOf(fs.queueB) - before; got != passedOpen {
+			t.Errorf("%s: %d requests on B's path counted as let through unchecked under B, %d were", m, got, passedOpen)
+		}
+	}
+
+	if err := ctr.Unpause(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	paused = false
+	for _, m := range modes {
+		fs := stacks[m]
+		eventually(t, 15*time.Second, string(m)+" gate to refuse A's pass on B's path again", func() (bool, string) {
+			got := ask(fs, fs.url, "/b/order", fs.valid, true)
+			return got == "refused "+fs.queueB, got
+		})
+	}
 }
 
 // waitroom itself not answering: the shipped nginx config shows its own

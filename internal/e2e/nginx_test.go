@@ -323,3 +323,123 @@ func TestNginxPathsProperty(t *testing.T) {
 		}
 	}
 }
+
+// Two rooms behind the shipped nginx config (WAITROOM_GATE_ROUTES=/b/=B,
+// WAITROOM_GATE_QUEUE=A): a pass for room A is refused on room B's path,
+// sent to B's waiting page, and handed over there sets no cookie; B's pass
+// opens B's paths and not A's. WAITROOM_GATE_BYPASS_CIDRS names a client
+// (127.0.0.2) that passes without a pass, judged on the address nginx
+// appends to X-Forwarded-For (nginx, 127.0.0.1, is the one trusted
+// proxy): a client at 127.0.0.3 writing 127.0.0.2 there does not pass.
+func TestNginxTwoRooms(t *testing.T) {
+	t.Parallel()
+	bin := nginxPath(t)
+	s := newStack(t, stackOptions{settings: fastTicks(1), twoRooms: true, trusted: []string{"127.0.0.1"}, bypassCIDRs: []string{"127.0.0.2"}})
+	rec := &pathtest.Recorder{}
+	site := httptest.NewServer(rec)
+	t.Cleanup(site.Close)
+	base := startNginx(t, bin, strings.TrimPrefix(s.url, "http://"), strings.TrimPrefix(site.URL, "http://"))
+
+	passOf := func(q string) string {
+		t.Helper()
+		var tk struct{ Status, Pass string }
+		eventually(t, 5*time.Second, "admitted to "+q, func() (bool, string) {
+			resp, err := http.Post(base+"/api/v1/queues/"+q+"/enter", "application/json", strings.NewReader("{}"))
+			if err != nil {
+				return false, err.Error()
+			}
+			defer resp.Body.Close()
+			_ = json.NewDecoder(resp.Body).Decode(&tk)
+			return tk.Pass != "", tk.Status
+		})
+		return tk.Pass
+	}
+	a, b := passOf(s.queue), passOf(s.queueB)
+	// from is a client at the loopback address ip.
+	from := func(ip string) *http.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	do := func(c *http.Client, path string, header ...string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest("GET", base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "text/html")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	cookie := func(q, pass string) []string { return []string{"Cookie", gate.CookieName(q, false) + "=" + pass} }
+	client := from("127.0.0.1")
+	reached := func() int { return len(rec.Seen()) }
+
+	// A's pass on B's path: to B's waiting page, nothing reaches the site.
+	for _, hdr := range [][]string{cookie(s.queue, a), cookie(s.queueB, a)} {
+		resp := do(client, "/b/seat?x=1", hdr...)
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/q/"+s.queueB+"?return=%2Fb%2Fseat%3Fx%3D1" {
+			t.Errorf("A's pass (%s) on B's path: %d to %q", hdr[1], resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	if resp := do(client, "/b/seat", "Authorization", "Bearer "+a); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("A's pass as a bearer token on B's path: %d", resp.StatusCode)
+	}
+	// B's pass on A's paths: to A's waiting page.
+	if resp := do(client, "/order", cookie(s.queueB, b)...); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/q/"+s.queue+"?return=%2Forder" {
+		t.Errorf("B's pass on A's path: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// Handed over on B's path, A's pass sets no cookie.
+	if resp := do(client, "/b/?wr_pass="+url.QueryEscape(a)); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/q/"+s.queueB+"?") || resp.Header.Get("Set-Cookie") != "" {
+		t.Errorf("A's hand-over on B's path: %d to %q, Set-Cookie %q", resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Set-Cookie"))
+	}
+	if n := reached(); n != 0 {
+		t.Fatalf("%d requests with the other room's pass reached the site", n)
+	}
+	// Each pass in its own room; B's handed over sets B's cookie.
+	if resp := do(client, "/b/?wr_pass="+url.QueryEscape(b)); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/b/" || !strings.HasPrefix(resp.Header.Get("Set-Cookie"), gate.CookieName(s.queueB, false)+"=") {
+		t.Errorf("B's hand-over on B's path: %d to %q, Set-Cookie %q", resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Set-Cookie"))
+	}
+	for path, q := range map[string]string{"/b/seat": s.queueB, "/order": s.queue} {
+		pass := map[string]string{s.queue: a, s.queueB: b}[q]
+		if resp := do(client, path, cookie(q, pass)...); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s with its room's pass: %d", path, resp.StatusCode)
+			continue
+		}
+		if seen := rec.Seen(); seen[len(seen)-1].Queue != q {
+			t.Errorf("%s: the site saw X-Waitroom-Queue %q, want %q", path, seen[len(seen)-1].Queue, q)
+		}
+	}
+
+	// The bypassed client, by the address nginx saw; not one who claims it.
+	n := reached()
+	for _, path := range []string{"/b/seat", "/order"} {
+		if resp := do(from("127.0.0.2"), path); resp.StatusCode != http.StatusOK {
+			t.Errorf("the bypassed client on %s: %d", path, resp.StatusCode)
+		}
+		if resp := do(from("127.0.0.3"), path, "X-Forwarded-For", "127.0.0.2"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("a client claiming the bypassed address on %s: %d", path, resp.StatusCode)
+		}
+	}
+	if got := reached() - n; got != 2 {
+		t.Errorf("%d requests without a pass reached the site, want the bypassed client's 2", got)
+	}
+	// Straight to waitroom (no trusted proxy in between), the claim is not
+	// read either.
+	req, _ := http.NewRequest("GET", s.url+"/gate/verify", nil)
+	req.Header.Set(gate.HeaderOriginalURI, "/b/seat")
+	req.Header.Set("X-Forwarded-For", "127.0.0.2")
+	if resp, err := from("127.0.0.3").Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/gate/verify asked directly with a claimed address: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}

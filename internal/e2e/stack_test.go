@@ -20,6 +20,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/pass"
@@ -44,6 +45,7 @@ const (
 type stack struct {
 	t      *testing.T
 	queue  string
+	queueB string // with stackOptions.twoRooms: the room of /b/
 	store  *queue.Store
 	places *place.Credentials // reads the place cookies the browsers hold
 	url    string             // base URL of the server, http://127.0.0.1:port
@@ -62,6 +64,16 @@ type stackOptions struct {
 	// behindProxy believes X-Forwarded-For from loopback peers, as behind
 	// a load balancer on this host.
 	behindProxy bool
+	// trusted, when set, are the proxies whose X-Forwarded-For is
+	// believed (WAITROOM_TRUSTED_PROXIES), in place of behindProxy's.
+	trusted []string
+	// bypassCIDRs are clients that pass the gate without a pass
+	// (WAITROOM_GATE_BYPASS_CIDRS).
+	bypassCIDRs []string
+	// twoRooms adds a second queue, the room of /b/ (stack.queueB); the
+	// first is the room of every other path (WAITROOM_GATE_ROUTES=/b/=B,
+	// WAITROOM_GATE_QUEUE=A).
+	twoRooms bool
 	// gate and api, when set, change the gate's and the server's options
 	// before they are built (failmode_test.go).
 	gate func(*proxy.GateOptions, *queue.Store)
@@ -75,7 +87,13 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		rdb = redistest.Client(t)
 	}
 	name := queueName(t)
-	store, err := queue.NewStore(rdb, []string{name}, o.settings, 5*time.Second)
+	queues := []string{name}
+	var routes []gate.Route
+	if o.twoRooms {
+		queues = append(queues, name+"-b")
+		routes = []gate.Route{{Prefix: "/b/", Queue: name + "-b"}}
+	}
+	store, err := queue.NewStore(rdb, queues, o.settings, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +128,13 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bypassCIDRs, err := clientip.ParseRanges(o.bypassCIDRs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	gateOpts := proxy.GateOptions{
-		Queue: name, Passes: passes, Admissions: store, Bypass: []string{"/static/"}, InsecureCookie: true,
-		Uses: uses, Revoke: store.Remove,
+		Queue: name, Routes: routes, Passes: passes, Admissions: store, Bypass: []string{"/static/"}, InsecureCookie: true,
+		BypassCIDRs: bypassCIDRs, Uses: uses, Revoke: store.Remove,
 	}
 	if o.gate != nil {
 		o.gate(&gateOpts, store)
@@ -129,6 +151,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	var clientIP *clientip.Resolver
 	if o.behindProxy {
 		if clientIP, err = clientip.New([]string{"127.0.0.0/8"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.trusted != nil {
+		if clientIP, err = clientip.New(o.trusted); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -156,7 +183,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	// Registered after the scheduler's cleanup, so it runs before it: no
 	// request is in flight when the scheduler and Redis client go.
 	t.Cleanup(srv.Close)
-	return &stack{t: t, queue: name, store: store, places: places, url: srv.URL, calls: calls, rdb: rdb}
+	st := &stack{t: t, queue: name, store: store, places: places, url: srv.URL, calls: calls, rdb: rdb}
+	if o.twoRooms {
+		st.queueB = name + "-b"
+	}
+	return st
 }
 
 // newTrust returns place credentials and entry passes with a fresh secret

@@ -12,12 +12,16 @@ import (
 
 // adminQueueResponse is one queue as the back office sees it.
 type adminQueueResponse struct {
-	Queue      string `json:"queue"`
-	Waiting    int64  `json:"waiting"`
-	Entered    int64  `json:"entered"`
-	Active     int64  `json:"active"` // the same count as entered
-	MaxActive  int    `json:"max_active"`
-	MaxWaiting int    `json:"max_waiting"` // the line's cap (0: none)
+	Queue string `json:"queue"`
+	// Routes are the gate's routes to this queue's room, as
+	// WAITROOM_GATE_ROUTES writes them ("shop.example/sale/"); "/" for the
+	// room of the whole site.
+	Routes     []string `json:"routes"`
+	Waiting    int64    `json:"waiting"`
+	Entered    int64    `json:"entered"`
+	Active     int64    `json:"active"` // the same count as entered
+	MaxActive  int      `json:"max_active"`
+	MaxWaiting int      `json:"max_waiting"` // the line's cap (0: none)
 	// The proof of work asked before entering, in leading zero bits (0: none).
 	ChallengeDifficulty int    `json:"challenge_difficulty"`
 	Paused              bool   `json:"paused"`
@@ -101,6 +105,7 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 	}
 	aq := adminQueueResponse{
 		Queue:               q,
+		Routes:              s.routesOf(q),
 		Waiting:             o.Waiting,
 		Entered:             o.Entered,
 		Active:              o.Entered,
@@ -136,4 +141,16 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		}
 	}
 	return aq, nil
+}
+
+// routesOf lists the gate's routes to queue q, the most specific first;
+// never nil, so the answer always has the list.
+func (s *Server) routesOf(q string) []string {
+	routes := []string{}
+	for _, r := range s.gate.Routes() {
+		if r.Queue == q {
+			routes = append(routes, r.String())
+		}
+	}
+	return routes
 }

@@ -26,8 +26,9 @@ type ticketResponse struct {
 	PlaceToken  string `json:"place_token,omitempty"` // enter only: the place credential
 	Pass        string `json:"pass,omitempty"`        // ENTERED only: the entry pass
 	TargetURL   string `json:"target_url,omitempty"`
-	// NextPath: ENTERED without a target URL, in gate mode, the gate
-	// queue's page on this site to continue to (the page adds the pass).
+	// NextPath: ENTERED without a target URL, in gate mode, the page of
+	// the queue's room on this site to continue to (the page adds the
+	// pass).
 	NextPath string `json:"next_path,omitempty"`
 }
 
@@ -62,11 +63,12 @@ func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, 
 		switch {
 		case s.targetURL != "":
 			resp.TargetURL = targetURL(s.targetURL, p)
-		case s.proxying && q == s.gate.Queue():
+		case s.proxying:
 			// Someone who came to the waiting page directly, not sent by
-			// the gate with a return path: the site's front page, through
-			// the gate, rather than a bare pass.
-			resp.NextPath = "/"
+			// the gate with a return path: the room's front page on this
+			// host (the whole site's: "/"), through the gate, rather than
+			// a bare pass.
+			resp.NextPath, _ = s.gate.Entrance(r.Host, q)
 		}
 	}
 	writeTicketJSON(w, resp)

@@ -32,12 +32,19 @@ const Recheck = 2 * time.Second
 
 // GateOptions are what waitroom's own gate is made of.
 type GateOptions struct {
-	Queue  string
+	// Queue is the room of the whole site, or with Routes of the paths no
+	// route covers (gate.Options.Queue).
+	Queue string
+	// Routes send the site's paths to several rooms (gate.Options.Routes).
+	Routes []gate.Route
 	Passes *pass.Passes
 	// Admissions is the store the passes are re-checked against.
 	Admissions pass.Admissions
 	// Bypass lists path prefixes that pass without a pass.
 	Bypass []string
+	// BypassCIDRs are the clients that pass without a pass, by the address
+	// clientip.FromContext gives (the trusted-proxy rules').
+	BypassCIDRs clientip.Ranges
 	// InsecureCookie: plain-http development only (gate.Options).
 	InsecureCookie bool
 	// Uses makes hand-overs single-use across replicas and, with
@@ -60,9 +67,10 @@ type GateOptions struct {
 	Logger *slog.Logger
 }
 
-// NewGate returns waitroom's own gate for o.Queue: passes checked with this
-// service's keys, cached, and re-checked against the store every Recheck.
-// Refused browsers go to the queue's waiting page on this site.
+// NewGate returns waitroom's own gate for o.Queue and o.Routes: passes
+// checked with this service's keys, cached, and re-checked against the
+// store every Recheck. Refused browsers go to the waiting page of their
+// room's queue on this site.
 func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 	cache, err := pass.NewCache(o.Passes.Verifier, pass.Current(o.Admissions), Recheck, gate.MaxCachedPasses)
 	if err != nil {
@@ -72,18 +80,27 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 	if o.Uses != nil {
 		handOvers = o.Uses
 	}
+	var bypassClient func(*http.Request) bool
+	if len(o.BypassCIDRs) > 0 {
+		bypassClient = func(r *http.Request) bool {
+			a, ok := clientip.FromContext(r.Context())
+			return ok && o.BypassCIDRs.Contains(a)
+		}
+	}
 	var c gate.Checker = &checker{cache: cache, verifier: o.Passes.Verifier, uses: o.Uses, revoke: o.Revoke}
 	if o.Ping != nil {
 		c = pingingChecker{c.(*checker), o.Ping}
 	}
 	return gate.New(ctx, gate.Options{
 		Queue:          o.Queue,
+		Routes:         o.Routes,
 		Checker:        c,
 		Fail:           o.Fail,
 		OnFailOpen:     o.OnFailOpen,
 		Logger:         o.Logger,
-		WaitingPage:    "/q/" + o.Queue,
+		WaitingPage:    "/q/{queue}",
 		Bypass:         o.Bypass,
+		BypassClient:   bypassClient,
 		InsecureCookie: o.InsecureCookie,
 		HandOvers:      handOvers,
 	})

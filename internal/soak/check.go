@@ -56,6 +56,9 @@ type Op struct {
 	// entry pass's adm claim) or NOT_WAITING.
 	Status string
 	Adm    int64
+	// Estimated: a WAITING answered from a replica's snapshot of the line
+	// (far from the head, no Redis), not by status.lua.
+	Estimated bool
 }
 
 // Interval is one refill interval from the history list: its start (ms,
@@ -114,6 +117,7 @@ type Report struct {
 	Longest                  time.Duration
 	FIFOBase                 int // enters the FIFO check compared (clean, admitted or still waiting)
 	WaitingAtEnd             int // still in line when the run ended
+	Estimated                int // WAITING answers from a replica's snapshot (the far-back path)
 	Violations               []Violation
 }
 
@@ -152,6 +156,9 @@ func Check(run Record) Report {
 	for _, op := range run.Ops {
 		if op.Outcome == Unknown {
 			rep.Unknown++
+		}
+		if op.Estimated {
+			rep.Estimated++
 		}
 		if d := op.Ended.Sub(op.Sent); d > rep.Longest {
 			rep.Longest = d

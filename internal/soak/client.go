@@ -24,6 +24,7 @@ type ticket struct {
 	Status      string `json:"status"`
 	PollAfterMS int64  `json:"poll_after_ms"`
 	Pass        string `json:"pass"`
+	Estimated   bool   `json:"position_estimated"`
 }
 
 // caller makes one simulated user's calls with its own credential and
@@ -102,6 +103,7 @@ func (c *caller) do(ctx context.Context, kind Kind) result {
 				break
 			}
 			r.op.Status = r.ticket.Status
+			r.op.Estimated = r.ticket.Estimated
 			if r.ticket.Status == "ENTERED" {
 				c.pass = r.ticket.Pass
 				// Read unverified: the service has just handed this

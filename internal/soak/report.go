@@ -11,7 +11,7 @@ import (
 // WriteTable prints one row per phase, then every violation found.
 func WriteTable(w io.Writer, phases []PhaseResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "fault\tinjected\tmembers\tops\tunknown\tadmissions\twaiting\tfifo\tlost\tduplicated\tinversions\tboth\tover-rate\tphantoms\tslow\tlongest\tshort\tresult\t")
+	fmt.Fprintln(tw, "fault\tinjected\tmembers\tops\tunknown\tadmissions\twaiting\tfar-back\tfifo\tlost\tduplicated\tinversions\tboth\tover-rate\tphantoms\tslow\tlongest\tshort\tresult\t")
 	for _, p := range phases {
 		r := p.Report
 		injected := "no"
@@ -29,8 +29,8 @@ func WriteTable(w io.Writer, phases []PhaseResult) {
 		if p.Failed() {
 			result = "FAIL"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n",
-			p.Fault, injected, r.Members, r.Ops, r.Unknown, r.Admissions, r.WaitingAtEnd, r.FIFOBase, r.Lost, r.Duplicated, r.Inversions,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n",
+			p.Fault, injected, r.Members, r.Ops, r.Unknown, r.Admissions, r.WaitingAtEnd, r.Estimated, r.FIFOBase, r.Lost, r.Duplicated, r.Inversions,
 			r.Both, r.OverRate, r.Phantoms, r.Slow, r.Longest.Round(time.Millisecond), short, result)
 	}
 	tw.Flush()

@@ -51,9 +51,12 @@ func TestSoakShort(t *testing.T) {
 		// line moved, and the FIFO check compared users admitted and
 		// still waiting (fewer in a phase where many calls failed: an
 		// enter of unknown outcome is left out of it).
-		if r.Members < users*9/10 || r.Ops < 3*users || r.Admissions < 20 || r.FIFOBase < users/4 || r.WaitingAtEnd == 0 {
-			t.Errorf("%s: too little was checked: %d members, %d ops, %d admissions, %d in the FIFO check, %d waiting at the end",
-				p.Fault, r.Members, r.Ops, r.Admissions, r.FIFOBase, r.WaitingAtEnd)
+		// The line is longer than near_head (refill 5 × 10 ticks with
+		// abandonment off), so far-back polls were answered from the
+		// replicas' snapshots and the invariants held with that path on.
+		if r.Members < users*9/10 || r.Ops < 3*users || r.Admissions < 20 || r.FIFOBase < users/4 || r.WaitingAtEnd == 0 || r.Estimated == 0 {
+			t.Errorf("%s: too little was checked: %d members, %d ops, %d admissions, %d in the FIFO check, %d waiting at the end, %d far-back answers",
+				p.Fault, r.Members, r.Ops, r.Admissions, r.FIFOBase, r.WaitingAtEnd, r.Estimated)
 		}
 		// A Redis away for longer than the request timeout must have
 		// failed calls (and none may have hung: r.Slow).

@@ -95,6 +95,7 @@ function buildSection(name) {
     pause: q('.pause-btn'),
     pauseError: q('.pause-error'),
     pausedNote: q('.paused-note'),
+    routes: q('.routes'),
     paused: false, // as the server last said
     forms: [],
     update: (answer) => updateSection(view, answer), // after a change: the queue as the server answered it
@@ -148,6 +149,7 @@ function showSection(view) {
     ? t('failOpen', num(q.gate_fail_open_requests), clock(new Date(q.gate_fail_open_last_at_ms)), ago(q.gate_fail_open_last_at_ms))
     : t('failOpenNever'));
   view.root.querySelector('.fail-open').classList.toggle('at-cap', q.gate_fail_open_last_at_ms > 0);
+  showRoutes(view.routes, q.routes || []);
 
   view.paused = q.paused === true;
   view.root.setAttribute('data-paused', String(view.paused));
@@ -160,6 +162,21 @@ function showSection(view) {
 
   for (const form of view.forms) syncForm(form, q);
   updateOpening(view.opening, q);
+}
+
+// showRoutes lists a queue's gate routes ("shop.example/sale/"), each as
+// code: they are paths to type, not prose.
+function showRoutes(el, routes) {
+  if (routes.length === 0) {
+    el.textContent = t('routesNone');
+    return;
+  }
+  el.replaceChildren(...routes.map((r) => {
+    const code = document.createElement('code');
+    code.className = 'route';
+    code.textContent = r;
+    return code;
+  }));
 }
 
 // ofCap is a count under its cap: "3 / 50" ("(full)" at it: nobody more
