@@ -34,9 +34,9 @@ const HeaderOriginalURI = "X-Original-URI"
 // auth_request, Traefik forwardAuth, Envoy ext_authz over HTTP): 204 with
 // HeaderSub and HeaderQueue when the request carries a valid pass (cookie
 // or bearer) for its room, 204 without them when no route covers it or it
-// is bypassed, 401 when not, 503 when it cannot tell. The proxy sends
-// refused users to the waiting page itself (see deploy/nginx), through
-// Refused.
+// is bypassed, 401 when not, 503 when it cannot tell (Options.Fail;
+// FailOpen: 204 without them). The proxy sends refused users to the
+// waiting page itself (see deploy/nginx), through Refused.
 //
 // The room comes from the Host header (the proxy sets the request's) and
 // the path in HeaderOriginalURI. The proxy forwards the path as the client
@@ -64,8 +64,13 @@ func (g *Gate) ForwardAuth(w http.ResponseWriter, r *http.Request) {
 		h.Set(HeaderQueue, c.Queue)
 		h.Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusNoContent)
+	case openedUnchecked: // FailOpen: through, naming nobody
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNoContent)
 	case unknown:
-		unavailable(w)
+		// nginx turns any answer but 2xx, 401 and 403 into a 500, which
+		// the shipped config sends to Refused: the unavailable page.
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now", "")
 	default: // Refused answers it
 		writeError(w, http.StatusUnauthorized, "pass_required", "a valid entry pass is required", "")
 	}
@@ -142,8 +147,9 @@ func (g *Gate) Refused(w http.ResponseWriter, r *http.Request) {
 	if rm != nil {
 		_, _, v = g.judge(r, rm)
 	}
-	if v == admitted {
-		// Valid now (the proxy's view was older): back to where it was going.
+	if v == admitted || v == openedUnchecked {
+		// Valid now (the proxy's view was older), or failing open: back
+		// to where it was going.
 		w.Header().Set("Cache-Control", "no-store")
 		http.Redirect(w, r, orig.URL.RequestURI(), http.StatusSeeOther)
 		return

@@ -34,6 +34,15 @@
 // removed); with VerifyURL set, the gate also asks the waitroom at most
 // once per RecheckInterval and pass, so a revoked pass stops opening within
 // that interval.
+//
+// While the check cannot be made (VerifyURL, or a Checker's store, not
+// answering), Options.Fail decides (failmode.go): FailClosed, the default,
+// lets passes that verify offline through and shows everyone else a page
+// that retries by itself (503); FailOpen lets everyone through, counted
+// (OnFailOpen) and logged once a minute; FailStrict lets nobody through.
+// A bad, expired or forged pass is refused in every mode, and a pass for
+// one room's queue never opens another's (FailOpen lets its holder
+// through unchecked, as everyone, without its claims).
 package gate
 
 import (
@@ -41,6 +50,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -84,6 +94,8 @@ func PassFromContext(ctx context.Context) (string, bool) {
 // (the gate answers 503), except ErrUsedElsewhere, which refuses the pass
 // and tells its holder why. Options.Checker replaces the remote check;
 // waitroom's own reverse-proxy gate checks against its keys and Redis.
+// A Checker may also be an OfflineChecker and a Pinger, which the gate
+// uses while Check cannot tell (Options.Fail).
 type Checker interface {
 	Check(ctx context.Context, token string) (c Claims, ok bool, err error)
 }
@@ -147,6 +159,16 @@ type Options struct {
 	Client *http.Client
 	// Checker replaces the check through JWKSURL and VerifyURL.
 	Checker Checker
+	// Fail is what the gate does while the Checker cannot tell (it
+	// returns an error: with the remote check, VerifyURL not answering):
+	// FailClosed (the default), FailOpen or FailStrict.
+	Fail FailMode
+	// OnFailOpen, when set, is called for each request FailOpen lets
+	// through unchecked, with the queue of the request's room: count them.
+	OnFailOpen func(queue string)
+	// Logger gets the line, at most once a minute, that says the gate
+	// fails open; nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // Gate is the middleware. Build it with New.
@@ -159,6 +181,14 @@ type Gate struct {
 	bypassClient func(*http.Request) bool
 	secure       bool
 	handOvers    HandOvers
+
+	// While the checker cannot tell (failmode.go).
+	fail       FailMode
+	offline    OfflineChecker // nil: the checker cannot check offline
+	reach      *reach
+	onFailOpen func(queue string)
+	log        *slog.Logger
+	openLog    failOpenLog
 }
 
 // Queue is Options.Queue: the room of the whole site, or with routes of
@@ -187,6 +217,15 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		bypassClient: opts.BypassClient,
 		secure:       !opts.InsecureCookie,
 		handOvers:    opts.HandOvers,
+		fail:         opts.Fail,
+		onFailOpen:   opts.OnFailOpen,
+		log:          logger(opts.Logger),
+	}
+	if g.fail == "" {
+		g.fail = FailClosed
+	}
+	if _, err := ParseFailMode(string(g.fail)); err != nil {
+		return nil, err
 	}
 	if g.handOvers == nil {
 		g.handOvers = newMemoryHandOvers(MaxCachedPasses)
@@ -209,6 +248,8 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		}
 		g.checker = c
 	}
+	g.offline, _ = g.checker.(OfflineChecker)
+	g.reach = newReach(ctx, g.checker)
 	return g, nil
 }
 
@@ -259,6 +300,10 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 			return
 		}
 		c, token, v := g.judge(r, rm)
+		if v == openedUnchecked {
+			next.ServeHTTP(w, withoutPass(r)) // no claims: nothing was checked
+			return
+		}
 		if v != admitted {
 			g.refuse(w, r, rm, v)
 			return
@@ -279,6 +324,26 @@ func withPath(r *http.Request, p string) *http.Request {
 	if r2.RequestURI != "" {
 		r2.RequestURI = u.RequestURI()
 	}
+	return r2
+}
+
+// withoutPass returns r without the pass it may carry in Authorization or
+// HeaderPass, for a request FailOpen lets through unchecked: what is
+// behind the gate never gets a pass the gate did not check (another
+// room's, say) as if it had. Cookies stay, as for an admitted request
+// (waitroom's reverse proxy drops its own).
+func withoutPass(r *http.Request) *http.Request {
+	_, bearer := httpin.BearerToken(r)
+	if !bearer && r.Header.Values(HeaderPass) == nil {
+		return r
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.Header = r.Header.Clone()
+	if bearer {
+		r2.Header.Del("Authorization")
+	}
+	r2.Header.Del(HeaderPass)
 	return r2
 }
 
@@ -307,12 +372,13 @@ var errDuplicateCookie = errors.New("gate: the pass cookie is set twice")
 type verdict int
 
 const (
-	admitted      verdict = iota
-	noPass                // none, or a bad one in Authorization
-	badCookie             // a bad one in the cookie, which goes
-	duplicate             // the cookie twice: 401 invalid_pass
-	usedElsewhere         // a valid pass refused as shared
-	unknown               // the checker cannot tell now: 503
+	admitted        verdict = iota
+	noPass                  // none, or a bad one in Authorization
+	badCookie               // a bad one in the cookie, which goes
+	duplicate               // the cookie twice: 401 invalid_pass
+	usedElsewhere           // a valid pass refused as shared
+	unknown                 // the checker cannot tell now: 503
+	openedUnchecked         // the checker cannot tell, FailOpen: through
 )
 
 // judge checks the pass a request for room rm carries: ForwardAuth,
@@ -323,6 +389,9 @@ func (g *Gate) judge(r *http.Request, rm *room) (Claims, string, verdict) {
 		return Claims{}, "", duplicate
 	}
 	if token == "" {
+		if g.reach.isAway() {
+			return g.cannotTell(r, rm, "", false)
+		}
 		return Claims{}, "", noPass
 	}
 	c, ok, err := g.check(r.Context(), token, rm)
@@ -330,7 +399,7 @@ func (g *Gate) judge(r *http.Request, rm *room) (Claims, string, verdict) {
 	case errors.Is(err, ErrUsedElsewhere):
 		return Claims{}, "", usedElsewhere
 	case err != nil:
-		return Claims{}, "", unknown
+		return g.cannotTell(r, rm, token, fromCookie)
 	case !ok && fromCookie:
 		return Claims{}, "", badCookie
 	case !ok:
@@ -340,9 +409,15 @@ func (g *Gate) judge(r *http.Request, rm *room) (Claims, string, verdict) {
 }
 
 // check asks the checker, and refuses a valid pass for another room's
-// queue.
+// queue. While the waiting room is out of reach it does not ask
+// (errRoomAway), when the pass can be checked offline instead
+// (reach.skip).
 func (g *Gate) check(ctx context.Context, token string, rm *room) (Claims, bool, error) {
+	if g.reach.skip() {
+		return Claims{}, false, errRoomAway
+	}
 	c, ok, err := g.checker.Check(ctx, token)
+	g.reach.learn(ctx, ok, err)
 	if err != nil || !ok || c.Queue != rm.queue {
 		return Claims{}, false, err
 	}
@@ -381,7 +456,7 @@ func (g *Gate) token(r *http.Request, rm *room) (token string, fromCookie bool, 
 // with reason=used_elsewhere, which tells them why.
 func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, rm *room, v verdict) {
 	if v == unknown {
-		unavailable(w)
+		unavailable(w, r)
 		return
 	}
 	if v == badCookie || v == duplicate {
@@ -404,9 +479,7 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, rm *room, v verdic
 			page += "?" + q.Encode()
 		}
 	}
-	navigating := (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
-		!strings.Contains(r.Header.Get("Accept"), "application/json") && r.Header.Get("Authorization") == ""
-	if page != "" && navigating {
+	if page != "" && navigating(r) {
 		w.Header().Set("Cache-Control", "no-store")
 		http.Redirect(w, r, page, http.StatusSeeOther)
 		return
@@ -422,12 +495,6 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, rm *room, v verdic
 // invalidPath answers 400 for a path servers could read more than one way.
 func invalidPath(w http.ResponseWriter) {
 	writeError(w, http.StatusBadRequest, "invalid_path", "the path is ambiguous (an encoded slash or dot, a backslash, a NUL or a dot segment with parameters)", "")
-}
-
-// unavailable answers 503: the checker cannot tell now (the waitroom or
-// its Redis away); clients retry.
-func unavailable(w http.ResponseWriter) {
-	writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now; try again shortly", "")
 }
 
 func writeError(w http.ResponseWriter, status int, code, message, waitingPage string) {

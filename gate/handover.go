@@ -52,16 +52,15 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, rm *room, q url.
 		g.refuse(w, r2, rm, usedElsewhere)
 		return nil, true
 	case err != nil:
-		unavailable(w)
-		return nil, true
+		return g.cannotHandOver(w, r, r2, rm, token)
 	case !ok:
 		g.refuse(w, r2, rm, noPass)
 		return nil, true
 	}
 	first, err := g.handOvers.Claim(r.Context(), c.Queue, c.ID, c.Expires)
 	if err != nil {
-		unavailable(w)
-		return nil, true
+		g.reach.learn(r.Context(), false, err)
+		return g.cannotHandOver(w, r, r2, rm, token)
 	}
 	if !first {
 		return r2, false
@@ -77,6 +76,32 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, rm *room, q url.
 	})
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, clean.RequestURI(), http.StatusSeeOther)
+	return nil, true
+}
+
+// cannotHandOver answers a hand-over of token, on a path of room rm, that
+// the waiting room cannot make now (r2: the request without it): its
+// exchange is single-use, which only the waiting room can tell. A pass
+// that does not verify offline is refused as ever, and so is one for
+// another room's queue (FailOpen: dropped, as no pass for rm). FailOpen
+// sends the browser on to the same path without the pass (the request
+// after it passes unchecked, and the waiting page hands the pass over
+// again once the waiting room is back); the other modes answer
+// unavailable, a page that reloads the same link until it is back.
+func (g *Gate) cannotHandOver(w http.ResponseWriter, r, r2 *http.Request, rm *room, token string) (*http.Request, bool) {
+	if g.offline != nil {
+		c, ok := g.offline.CheckOffline(token)
+		if !ok || c.Queue != rm.queue && g.fail != FailOpen {
+			g.refuse(w, r2, rm, noPass)
+			return nil, true
+		}
+	}
+	if g.fail == FailOpen {
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, r2.URL.RequestURI(), http.StatusSeeOther)
+		return nil, true
+	}
+	unavailable(w, r)
 	return nil, true
 }
 

@@ -22,9 +22,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/connlimit"
+	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/metrics"
@@ -92,6 +94,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 		tickObserver   scheduler.Observer
 		httpMiddleware func(http.Handler) http.Handler
 		hookObserver   webhook.Observer
+		failedOpen     func(queue string) // waitroom_gate_fail_open_total
 	)
 	if cfg.MetricsAddr != "" {
 		mets := metrics.New(store)
@@ -102,7 +105,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			defer stop()
 			rdb.AddHook(mets.RedisHook())
 			store.SetObserver(mets)
-			tickObserver, httpMiddleware, hookObserver = mets, mets.Middleware, mets
+			tickObserver, httpMiddleware, hookObserver, failedOpen = mets, mets.Middleware, mets, mets.GateFailOpen
 		}
 	}
 	// An enter that fewer replicas than asked acknowledged in time is
@@ -187,6 +190,16 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	if err != nil {
 		return err
 	}
+	// What the gate let through unchecked while Redis was away
+	// (WAITROOM_GATE_FAIL=open), written to Redis once it is back.
+	failOpens, err := failopen.New(rdb, cfg.RequestTimeout, failedOpen)
+	if err != nil {
+		return err
+	}
+	failOpensDone := make(chan struct{})
+	failOpensCtx, stopFailOpens := context.WithCancel(ctx)
+	go func() { defer close(failOpensDone); failOpens.Run(failOpensCtx, log) }()
+	defer func() { stopFailOpens(); <-failOpensDone }()
 	g, err := proxy.NewGate(ctx, proxy.GateOptions{
 		Queue:          cfg.GateQueue,
 		Routes:         cfg.GateRoutes,
@@ -197,6 +210,10 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 		InsecureCookie: !cfg.CookieSecure,
 		Uses:           uses,
 		Revoke:         store.Remove,
+		Fail:           gate.FailMode(cfg.GateFail),
+		Ping:           store.Ping,
+		OnFailOpen:     failOpens.Passed,
+		Logger:         log,
 	})
 	if err != nil {
 		return err
@@ -213,7 +230,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	var upstream http.Handler
 	if cfg.Upstream != nil {
 		upstream = proxy.New(cfg.Upstream, cfg.UpstreamTimeout, log)
-		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "routes", len(cfg.GateRoutes), "bypass", cfg.GateBypass, "bypass_cidrs", len(cfg.GateBypassCIDRs))
+		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "routes", len(cfg.GateRoutes), "bypass", cfg.GateBypass, "bypass_cidrs", len(cfg.GateBypassCIDRs), "fail", cfg.GateFail)
 	}
 
 	static, err := fs.Sub(web.Static, "static")
@@ -242,6 +259,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			Metrics:         httpMiddleware,
 			// a plain http webhook_url anywhere (webhook.CheckURL)
 			WebhookInsecureHTTP: cfg.WebhookInsecureHTTP,
+			FailOpens:           failOpens,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

@@ -89,6 +89,10 @@ type Config struct {
 	// (WAITROOM_GATE_BYPASS_CIDRS): the site's monitoring, its office,
 	// judged on the address ClientIP gives.
 	GateBypassCIDRs clientip.Ranges
+	// GateFail is what the gate does while Redis cannot be reached
+	// (WAITROOM_GATE_FAIL): closed (default), open or strict, the names
+	// of gate.FailMode.
+	GateFail string
 	// PassMaxClients is how many client addresses (IPv6: /64s) one entry
 	// pass may be used from at the gate before it is cancelled as shared
 	// (WAITROOM_PASS_MAX_CLIENTS, default 3; 0 turns the check off).
@@ -346,6 +350,12 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 			errs = append(errs, fmt.Errorf("WAITROOM_GATE_BYPASS: %q must be a clean path starting with / (no dot segments, // or escapes)", p))
 		}
 		c.GateBypass = append(c.GateBypass, p)
+	}
+
+	switch c.GateFail = get("WAITROOM_GATE_FAIL", "closed"); c.GateFail {
+	case "closed", "open", "strict":
+	default:
+		errs = append(errs, fmt.Errorf("WAITROOM_GATE_FAIL: want closed, open or strict, got %q", c.GateFail))
 	}
 
 	// Both parsers skip empty entries and trim the others.

@@ -74,6 +74,10 @@ type stackOptions struct {
 	// first is the room of every other path (WAITROOM_GATE_ROUTES=/b/=B,
 	// WAITROOM_GATE_QUEUE=A).
 	twoRooms bool
+	// gate and api, when set, change the gate's and the server's options
+	// before they are built (failmode_test.go).
+	gate func(*proxy.GateOptions, *queue.Store)
+	api  func(*httpapi.Options)
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -128,10 +132,14 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := proxy.NewGate(context.Background(), proxy.GateOptions{
+	gateOpts := proxy.GateOptions{
 		Queue: name, Routes: routes, Passes: passes, Admissions: store, Bypass: []string{"/static/"}, InsecureCookie: true,
 		BypassCIDRs: bypassCIDRs, Uses: uses, Revoke: store.Remove,
-	})
+	}
+	if o.gate != nil {
+		o.gate(&gateOpts, store)
+	}
+	g, err := proxy.NewGate(context.Background(), gateOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +159,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 			t.Fatal(err)
 		}
 	}
-	api := httpapi.New(httpapi.Options{
+	apiOpts := httpapi.Options{
 		ClientIP: clientIP,
 		Gate:     g,
 		Upstream: upstream,
@@ -167,8 +175,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		TargetURL:    o.targetURL,
 		Logger:       log,
 		Static:       static,
-	})
-	srv := httptest.NewServer(calls.wrap(api))
+	}
+	if o.api != nil {
+		o.api(&apiOpts)
+	}
+	srv := httptest.NewServer(calls.wrap(httpapi.New(apiOpts)))
 	// Registered after the scheduler's cleanup, so it runs before it: no
 	// request is in flight when the scheduler and Redis client go.
 	t.Cleanup(srv.Close)

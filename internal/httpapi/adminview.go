@@ -41,6 +41,11 @@ type adminQueueResponse struct {
 	SessionMaxMS       int64  `json:"session_max_ms,omitempty"` // sliding sessions' limit (WAITROOM_SESSION_MAX), when on
 	LastTickAtMS       int64  `json:"last_tick_at_ms"`
 	AdmittedLastMinute int64  `json:"admitted_last_minute"`
+	// What the gate let through unchecked while Redis was away
+	// (WAITROOM_GATE_FAIL=open), over every replica, and when it last
+	// did (0: never).
+	GateFailOpenRequests int64 `json:"gate_fail_open_requests"`
+	GateFailOpenLastAtMS int64 `json:"gate_fail_open_last_at_ms"`
 }
 
 func (s *Server) adminQueues(w http.ResponseWriter, r *http.Request) {
@@ -124,6 +129,16 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 	}
 	if !o.LastTickAt.IsZero() {
 		aq.LastTickAtMS = o.LastTickAt.UnixMilli()
+	}
+	if s.failOpens != nil {
+		rec, err := s.failOpens.Read(ctx, q)
+		if err != nil {
+			return adminQueueResponse{}, err
+		}
+		aq.GateFailOpenRequests = rec.Requests
+		if !rec.LastAt.IsZero() {
+			aq.GateFailOpenLastAtMS = rec.LastAt.UnixMilli()
+		}
 	}
 	return aq, nil
 }

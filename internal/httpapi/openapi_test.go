@@ -682,7 +682,13 @@ func TestOpenAPIContract(t *testing.T) {
 				t.Fatalf("%s %s: 503 without Retry-After", c.method, c.path)
 			}
 		}
-		k.check(t, down, call{method: "GET", path: "/gate/verify", header: bearerHeader(pass), status: 503})
+		// WAITROOM_GATE_FAIL=closed: a pass that verifies offline opens;
+		// then, the gate knowing Redis away, no pass is 503 (not 401).
+		k.check(t, down, call{method: "GET", path: "/gate/verify", header: bearerHeader(pass), status: 204})
+		k.check(t, down, call{method: "GET", path: "/gate/verify", status: 503})
+		for _, accept := range []string{"text/html", "application/json"} {
+			k.check(t, down, call{method: "GET", path: "/gate/refused", header: []string{"Accept", accept, "X-Original-URI", "/order"}, status: 503})
+		}
 		k.check(t, down, call{method: "GET", path: "/healthz", status: 200})
 	})
 

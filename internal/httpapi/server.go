@@ -22,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
@@ -78,6 +79,9 @@ type Options struct {
 	// WebhookInsecureHTTP lets an operator set a plain http webhook_url
 	// anywhere (WAITROOM_WEBHOOK_INSECURE_HTTP).
 	WebhookInsecureHTTP bool
+	// FailOpens is the record of what the gate let through unchecked
+	// while Redis was away, which the admin queue view shows; nil: none.
+	FailOpens *failopen.Recorder
 }
 
 // Server serves the HTTP API.
@@ -109,6 +113,7 @@ type Server struct {
 	metrics func(http.Handler) http.Handler
 	// webhookInsecureHTTP: Options.WebhookInsecureHTTP
 	webhookInsecureHTTP bool
+	failOpens           *failopen.Recorder // nil: none
 }
 
 // New returns the server with its routes.
@@ -146,7 +151,7 @@ func New(o Options) *Server {
 		s.origins, _ = origin.New(nil) // no origins: cannot fail
 	}
 	s.admin = newAdminGuard(o.AdminToken, o.Redis)
-	s.metrics = o.Metrics
+	s.metrics, s.failOpens = o.Metrics, o.FailOpens
 	s.handler = s.routes()
 	s.own = routed(s.handler)
 	s.gated = s.gatedRoutes(o.Upstream)

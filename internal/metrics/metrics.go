@@ -58,6 +58,7 @@ type queueMetrics struct {
 	ticksFailed                  prometheus.Counter
 	tickDuration, tickLateness   prometheus.Observer
 	batchEnter, batchStatus      prometheus.Observer
+	gateFailOpen                 prometheus.Counter
 	rejected                     map[[2]string]prometheus.Counter // [op, reason]
 }
 
@@ -112,7 +113,11 @@ func New(store Store) *Metrics {
 		Namespace: namespace, Name: "redis_wait_short_total",
 		Help: "Enters answered although fewer replicas than WAITROOM_REDIS_WAIT_REPLICAS acknowledged them in time: places a failover then could lose.",
 	}, func() float64 { return float64(store.ReplicaWaitShortfalls()) })
-	reg.MustRegister(admitted, abandoned, rejected, ticks, tickDuration, tickLateness, batch, waitShort)
+	gateFailOpen := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "gate_fail_open_total",
+		Help: "Requests the gate let through unchecked because Redis could not be reached (WAITROOM_GATE_FAIL=open).",
+	}, []string{"queue"})
+	reg.MustRegister(admitted, abandoned, rejected, ticks, tickDuration, tickLateness, batch, waitShort, gateFailOpen)
 
 	for _, name := range store.Queues() {
 		q := &queueMetrics{
@@ -126,6 +131,7 @@ func New(store Store) *Metrics {
 			tickLateness:   tickLateness.WithLabelValues(name),
 			batchEnter:     batch.WithLabelValues(name, queue.OpEnter),
 			batchStatus:    batch.WithLabelValues(name, queue.OpStatus),
+			gateFailOpen:   gateFailOpen.WithLabelValues(name),
 			rejected:       map[[2]string]prometheus.Counter{},
 		}
 		for _, r := range [][2]string{
@@ -169,6 +175,14 @@ func (m *Metrics) Refused(q, op, reason string) {
 		if c := qm.rejected[[2]string{op, reason}]; c != nil {
 			c.Inc()
 		}
+	}
+}
+
+// GateFailOpen counts a request q's gate let through unchecked
+// (failopen.New's counted).
+func (m *Metrics) GateFailOpen(q string) {
+	if qm := m.queue[q]; qm != nil {
+		qm.gateFailOpen.Inc()
 	}
 }
 

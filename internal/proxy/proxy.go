@@ -54,6 +54,17 @@ type GateOptions struct {
 	Uses *passuse.Uses
 	// Revoke ends a member's admission, for a shared pass.
 	Revoke func(ctx context.Context, queue, member string) error
+	// Fail is what the gate does while Redis cannot be reached
+	// (WAITROOM_GATE_FAIL; gate.Options.Fail).
+	Fail gate.FailMode
+	// Ping tells whether Redis answers (queue.Store.Ping): the gate asks
+	// it at most once a second, so it knows Redis is away before a pass
+	// holder does, and when it is back. nil: it learns from the checks.
+	Ping func(ctx context.Context) error
+	// OnFailOpen counts each request let through unchecked (gate.Options).
+	OnFailOpen func(queue string)
+	// Logger gets the fail-open line, at most once a minute.
+	Logger *slog.Logger
 }
 
 // NewGate returns waitroom's own gate for o.Queue and o.Routes: passes
@@ -76,10 +87,17 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 			return ok && o.BypassCIDRs.Contains(a)
 		}
 	}
+	var c gate.Checker = &checker{cache: cache, verifier: o.Passes.Verifier, uses: o.Uses, revoke: o.Revoke}
+	if o.Ping != nil {
+		c = pingingChecker{c.(*checker), o.Ping}
+	}
 	return gate.New(ctx, gate.Options{
 		Queue:          o.Queue,
 		Routes:         o.Routes,
-		Checker:        &checker{cache: cache, verifier: o.Passes.Verifier, uses: o.Uses, revoke: o.Revoke},
+		Checker:        c,
+		Fail:           o.Fail,
+		OnFailOpen:     o.OnFailOpen,
+		Logger:         o.Logger,
 		WaitingPage:    "/q/{queue}",
 		Bypass:         o.Bypass,
 		BypassClient:   bypassClient,
@@ -121,6 +139,25 @@ func (c *checker) Check(ctx context.Context, token string) (gate.Claims, bool, e
 	}
 	return gate.Claims{Queue: pc.Queue, Subject: pc.Subject, ID: pc.ID, Expires: pc.Expires}, true, nil
 }
+
+// CheckOffline checks a pass with this replica's keys alone, without
+// Redis: for the gate while Redis is away (gate.FailClosed).
+func (c *checker) CheckOffline(token string) (gate.Claims, bool) {
+	pc, err := c.cache.Offline(token)
+	if err != nil {
+		return gate.Claims{}, false
+	}
+	return gate.Claims{Queue: pc.Queue, Subject: pc.Subject, ID: pc.ID, Expires: pc.Expires}, true
+}
+
+// pingingChecker is the checker that the gate can also ask whether Redis
+// answers (gate.Pinger).
+type pingingChecker struct {
+	*checker
+	ping func(ctx context.Context) error
+}
+
+func (c pingingChecker) Ping(ctx context.Context) error { return c.ping(ctx) }
 
 // whyRevoked tells a pass revoked as shared (gate.ErrUsedElsewhere) from
 // one whose admission ended otherwise (nil): a refusal's one Redis read,

@@ -143,6 +143,12 @@ function showSection(view) {
   set('.abandon-after', q.abandon_after_ms > 0 ? t('seconds', secs(q.abandon_after_ms / 1000)) : t('abandonNever'));
   set('.pow', q.challenge_difficulty > 0 ? t('difficulty', q.challenge_difficulty) : t('powOff'));
   set('.last-tick', q.last_tick_at_ms ? t('lastTick', clock(new Date(q.last_tick_at_ms)), ago(q.last_tick_at_ms)) : t('lastTickNever'));
+  // Requests the gate let through unchecked while Redis was away
+  // (WAITROOM_GATE_FAIL=open): kept after the outage, so it is seen.
+  set('.fail-open', q.gate_fail_open_last_at_ms
+    ? t('failOpen', num(q.gate_fail_open_requests), clock(new Date(q.gate_fail_open_last_at_ms)), ago(q.gate_fail_open_last_at_ms))
+    : t('failOpenNever'));
+  view.root.querySelector('.fail-open').classList.toggle('at-cap', q.gate_fail_open_last_at_ms > 0);
   showRoutes(view.routes, q.routes || []);
 
   view.paused = q.paused === true;

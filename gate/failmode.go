@@ -1,0 +1,302 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// When the waiting room itself cannot decide: what the gate does while its
+// Checker cannot tell whether a pass opens (the waitroom's Redis, or the
+// waitroom, away). Only that: a bad, expired or forged pass, and an
+// ambiguous path, are refused in every mode, exactly as when all is well.
+
+// FailMode is what the gate does while its Checker cannot tell
+// (Options.Fail).
+type FailMode string
+
+const (
+	// FailClosed, the default: a holder of a pass that verifies offline
+	// (signature, audience and expiry against the keys the gate already
+	// holds; no revocation or sharing check) goes through; everyone else
+	// gets "waiting room unavailable, retrying" (503): a page that reloads
+	// itself for browsers, JSON with code unavailable for API clients.
+	FailClosed FailMode = "closed"
+	// FailOpen: everyone goes through, with or without a pass, while the
+	// Checker cannot tell; each such request is counted (OnFailOpen) and
+	// logged at most once a minute. For a site whose order page must never
+	// be blocked by the waiting room.
+	FailOpen FailMode = "open"
+	// FailStrict: nobody goes through, not even with a valid pass (503).
+	FailStrict FailMode = "strict"
+)
+
+// ParseFailMode reads a FailMode by name: closed, open or strict.
+func ParseFailMode(s string) (FailMode, error) {
+	switch m := FailMode(s); m {
+	case FailClosed, FailOpen, FailStrict:
+		return m, nil
+	}
+	return "", fmt.Errorf("gate: fail mode %q: want closed, open or strict", s)
+}
+
+// OfflineChecker is a Checker that can also check a pass with only what
+// it already holds: its signature, issuer, audience and expiry against the
+// keys it has (and, if it keeps them, the revocations it has seen; the
+// remote check does not). The gate asks it while
+// Check cannot tell (FailClosed, FailOpen); a Checker without it cannot
+// let pass holders through offline. The remote check (Issuer, JWKSURL)
+// is one.
+type OfflineChecker interface {
+	Checker
+	CheckOffline(token string) (c Claims, ok bool)
+}
+
+// Pinger is a Checker that can tell whether it could check a pass now
+// without being given one (waitroom's own gate: a Redis PING). The gate
+// pings, in the background and at most once per second, to learn that
+// the waiting room is away before a pass holder does, and that it is
+// back. A Checker without it is learned from: while it cannot tell, one
+// request a second still asks it.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// errRoomAway is the checker's error while the gate knows the waiting
+// room is away and does not ask it.
+var errRoomAway = errors.New("gate: the waiting room cannot check passes now")
+
+// Bounds of the gate's view of the waiting room's reach.
+const (
+	// probeEvery is how often, at most, the gate asks whether the waiting
+	// room is back (or still there).
+	probeEvery = time.Second
+	// holdAway is how long a failed check keeps the waiting room away for
+	// requests without a pass, with a Checker that cannot be pinged.
+	holdAway = 5 * time.Second
+	// probeTimeout bounds one ping.
+	probeTimeout = 2 * time.Second
+	// failOpenLogEvery is how often, at most, failing open is logged.
+	failOpenLogEvery = time.Minute
+)
+
+// reach is the gate's view of whether its Checker can tell now, that is
+// whether the waiting room (its Redis) is within reach: away since a check
+// failed, back when a check or a ping answers. Requests never wait for a
+// ping; they go by the last answer. A gate has one, whatever the rooms of
+// its routes: they all ask the same Checker.
+type reach struct {
+	ctx     context.Context // bounds the pings (New's)
+	pinger  Pinger          // nil: learned from the checks
+	offline bool            // the checker can check offline: skip it while away
+
+	away    atomic.Int64 // UnixNano since when the waiting room is away; 0: there
+	failed  atomic.Int64 // UnixNano of the last failed check
+	probed  atomic.Int64 // UnixNano of the last probe started
+	probing atomic.Bool
+	lastErr atomic.Pointer[string]
+}
+
+// learn records what a check said (ok, err) or a ping (true, err). Only a
+// pass that opened, or was refused as shared, proves the waiting room
+// answered: a forged pass is refused without asking it. An error after the
+// request itself went away (its context done) says nothing of the waiting
+// room.
+func (rc *reach) learn(ctx context.Context, ok bool, err error) {
+	switch {
+	case err == nil && ok || errors.Is(err, ErrUsedElsewhere):
+		if rc.away.Load() != 0 {
+			rc.away.Store(0)
+		}
+	case err != nil && ctx.Err() == nil && !errors.Is(err, errRoomAway):
+		msg := err.Error()
+		rc.lastErr.Store(&msg)
+		now := time.Now().UnixNano()
+		rc.failed.Store(now)
+		rc.probed.Store(now) // the failed check was this second's probe
+		rc.away.CompareAndSwap(0, now)
+	}
+}
+
+// isAway reports whether the waiting room is known to be away now. With a
+// Pinger it pings in the background when the last ping is more than
+// probeEvery old, so a waiting room that went away is seen before a pass
+// holder comes, and one that is back is seen at once. Without, it counts
+// as away for holdAway after a check failed (checks keep failing while
+// pass holders come: one a second still asks).
+func (rc *reach) isAway() bool {
+	away := rc.away.Load() != 0
+	if rc.pinger != nil {
+		rc.probe()
+		return away
+	}
+	return away && time.Now().UnixNano()-rc.failed.Load() < int64(holdAway)
+}
+
+// skip reports whether this check should not be made: the waiting room is
+// away, the checker can check offline, and either a Pinger will say when
+// it is back or this second's one request has already asked. Asking a
+// waiting room that is away costs each request the checker's whole
+// timeout.
+func (rc *reach) skip() bool {
+	if rc.away.Load() == 0 || !rc.offline {
+		return false
+	}
+	if rc.pinger != nil {
+		rc.probe()
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := rc.probed.Load()
+	return now-last < int64(probeEvery) || !rc.probed.CompareAndSwap(last, now)
+}
+
+// probe pings the waiting room in the background, once per probeEvery at most and
+// one ping at a time.
+func (rc *reach) probe() {
+	now := time.Now().UnixNano()
+	last := rc.probed.Load()
+	if now-last < int64(probeEvery) || rc.probing.Load() || !rc.probed.CompareAndSwap(last, now) {
+		return
+	}
+	if !rc.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer rc.probing.Store(false)
+		ctx, cancel := context.WithTimeout(rc.ctx, probeTimeout)
+		defer cancel()
+		// rc.ctx, not ctx: a ping that timed out did fail.
+		rc.learn(rc.ctx, true, rc.pinger.Ping(ctx))
+	}()
+}
+
+// cannotTell decides a request for room rm the checker could not tell
+// about, carrying token (or none), by the gate's fail mode. A pass that
+// does not verify offline is refused as when all is well, in every mode:
+// only what needs the waiting room is decided by the mode. So is a valid
+// pass for another room's queue, which never opens rm: FailOpen lets its
+// holder through as it lets everyone, unchecked and without its claims.
+func (g *Gate) cannotTell(r *http.Request, rm *room, token string, fromCookie bool) (Claims, string, verdict) {
+	if token != "" && g.offline != nil {
+		c, ok := g.offline.CheckOffline(token)
+		switch {
+		case ok && c.Queue == rm.queue && g.fail != FailStrict:
+			return c, token, admitted
+		case ok && c.Queue == rm.queue:
+			return Claims{}, "", unknown
+		case ok && g.fail == FailOpen:
+			// Another room's pass: as if none (below).
+		case fromCookie:
+			return Claims{}, "", badCookie
+		default:
+			return Claims{}, "", noPass
+		}
+	}
+	if g.fail == FailOpen {
+		g.failedOpen(r, rm)
+		return Claims{}, "", openedUnchecked
+	}
+	return Claims{}, "", unknown
+}
+
+// failOpenLog writes the fail-open line at most once per failOpenLogEvery,
+// with the count of requests let through since the last one.
+type failOpenLog struct {
+	mu     sync.Mutex
+	last   time.Time
+	passed int64
+}
+
+// failedOpen counts, under its room's queue, and logs a request for room
+// rm let through unchecked. The line counts the requests of every room,
+// and names the room of the one that wrote it.
+func (g *Gate) failedOpen(r *http.Request, rm *room) {
+	if g.onFailOpen != nil {
+		g.onFailOpen(rm.queue)
+	}
+	l := &g.openLog
+	now := time.Now()
+	l.mu.Lock()
+	l.passed++
+	if !l.last.IsZero() && now.Sub(l.last) < failOpenLogEvery {
+		l.mu.Unlock()
+		return
+	}
+	passed := l.passed
+	l.last, l.passed = now, 0
+	l.mu.Unlock()
+	reason := ""
+	if p := g.reach.lastErr.Load(); p != nil {
+		reason = *p
+	}
+	g.log.WarnContext(r.Context(), "gate: the waiting room cannot check passes; failing open, everyone passes unchecked (fail mode open)",
+		"queue", rm.queue, "passed_since_last_line", passed, "err", reason)
+}
+
+// unavailablePage is what a browser gets while the waiting room cannot
+// decide: a page that reloads itself (no script: it works under any CSP)
+// after the Retry-After it is sent with. No inline style either: waitroom's own
+// routes (/gate/refused) send a CSP without 'unsafe-inline'.
+const unavailablePage = `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
+	`<meta name="viewport" content="width=device-width, initial-scale=1">` +
+	`<meta http-equiv="refresh" content="%d"><title>Waiting room unavailable</title></head>` +
+	`<body>` +
+	`<h1>The waiting room is unavailable</h1><p>It cannot check entry passes right now. ` +
+	`This page tries again by itself in a few seconds; please keep it open.</p></body></html>`
+
+// Retry-After of the unavailable page: spread over a few seconds, so the
+// browsers that waited do not all come back in the same second.
+const (
+	pageRetryMin    = 4
+	pageRetrySpread = 5
+)
+
+// unavailable answers 503 while the waiting room cannot decide: to a browser
+// navigating, the page that retries by itself; to anyone else, JSON with
+// code unavailable. Both with Retry-After.
+func unavailable(w http.ResponseWriter, r *http.Request) {
+	if !navigating(r) {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now; try again shortly", "")
+		return
+	}
+	secs := pageRetryMin + rand.IntN(pageRetrySpread)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Retry-After", strconv.Itoa(secs))
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = fmt.Fprintf(w, unavailablePage, secs)
+}
+
+// navigating reports whether r is a browser loading a page (GET or HEAD,
+// not asking for JSON, no Authorization): it gets pages and redirects,
+// everything else JSON.
+func navigating(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		!strings.Contains(r.Header.Get("Accept"), "application/json") && r.Header.Get("Authorization") == ""
+}
+
+// newReach returns the gate's view of whether its checker can tell.
+func newReach(ctx context.Context, c Checker) *reach {
+	rc := &reach{ctx: ctx}
+	rc.pinger, _ = c.(Pinger)
+	_, rc.offline = c.(OfflineChecker)
+	return rc
+}
+
+// logger is opts' logger, or slog's default.
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l
+}
