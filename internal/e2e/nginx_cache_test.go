@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,39 +15,13 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/httpin/pathtest"
 )
 
 // The shipped nginx config keeps /gate/verify's 204s for a second. These
 // tests run it for real: the answers it keeps go only to the pass, path,
 // host and client they were given for, carry that pass's identity, and a
 // revoked pass still stops opening within 5 s.
-
-// rawGet sends one GET with the request target and Host exactly as given
-// (nginx must see a path such as /x/../order as sent) and returns the
-// status.
-func rawGet(addr, target, host string, header ...string) (int, error) {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	var b strings.Builder
-	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\nConnection: close\r\n", target, host)
-	for i := 0; i+1 < len(header); i += 2 {
-		fmt.Fprintf(&b, "%s: %s\r\n", header[i], header[i+1])
-	}
-	b.WriteString("\r\n")
-	if _, err := c.Write([]byte(b.String())); err != nil {
-		return 0, err
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
 
 // authInputs is everything a forward-auth answer may depend on, as one
 // string: the host, the path as sent, the client's address chain, the
@@ -155,7 +127,7 @@ func TestNginxAuthCacheKeyProperty(t *testing.T) {
 		if a != "" {
 			hdr = append(hdr, "Authorization", a)
 		}
-		if _, err := rawGet(addr, path, host, hdr...); err != nil {
+		if _, err := pathtest.GetHost(addr, host, path, hdr...); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
@@ -186,7 +158,7 @@ func TestNginxAuthCacheKeyProperty(t *testing.T) {
 	before := calls
 	mu.Unlock()
 	for range 3 {
-		if st, err := rawGet(addr, "/order", "shop.example", "Cookie", "theme=dark"); err != nil || st == http.StatusOK {
+		if st, err := pathtest.GetHost(addr, "shop.example", "/order", "Cookie", "theme=dark"); err != nil || st == http.StatusOK {
 			t.Fatalf("without a pass: %d %v", st, err)
 		}
 	}
@@ -235,13 +207,13 @@ func TestNginxAuthCacheIdentities(t *testing.T) {
 	const rounds = 30
 	for i := range rounds {
 		for _, u := range users {
-			st, err := rawGet(addr, "/order", "shop.example", "Cookie", cookie(u), "X-Test-User", u.id, "X-Waitroom-Sub", "spoofed")
+			st, err := pathtest.GetHost(addr, "shop.example", "/order", "Cookie", cookie(u), "X-Test-User", u.id, "X-Waitroom-Sub", "spoofed")
 			if err != nil || st != http.StatusOK {
 				t.Fatalf("round %d, user %s: %d %v", i, u.id, st, err)
 			}
 		}
 		// No pass right after a cached 204 for the same path: refused.
-		if st, err := rawGet(addr, "/order", "shop.example", "X-Test-User", ""); err != nil || st == http.StatusOK {
+		if st, err := pathtest.GetHost(addr, "shop.example", "/order", "X-Test-User", ""); err != nil || st == http.StatusOK {
 			t.Fatalf("round %d without a pass: %d %v", i, st, err)
 		}
 	}
@@ -261,7 +233,7 @@ func TestNginxAuthCacheIdentities(t *testing.T) {
 	// /x/../order reaches the order site as sent; verify refuses it as
 	// ambiguous, and the 204 cached for /order must not open it.
 	for range 3 {
-		if st, err := rawGet(addr, "/x/../order", "shop.example", "Cookie", cookie(users[0]), "X-Test-User", users[0].id); err != nil || st == http.StatusOK {
+		if st, err := pathtest.GetHost(addr, "shop.example", "/x/../order", "Cookie", cookie(users[0]), "X-Test-User", users[0].id); err != nil || st == http.StatusOK {
 			t.Fatalf("/x/../order with a pass cached for /order: %d %v", st, err)
 		}
 	}
@@ -280,7 +252,7 @@ func TestNginxAuthCacheRevocation(t *testing.T) {
 	u := enterUser(t, s)
 	cookie := gate.CookieName(s.queue, false) + "=" + u.pass
 	get := func() int {
-		st, err := rawGet(addr, "/order", "shop.example", "Cookie", cookie)
+		st, err := pathtest.GetHost(addr, "shop.example", "/order", "Cookie", cookie)
 		if err != nil {
 			t.Fatal(err)
 		}
