@@ -109,8 +109,17 @@ func (s *Server) gatedRoutes(upstream http.Handler) http.Handler {
 // withClient puts the client's address (behind trusted proxies, the one
 // they name) in the request context, where the gate's pass check counts
 // the addresses a pass is used from.
+// The request's own context from requestID or routed takes the address
+// in place, so a gated request is copied once for its id and address,
+// not twice: nothing else holds that context yet.
 func (s *Server) withClient(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(clientip.NewContext(r.Context(), s.clientIP.Addr(r))))
+		a := s.clientIP.Addr(r)
+		if c, ok := r.Context().(*idContext); ok {
+			c.addr, c.hasAddr = a, true
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(clientip.NewContext(r.Context(), a)))
 	})
 }
