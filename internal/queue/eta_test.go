@@ -40,7 +40,8 @@ type etaSample struct {
 	// arrival and admission: a delay no estimator can foresee.
 	paused time.Duration
 	// low and high are the range the first answer gave (Ticket.ETALow,
-	// ETAHigh), read at asked, the moment of predicted.
+	// ETAHigh): low counted from asked, when the enter was sent, and high
+	// from when its answer came back.
 	asked, low, high time.Time
 }
 
@@ -110,6 +111,7 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 			if r.spread > 0 {
 				time.Sleep(time.Duration(rand.Int64N(int64(r.spread))))
 			}
+			sent := time.Now()
 			tk, err := s.Enter(ctx, q, u)
 			if err != nil {
 				t.Error(err)
@@ -117,7 +119,10 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 			}
 			at := time.Now()
 			entered[i] = at
-			samples[i].asked, samples[i].low, samples[i].high = at, at.Add(tk.ETALow), at.Add(tk.ETAHigh)
+			// The store computed the answer between sent and at: its next tick
+			// is due no sooner than sent plus the time it gave, and no later
+			// than at plus it.
+			samples[i].asked, samples[i].low, samples[i].high = sent, sent.Add(tk.ETALow), at.Add(tk.ETAHigh)
 			history, err := s.History(ctx, q)
 			if err != nil {
 				t.Error(err)
@@ -321,8 +326,8 @@ func checkRange(t *testing.T, r etaRun, samples []etaSample) {
 }
 
 // The range around the ETA (eta.go): low ≤ ETA ≤ high, never below zero,
-// the ETA's own value for anyone not waiting in a moving line, a top one
-// interval past the ETA for an exact position and further for an
+// the ETA's own value for anyone not waiting in a moving line, a top the
+// ticks' lateness past the ETA for an exact position and further for an
 // estimated one, and ends that never move sooner for a place further back.
 func TestETARange(t *testing.T) {
 	t.Parallel()
@@ -343,11 +348,11 @@ func TestETARange(t *testing.T) {
 			var prev Ticket
 			for pos := int64(1); pos <= 5000; pos++ {
 				tk := ticket(pos, refill, estimated)
-				if tk.ETALow < 0 || tk.ETALow > tk.ETA || tk.ETAHigh < tk.ETA+interval {
+				if tk.ETALow < 0 || tk.ETALow > tk.ETA || tk.ETAHigh <= tk.ETA {
 					t.Fatalf("refill %d, estimated %v, position %d: [%v, %v] around %v", refill, estimated, pos, tk.ETALow, tk.ETAHigh, tk.ETA)
 				}
-				if !estimated && tk.ETAHigh != tk.ETA+interval {
-					t.Fatalf("refill %d, position %d: top %v, want the ETA %v plus an interval", refill, pos, tk.ETAHigh, tk.ETA)
+				if want := tk.ETA + time.Duration(tk.TicksAhead+1)*etaTickLate; !estimated && tk.ETAHigh != want {
+					t.Fatalf("refill %d, position %d: top %v, want %v", refill, pos, tk.ETAHigh, want)
 				}
 				if pos > 1 && (tk.ETALow < prev.ETALow || tk.ETAHigh < prev.ETAHigh) {
 					t.Fatalf("refill %d, estimated %v: position %d gets [%v, %v], one ahead [%v, %v]", refill, estimated, pos, tk.ETALow, tk.ETAHigh, prev.ETALow, prev.ETAHigh)
@@ -359,9 +364,10 @@ func TestETARange(t *testing.T) {
 			}
 		}
 	}
-	// 179 ticks of 5 s ahead: 36 (a fifth) and one more sooner, one later.
+	// 179 ticks of 5 s ahead: 45 (a quarter) sooner; 180 ticks' lateness
+	// later.
 	tk := ticket(1800, 10, false)
-	if tk.ETA != 120*time.Millisecond+179*interval || tk.ETALow != tk.ETA-37*interval {
+	if tk.ETA != 120*time.Millisecond+179*interval || tk.ETALow != tk.ETA-45*interval || tk.ETAHigh != tk.ETA+180*etaTickLate {
 		t.Errorf("position 1,800 at 10 per 5 s: [%v, %v] around %v", tk.ETALow, tk.ETAHigh, tk.ETA)
 	}
 	// Anyone not waiting in a moving line: the ETA itself at both ends.
