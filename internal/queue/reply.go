@@ -156,6 +156,7 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 	default:
 		return Ticket{}, fmt.Errorf("queue: unknown status code %d", status)
 	}
+	t.setRange()
 	return t, nil
 }
 

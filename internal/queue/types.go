@@ -124,6 +124,10 @@ type Ticket struct {
 	// ETA is the time until the tick that admits this user: the time until
 	// the next tick plus one interval per full refill ahead.
 	ETA time.Duration
+	// ETALow and ETAHigh bound the wait (eta.go): the admission is likely
+	// no sooner than ETALow, and due no later than ETAHigh. Both equal the
+	// ETA for anyone not waiting in a moving line.
+	ETALow, ETAHigh time.Duration
 	// UntilNextTick is the time until the next tick is applied: 0 when it
 	// is due and about to be.
 	UntilNextTick time.Duration

@@ -57,6 +57,7 @@ import { solve, stopSolver } from './waiting-pow.js';
 import { turnStep } from './waiting-handoff.js';
 import { render, say, announce, forgetAnnounced, showCheckProgress } from './waiting-render.js';
 import { when, hhmm } from './waiting-format.js';
+import { alertTurn, whenSeen } from './waiting-alerts.js';
 
 const FALLBACK_POLL_MS = 2000;
 const MIN_POLL_MS = 250; // guards against a server hint of 0 hammering us
@@ -471,6 +472,8 @@ function enterWhenDue() {
 // ends), so a reload asks for the status and lands here again, with a
 // fresh pass, instead of entering anew. A redirect replaces this page in
 // the history: coming back to it would only send the user forward again.
+// Someone looking away is told (waiting-alerts.js), and a hidden page
+// sends them on once it is shown again, not behind their back.
 function enterTurn(tk) {
   clearTimeout(timer);
   hadPlace = true;
@@ -479,7 +482,9 @@ function enterTurn(tk) {
   page.next = turnStep(tk, returnPath);
   render();
   say(t('turnTitle'));
-  if (page.next && page.next.go) location.replace(page.next.href);
+  alertTurn(page.next ? t('turnBody') : t('turnNowhere'));
+  const next = page.next;
+  if (next && next.go) whenSeen(() => location.replace(next.href));
 }
 
 function fail(text, retry) {

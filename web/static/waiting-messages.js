@@ -47,7 +47,7 @@ export const STRINGS = {
     fullBody: (time) => 'Try again at ' + time + ' (local time).',
     fullAuto: 'This page will try once more by itself at that time.',
     fullRetry: 'Try again',
-    // n is formatted, count the number (for plurals); eta is humanEta's
+    // n is formatted, count the number (for plurals); eta is waitText's
     // text, the same as the Estimated wait card shows.
     summary: (n, count, eta) =>
       (count === 1 ? '1 person is waiting' : n + ' people are waiting') + '; estimated wait ' + eta,
@@ -104,6 +104,15 @@ export const STRINGS = {
     etaSoon: 'less than a minute',
     etaMin: (m) => 'about ' + m + ' min',
     etaHours: (h, m) => 'about ' + h + ' h' + (m ? ' ' + m + ' min' : ''),
+    // ---- Issue 22: the wait as a range, and the turn's alerts ----
+    // range is Intl's "12–15 min" (waiting-format.js etaRange).
+    etaAbout: (range) => 'about ' + range,
+    // The range's low end is under a minute: only its top is told.
+    etaUpTo: (max) => 'up to ' + max,
+    // Asks for the browser's notification permission, on click only.
+    notifyMe: "Notify me when it's my turn",
+    notifyOn: "You'll get a notification when it's your turn.",
+    // ---- end of issue 22 ----
   },
   ko: {
     pageTitle: '접속 대기',
@@ -184,6 +193,12 @@ export const STRINGS = {
     etaSoon: '1분 미만',
     etaMin: (m) => '약 ' + m + '분',
     etaHours: (h, m) => '약 ' + h + '시간' + (m ? ' ' + m + '분' : ''),
+    // ---- Issue 22: the wait as a range, and the turn's alerts ----
+    etaAbout: (range) => '약 ' + range,
+    etaUpTo: (max) => '최대 ' + max,
+    notifyMe: '차례가 되면 알림 받기',
+    notifyOn: '차례가 되면 알림을 보내 드립니다.',
+    // ---- end of issue 22 ----
   },
 };
 

@@ -7,7 +7,7 @@ import { $ } from './dom.js';
 import { t } from './waiting-messages.js';
 import { page } from './waiting-state.js';
 import { serverNow } from './waiting-api.js';
-import { fmt, clock, when, hhmm, countdown, humanEta } from './waiting-format.js';
+import { fmt, clock, when, hhmm, countdown, waitText } from './waiting-format.js';
 
 let clockTimer = 0; // re-renders a countdown on the second
 let announced = ''; // what the live region last told: a position, or the draw
@@ -78,7 +78,7 @@ export function render() {
       ? t('summaryDraw', fmt(ticket.waiting), ticket.waiting, when(drawAt))
       : t('summaryDrawing', fmt(ticket.waiting), ticket.waiting);
   } else if (state === 'waiting' && ticket) {
-    status = t('summary', fmt(ticket.waiting), ticket.waiting, humanEta(ticket.eta_seconds));
+    status = t('summary', fmt(ticket.waiting), ticket.waiting, waitText(ticket));
   } else if (notOpen) {
     status = isFinite(opening.from) && opening.from > serverNow() ? t('notOpenStatus', when(opening.from)) : t('joining');
   } else if (state === 'loading') {
@@ -122,7 +122,7 @@ export function render() {
     $('position').textContent = about(ticket.position);
     $('ahead').textContent = about(Math.max(0, ticket.position - 1));
     $('waiting-total').textContent = fmt(ticket.waiting);
-    $('eta').textContent = paused ? t('etaPaused') : humanEta(ticket.eta_seconds);
+    $('eta').textContent = paused ? t('etaPaused') : waitText(ticket);
     const pct = progressPercent(ticket.position);
     $('progress').value = pct;
     $('progress').textContent = pct + '%';

@@ -10,6 +10,7 @@
 //   waiting-handoff.js   where the turn sends the user, with the pass
 //   waiting-render.js    drawing the state; the live region
 //   waiting-format.js    numbers, times and waits in the page's language
+//   waiting-alerts.js    the turn told to someone looking away
 //   i18n.js, storage.js, dom.js   shared with the back office
 
 import { $ } from './dom.js';
@@ -17,6 +18,7 @@ import { i18n } from './waiting-messages.js';
 import { forgetOldUser } from './waiting-state.js';
 import { start, leave, joinAgain, retryFull, pollSoon } from './waiting-flow.js';
 import { render } from './waiting-render.js';
+import { initAlerts } from './waiting-alerts.js';
 
 function init() {
   i18n.apply();
@@ -39,6 +41,7 @@ function init() {
   $('rejoin').addEventListener('click', joinAgain);
   $('full-retry').addEventListener('click', () => retryFull(true));
   $('pass').addEventListener('focus', (e) => e.target.select());
+  initAlerts();
 
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'visible') pollSoon();
