@@ -226,9 +226,13 @@ func (s *Service) claim(ctx context.Context, q, input, client string) (Moved, er
 		return Moved{}, ErrInvalid
 	}
 	k := keysFor(q)
+	perClient := ClientAttempts
+	if client == "" {
+		perClient = 0 // the service's own calls, tests: no client to count
+	}
 	v, err := run(ctx, s, claimScript,
 		[]string{k.live, k.expires, queue.GenKey(q), queue.MovedKey(q), queue.WaitingKey(q), queue.DrawKey(q), k.clientTries(client), k.queueTries},
-		field, ClientAttempts, ClientWindow.Milliseconds(), QueueAttempts, QueueWindow.Milliseconds(),
+		field, perClient, ClientWindow.Milliseconds(), QueueAttempts, QueueWindow.Milliseconds(),
 		movedKeep.Milliseconds(), genKeep.Milliseconds())
 	if err != nil {
 		return Moved{}, fmt.Errorf("handoff: claim: %w", err)
@@ -278,7 +282,7 @@ func keysFor(q string) keys {
 }
 
 // clientTries is the counter of client's failed attempts ("" no client:
-// a key nobody else counts in either).
+// a key the script then does not count in).
 func (k keys) clientTries(client string) string {
 	if client == "" {
 		return k.unused

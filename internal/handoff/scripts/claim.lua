@@ -19,7 +19,8 @@
 -- KEYS[7] -> the client's failed attempts (STRING counter, expiring)
 -- KEYS[8] -> the queue's failed attempts by code (STRING counter, expiring)
 -- ARGV[1] -> the field to look up ("t:..." a token, "c:..." a typed code)
--- ARGV[2], ARGV[3] -> the client's limit: failed attempts, window (ms)
+-- ARGV[2], ARGV[3] -> the client's limit: failed attempts (0: no client,
+--                     no limit), window (ms)
 -- ARGV[4], ARGV[5] -> the queue's limit on failed attempts by code, window (ms)
 -- ARGV[6] -> how long a move stays in the moved ZSET (ms)
 -- ARGV[7] -> how long the gen HASH is kept after the queue's last move (ms)
@@ -33,7 +34,7 @@ sweep(KEYS[1], KEYS[2], now)
 
 -- over reports the wait (ms) while counter key holds max or more.
 local function over(key, max)
-  if (tonumber(redis.call('GET', key)) or 0) >= max then
+  if max > 0 and (tonumber(redis.call('GET', key)) or 0) >= max then
     return math.max(1, redis.call('PTTL', key))
   end
   return 0
@@ -55,7 +56,9 @@ end
 local v = redis.call('HGET', KEYS[1], field)
 local f = v and split(v)
 if not f or tonumber(f[3]) <= now then
-  count(KEYS[7], tonumber(ARGV[3]))
+  if tonumber(ARGV[2]) > 0 then
+    count(KEYS[7], tonumber(ARGV[3]))
+  end
   if by_code then
     count(KEYS[8], tonumber(ARGV[5]))
   end
