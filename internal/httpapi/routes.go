@@ -55,6 +55,8 @@ func (s *Server) routes() *chi.Mux {
 	r.Post(api+"/enter", s.enter)
 	r.Get(api+"/status", s.status)
 	r.Delete(api+"/place", s.leavePlace)
+	r.Post(api+"/handoff", s.createHandoff) // move the place to another device (handoff.go)
+	r.Get(api+"/handoff/qr", s.handoffQR)   // its QR code, a PNG
 	r.Post(api+"/done", s.done)
 	r.Delete(api+"/users/{user_id}", s.leaveUser) // insecure mode only
 

@@ -113,6 +113,25 @@ export const STRINGS = {
     notifyMe: "Notify me when it's my turn",
     notifyOn: "You'll get a notification when it's your turn.",
     // ---- end of issue 22 ----
+    // ---- Moving the place to another device (issue 22, waiting-move.js) ----
+    moveButton: 'Continue on another device',
+    moveTitle: 'Continue on another device',
+    moveHelp: 'Scan this QR code with your other device, or open the waiting line there and type the code. ' +
+      'Your place moves there, with the same number, and this page stops holding it.',
+    moveQrAlt: 'QR code to continue on another device',
+    moveCodeLabel: 'Code',
+    moveExpires: (time) => 'The code works once, until ' + time + '.',
+    moveClose: 'Close',
+    moveFailed: 'We could not prepare the move. Please try again.',
+    moveUseSummary: 'Moving your place here from another device?',
+    moveUseLabel: 'Code shown on the other device',
+    moveUse: 'Move my place here',
+    moveInvalid: 'This code or link is not valid, was already used, or has expired. Ask the other device for a new one.',
+    movedHere: 'Your place moved to this device.',
+    movedTitle: 'Your place moved to another device',
+    movedBody: 'You continued on another device, so this page no longer holds your place. ' +
+      'If you join again here, you start at the back of the line.',
+    // ---- end of moving the place ----
   },
   ko: {
     pageTitle: '접속 대기',
@@ -199,6 +218,25 @@ export const STRINGS = {
     notifyMe: '차례가 되면 알림 받기',
     notifyOn: '차례가 되면 알림을 보내 드립니다.',
     // ---- end of issue 22 ----
+    // ---- Moving the place to another device (issue 22, waiting-move.js) ----
+    moveButton: '다른 기기에서 계속하기',
+    moveTitle: '다른 기기에서 계속하기',
+    moveHelp: '다른 기기로 이 QR 코드를 스캔하거나, 그 기기에서 대기열을 열고 코드를 입력하세요. ' +
+      '같은 순번 그대로 그 기기로 옮겨지고, 이 페이지에서는 더 이상 순번이 유지되지 않습니다.',
+    moveQrAlt: '다른 기기에서 계속하기 위한 QR 코드',
+    moveCodeLabel: '코드',
+    moveExpires: (time) => '이 코드는 ' + time + '까지 한 번만 쓸 수 있습니다.',
+    moveClose: '닫기',
+    moveFailed: '기기 이동을 준비하지 못했습니다. 다시 시도해 주세요.',
+    moveUseSummary: '다른 기기의 순번을 이 기기로 옮기시나요?',
+    moveUseLabel: '다른 기기에 표시된 코드',
+    moveUse: '이 기기로 순번 옮기기',
+    moveInvalid: '코드나 링크가 올바르지 않거나, 이미 사용되었거나, 만료되었습니다. 다른 기기에서 새 코드를 받아 주세요.',
+    movedHere: '순번이 이 기기로 옮겨졌습니다.',
+    movedTitle: '순번이 다른 기기로 옮겨졌습니다',
+    movedBody: '다른 기기에서 계속하기로 하여 이 페이지에서는 더 이상 순번이 유지되지 않습니다. ' +
+      '여기서 다시 줄을 서면 맨 뒤에서부터 기다려야 합니다.',
+    // ---- end of moving the place ----
   },
 };
 

@@ -26,6 +26,7 @@ export function render() {
   $('turn').hidden = state !== 'entered';
   $('left').hidden = state !== 'left';
   $('released').hidden = state !== 'released';
+  $('moved').hidden = state !== 'moved';
   $('full').hidden = state !== 'full';
   if (state === 'full') {
     $('full-text').textContent = t('fullBody', hhmm(page.fullAt));
@@ -47,6 +48,11 @@ export function render() {
   $('turn-body').textContent = next ? t('turnBody') : t('turnNowhere');
   $('pass-box').hidden = !!next || !page.pass;
   if ($('pass').value !== page.pass) $('pass').value = page.pass;
+
+  // Continue on another device: offered while the place waits in line.
+  const canMove = state === 'waiting' && !!ticket;
+  $('move-btn').hidden = !canMove || !$('move-box').hidden;
+  if (!canMove) $('move-box').hidden = true;
 
   $('reconnecting').hidden = !(active && page.retryInMs > 0);
   $('reconnecting-text').textContent = t('reconnecting', fmt(Math.max(1, Math.round(page.retryInMs / 1000))));
@@ -91,6 +97,8 @@ export function render() {
     status = t('releasedTitle');
   } else if (state === 'full') {
     status = t('fullTitle');
+  } else if (state === 'moved') {
+    status = t('movedTitle');
   } else {
     status = t('errorTitle');
   }

@@ -8,6 +8,7 @@
 //   waiting-api.js       requests, the server's clock, backoff
 //   waiting-pow.js       proof of work, in pow-worker.js
 //   waiting-handoff.js   where the turn sends the user, with the pass
+//   waiting-move.js      continuing on another device: QR code, codes
 //   waiting-render.js    drawing the state; the live region
 //   waiting-format.js    numbers, times and waits in the page's language
 //   waiting-alerts.js    the turn told to someone looking away
@@ -16,9 +17,10 @@
 import { $ } from './dom.js';
 import { i18n } from './waiting-messages.js';
 import { forgetOldUser } from './waiting-state.js';
-import { start, leave, joinAgain, retryFull, pollSoon } from './waiting-flow.js';
+import { start, leave, joinAgain, retryFull, pollSoon, useHandoff } from './waiting-flow.js';
 import { render } from './waiting-render.js';
 import { initAlerts } from './waiting-alerts.js';
+import { bindMove } from './waiting-move.js';
 
 function init() {
   i18n.apply();
@@ -39,6 +41,8 @@ function init() {
   $('join-again').addEventListener('click', joinAgain);
   $('retry').addEventListener('click', joinAgain);
   $('rejoin').addEventListener('click', joinAgain);
+  $('moved-rejoin').addEventListener('click', joinAgain);
+  bindMove(useHandoff);
   $('full-retry').addEventListener('click', () => retryFull(true));
   $('pass').addEventListener('focus', (e) => e.target.select());
   initAlerts();
