@@ -105,7 +105,7 @@ func alertsLine(t *testing.T, targetURL string) (*stack, *browser) {
 	b := newBrowser(t, chromium)
 	b.recordAlerts()
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	return s, b
 }
 
@@ -210,7 +210,7 @@ func TestTurnWaitsForHiddenPage(t *testing.T) {
 		t.Fatalf("the hidden page went to %s", href)
 	}
 	eval[bool](b, `(__alerts.hide(false), true)`)
-	b.waitJS(10*time.Second, "the order page", `!!document.getElementById('order')`)
+	b.waitJS(30*time.Second, "the order page", `!!document.getElementById('order')`)
 	if v := order.visits(); len(v) != 1 || v[0].verify.Status != 200 {
 		t.Errorf("order page visits %+v, want one with a valid pass", v)
 	}
