@@ -71,6 +71,9 @@ var luaMirror = []struct {
 	{"TICK_ABANDONED", tickAbandoned + 1},
 	{"TICK_LATE", tickLate + 1},
 	{"TICK_UNTIL_NEXT", tickUntilNext + 1},
+	{"STAT_LINE", int(TimeInLine)},
+	{"STAT_ETA", int(ETAError)},
+	{"STAT_INSIDE", int(TimeInside)},
 }
 
 // notReplies are common.lua's numeric constants that describe no reply.
