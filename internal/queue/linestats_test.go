@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -259,5 +260,31 @@ func TestHistoryEntryVersions(t *testing.T) {
 		if _, err := parseHistoryEntry(bad); err == nil {
 			t.Errorf("parseHistoryEntry(%q) read", bad)
 		}
+	}
+}
+
+// BenchmarkLineStatsMemory reports what the line statistics keep in Redis:
+// bytes per checkpoint (one per applied tick, kept back to the head of the
+// line) and per samples entry (at most SAMPLES_KEEP), from MEMORY USAGE
+// with every element sampled. Nothing is kept per waiting user.
+func BenchmarkLineStatsMemory(b *testing.B) {
+	_, q, rdb := benchStore(b, benchSettings)
+	ctx := context.Background()
+	k := keysFor(q)
+	const n = 10000
+	now := time.Now().UnixMilli()
+	for b.Loop() {
+		rdb.Del(ctx, k.arrivals, k.samples)
+		for i := range n {
+			rdb.ZAdd(ctx, k.arrivals, redis.Z{Score: float64(i * 137), Member: fmt.Sprintf("%d:%d:%d:%d", now+int64(i)*5000, 250000-i*10, 100, 5000)})
+			rdb.RPush(ctx, k.samples, fmt.Sprintf("%d:%d:%d:%d", now+int64(i)*5000, 1+i%3, 61000+i, 50))
+		}
+	}
+	for _, m := range []struct{ key, unit string }{{k.arrivals, "bytes/checkpoint"}, {k.samples, "bytes/sample"}} {
+		used, err := rdb.MemoryUsage(ctx, m.key, 0).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(used)/n, m.unit)
 	}
 }

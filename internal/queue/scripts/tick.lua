@@ -264,14 +264,17 @@ redis.call('SET', KEYS[3], tokens)
 -- the reply's tail (for Prometheus) and go into samples with done.lua's
 -- times inside, which the back office reads (Store.LineReport).
 local SAMPLES_KEEP = 10000
-local groups, group_at = {}, {}
+-- measured adds count people whose kind measured value to groups, the
+-- same group as the last of that kind when the value is the same: those
+-- admitted together mostly share their checkpoint, so runs are long, and
+-- a number compared costs far less than a string key built per user.
+local groups, last_of = {}, {}
 local function measured(kind, value, count)
-  local k = kind .. ':' .. value
-  local i = group_at[k]
-  if i then
+  local i = last_of[kind]
+  if i and groups[i + 1] == value then
     groups[i + 2] = groups[i + 2] + count
   else
-    group_at[k] = #groups + 1
+    last_of[kind] = #groups + 1
     groups[#groups + 1] = kind
     groups[#groups + 1] = value
     groups[#groups + 1] = count
