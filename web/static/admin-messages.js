@@ -339,7 +339,7 @@ export const STRINGS = {
     lineNoData: '아직 없음',
     lineRatesValue: (arrivals, admissions) => arrivals + ' / ' + admissions,
     linePercent: (p) => p + '%',
-    downloadCsv: '기록 내려받기 (CSV)',
+    downloadCsv: '기록 파일로 내려받기',
     csvFailed: '기록을 내려받지 못했습니다. 다시 시도하세요.',
     activeServerLabel: (now, max) => '틱마다 기록된 이용자 수: 마지막 ' + now + '명, 최대 ' + max + '명.',
     // --- end issue 22 ---
