@@ -77,22 +77,37 @@ type historyPoint struct {
 	Admitted  int64 `json:"admitted"`
 	Waiting   int64 `json:"waiting"`
 	Abandoned int64 `json:"abandoned"`
+	Arrivals  int64 `json:"arrivals"` // issue 22: 0 in intervals recorded before
+	Active    int64 `json:"active"`   // active users at the interval's end (idem)
 }
 
+// history answers a queue's history with its figures for the last ten
+// minutes (JSON), or the history alone as a CSV download (?format=csv).
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	q := chi.URLParam(r, "queue")
-	o, err := s.store.Overview(r.Context(), q)
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "json" && format != "csv" {
+		s.fail(w, r, errInvalidFormat)
+		return
+	}
+	rep, err := s.store.LineReport(r.Context(), q)
 	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if format == "csv" {
+		writeHistoryCSV(w, q, rep.History)
 		return
 	}
 	resp := struct {
 		Queue            string         `json:"queue"`
 		RefillIntervalMS int64          `json:"refill_interval_ms"`
 		Points           []historyPoint `json:"points"`
-	}{Queue: q, RefillIntervalMS: o.Settings.RefillInterval.Milliseconds(), Points: make([]historyPoint, len(o.History))}
-	for i, p := range o.History {
-		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting, p.Abandoned}
+		Stats            lineStats      `json:"stats"`
+	}{Queue: q, RefillIntervalMS: rep.Settings.RefillInterval.Milliseconds(), Points: make([]historyPoint, len(rep.History)),
+		Stats: newLineStats(rep.Stats)}
+	for i, p := range rep.History {
+		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting, p.Abandoned, p.Arrivals, p.Active}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -533,6 +533,8 @@ func TestOpenAPIContract(t *testing.T) {
 		}
 		k.check(t, e, call{method: "GET", path: admin + "/history", header: auth, status: 200})
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/history", header: auth, status: 404, code: "queue_not_found"})
+		k.check(t, e, call{method: "GET", path: admin + "/history?format=csv", header: auth, status: 200})
+		k.check(t, e, call{method: "GET", path: admin + "/history?format=xml", header: auth, status: 400, code: "invalid_format", docRejects: true})
 
 		r = k.check(t, e, call{method: "DELETE", path: admin + "/users/" + url.PathEscape(admitted.UserID), header: auth, status: 204})
 		k.check(t, e, call{method: "DELETE", path: admin + "/users/a%01b", header: auth, status: 400, code: "invalid_user_id"})

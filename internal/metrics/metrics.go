@@ -59,7 +59,9 @@ type queueMetrics struct {
 	tickDuration, tickLateness   prometheus.Observer
 	batchEnter, batchStatus      prometheus.Observer
 	gateFailOpen                 prometheus.Counter
-	rejected                     map[[2]string]prometheus.Counter // [op, reason]
+	// What the line felt like (issue 22), by queue.Sample kind.
+	samples  map[queue.SampleKind]prometheus.Observer
+	rejected map[[2]string]prometheus.Counter // [op, reason]
 }
 
 // InfoTimeout bounds the Redis call that reads one queue's gauges during a
@@ -117,7 +119,26 @@ func New(store Store) *Metrics {
 		Namespace: namespace, Name: "gate_fail_open_total",
 		Help: "Requests the gate let through unchecked because Redis could not be reached (WAITROOM_GATE_FAIL=open).",
 	}, []string{"queue"})
-	reg.MustRegister(admitted, abandoned, rejected, ticks, tickDuration, tickLateness, batch, waitShort, gateFailOpen)
+	// What the line felt like (issue 22): the scripts measure each user's
+	// durations at admission, done and expiry (queue.Sample). Buckets
+	// from seconds to the hours a big opening's line can take.
+	timeInLine := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "time_in_line_seconds",
+		Help:    "Time from entry to admission of each admitted user (0 for a direct admission; from the line, to within half a refill interval).",
+		Buckets: []float64{0, 1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400},
+	}, []string{"queue"})
+	timeInside := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "time_inside_seconds",
+		Help:    "Time from admission to done (the order page's call) or to the session's expiry.",
+		Buckets: []float64{10, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600, 7200},
+	}, []string{"queue"})
+	etaError := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "eta_error_seconds",
+		Help:    "Actual admission less the one the waiting page predicted at entry, for each user admitted from the line (positive: later than said).",
+		Buckets: []float64{-600, -300, -120, -60, -30, -10, -5, -1, 0, 1, 5, 10, 30, 60, 120, 300, 600},
+	}, []string{"queue"})
+	reg.MustRegister(admitted, abandoned, rejected, ticks, tickDuration, tickLateness, batch, waitShort, gateFailOpen,
+		timeInLine, timeInside, etaError)
 
 	for _, name := range store.Queues() {
 		q := &queueMetrics{
@@ -133,6 +154,11 @@ func New(store Store) *Metrics {
 			batchStatus:    batch.WithLabelValues(name, queue.OpStatus),
 			gateFailOpen:   gateFailOpen.WithLabelValues(name),
 			rejected:       map[[2]string]prometheus.Counter{},
+			samples: map[queue.SampleKind]prometheus.Observer{
+				queue.TimeInLine: timeInLine.WithLabelValues(name),
+				queue.ETAError:   etaError.WithLabelValues(name),
+				queue.TimeInside: timeInside.WithLabelValues(name),
+			},
 		}
 		for _, r := range [][2]string{
 			{queue.OpEnter, queue.RefusedRateLimited},
@@ -215,5 +241,19 @@ func (m *Metrics) Tick(q string, res queue.TickResult, took time.Duration, err e
 		qm.abandoned.Add(float64(res.Abandoned))
 		qm.tickDuration.Observe(took.Seconds())
 		qm.tickLateness.Observe(res.Late.Seconds())
+		for _, s := range res.Samples {
+			if h := qm.samples[s.Kind]; h != nil {
+				for range s.Count {
+					h.Observe(s.Value.Seconds())
+				}
+			}
+		}
+	}
+}
+
+// AdmissionEnded implements queue.Observer.
+func (m *Metrics) AdmissionEnded(q string, inside time.Duration) {
+	if qm := m.queue[q]; qm != nil {
+		qm.samples[queue.TimeInside].Observe(inside.Seconds())
 	}
 }

@@ -11,7 +11,17 @@ type keys struct {
 	seq     string // STRING arrival counter (INCR), the FIFO order of the line
 	config  string // HASH refill_size, refill_interval_ms, session_ttl_ms, max_active, paused, abandon_after_ms, opens_at_ms, prequeue_from_ms
 	tick    string // HASH next_at_ms (an interval after at_ms), at_ms, moved, abandoned, direct, draw_for, draw_seed, draw_count (see tick.lua)
-	history string // LIST "at_ms:admitted:waiting:abandoned", one entry per ended interval
+	// history: LIST, one entry per ended interval, oldest first, written
+	// by tick.lua and read by parseHistoryEntry. The one description of
+	// its format: "at_ms:admitted:waiting:abandoned:arrivals:active",
+	// the interval's start (Redis clock, ms), its admissions (moved and
+	// direct), the line at its end, the places dropped as abandoned at its
+	// end, its arrivals (arrival numbers given, direct admissions, an
+	// opening's participants placed) and the active users at its end.
+	// Fields are only ever added at the end; entries written before carry
+	// fewer (3 before abandonment, 4 before issue 22) and read as 0 for
+	// the missing ones, and fields after those a reader knows are ignored.
+	history string
 	heard   string // ZSET member=waiting user id, score=when last heard (ms): abandonment
 	gone    string // ZSET member="<reason>:<user id>", score=when the place ended (ms), kept an hour
 	draw    string // SET the participants of a scheduled opening's draw, until placed in the line
@@ -22,6 +32,18 @@ type keys struct {
 	// sliding sessions renewed since they began (renew.lua): their entered
 	// score is then the last renewal, and a pass names the start.
 	admitted string
+	// arrivals: ZSET member="at_ms:waiting:refill_size:interval_ms",
+	// score=seq at an applied tick: the checkpoints that date a place by
+	// its arrival number (tick.lua, "Line statistics"), kept back to the
+	// one covering the head of the line.
+	arrivals string
+	// samples: LIST "at_ms:kind:value_ms:count", groups of like durations
+	// measured at ticks (STAT_* kinds in common.lua), the last
+	// SAMPLES_KEEP (tick.lua); the back office reads the last ten minutes.
+	samples string
+	// inside: HASH rounded time inside (ms) -> count, done.lua's since
+	// the last tick, which folds them into samples.
+	inside string
 	// rate and pow prefix the per-client and per-place rate buckets
 	// (STRING, the time the bucket is full again, expiring then) and the
 	// marks of used proofs of work (expiring with the challenge), one key
@@ -84,6 +106,9 @@ func keysFor(queue string) keys {
 		gone:     p + "gone",
 		draw:     DrawKey(queue),
 		admitted: p + "admitted",
+		arrivals: p + "arrivals",
+		samples:  p + "samples",
+		inside:   p + "inside",
 		events:   EventsKey(queue),
 		rate:     p + "rate:",
 		pow:      p + "pow:",

@@ -1,6 +1,9 @@
 package queue
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Observer hears what the store did, for metrics (internal/metrics), so
 // that this package knows nothing of Prometheus. Its methods run on the
@@ -18,6 +21,10 @@ type Observer interface {
 	// Batch reports the calls one enter or status script call carried
 	// (group commit, batch.go).
 	Batch(queue, op string, size int)
+	// AdmissionEnded reports an admission the order page said was done
+	// (Store.Done) and how long it lasted, from its start (Redis clock).
+	// Expired admissions are in Tick's result instead (TickResult.Samples).
+	AdmissionEnded(queue string, inside time.Duration)
 }
 
 // The ops and refusal reasons an Observer hears. The reasons are also the
@@ -61,6 +68,7 @@ func (s *Store) observe(queue, op string, t Ticket, err error) {
 // nopObserver is the store's observer until SetObserver.
 type nopObserver struct{}
 
-func (nopObserver) DirectAdmission(string)         {}
-func (nopObserver) Refused(string, string, string) {}
-func (nopObserver) Batch(string, string, int)      {}
+func (nopObserver) DirectAdmission(string)               {}
+func (nopObserver) Refused(string, string, string)       {}
+func (nopObserver) Batch(string, string, int)            {}
+func (nopObserver) AdmissionEnded(string, time.Duration) {}

@@ -78,7 +78,7 @@ const (
 	tickAbandoned
 	tickLate
 	tickUntilNext
-	tickLen
+	tickLen // then a group of three per Sample: kind, value (ms), count
 )
 
 // reasons are the codes of the scripts' REASONS (common.lua), from 1.
@@ -188,10 +188,15 @@ func refusal(status, wait int64) error {
 
 // newTickResult reads tick.lua's reply.
 func newTickResult(v []int64) (TickResult, error) {
-	if len(v) != tickLen {
+	if len(v) < tickLen || (len(v)-tickLen)%3 != 0 {
 		return TickResult{}, fmt.Errorf("queue: tick: unexpected reply %v", v)
 	}
+	var samples []Sample
+	for g := v[tickLen:]; len(g) > 0; g = g[3:] {
+		samples = append(samples, Sample{Kind: SampleKind(g[0]), Value: ms(g[1]), Count: g[2]})
+	}
 	return TickResult{
+		Samples:   samples,
 		Applied:   v[tickApplied] == 1,
 		Moved:     v[tickMoved],
 		Waiting:   v[tickWaiting],
@@ -241,22 +246,23 @@ func newInfo(queue string, v []int64, sessionMax time.Duration) (Info, error) {
 	return info, nil
 }
 
-// parseHistoryEntry reads "at_ms:admitted:waiting:abandoned" (entries
-// written before abandonment was counted have three fields).
+// parseHistoryEntry reads a history entry (its format: keys.go,
+// history): older entries have fewer fields, those missing read as 0;
+// fields added after the ones known here are ignored.
 func parseHistoryEntry(entry string) (HistoryPoint, error) {
 	parts := strings.Split(entry, ":")
-	if len(parts) != 3 && len(parts) != 4 {
+	if len(parts) < 3 {
 		return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
 	}
-	var n [4]int64
-	for i, p := range parts {
+	var n [6]int64
+	for i, p := range parts[:min(len(parts), len(n))] {
 		v, err := strconv.ParseInt(p, 10, 64)
 		if err != nil {
 			return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
 		}
 		n[i] = v
 	}
-	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2], Abandoned: n[3]}, nil
+	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2], Abandoned: n[3], Arrivals: n[4], Active: n[5]}, nil
 }
 
 // ms is a duration the scripts give in milliseconds.

@@ -73,6 +73,9 @@ var luaMirror = []struct {
 	{"TICK_UNTIL_NEXT", tickUntilNext + 1},
 
 	{"REASON_MOVED", int(reasonMoved)}, // a code of REASONS, from 1
+	{"STAT_LINE", int(TimeInLine)},
+	{"STAT_ETA", int(ETAError)},
+	{"STAT_INSIDE", int(TimeInside)},
 }
 
 // notReplies are common.lua's numeric constants that describe no reply.

@@ -159,12 +159,13 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 			keys:       k,
 			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events, k.gen},
 			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted, k.gen},
-			doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events},
+			doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events, k.inside},
 			renewKeys:  []string{k.entered, k.config, k.admitted},
 			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen},
-			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events},
-			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
-			snapKeys:   []string{k.waiting, k.config, k.tick, k.draw},
+			tickKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events,
+				k.seq, k.arrivals, k.samples, k.inside},
+			infoKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
+			snapKeys: []string{k.waiting, k.config, k.tick, k.draw},
 		}
 		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
 			s.observer.Batch(name, OpEnter, len(calls))
@@ -424,14 +425,21 @@ func (s *Store) Done(ctx context.Context, queue, user string, admittedAt time.Ti
 	if err := ValidateUserID(user); err != nil {
 		return false, err
 	}
-	n, err := waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
+	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		res, _ := s.runWaited(ctx, q, doneScript, q.doneKeys, user, admittedAt.UnixMilli())
-		return res.Int64()
+		return res.Int64Slice()
 	})
 	if err != nil {
 		return false, fmt.Errorf("queue: done: %w", err)
 	}
-	return n == 1, nil
+	if len(v) != 2 {
+		return false, fmt.Errorf("queue: done: unexpected reply %v", v)
+	}
+	if v[0] != 1 {
+		return false, nil
+	}
+	s.observer.AdmissionEnded(queue, ms(v[1]))
+	return true, nil
 }
 
 // drawSeed is a fresh random seed for a draw: 52 bits, which Lua holds

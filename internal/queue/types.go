@@ -217,6 +217,11 @@ type TickResult struct {
 	// yet, 0 while an opening's draw is being placed (each call places a
 	// batch). The scheduler calls the tick again then (internal/scheduler).
 	UntilNext time.Duration
+	// Samples are what an applied tick measured (linestats.go): the time
+	// in line and the ETA's error of the users it admitted and of the
+	// direct admissions of the interval that ended, the time inside of
+	// the sessions it purged as expired.
+	Samples []Sample
 }
 
 // Info is a snapshot of one queue.
@@ -251,6 +256,12 @@ type HistoryPoint struct {
 	Admitted  int64     // admitted during the interval (never above refill_size)
 	Waiting   int64     // people in the line at its end
 	Abandoned int64     // places its tick dropped as abandoned
+	// Arrivals counts who came during the interval: arrival numbers given
+	// (re-entries included, refusals not), direct admissions and an
+	// opening's participants placed in the line (0 in entries written
+	// before issue 22).
+	Arrivals int64
+	Active   int64 // active users at its end (0 before issue 22)
 }
 
 // Overview is what the operator sees of one queue (Store.Overview): the

@@ -1,7 +1,6 @@
 // The live chart of a queue: three panels on one time axis, each on its
-// own scale: people waiting (a line), active users (a line, from this
-// page's own samples: the server keeps no history of them) and people
-// admitted per tick (bars, with those dropped as abandoned stacked on
+// own scale: people waiting (a line), active users (a line, at each
+// tick, as the server's history has them) and people admitted per tick (bars, with those dropped as abandoned stacked on
 // them). A tick admitting 1 beside a line of 10,000 is a bar of its own
 // panel's height, never a sliver under the line.
 //
@@ -56,20 +55,17 @@ export function chartWidth(view) {
 }
 
 // drawChart redraws the three panels from the view's history (points,
-// intervalMs), samples and last answer (admin-queues.js).
+// intervalMs) and last answer (admin-queues.js).
 export function drawChart(view) {
   const width = chartWidth(view);
   view.drawnWidth = width;
   const W = width > 0 ? width : 640; // not laid out: any width, drawn again when it is
 
-  const lastTick = view.points.length ? view.points[view.points.length - 1].at_ms : 0;
-  const lastSample = view.samples.length ? view.samples[view.samples.length - 1].at_ms : 0;
-  const t1 = Math.max(lastTick, lastSample);
+  const t1 = view.points.length ? view.points[view.points.length - 1].at_ms : 0;
   const points = view.points.filter((p) => p.at_ms > t1 - CHART_WINDOW_MS);
-  const samples = view.samples.filter((p) => p.at_ms > t1 - CHART_WINDOW_MS);
   // Each tick's bar covers the interval that ended at the tick.
   const slot = view.intervalMs > 0 ? view.intervalMs : 1000;
-  let t0 = Math.min(points.length ? points[0].at_ms - slot : Infinity, samples.length ? samples[0].at_ms : Infinity);
+  let t0 = points.length ? points[0].at_ms - slot : Infinity;
   if (!(t1 - t0 >= MIN_SPAN_MS)) t0 = t1 - MIN_SPAN_MS;
   const span = { t0: t0, t1: t1 };
 
@@ -77,7 +73,7 @@ export function drawChart(view) {
   const maxOf = (list, f) => list.reduce((m, p) => Math.max(m, f(p)), 0);
   const scales = {
     waiting: scale(maxOf(points, (p) => p.waiting), PLOT_H.waiting),
-    active: scale(maxOf(samples, (p) => p.active), PLOT_H.active),
+    active: scale(maxOf(points, (p) => p.active || 0), PLOT_H.active),
     ticks: scale(maxOf(points, (p) => p.admitted + abandoned(p)), PLOT_H.ticks),
   };
   // One left margin for all three, so their time axes line up.
@@ -98,11 +94,11 @@ export function drawChart(view) {
   view.charts.waiting.setAttribute('aria-label', !points.length ? t('noTicksLabel')
     : t('waitingChartLabel', minutes(span), num(lastPoint.waiting), num(maxOf(points, (p) => p.waiting))));
 
-  // Active users, as sampled by this page.
+  // Active users at each tick, as the server recorded them.
   f = frame(view.charts.active, W, left, span, scales.active, false);
-  line(view.charts.active, f, samples.map((p) => [p.at_ms, p.active]), 'active', t('noSamplesYet'));
-  view.charts.active.setAttribute('aria-label', !samples.length ? t('noSamplesLabel')
-    : t('activeChartLabel', num(samples[samples.length - 1].active), num(maxOf(samples, (p) => p.active))));
+  line(view.charts.active, f, points.map((p) => [p.at_ms, p.active || 0]), 'active', t('noTicksYet'));
+  view.charts.active.setAttribute('aria-label', !points.length ? t('noTicksLabel')
+    : t('activeServerLabel', num(lastPoint.active || 0), num(maxOf(points, (p) => p.active || 0))));
 
   // Admitted (and abandoned) per tick.
   const svg = view.charts.ticks;

@@ -164,6 +164,24 @@ export const STRINGS = {
     // A ticket's status (WAITING, ENTERED, NOT_WAITING) in the log;
     // position is '' when it has none.
     auditStatus: (status, position) => status.toLowerCase().replace('_', ' ') + (position ? ' at position ' + position : ''),
+
+    // --- issue 22: what the line felt like (line stats panel, server-side active users) ---
+    chartNoteServer: 'Each panel has its own scale; every point is one tick, as the server recorded it.',
+    lineStatsTitle: 'What the line felt like (last 10 minutes)',
+    lineTimeInLine: 'Time in line (p50 / p90)',
+    lineEtaError: 'ETA error (p50 / p90)',
+    lineTimeInside: 'Time inside (p50 / p90)',
+    lineRates: 'Arrivals / admissions per minute',
+    lineAbandonment: 'Abandonment rate',
+    lineEtaHint: 'ETA error: the admission they had less the one their page predicted at entry (positive: later than said).',
+    lineSpread: (p50, p90, count) => p50 + ' / ' + p90 + ' (' + count + ')',
+    lineNoData: 'none yet',
+    lineRatesValue: (arrivals, admissions) => arrivals + ' / ' + admissions,
+    linePercent: (p) => p + ' %',
+    downloadCsv: 'Download history (CSV)',
+    csvFailed: 'The history could not be downloaded; try again.',
+    activeServerLabel: (now, max) => 'Active users at each tick: ' + now + ' at the last, at most ' + max + '.',
+    // --- end issue 22 ---
   },
   ko: {
     pageTitle: 'waitroom · 관리 화면',
@@ -307,6 +325,24 @@ export const STRINGS = {
     auditNone: '없음',
     auditStatus: (status, position) => ({ WAITING: '대기 중', ENTERED: '입장함', NOT_WAITING: '대기 안 함' }[status] || status) +
       (position ? ' (' + position + '번)' : ''),
+
+    // --- issue 22: what the line felt like (line stats panel, server-side active users) ---
+    chartNoteServer: '패널마다 눈금이 다릅니다. 각 점은 서버가 기록한 틱 하나입니다.',
+    lineStatsTitle: '대기 체감 (최근 10분)',
+    lineTimeInLine: '대기 시간 (p50 / p90)',
+    lineEtaError: '예상 시간 오차 (p50 / p90)',
+    lineTimeInside: '이용 시간 (p50 / p90)',
+    lineRates: '분당 도착 / 입장',
+    lineAbandonment: '이탈률',
+    lineEtaHint: '예상 시간 오차: 실제 입장 시각에서 입장 당시 페이지가 예상한 시각을 뺀 값 (양수: 예상보다 늦음).',
+    lineSpread: (p50, p90, count) => p50 + ' / ' + p90 + ' (' + count + '명)',
+    lineNoData: '아직 없음',
+    lineRatesValue: (arrivals, admissions) => arrivals + ' / ' + admissions,
+    linePercent: (p) => p + '%',
+    downloadCsv: '기록 파일로 내려받기',
+    csvFailed: '기록을 내려받지 못했습니다. 다시 시도하세요.',
+    activeServerLabel: (now, max) => '틱마다 기록된 이용자 수: 마지막 ' + now + '명, 최대 ' + max + '명.',
+    // --- end issue 22 ---
   },
 };
 

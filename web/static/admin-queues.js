@@ -5,10 +5,10 @@
 import { $, uniqueId } from './dom.js';
 import { i18n, t } from './admin-messages.js';
 import { num, secs, clock, ago } from './admin-format.js';
-import { api, serverNow, currentSession } from './admin-api.js';
+import { api, currentSession, getToken } from './admin-api.js';
 import { buildForm, syncForm, togglePause } from './admin-settings.js';
 import { buildOpening, updateOpening } from './admin-opening.js';
-import { drawChart, chartWidth, CHART_WINDOW_MS } from './admin-chart.js';
+import { drawChart, chartWidth } from './admin-chart.js';
 import { renderAudit } from './admin-audit.js';
 
 const AUDIT_SHOWN = 20; // the newest audit entries each queue shows
@@ -58,7 +58,9 @@ export async function refreshHistories(mine) {
     if (mine !== currentSession() || !view) return;
     view.points = h.points || [];
     view.intervalMs = h.refill_interval_ms;
+    view.lineStats = h.stats || null;
     drawChart(view);
+    showLineStats(view);
     renderAudit(view, log.entries || []);
   }));
 }
@@ -70,7 +72,46 @@ export function redrawQueues() {
     view.root.setAttribute('aria-label', t('queueLabel', view.name));
     if (view.last) showSection(view);
     drawChart(view);
+    showLineStats(view);
     renderAudit(view, view.auditEntries, true);
+  }
+}
+
+// showLineStats shows what the line felt like over the last 10 minutes
+// (the history's stats, issue 22): each spread as "p50 / p90 (count)".
+function showLineStats(view) {
+  const st = view.lineStats;
+  const set = (sel, text) => { view.root.querySelector(sel).textContent = text; };
+  if (!st) return;
+  const dur = (ms, signed) => (signed && ms > 0 ? '+' : '') + t('seconds', secs(ms / 1000));
+  const spread = (s, signed) => (s.count > 0 ? t('lineSpread', dur(s.p50_ms, signed), dur(s.p90_ms, signed), num(s.count)) : t('lineNoData'));
+  set('.ls-line', spread(st.time_in_line, false));
+  set('.ls-eta', spread(st.eta_error, true));
+  set('.ls-inside', spread(st.time_inside, false));
+  set('.ls-rates', t('lineRatesValue', num(st.arrivals_per_minute), num(st.admissions_per_minute)));
+  set('.ls-abandon', t('linePercent', num(st.abandonment_rate * 100)));
+}
+
+// downloadHistory saves the queue's history as CSV: fetched with the
+// token (a plain link could not send it), then handed to the browser.
+async function downloadHistory(view) {
+  const err = view.root.querySelector('.csv-error');
+  err.hidden = true;
+  try {
+    const res = await fetch('/admin/v1/queues/' + encodeURIComponent(view.name) + '/history?format=csv', {
+      headers: { Authorization: 'Bearer ' + getToken() },
+      cache: 'no-store',
+    });
+    if (!res.ok) throw new Error(String(res.status));
+    const url = URL.createObjectURL(await res.blob());
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = 'waitroom-' + view.name + '-history.csv';
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  } catch (e) {
+    err.textContent = t('csvFailed');
+    err.hidden = false;
   }
 }
 
@@ -87,7 +128,7 @@ function buildSection(name) {
     abandonedKey: q('.abandoned-key'),
     points: [], // the history of ticks, as the server last said
     intervalMs: 0,
-    samples: [], // {at_ms, active}: what this page saw at each refresh (the server keeps no history)
+    lineStats: null, // the history's stats (the last 10 minutes), as the server last said
     last: null, // the queue as the server last said
     auditEntries: [], // the audit log as the server last said
     drawnWidth: 0,
@@ -107,6 +148,7 @@ function buildSection(name) {
   view.pauseError.id = uniqueId('pause-error');
   view.pause.setAttribute('aria-describedby', view.pauseError.id);
   view.pause.addEventListener('click', () => togglePause(view));
+  q('.csv-btn').addEventListener('click', () => downloadHistory(view));
   // The chart is drawn at its width in CSS pixels: draw again when that
   // changes (a phone turned, a window resized).
   if (typeof ResizeObserver === 'function') {
@@ -117,13 +159,9 @@ function buildSection(name) {
   return view;
 }
 
-// updateSection takes the server's word on a queue (q): it samples the
-// active users for the chart and shows the rest.
+// updateSection takes the server's word on a queue (q) and shows it.
 function updateSection(view, q) {
   view.last = q;
-  const at = serverNow();
-  view.samples = view.samples.filter((p) => p.at_ms > at - CHART_WINDOW_MS && p.at_ms < at);
-  view.samples.push({ at_ms: at, active: q.active });
   showSection(view);
 }
 

@@ -68,6 +68,14 @@ local TICK_ABANDONED = 7
 local TICK_LATE = 8             -- ms after it was due
 local TICK_UNTIL_NEXT = 9       -- ms until the next tick is due (0: now, or once a draw is placed)
 
+-- What the line felt like (issue 22): the kinds of the durations tick.lua
+-- measures, each reported as a group {kind, value_ms, count} after the
+-- TICK_* values and kept for the back office in the samples LIST (see
+-- tick.lua, "Line statistics").
+local STAT_LINE = 1             -- time in line: entry to admission (0 for a direct admission)
+local STAT_ETA = 2              -- the ETA's error: actual admission less the one predicted at entry
+local STAT_INSIDE = 3           -- time inside: admission to done or expiry
+
 -- now_ms: Redis server time in milliseconds.
 local function now_ms()
   local t = redis.call('TIME')
@@ -218,6 +226,17 @@ end
 -- the recorded seed and the participants can recompute it.
 local function draw_key(seed, user)
   return tonumber(string.sub(redis.sha1hex(seed .. ':' .. user), 1, 13), 16) - 4503599627370496
+end
+
+-- stat_round keeps two significant digits of a duration (ms), so that
+-- durations measured one by one (done.lua) fall into few groups: a
+-- percentile read from them is within 5 % of the exact one.
+local function stat_round(ms)
+  if ms > -100 and ms < 100 then
+    return ms
+  end
+  local p = 10 ^ (math.floor(math.log10(math.abs(ms))) - 1)
+  return math.floor(ms / p + 0.5) * p
 end
 
 -- Why a user holds no place any more, kept for an hour in the gone ZSET as

@@ -29,14 +29,19 @@
 -- KEYS[4] -> config  (HASH)
 -- KEYS[5] -> tick    (HASH: next_at_ms, at_ms/moved of the last applied
 --                     tick; enter.lua counts direct admissions in "direct")
--- KEYS[6] -> history (LIST of "at_ms:admitted:waiting:abandoned", one entry
---                     per ended interval, oldest first: start, admissions,
---                     line at end, places dropped as abandoned)
+-- KEYS[6] -> history (LIST, one entry per ended interval, oldest first; the
+--                     format is documented once, in keys.go (history))
 -- KEYS[7] -> heard   (ZSET member=user, score=when last heard)
 -- KEYS[8] -> gone    (ZSET member="<reason>:<user>", score=when)
 -- KEYS[9] -> draw    (SET of a scheduled opening's participants)
 -- KEYS[10] -> admitted (HASH: a renewed sliding session's start, renew.lua)
 -- KEYS[11] -> events (STREAM: the webhooks' outbox, emit in common.lua)
+-- KEYS[12] -> seq     (STRING arrival counter, read only)
+-- KEYS[13] -> arrivals (ZSET member="at_ms:waiting:refill_size:interval_ms",
+--                     score=seq at an applied tick; see "Line statistics")
+-- KEYS[14] -> samples (LIST of "at_ms:kind:value_ms:count", STAT_* kinds)
+-- KEYS[15] -> inside  (HASH rounded time inside (ms) -> count, done.lua's
+--                     since the last tick)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6] -> max expired sessions purged per tick
 -- ARGV[7] -> history length kept
@@ -49,6 +54,8 @@
 -- on the Redis clock: whole intervals missed count too; 0 for a queue's
 -- first tick), ms until the next tick is due}; a call that applies no
 -- tick answers 0 for all but the last (0 while a draw is being placed).
+-- An applied tick then adds what it measured, three values a group:
+-- {kind (STAT_*), value_ms, count} (see "Line statistics" below).
 local now = now_ms()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at = queue_config(KEYS[4])
 local due = next_tick_at(KEYS[5])
@@ -84,6 +91,7 @@ if opens_at <= now and redis.call('SCARD', KEYS[9]) > 0 then
     redis.call('ZADD', KEYS[1], unpack(args))
   end
   redis.call('HINCRBY', KEYS[5], 'draw_count', #batch)
+  redis.call('HINCRBY', KEYS[5], 'placed', #batch) -- arrivals, for the history
   if redis.call('SCARD', KEYS[9]) > 0 then
     return not_applied(0) -- the next calls go on placing it
   end
@@ -92,17 +100,25 @@ end
 if due and now < due then
   return not_applied(due - now)
 end
-local state = redis.call('HMGET', KEYS[5], 'at_ms', 'moved', 'direct', 'abandoned')
+local state = redis.call('HMGET', KEYS[5], 'at_ms', 'moved', 'direct', 'abandoned', 'seq_at', 'placed')
+local seq_now = tonumber(redis.call('GET', KEYS[12])) or 0
 
 -- Close the interval the previous tick opened: it admitted the users that
 -- tick moved plus those who entered directly on its leftover tokens, which
 -- is never more than refill_size. Before the very first tick, users may
 -- have entered on the initial full bucket: that counts as an interval too.
+-- Its arrivals are the arrival numbers given since the last tick (seq_at:
+-- re-entries count, refusals do not), the direct admissions and an
+-- opening's participants placed in the line; enter.lua pays nothing for
+-- the count.
 local waiting_before = redis.call('ZCARD', KEYS[1])
-local admitted = (tonumber(state[2]) or 0) + (tonumber(state[3]) or 0)
+local direct = tonumber(state[3]) or 0
+local admitted = (tonumber(state[2]) or 0) + direct
 if state[1] or admitted > 0 then
   local started = tonumber(state[1]) or (now - interval)
-  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d', started, admitted, waiting_before, tonumber(state[4]) or 0))
+  local arrivals = seq_now - (tonumber(state[5]) or seq_now) + direct + (tonumber(state[6]) or 0)
+  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d:%d:%d', started, admitted, waiting_before,
+    tonumber(state[4]) or 0, arrivals, active_count(KEYS[2], now, ttl)))
   redis.call('LTRIM', KEYS[6], -tonumber(ARGV[7]), -1)
 end
 
@@ -111,11 +127,26 @@ end
 -- entered set is ordered by admission time (a sliding session's by its
 -- last renewal), so the expired ones come first; a bounded batch keeps
 -- each tick short. Each is remembered as expired, for the user who asks.
-local expired = redis.call('ZRANGE', KEYS[2], '-inf', string.format('(%d', now - ttl), 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[6]))
+local ended = redis.call('ZRANGE', KEYS[2], '-inf', string.format('(%d', now - ttl), 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[6]), 'WITHSCORES')
+local expired, expired_at = {}, {}
+for i = 1, #ended, 2 do
+  expired[#expired + 1] = ended[i]
+  expired_at[#expired] = tonumber(ended[i + 1])
+end
 local purged = #expired
+-- Their time inside ran from the admission's start (a renewed sliding
+-- session's is in the admitted HASH) to the session's end, ttl after its
+-- score (the admission, or the last renewal).
+local inside = {}
 for i = 1, purged, 1000 do
-  redis.call('ZREM', KEYS[2], unpack(expired, i, math.min(i + 999, purged)))
-  redis.call('HDEL', KEYS[10], unpack(expired, i, math.min(i + 999, purged)))
+  local last = math.min(i + 999, purged)
+  local starts = redis.call('HMGET', KEYS[10], unpack(expired, i, last))
+  for j = i, last do
+    local start = tonumber(starts[j - i + 1]) or expired_at[j]
+    inside[#inside + 1] = stat_round(expired_at[j] + ttl - start)
+  end
+  redis.call('ZREM', KEYS[2], unpack(expired, i, last))
+  redis.call('HDEL', KEYS[10], unpack(expired, i, last))
 end
 mark_gone(KEYS[8], 'expired', expired, now)
 emit(KEYS[11], KEYS[4], 'expired', expired, now)
@@ -141,6 +172,7 @@ elseif max_active > 0 then
   room = math.min(room, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
 end
 local admit, dropped, held, asked = {}, {}, {}, {}
+local admit_seq = {} -- the arrival number of each user in admit
 local drop_limit = tonumber(ARGV[8])
 local gone_before = now - abandon_after
 local confirm_by = now + abandon_after
@@ -174,6 +206,7 @@ while #admit < room and #dropped < drop_limit and #held < 2 * drop_limit do
       done[#done + 1] = u
     else
       admit[#admit + 1] = u
+      admit_seq[#admit] = tonumber(seqs[i])
       done[#done + 1] = u
     end
   end
@@ -208,6 +241,114 @@ redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - GONE_KEEP_MS)
 local tokens = refill - moved
 redis.call('SET', KEYS[3], tokens)
 
+-- Line statistics (issue 22): how long the admitted waited, how far the
+-- ETA their page was given at entry was off, how long admissions lasted.
+-- No record per waiting user (the line's memory is the scale issue's
+-- budget): instead, each applied tick leaves a checkpoint in arrivals,
+-- scored by the arrival counter then, holding the time, the line left
+-- and the settings. A user with arrival number s entered after the
+-- checkpoint c with the highest score below s and before the next one
+-- (at_next: the next checkpoint's time, or now), at place
+-- waiting_c + (s - score_c), and the page answered, as Go's Ticket.ETA
+-- does, that the tick ceil(place / refill) - 1 intervals after the next
+-- one would admit it. So, at admission:
+--   time in line = now - (at_c + at_next) / 2, from the middle of the
+--     interval it entered in (within half an interval of the truth);
+--   ETA error = now - (at_c + interval_c + floor((place - 1) / refill_c) * interval_c),
+--     exact when nobody left or entered again during that interval (each
+--     who did makes the place counted one too far back) and the tick was
+--     not late when the user entered (its page was then told "now").
+-- Places from an opening's draw (scores below 1), and those that entered
+-- before the queue's first checkpoint, are not measured. Direct
+-- admissions waited 0 and were told no ETA. Groups of like values are
+-- the reply's tail (for Prometheus) and go into samples with done.lua's
+-- times inside, which the back office reads (Store.LineReport).
+local SAMPLES_KEEP = 10000
+-- measured adds count people whose kind measured value to groups, the
+-- same group as the last of that kind when the value is the same: those
+-- admitted together mostly share their checkpoint, so runs are long, and
+-- a number compared costs far less than a string key built per user.
+local groups, last_of = {}, {}
+local function measured(kind, value, count)
+  local i = last_of[kind]
+  if i and groups[i + 1] == value then
+    groups[i + 2] = groups[i + 2] + count
+  else
+    last_of[kind] = #groups + 1
+    groups[#groups + 1] = kind
+    groups[#groups + 1] = value
+    groups[#groups + 1] = count
+  end
+end
+if direct > 0 then
+  measured(STAT_LINE, 0, direct)
+end
+local first, last = nil, nil
+for _, s in ipairs(admit_seq) do
+  if s >= 1 then
+    first = first or s
+    last = s
+  end
+end
+if first then
+  -- Admitted in arrival order: walk the checkpoints below the last one.
+  -- The checkpoints below the last one, then the next one's member.
+  local cps = redis.call('ZRANGE', KEYS[13], '-inf', '(' .. last, 'BYSCORE', 'WITHSCORES')
+  cps[#cps + 1] = redis.call('ZRANGE', KEYS[13], last, '+inf', 'BYSCORE', 'LIMIT', 0, 1)[1]
+  local c, cp = -1, nil
+  for _, s in ipairs(admit_seq) do
+    while c + 3 <= #cps and tonumber(cps[c + 3]) < s do
+      c = c + 2
+      cp = nil
+    end
+    if c >= 1 and s >= 1 then
+      if not cp then
+        local at, w, r, iv = string.match(cps[c], '^(%d+):(%d+):(%d+):(%d+)$')
+        cp = {at = tonumber(at), waiting = tonumber(w), refill = tonumber(r), interval = tonumber(iv), seq = tonumber(cps[c + 1])}
+        cp.next_at = cps[c + 2] and tonumber(string.match(cps[c + 2], '^(%d+):')) or now
+      end
+      measured(STAT_LINE, now - math.floor((cp.at + cp.next_at) / 2), 1)
+      if cp.refill > 0 then
+        local ahead = math.floor((cp.waiting + s - cp.seq - 1) / cp.refill)
+        measured(STAT_ETA, now - (cp.at + (1 + ahead) * cp.interval), 1)
+      end
+    end
+  end
+end
+for _, v in ipairs(inside) do
+  measured(STAT_INSIDE, v, 1)
+end
+local samples = {}
+for i = 1, #groups, 3 do
+  samples[#samples + 1] = string.format('%d:%d:%d:%d', now, groups[i], groups[i + 1], groups[i + 2])
+end
+-- done.lua's times inside since the last tick: already observed by the
+-- replica that ran it, so they go to samples only.
+local ends = redis.call('HGETALL', KEYS[15])
+if #ends > 0 then
+  redis.call('DEL', KEYS[15])
+  for i = 1, #ends, 2 do
+    samples[#samples + 1] = string.format('%d:%d:%s:%s', now, STAT_INSIDE, ends[i], ends[i + 1])
+  end
+end
+for i = 1, #samples, 1000 do
+  redis.call('RPUSH', KEYS[14], unpack(samples, i, math.min(i + 999, #samples)))
+end
+if #samples > 0 then
+  redis.call('LTRIM', KEYS[14], -SAMPLES_KEEP, -1)
+end
+-- This tick's checkpoint (one with the same score has seen no arrival
+-- since: this one replaces it), then those no place in the line needs:
+-- all below the one that covers the head.
+local left = waiting_before - moved - #dropped
+redis.call('ZREMRANGEBYSCORE', KEYS[13], seq_now, seq_now)
+redis.call('ZADD', KEYS[13], seq_now, string.format('%d:%d:%d:%d', now, left, refill, interval))
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local cover = redis.call('ZRANGE', KEYS[13], '(' .. (head[2] or seq_now + 1), '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
+if cover[2] then
+  redis.call('ZREMRANGEBYSCORE', KEYS[13], '-inf', '(' .. cover[2])
+end
+
 -- The next tick a full interval from now (see the top), whenever this
 -- one was due; min_next_ms is the previous version's (next_tick_at).
 redis.call('HDEL', KEYS[5], 'min_next_ms')
@@ -216,7 +357,9 @@ redis.call('HSET', KEYS[5],
   'at_ms', now,
   'moved', moved,
   'abandoned', #dropped,
-  'direct', 0)
+  'direct', 0,
+  'seq_at', seq_now,
+  'placed', 0)
 local out = {}
 out[TICK_APPLIED] = 1
 out[TICK_MOVED] = moved
@@ -227,4 +370,7 @@ out[TICK_ADMITTED] = admitted
 out[TICK_ABANDONED] = #dropped
 out[TICK_LATE] = due and now - due or 0
 out[TICK_UNTIL_NEXT] = interval
+for _, v in ipairs(groups) do
+  out[#out + 1] = v
+end
 return out
