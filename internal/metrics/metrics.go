@@ -85,7 +85,7 @@ func New(store Store) *Metrics {
 		Help: "Admissions: via=tick, moved from the line by the refill tick; via=direct, an enter admitted at once on the bucket's tokens.",
 	}, []string{"queue", "via"})
 	abandoned := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "queue_abandoned_total",
+		Namespace: namespace, Name: "abandoned_total",
 		Help: "Places the tick dropped at the head of the line: not heard from for abandon_after.",
 	}, []string{"queue"})
 	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
