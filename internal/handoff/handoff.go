@@ -171,7 +171,7 @@ func (s *Service) Check(ctx context.Context, q, member, token string) error {
 		return ErrInvalid
 	}
 	k := keysFor(q)
-	at, err := waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
+	at, err := queue.WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
 		return peekScript.Run(ctx, s.rdb, []string{k.live}, tokenField(token), member).Int64()
 	})
 	if err != nil {
@@ -257,7 +257,7 @@ func (s *Service) claim(ctx context.Context, q, input, client string) (Moved, er
 // run runs script within the service's timeout and returns its reply as
 // a list.
 func run(ctx context.Context, s *Service, script *redis.Script, keys []string, args ...any) ([]any, error) {
-	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]any, error) {
+	v, err := queue.WaitFor(ctx, s.timeout, func(ctx context.Context) ([]any, error) {
 		return script.Run(ctx, s.rdb, keys, args...).Slice()
 	})
 	if err == nil && len(v) == 0 {
@@ -359,30 +359,4 @@ func codeField(code string) string   { return "c:" + hash(code) }
 func hash(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
-}
-
-// waitFor runs call with ctx bounded by timeout (as the queue store does:
-// every call ends in time whatever the client's options).
-func waitFor[T any](ctx context.Context, timeout time.Duration, call func(ctx context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := call(ctx)
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return zero, queue.ErrTimeout
-		}
-		return zero, ctx.Err()
-	}
 }

@@ -126,7 +126,7 @@ func (t *Tracker) Refresh(ctx context.Context, q string) error {
 		since = max(0, old.latest-overlap.Milliseconds())
 	}
 	started := time.Now()
-	reply, err := waitFor(ctx, 2*time.Second, func(ctx context.Context) ([]any, error) {
+	reply, err := queue.WaitFor(ctx, 2*time.Second, func(ctx context.Context) ([]any, error) {
 		return movedScript.Run(ctx, t.rdb, []string{queue.MovedKey(q)}, since).Slice()
 	})
 	if err != nil {

@@ -48,13 +48,8 @@ func (s *Server) createHandoff(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errCrossSite)
 		return
 	}
-	q, ok := s.knownQueue(w, r)
+	q, p, ok := s.knownPlace(w, r)
 	if !ok {
-		return
-	}
-	p, err := s.placeOf(r, q)
-	if err != nil {
-		s.fail(w, r, err)
 		return
 	}
 	h, err := s.handoffs.Create(r.Context(), q, p.Member, p.Gen)
@@ -84,13 +79,8 @@ func (s *Server) handoffQR(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errHandoffDisabled)
 		return
 	}
-	q, ok := s.knownQueue(w, r)
+	q, p, ok := s.knownPlace(w, r)
 	if !ok {
-		return
-	}
-	p, err := s.placeOf(r, q)
-	if err != nil {
-		s.fail(w, r, err)
 		return
 	}
 	token := r.URL.Query().Get("token")

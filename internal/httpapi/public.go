@@ -169,13 +169,8 @@ func (s *Server) leavePlace(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errCrossSite)
 		return
 	}
-	q, ok := s.knownQueue(w, r)
+	q, p, ok := s.knownPlace(w, r)
 	if !ok {
-		return
-	}
-	p, err := s.placeOf(r, q)
-	if err != nil {
-		s.fail(w, r, err)
 		return
 	}
 	if err := s.store.LeaveAs(r.Context(), q, p.Member, p.Gen); err != nil {

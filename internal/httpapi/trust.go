@@ -19,6 +19,21 @@ const placeCookieAge = 24 * 60 * 60
 // its credential's arrival number and generation. The credential comes
 // from the Authorization header (apps) or else the place cookie
 // (browsers).
+// knownPlace is the preamble of a handler that acts on the caller's own
+// place: a known queue and a place credential for it. It answers the
+// error itself; ok is false then.
+func (s *Server) knownPlace(w http.ResponseWriter, r *http.Request) (q string, p place.Place, ok bool) {
+	if q, ok = s.knownQueue(w, r); !ok {
+		return "", place.Place{}, false
+	}
+	p, err := s.placeOf(r, q)
+	if err != nil {
+		s.fail(w, r, err)
+		return "", place.Place{}, false
+	}
+	return q, p, true
+}
+
 func (s *Server) placeOf(r *http.Request, q string) (place.Place, error) {
 	token, ok := httpin.BearerToken(r)
 	if !ok {

@@ -45,7 +45,7 @@ func (s *Store) Challenge(ctx context.Context, queue, client string) (int, error
 		return 0, err
 	}
 	keys := []string{q.keys.config, q.clientKey(OpChallenge, c)}
-	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
+	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return challengeScript.Run(ctx, s.rdb, keys, s.enterLimits[0], s.enterLimits[1], c.clientCost).Int64Slice()
 	})
 	if err != nil {

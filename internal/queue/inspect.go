@@ -17,7 +17,7 @@ func (s *Store) Seed(ctx context.Context) error {
 	for _, name := range s.names {
 		cfg := s.queues[name].keys.config
 		for i, field := range []string{"refill_size", "refill_interval_ms", "session_ttl_ms", "max_active", "abandon_after_ms"} {
-			_, err := waitFor(ctx, s.timeout, func(ctx context.Context) (bool, error) {
+			_, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (bool, error) {
 				return s.rdb.HSetNX(ctx, cfg, field, s.defaultArgs[i]).Result()
 			})
 			if err != nil {
@@ -34,7 +34,7 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
+	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return infoScript.Run(ctx, s.rdb, q.infoKeys, s.defaultArgs[:]...).Int64Slice()
 	})
 	if err != nil {
@@ -123,7 +123,7 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	}
 	// One script stores them and writes the settings_changed event, if
 	// the queue has webhooks (settings.lua).
-	_, err = waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
+	_, err = WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
 		return settingsScript.Run(ctx, s.rdb, []string{q.keys.config, q.keys.events}, fields...).Int64()
 	})
 	if err != nil {
@@ -143,7 +143,7 @@ func (s *Store) History(ctx context.Context, queue string) ([]HistoryPoint, erro
 	if err != nil {
 		return nil, err
 	}
-	raw, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]string, error) {
+	raw, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]string, error) {
 		return s.rdb.LRange(ctx, q.keys.history, 0, -1).Result()
 	})
 	if err != nil {

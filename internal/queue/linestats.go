@@ -79,7 +79,7 @@ func (s *Store) LineReport(ctx context.Context, queue string) (LineReport, error
 		return LineReport{}, err
 	}
 	q, _ := s.queue(queue) // Overview checked the name
-	raw, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]string, error) {
+	raw, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]string, error) {
 		return s.rdb.LRange(ctx, q.keys.samples, 0, -1).Result()
 	})
 	if err != nil {

@@ -58,7 +58,7 @@ func (s *Store) RefreshSnapshot(ctx context.Context, queue string, force bool) e
 	if old := q.snap.Load(); !force && old != nil && time.Since(old.read) < snapshotEvery {
 		return nil
 	}
-	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
+	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return snapshotScript.Run(ctx, s.rdb, q.snapKeys, append(s.defaultArgs[:], snapshotEven)...).Int64Slice()
 	})
 	if err != nil {

@@ -335,7 +335,7 @@ func (s *Store) Current(ctx context.Context, queue, user string, start time.Time
 	if err != nil || ValidateUserID(user) != nil {
 		return false, nil
 	}
-	n, err := waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
+	n, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
 		return renewScript.Run(ctx, s.rdb, q.renewKeys,
 			append(s.defaultArgs[:], user, start.UnixMilli(), s.defaults.SessionMax.Milliseconds())...).Int64()
 	})
@@ -372,7 +372,7 @@ func (s *Store) leave(ctx context.Context, queue, user, reason string, gen ...an
 	if err := ValidateUserID(user); err != nil {
 		return err
 	}
-	n, err := waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
+	n, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
 		res, _ := s.runWaited(ctx, q, leaveScript, q.leaveKeys, append([]any{user, reason}, gen...)...)
 		return res.Int64()
 	})
@@ -404,7 +404,7 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 	if err != nil {
 		return TickResult{}, err
 	}
-	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
+	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return tickScript.Run(ctx, s.rdb, q.tickKeys,
 			append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch)...).Int64Slice()
 	})
@@ -425,7 +425,7 @@ func (s *Store) Done(ctx context.Context, queue, user string, admittedAt time.Ti
 	if err := ValidateUserID(user); err != nil {
 		return false, err
 	}
-	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
+	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		res, _ := s.runWaited(ctx, q, doneScript, q.doneKeys, user, admittedAt.UnixMilli())
 		return res.Int64Slice()
 	})
@@ -453,7 +453,7 @@ func drawSeed() string {
 // Ping checks that Redis answers, within the store's timeout like every
 // other call (for /readyz).
 func (s *Store) Ping(ctx context.Context) error {
-	_, err := waitFor(ctx, s.timeout, func(ctx context.Context) (string, error) { return s.rdb.Ping(ctx).Result() })
+	_, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (string, error) { return s.rdb.Ping(ctx).Result() })
 	return err
 }
 
@@ -463,13 +463,13 @@ func (s *Store) Has(name string) bool {
 	return ok
 }
 
-// waitFor runs call with ctx bounded by timeout and returns its result, or
+// WaitFor runs call with ctx bounded by timeout and returns its result, or
 // an error when that ends first: ErrTimeout, or ctx's own error. A client
 // without ContextTimeoutEnabled ends a stalled command only by its read
 // and write timeouts; waiting here makes every store call end in time
 // whatever the client's options. Enter and Status wait in their batcher
 // instead.
-func waitFor[T any](ctx context.Context, timeout time.Duration, call func(ctx context.Context) (T, error)) (T, error) {
+func WaitFor[T any](ctx context.Context, timeout time.Duration, call func(ctx context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	type result struct {
