@@ -111,6 +111,12 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	if u.WebhookURL != nil {
 		fields = append(fields, "webhook_url", *u.WebhookURL)
 	}
+	if u.Title != nil {
+		fields = append(fields, "title", encodeText(*u.Title))
+	}
+	if u.Message != nil {
+		fields = append(fields, "message", encodeText(*u.Message))
+	}
 	if u.Paused != nil {
 		paused := 0
 		if *u.Paused {

@@ -67,7 +67,7 @@ export async function refreshHistories(mine) {
 // language now chosen; the markup's own strings are i18n.apply's.
 export function redrawQueues() {
   for (const view of sections.values()) {
-    view.root.setAttribute('aria-label', t('queueLabel', view.name));
+    view.root.setAttribute('aria-label', t('queueLabel', { name: view.name }));
     if (view.last) showSection(view);
     drawChart(view);
     renderAudit(view, view.auditEntries, true);
@@ -103,7 +103,7 @@ function buildSection(name) {
   view.forms = Array.from(root.querySelectorAll('form.setting-form'), (form) => buildForm(view, form));
   view.opening = buildOpening(view, q('form.opening-form'));
   q('.queue-name').textContent = name;
-  root.setAttribute('aria-label', t('queueLabel', name));
+  root.setAttribute('aria-label', t('queueLabel', { name: name }));
   view.pauseError.id = uniqueId('pause-error');
   view.pause.setAttribute('aria-describedby', view.pauseError.id);
   view.pause.addEventListener('click', () => togglePause(view));
@@ -140,13 +140,13 @@ function showSection(view) {
   set('.interval', secs(q.refill_interval_ms / 1000));
   set('.per-minute', num(q.admitted_last_minute));
   set('.abandoned', num(q.abandoned_last_interval || 0));
-  set('.abandon-after', q.abandon_after_ms > 0 ? t('seconds', secs(q.abandon_after_ms / 1000)) : t('abandonNever'));
-  set('.pow', q.challenge_difficulty > 0 ? t('difficulty', q.challenge_difficulty) : t('powOff'));
-  set('.last-tick', q.last_tick_at_ms ? t('lastTick', clock(new Date(q.last_tick_at_ms)), ago(q.last_tick_at_ms)) : t('lastTickNever'));
+  set('.abandon-after', q.abandon_after_ms > 0 ? t('seconds', { s: secs(q.abandon_after_ms / 1000) }) : t('abandonNever'));
+  set('.pow', q.challenge_difficulty > 0 ? t('difficulty', { d: num(q.challenge_difficulty) }) : t('powOff'));
+  set('.last-tick', q.last_tick_at_ms ? t('lastTick', { time: clock(new Date(q.last_tick_at_ms)), ago: ago(q.last_tick_at_ms) }) : t('lastTickNever'));
   // Requests the gate let through unchecked while Redis was away
   // (WAITROOM_GATE_FAIL=open): kept after the outage, so it is seen.
   set('.fail-open', q.gate_fail_open_last_at_ms
-    ? t('failOpen', num(q.gate_fail_open_requests), clock(new Date(q.gate_fail_open_last_at_ms)), ago(q.gate_fail_open_last_at_ms))
+    ? t('failOpen', { n: num(q.gate_fail_open_requests), time: clock(new Date(q.gate_fail_open_last_at_ms)), ago: ago(q.gate_fail_open_last_at_ms) })
     : t('failOpenNever'));
   view.root.querySelector('.fail-open').classList.toggle('at-cap', q.gate_fail_open_last_at_ms > 0);
   showRoutes(view.routes, q.routes || []);
@@ -183,6 +183,6 @@ function showRoutes(el, routes) {
 // gets in, or newcomers are told to come back later), "3 (no cap)"
 // without one.
 function ofCap(n, cap) {
-  if (!(cap > 0)) return t('noCap', num(n));
-  return t('ofCap', num(n), num(cap), n >= cap);
+  if (!(cap > 0)) return t('noCap', { n: num(n) });
+  return t(n >= cap ? 'ofCapFull' : 'ofCap', { n: num(n), cap: num(cap) });
 }

@@ -44,7 +44,7 @@ export function countdown(ms) {
   const m = Math.floor((total % 3600) / 60);
   const pad = (n) => String(n).padStart(2, '0');
   const clockPart = (h || days ? h + ':' + pad(m) : String(m)) + ':' + pad(total % 60);
-  return days ? t('days', days) + ' ' + clockPart : clockPart;
+  return days ? t('days', { n: fmt(days), count: days }) + ' ' + clockPart : clockPart;
 }
 
 export function humanEta(seconds) {
@@ -52,6 +52,7 @@ export function humanEta(seconds) {
   // Rounded up: an estimate that errs, errs long. The summary line shows
   // this same text, so the two never disagree.
   const minutes = Math.ceil(seconds / 60);
-  if (minutes < 60) return t('etaMin', fmt(minutes));
-  return t('etaHours', fmt(Math.floor(minutes / 60)), minutes % 60);
+  if (minutes < 60) return t('etaMin', { m: fmt(minutes) });
+  const h = fmt(Math.floor(minutes / 60));
+  return minutes % 60 ? t('etaHoursMin', { h: h, m: fmt(minutes % 60) }) : t('etaHours', { h: h });
 }
