@@ -115,8 +115,8 @@ export function drawChart(view) {
   const barW = Math.max(1, (f.plotW * slot) / (t1 - t0) * 0.8);
   const height = (v) => (v > 0 ? Math.max(MIN_BAR_PX, (v / scales.ticks.top) * scales.ticks.plotH) : 0);
   for (const p of points) {
-    const bar = { time: clock(new Date(p.at_ms)), admitted: num(p.admitted), abandoned: num(abandoned(p)) };
-    const label = abandoned(p) > 0 ? t('barLabelAbandoned', bar) : t('barLabel', bar);
+    const words = { time: clock(new Date(p.at_ms)), admitted: num(p.admitted), abandoned: num(abandoned(p)) };
+    const label = abandoned(p) > 0 ? t('barLabelAbandoned', words) : t('barLabel', words);
     const hA = height(p.admitted);
     const hB = abandoned(p) > 0 ? Math.max(MIN_BAR_PX, height(p.admitted + abandoned(p)) - hA) : 0;
     const x = f.x(p.at_ms) - barW;
