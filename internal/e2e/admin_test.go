@@ -220,7 +220,9 @@ func TestAdminInKorean(t *testing.T) {
 	}
 
 	b.navigate(s.url + "/admin")
-	b.waitJS(5*time.Second, "the sign-in form", `document.body.dataset.state === 'signed-out' && !document.getElementById('login').hidden`)
+	// The catalog is fetched (i18n/admin/ko.json): the language comes
+	// with it.
+	b.waitJS(5*time.Second, "the sign-in form in a language", `document.body.dataset.state === 'signed-out' && !document.getElementById('login').hidden && document.title !== 'waitroom · back office'`)
 	if lang := eval[string](b, `document.documentElement.lang`); lang != "ko" {
 		t.Errorf("<html lang=%q>, want ko", lang)
 	}
