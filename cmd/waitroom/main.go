@@ -27,6 +27,7 @@ import (
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/connlimit"
 	"github.com/waitroom/waitroom/internal/failopen"
+	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/metrics"
@@ -156,6 +157,17 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 		log.Warn("WAITROOM_COOKIE_SECURE=false: place cookies travel over plain http; never use this in production")
 	}
 
+	// Places moved to another device: this replica's view of the recent
+	// moves keeps the far-back status path from answering their older
+	// credentials (handoff.Tracker).
+	moves := handoff.NewTracker(rdb, cfg.Queues)
+	store.SetRecentMoves(moves)
+	handoffs := handoff.New(rdb, store, moves, cfg.RequestTimeout)
+	movesDone := make(chan struct{})
+	movesCtx, stopMoves := context.WithCancel(ctx)
+	go func() { defer close(movesDone); moves.Run(movesCtx, log) }()
+	defer func() { stopMoves(); <-movesDone }()
+
 	sched, err := scheduler.Start(store, scheduler.Period(interval), log, tickObserver)
 	if err != nil {
 		return err
@@ -275,6 +287,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			// a plain http webhook_url anywhere (webhook.CheckURL)
 			WebhookInsecureHTTP: cfg.WebhookInsecureHTTP,
 			FailOpens:           failOpens,
+			Handoffs:            handoffs,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

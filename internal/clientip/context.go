@@ -7,6 +7,12 @@ import (
 
 type ctxKey struct{}
 
+// ContextKey is the key NewContext stores the address under. A
+// per-request context type of a server's own may answer it itself
+// (httpapi's does), so that adding the address costs no copy of the
+// request.
+var ContextKey any = ctxKey{}
+
 // NewContext returns ctx carrying the client address a, for code below a
 // handler that judges clients by address (a shared entry pass) but is
 // handed only a context.

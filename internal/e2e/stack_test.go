@@ -22,6 +22,7 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/passuse"
@@ -159,7 +160,15 @@ func newStack(t *testing.T, o stackOptions) *stack {
 			t.Fatal(err)
 		}
 	}
+	// Places moved to another device, as main wires them.
+	moves := handoff.NewTracker(rdb, queues)
+	store.SetRecentMoves(moves)
+	movesCtx, stopMoves := context.WithCancel(context.Background())
+	movesDone := make(chan struct{})
+	go func() { defer close(movesDone); moves.Run(movesCtx, log) }()
+	t.Cleanup(func() { stopMoves(); <-movesDone })
 	apiOpts := httpapi.Options{
+		Handoffs: handoff.New(rdb, store, moves, 5*time.Second),
 		ClientIP: clientIP,
 		Gate:     g,
 		Upstream: upstream,

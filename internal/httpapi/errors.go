@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -86,7 +87,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch e {
 	case errUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom-admin"`)
-	case errInvalidPlace, errInvalidPass:
+	case errInvalidPlace, errInvalidPass, errPlaceMoved:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
 	}
 	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field, e.opensAt, e.prequeueFrom, retryAt}})
@@ -109,6 +110,12 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "max_waiting"}
 	case errors.Is(err, queue.ErrInvalidDifficulty):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "challenge_difficulty"}
+	case errors.Is(err, queue.ErrMoved):
+		return errPlaceMoved
+	case errors.Is(err, handoff.ErrInvalid):
+		return errInvalidHandoff
+	case errors.Is(err, handoff.ErrNotWaiting):
+		return errHandoffNotWaiting
 	case errors.Is(err, queue.ErrUnknownQueue):
 		return &apiError{status: http.StatusNotFound, code: "queue_not_found", message: "no such queue"}
 	case errors.Is(err, queue.ErrInvalidUserID):

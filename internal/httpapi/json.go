@@ -233,6 +233,10 @@ func appendTicket(b []byte, t ticketResponse) []byte {
 	b = strconv.AppendInt(b, t.Waiting, 10)
 	b = append(b, `,"eta_seconds":`...)
 	b = strconv.AppendInt(b, t.ETASeconds, 10)
+	b = append(b, `,"eta_low_seconds":`...)
+	b = strconv.AppendInt(b, t.ETALowSeconds, 10)
+	b = append(b, `,"eta_high_seconds":`...)
+	b = strconv.AppendInt(b, t.ETAHighSeconds, 10)
 	b = append(b, `,"poll_after_ms":`...)
 	b = strconv.AppendInt(b, t.PollAfterMS, 10)
 	if t.Paused {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/loglimit"
 )
 
@@ -72,9 +74,11 @@ func routed(router *chi.Mux) http.Handler {
 // Before the router (routed) it holds chi's routing context too.
 type idContext struct {
 	context.Context
-	client string       // the client's X-Request-Id when valid
-	n      uint64       // else this process's count for the request
-	route  *chi.Context // nil: none here
+	client  string       // the client's X-Request-Id when valid
+	n       uint64       // else this process's count for the request
+	route   *chi.Context // nil: none here
+	addr    netip.Addr   // the client's address, once withClient set it
+	hasAddr bool
 }
 
 func newIDContext(r *http.Request) *idContext {
@@ -96,6 +100,8 @@ func (c *idContext) Value(key any) any {
 		return newRequestID(c.n)
 	case key == chi.RouteCtxKey && c.route != nil:
 		return c.route
+	case key == clientip.ContextKey && c.hasAddr:
+		return c.addr
 	}
 	return c.Context.Value(key)
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/waitroom/waitroom/api"
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/place"
@@ -277,6 +278,9 @@ func (k *contract) newEnv(t *testing.T, rdb *redis.Client, settings queue.Settin
 	opts.Store, opts.Redis = store, rdb
 	opts.Places, opts.Passes = newTrust(t, rdb)
 	opts.Gate = newTestGate(t, rdb, store, name, opts.Passes, nil, true)
+	moves := handoff.NewTracker(rdb, store.Queues())
+	store.SetRecentMoves(moves)
+	opts.Handoffs = handoff.New(rdb, store, moves, testTimeout)
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.ClientIP = behindProxy(t)
 	if opts.Static, err = fs.Sub(web.Static, "static"); err != nil {
@@ -447,6 +451,14 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, e, call{method: "DELETE", path: "/api/v1/queues/nope/place", header: bearerHeader(app.PlaceToken), status: 404, code: "queue_not_found"})
 
 		k.check(t, e, call{method: "DELETE", path: q + "/users/bob", status: 400, code: "user_ids_disabled"})
+
+		// Hand-overs to another device (their success: TestHandoffOverHTTP).
+		k.check(t, e, call{method: "POST", path: q + "/handoff", header: bearerHeader("forged"), status: 401, code: "invalid_place"})
+		k.check(t, e, call{method: "POST", path: q + "/handoff", status: 401, code: "invalid_place", docRejects: true})
+		k.check(t, e, call{method: "GET", path: q + "/handoff/qr?token=x", header: bearerHeader("forged"), status: 401, code: "invalid_place"})
+		k.check(t, e, call{method: "GET", path: q + "/handoff/qr?token=x", header: bearerHeader(app.PlaceToken), status: 400, code: "invalid_handoff"})
+		k.check(t, e, call{method: "POST", path: q + "/enter", body: `{"handoff":"ABCD-EFGH"}`, header: jsonCT, status: 400, code: "invalid_handoff"})
+		k.check(t, e, call{method: "POST", path: q + "/enter", body: `{"handoff":"x","join_token":"y"}`, header: jsonCT, status: 400, code: "invalid_json", docRejects: true})
 	})
 
 	t.Run("passes", func(t *testing.T) {
@@ -657,6 +669,29 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, limited, call{method: "GET", path: lq + "/challenge", status: 429, code: "rate_limited"})
 	})
 
+	t.Run("handoff", func(t *testing.T) {
+		ho := k.newEnv(t, rdb, queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, Options{})
+		hq := "/api/v1/queues/" + ho.queue
+		admitted := ticket(k.check(t, ho, call{method: "POST", path: hq + "/enter", body: "{}", header: jsonCT, status: 200}))
+		laptop := ticket(k.check(t, ho, call{method: "POST", path: hq + "/enter", body: "{}", header: jsonCT, status: 200}))
+		k.check(t, ho, call{method: "POST", path: hq + "/handoff", header: bearerHeader(admitted.PlaceToken), status: 409, code: "not_waiting"})
+		k.check(t, ho, call{method: "POST", path: hq + "/handoff", header: append(bearerHeader(laptop.PlaceToken), "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"), status: 403, code: "cross_site_request"})
+		k.check(t, ho, call{method: "POST", path: "/api/v1/queues/nope/handoff", header: bearerHeader(laptop.PlaceToken), status: 404, code: "queue_not_found"})
+		var h handoffResponse
+		if err := json.Unmarshal(k.check(t, ho, call{method: "POST", path: hq + "/handoff", header: bearerHeader(laptop.PlaceToken), status: 201}).body, &h); err != nil {
+			t.Fatal(err)
+		}
+		k.check(t, ho, call{method: "GET", path: hq + "/handoff/qr?token=" + h.Token, header: bearerHeader(laptop.PlaceToken), status: 200})
+		k.check(t, ho, call{method: "GET", path: hq + "/handoff/qr?token=" + h.Token, header: bearerHeader(admitted.PlaceToken), status: 400, code: "invalid_handoff"})
+		k.check(t, ho, call{method: "GET", path: "/api/v1/queues/nope/handoff/qr?token=" + h.Token, header: bearerHeader(laptop.PlaceToken), status: 404, code: "queue_not_found"})
+		phone := ticket(k.check(t, ho, call{method: "POST", path: hq + "/enter", body: `{"handoff":"` + h.Code + `"}`, header: jsonCT, status: 200}))
+		if phone.UserID != laptop.UserID || phone.Position != laptop.Position {
+			t.Fatalf("moved %+v from %+v", phone, laptop)
+		}
+		k.check(t, ho, call{method: "GET", path: hq + "/status", header: bearerHeader(laptop.PlaceToken), status: 401, code: "place_moved"})
+		k.check(t, ho, call{method: "POST", path: hq + "/enter", body: `{"handoff":"` + h.Token + `"}`, header: jsonCT, status: 400, code: "invalid_handoff"})
+	})
+
 	t.Run("plain user ids", func(t *testing.T) {
 		ins := k.newEnv(t, rdb, slow, Options{InsecureUserIDs: true})
 		iq := "/api/v1/queues/" + ins.queue
@@ -689,6 +724,8 @@ func TestOpenAPIContract(t *testing.T) {
 			{method: "POST", path: dq + "/enter", body: "{}", header: jsonCT},
 			{method: "GET", path: dq + "/status", header: placeTok},
 			{method: "DELETE", path: dq + "/place", header: placeTok},
+			{method: "POST", path: dq + "/handoff", header: placeTok},
+			{method: "GET", path: dq + "/handoff/qr?token=" + strings.Repeat("A", 43), header: placeTok},
 			{method: "DELETE", path: dq + "/users/bob"},
 			{method: "POST", path: dq + "/done", header: bearerHeader(pass)},
 			{method: "GET", path: "/api/v1/verify?queue=" + e.queue, header: bearerHeader(pass)},

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -25,6 +26,9 @@ type enterRequest struct {
 	JoinToken string  `json:"join_token"`
 	Challenge string  `json:"challenge"`
 	Nonce     string  `json:"nonce"`
+	// Handoff takes over a place another device handed over: its token
+	// or its code (handoff.go).
+	Handoff string `json:"handoff"`
 }
 
 func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
@@ -47,6 +51,10 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if req.Handoff != "" {
+		s.enterHandoff(w, r, q, req)
+		return
+	}
 	e, credential, err := s.entry(r, q, req)
 	if err != nil {
 		s.fail(w, r, err)
@@ -54,18 +62,18 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := s.store.EnterWith(r.Context(), q, e)
 	if err != nil {
-		if credential {
+		if credential && !errors.Is(err, queue.ErrMoved) {
 			// Even a 503 (outcome unknown) leaves the browser able to ask
 			// for the place it may have got; without its arrival number,
 			// its status then asks Redis.
-			s.setPlaceCookie(w, q, s.places.Issue(q, e.User, 0))
+			s.setPlaceCookie(w, q, s.places.IssueGen(q, e.User, 0, e.Gen))
 		}
-		s.fail(w, r, err)
+		s.failPlace(w, r, q, err)
 		return
 	}
 	token := ""
 	if credential {
-		token = s.places.Issue(q, e.User, t.Seq)
+		token = s.places.IssueGen(q, e.User, t.Seq, e.Gen)
 		s.setPlaceCookie(w, q, token)
 	}
 	if t.Status == queue.NotOpen {
@@ -108,22 +116,22 @@ func (s *Server) entry(r *http.Request, q string, req enterRequest) (queue.Entry
 		// The account may already hold a place from another device; an
 		// anonymous place this browser held is given up for it.
 		e.User, e.Proved, e.Join = member, true, true
-		if old, _, err := s.placeOf(r, q); err == nil {
-			e.Replaces = old
+		if old, err := s.placeOf(r, q); err == nil {
+			e.Replaces = old.Member
 		}
 	default:
 		// Re-entering with a credential keeps the member id (and goes to
 		// the back, as any re-entry does); otherwise this is a new place.
-		member, _, err := s.placeOf(r, q)
+		p, err := s.placeOf(r, q)
 		if err != nil {
 			if _, sent := httpin.BearerToken(r); sent {
 				return queue.Entry{}, false, err // an app that claims a place must prove it
 			}
-			member = place.NewMember() // no cookie, or a stale one
+			p = place.Place{Member: place.NewMember()} // no cookie, or a stale one
 		} else {
-			e.Proved = true
+			e.Proved, e.Credential, e.Gen = true, true, p.Gen
 		}
-		e.User = member
+		e.User = p.Member
 	}
 	return e, true, nil
 }
@@ -142,17 +150,17 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	member, seq, err := s.memberOf(r, q)
+	c, err := s.callerOf(r, q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	t, err := s.store.StatusAs(r.Context(), q, queue.Caller{User: member, Client: s.clientKey(r), Proved: true, Seq: seq})
+	t, err := s.store.StatusAs(r.Context(), q, c)
 	if err != nil {
-		s.fail(w, r, err)
+		s.failPlace(w, r, q, err)
 		return
 	}
-	s.writeTicket(w, r, q, member, "", t, t.PollAfter())
+	s.writeTicket(w, r, q, c.User, "", t, t.PollAfter())
 }
 
 // leavePlace gives up the place the caller proves, and forgets the cookie.
@@ -165,13 +173,13 @@ func (s *Server) leavePlace(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	member, _, err := s.placeOf(r, q)
+	p, err := s.placeOf(r, q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if err := s.store.Leave(r.Context(), q, member); err != nil {
-		s.fail(w, r, err)
+	if err := s.store.LeaveAs(r.Context(), q, p.Member, p.Gen); err != nil {
+		s.failPlace(w, r, q, err)
 		return
 	}
 	http.SetCookie(w, s.placeCookie(q, "", -1))

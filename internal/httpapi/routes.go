@@ -58,6 +58,8 @@ func (s *Server) routes() *chi.Mux {
 	r.Post(api+"/enter", s.enter)
 	r.Get(api+"/status", s.status)
 	r.Delete(api+"/place", s.leavePlace)
+	r.Post(api+"/handoff", s.createHandoff) // move the place to another device (handoff.go)
+	r.Get(api+"/handoff/qr", s.handoffQR)   // its QR code, a PNG
 	r.Post(api+"/done", s.done)
 	r.Delete(api+"/users/{user_id}", s.leaveUser) // insecure mode only
 
@@ -112,8 +114,17 @@ func (s *Server) gatedRoutes(upstream http.Handler) http.Handler {
 // withClient puts the client's address (behind trusted proxies, the one
 // they name) in the request context, where the gate's pass check counts
 // the addresses a pass is used from.
+// The request's own context from requestID or routed takes the address
+// in place, so a gated request is copied once for its id and address,
+// not twice: nothing else holds that context yet.
 func (s *Server) withClient(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(clientip.NewContext(r.Context(), s.clientIP.Addr(r))))
+		a := s.clientIP.Addr(r)
+		if c, ok := r.Context().(*idContext); ok {
+			c.addr, c.hasAddr = a, true
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(clientip.NewContext(r.Context(), a)))
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/failopen"
+	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
@@ -87,6 +88,9 @@ type Options struct {
 	// FailOpens is the record of what the gate let through unchecked
 	// while Redis was away, which the admin queue view shows; nil: none.
 	FailOpens *failopen.Recorder
+	// Handoffs moves places to other devices (POST .../handoff, enter
+	// with {"handoff"}); nil: not offered (404, invalid_handoff).
+	Handoffs *handoff.Service
 }
 
 // Server serves the HTTP API.
@@ -120,6 +124,7 @@ type Server struct {
 	// webhookInsecureHTTP: Options.WebhookInsecureHTTP
 	webhookInsecureHTTP bool
 	failOpens           *failopen.Recorder // nil: none
+	handoffs            *handoff.Service   // nil: none
 }
 
 // New returns the server with its routes.
@@ -146,6 +151,7 @@ func New(o Options) *Server {
 	if s.pages == nil {
 		s.pages = pages.Default()
 	}
+	s.handoffs = o.Handoffs
 	s.proxying = o.Upstream != nil
 	s.clientIP = o.ClientIP
 	if s.clientIP == nil {

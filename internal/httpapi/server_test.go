@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/config"
+	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/passuse"
 	"github.com/waitroom/waitroom/internal/place"
@@ -73,7 +74,14 @@ func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name s
 	if opts.Gate == nil {
 		opts.Gate = newTestGate(t, rdb, store, name, opts.Passes, nil, !opts.CookieSecure)
 	}
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.Handoffs == nil {
+		moves := handoff.NewTracker(rdb, store.Queues())
+		store.SetRecentMoves(moves)
+		opts.Handoffs = handoff.New(rdb, store, moves, testTimeout)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	opts.Static = fstest.MapFS{
 		"waiting.html": {Data: []byte("<!doctype html><title>waiting</title>")},
 		"admin.html":   {Data: []byte("<!doctype html><title>admin</title>")},

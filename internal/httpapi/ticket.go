@@ -17,15 +17,20 @@ type ticketResponse struct {
 	Position int64        `json:"position"`
 	// Estimated: position and ETA come from the replica's snapshot of a
 	// line the place is far back in (queue.Ticket.Estimated): "about".
-	Estimated   bool   `json:"position_estimated,omitempty"`
-	Waiting     int64  `json:"waiting"`
-	ETASeconds  int64  `json:"eta_seconds"`
-	PollAfterMS int64  `json:"poll_after_ms"`
-	Paused      bool   `json:"paused,omitempty"`      // the operator holds admissions; the place is kept
-	OpensAt     string `json:"opens_at,omitempty"`    // WAITING in a scheduled opening's draw: when it is drawn
-	PlaceToken  string `json:"place_token,omitempty"` // enter only: the place credential
-	Pass        string `json:"pass,omitempty"`        // ENTERED only: the entry pass
-	TargetURL   string `json:"target_url,omitempty"`
+	Estimated  bool  `json:"position_estimated,omitempty"`
+	Waiting    int64 `json:"waiting"`
+	ETASeconds int64 `json:"eta_seconds"`
+	// The wait as a range (queue.Ticket.ETALow, ETAHigh): likely no
+	// sooner than the low end, due no later than the high end; the page
+	// shows it ("about 12–15 min").
+	ETALowSeconds  int64  `json:"eta_low_seconds"`
+	ETAHighSeconds int64  `json:"eta_high_seconds"`
+	PollAfterMS    int64  `json:"poll_after_ms"`
+	Paused         bool   `json:"paused,omitempty"`      // the operator holds admissions; the place is kept
+	OpensAt        string `json:"opens_at,omitempty"`    // WAITING in a scheduled opening's draw: when it is drawn
+	PlaceToken     string `json:"place_token,omitempty"` // enter only: the place credential
+	Pass           string `json:"pass,omitempty"`        // ENTERED only: the entry pass
+	TargetURL      string `json:"target_url,omitempty"`
 	// NextPath: ENTERED without a target URL, in gate mode, the page of
 	// the queue's room on this site to continue to (the page adds the
 	// pass).
@@ -37,17 +42,20 @@ type ticketResponse struct {
 // one was issued, and for an admitted user a freshly signed entry pass.
 func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, placeToken string, t queue.Ticket, poll time.Duration) {
 	resp := ticketResponse{
-		Queue:       q,
-		UserID:      member,
-		Status:      t.Status,
-		Reason:      t.Reason,
-		Position:    t.Position,
-		Estimated:   t.Estimated,
-		Waiting:     t.Waiting,
-		ETASeconds:  int64((t.ETA + time.Second - 1) / time.Second),
-		PollAfterMS: poll.Milliseconds(),
-		Paused:      t.Paused,
-		PlaceToken:  placeToken,
+		Queue:      q,
+		UserID:     member,
+		Status:     t.Status,
+		Reason:     t.Reason,
+		Position:   t.Position,
+		Estimated:  t.Estimated,
+		Waiting:    t.Waiting,
+		ETASeconds: int64((t.ETA + time.Second - 1) / time.Second),
+		// The low end rounded down, the high end up: the range only widens.
+		ETALowSeconds:  int64(t.ETALow / time.Second),
+		ETAHighSeconds: int64((t.ETAHigh + time.Second - 1) / time.Second),
+		PollAfterMS:    poll.Milliseconds(),
+		Paused:         t.Paused,
+		PlaceToken:     placeToken,
 	}
 
 	if t.Status == queue.Waiting && t.Position == 0 {

@@ -8,46 +8,50 @@ import (
 	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // placeCookieAge is how long a browser keeps its place cookie: a day, so
 // a user who closes the browser during a long wait keeps the place.
 const placeCookieAge = 24 * 60 * 60
 
-// placeOf returns the member whose place in queue q the request proves,
-// and the arrival number its credential carries (0: none): the credential
-// in Authorization: Bearer (apps), else in the queue's cookie (browsers).
-// errInvalidPlace when there is none or it is not valid for q.
-func (s *Server) placeOf(r *http.Request, q string) (member string, seq int64, err error) {
+// placeOf returns the place in queue q the request proves: the member,
+// its credential's arrival number and generation. The credential comes
+// from the Authorization header (apps) or else the place cookie
+// (browsers).
+func (s *Server) placeOf(r *http.Request, q string) (place.Place, error) {
 	token, ok := httpin.BearerToken(r)
 	if !ok {
 		// Twice is refused, not the first taken: one of them was planted.
 		cs := r.CookiesNamed(place.CookieName(q, s.cookieSecure))
 		if len(cs) != 1 {
-			return "", 0, errInvalidPlace
+			return place.Place{}, errInvalidPlace
 		}
 		token = cs[0].Value
 	}
-	member, seq, err = s.places.Verify(q, token)
+	p, err := s.places.VerifyPlace(q, token)
 	if err != nil {
-		return "", 0, errInvalidPlace
+		return place.Place{}, errInvalidPlace
 	}
-	return member, seq, nil
+	return p, nil
 }
 
-// memberOf returns the member a status call asks about, with its
-// credential's arrival number: the place the caller proves, or in
-// insecure mode a plain ?user_id=.
-func (s *Server) memberOf(r *http.Request, q string) (string, int64, error) {
+// callerOf returns who a status call asks about: the place the caller
+// proves, or in insecure mode a plain ?user_id= (no credential).
+func (s *Server) callerOf(r *http.Request, q string) (queue.Caller, error) {
 	if r.URL.RawQuery != "" {
 		if v := r.URL.Query(); v.Has("user_id") {
 			if !s.insecureIDs {
-				return "", 0, errUserIDsDisabled
+				return queue.Caller{}, errUserIDsDisabled
 			}
-			return v.Get("user_id"), 0, nil
+			return queue.Caller{User: v.Get("user_id"), Client: s.clientKey(r), Proved: true}, nil
 		}
 	}
-	return s.placeOf(r, q)
+	p, err := s.placeOf(r, q)
+	if err != nil {
+		return queue.Caller{}, err
+	}
+	return queue.Caller{User: p.Member, Client: s.clientKey(r), Proved: true, Seq: p.Seq, Credential: true, Gen: p.Gen}, nil
 }
 
 // placeCookie is the cookie that carries queue q's place credential in

@@ -45,11 +45,22 @@ var ErrInvalid = errors.New("place: invalid place credential")
 
 // Credential versions: v2 carries the place's arrival number in the line
 // as well; v1 credentials, issued before it, are still accepted (their
-// arrival number is unknown, 0).
+// arrival number is unknown, 0). v3 carries the place's generation too:
+// issued when a place moved to another device (internal/handoff), whose
+// older credentials then stop working; a v1 or v2 credential is of
+// generation 0.
 const (
 	version1 = "v1"
 	version  = "v2"
+	version3 = "v3"
 )
+
+// Place is what a verified credential proves.
+type Place struct {
+	Member string
+	Seq    int64 // the arrival number in the line (0: not known)
+	Gen    int64 // the generation: how often the place had moved when it was issued
+}
 
 var b64 = base64.RawURLEncoding.Strict()
 
@@ -87,16 +98,31 @@ func NewMember() string {
 // snapshot (queue.Caller.Seq); it is signed, so a holder cannot move
 // itself forward on the page.
 func (c *Credentials) Issue(queue, member string, seq int64) string {
+	return c.IssueGen(queue, member, seq, 0)
+}
+
+// IssueGen is Issue for a place of generation gen (internal/handoff): a
+// v3 credential "v3.<queue>.<member>.<seq>.<gen>.<MAC>" when gen > 0, the
+// v2 one of Issue otherwise.
+func (c *Credentials) IssueGen(queue, member string, seq, gen int64) string {
+	ver := version
+	if gen > 0 {
+		ver = version3
+	}
 	var mac [sha256.Size]byte
-	c.sign(mac[:0], version, queue, member, seq)
-	b := make([]byte, 0, len(version)+len(queue)+b64.EncodedLen(len(member))+20+b64.EncodedLen(len(mac))+4)
-	b = append(b, version...)
+	c.sign(mac[:0], ver, queue, member, seq, gen)
+	b := make([]byte, 0, len(version)+len(queue)+b64.EncodedLen(len(member))+40+b64.EncodedLen(len(mac))+5)
+	b = append(b, ver...)
 	b = append(b, '.')
 	b = append(b, queue...)
 	b = append(b, '.')
 	b = b64.AppendEncode(b, []byte(member))
 	b = append(b, '.')
 	b = strconv.AppendInt(b, seq, 10)
+	if ver == version3 {
+		b = append(b, '.')
+		b = strconv.AppendInt(b, gen, 10)
+	}
 	b = append(b, '.')
 	b = b64.AppendEncode(b, mac[:])
 	return string(b)
@@ -106,74 +132,107 @@ func (c *Credentials) Issue(queue, member string, seq int64) string {
 // arrival number it carries (0 for a v1 credential), or ErrInvalid. The
 // comparison of signatures takes constant time.
 func (c *Credentials) Verify(queue, token string) (member string, seq int64, err error) {
+	p, err := c.VerifyPlace(queue, token)
+	return p.Member, p.Seq, err
+}
+
+// VerifyPlace is Verify with the place's generation (0 for v1 and v2).
+func (c *Credentials) VerifyPlace(queue, token string) (Place, error) {
+	member, seq, gen, err := c.verify(queue, token)
+	return Place{Member: member, Seq: seq, Gen: gen}, err
+}
+
+// number reads one spelling of a non-negative decimal: digits, no sign,
+// no leading zero.
+func number(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 || (len(s) > 1 && s[0] == '0') || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+func (c *Credentials) verify(queue, token string) (member string, seq, gen int64, err error) {
 	// A credential has one spelling: b64 is strict about the unused bits
 	// of a last character, but skips CR and LF in any mode.
 	if strings.ContainsAny(token, "\r\n") {
-		return "", 0, ErrInvalid
+		return "", 0, 0, ErrInvalid
 	}
 	ver, rest, ok := strings.Cut(token, ".")
-	if !ok || (ver != version && ver != version1) {
-		return "", 0, ErrInvalid
+	if !ok || (ver != version && ver != version1 && ver != version3) {
+		return "", 0, 0, ErrInvalid
 	}
 	q, rest, ok := strings.Cut(rest, ".")
 	if !ok || q != queue {
-		return "", 0, ErrInvalid
+		return "", 0, 0, ErrInvalid
 	}
 	encMember, rest, ok := strings.Cut(rest, ".")
 	if !ok || len(encMember) > 1024 {
-		return "", 0, ErrInvalid
+		return "", 0, 0, ErrInvalid
 	}
 	encMAC := rest
-	if ver == version {
+	if ver != version1 {
 		var encSeq string
 		if encSeq, encMAC, ok = strings.Cut(rest, "."); !ok {
-			return "", 0, ErrInvalid
+			return "", 0, 0, ErrInvalid
 		}
-		// One spelling: decimal digits, no sign, no leading zero.
-		if len(encSeq) == 0 || len(encSeq) > 18 || (len(encSeq) > 1 && encSeq[0] == '0') || strings.Trim(encSeq, "0123456789") != "" {
-			return "", 0, ErrInvalid
+		if seq, ok = number(encSeq); !ok {
+			return "", 0, 0, ErrInvalid
 		}
-		if seq, err = strconv.ParseInt(encSeq, 10, 64); err != nil {
-			return "", 0, ErrInvalid
+	}
+	if ver == version3 {
+		var encGen string
+		if encGen, encMAC, ok = strings.Cut(encMAC, "."); !ok {
+			return "", 0, 0, ErrInvalid
+		}
+		// A v3 credential is for a place that moved: generation 1 on.
+		if gen, ok = number(encGen); !ok || gen == 0 {
+			return "", 0, 0, ErrInvalid
 		}
 	}
 	var got [sha256.Size]byte
 	if b64.DecodedLen(len(encMAC)) != len(got) {
-		return "", 0, ErrInvalid
+		return "", 0, 0, ErrInvalid
 	}
 	if _, err := b64.Decode(got[:], []byte(encMAC)); err != nil {
-		return "", 0, ErrInvalid
+		return "", 0, 0, ErrInvalid
 	}
 	var buf [128]byte // a member id is at most 128 bytes in the store
 	m, err := b64.AppendDecode(buf[:0], []byte(encMember))
 	if err != nil || len(m) == 0 {
-		return "", 0, ErrInvalid
+		return "", 0, 0, ErrInvalid
 	}
 	var want [sha256.Size]byte
-	if !hmac.Equal(got[:], c.sign(want[:0], ver, queue, string(m), seq)) {
-		return "", 0, ErrInvalid
+	if !hmac.Equal(got[:], c.sign(want[:0], ver, queue, string(m), seq, gen)) {
+		return "", 0, 0, ErrInvalid
 	}
-	return string(m), seq, nil
+	return string(m), seq, gen, nil
 }
 
 // sign appends the MAC of a credential of version ver to b: (queue,
-// member) for v1, (queue, member, seq) for v2. The NUL bytes keep the
+// member) for v1, (queue, member, seq) for v2, (queue, member, seq, gen)
+// for v3. The NUL bytes keep the
 // fields apart: no queue name or member id contains one. The message is
 // written in one piece (each Write through the hash interface copies its
 // argument to the heap).
-func (c *Credentials) sign(b []byte, ver, queue, member string, seq int64) []byte {
+func (c *Credentials) sign(b []byte, ver, queue, member string, seq, gen int64) []byte {
 	var buf [256]byte
 	msg := append(buf[:0], "waitroom place"...)
-	if ver == version {
-		msg = append(msg, " v2"...)
+	if ver != version1 {
+		msg = append(msg, ' ')
+		msg = append(msg, ver...)
 	}
 	msg = append(msg, 0)
 	msg = append(msg, queue...)
 	msg = append(msg, 0)
 	msg = append(msg, member...)
-	if ver == version {
+	if ver != version1 {
 		msg = append(msg, 0)
 		msg = strconv.AppendInt(msg, seq, 10)
+	}
+	if ver == version3 {
+		msg = append(msg, 0)
+		msg = strconv.AppendInt(msg, gen, 10)
 	}
 	m := c.macs.Get().(hash.Hash)
 	m.Reset()

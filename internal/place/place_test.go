@@ -40,7 +40,7 @@ func TestCredentialRoundTrip(t *testing.T) {
 func issueV1(c *Credentials, queue, member string) string {
 	var mac [32]byte
 	enc := base64.RawURLEncoding.EncodeToString
-	return "v1." + queue + "." + enc([]byte(member)) + "." + enc(c.sign(mac[:0], version1, queue, member, 0))
+	return "v1." + queue + "." + enc([]byte(member)) + "." + enc(c.sign(mac[:0], version1, queue, member, 0, 0))
 }
 
 // A v1 credential (issued before the arrival number) still proves its

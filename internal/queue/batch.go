@@ -203,7 +203,7 @@ func (b *batcher) expire() {
 func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
 	keys = make([]string, 0, len(q.enterKeys)+3*len(calls))
 	keys = append(keys, q.enterKeys...)
-	args = make([]any, 0, len(s.defaultArgs)+len(s.enterLimits)+5*len(calls))
+	args = make([]any, 0, len(s.defaultArgs)+len(s.enterLimits)+6*len(calls))
 	args = append(args, s.defaultArgs[:]...)
 	args = append(args, s.enterLimits[:]...)
 	for _, c := range calls {
@@ -212,7 +212,7 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 			proofKey, expires = q.keys.proof(c.Proof.ID), c.Proof.Expires.UnixMilli()
 		}
 		keys = append(keys, q.clientKey("enter", c), q.placeKey("enter", c), proofKey)
-		args = append(args, c.User, c.clientCost, c.placeCost, c.Proof.Difficulty, expires)
+		args = append(args, c.User, c.clientCost, c.placeCost, c.Proof.Difficulty, expires, c.gen())
 	}
 	return keys, args
 }
@@ -220,12 +220,12 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
 	keys = make([]string, 0, len(q.statusKeys)+2*len(calls))
 	keys = append(keys, q.statusKeys...)
-	args = make([]any, 0, len(s.defaultArgs)+len(s.statusLimits)+3*len(calls))
+	args = make([]any, 0, len(s.defaultArgs)+len(s.statusLimits)+4*len(calls))
 	args = append(args, s.defaultArgs[:]...)
 	args = append(args, s.statusLimits[:]...)
 	for _, c := range calls {
 		keys = append(keys, q.clientKey("status", c), q.placeKey("status", c))
-		args = append(args, c.User, c.clientCost, c.placeCost)
+		args = append(args, c.User, c.clientCost, c.placeCost, c.gen())
 	}
 	return keys, args
 }

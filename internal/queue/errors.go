@@ -31,6 +31,9 @@ var (
 	ErrRateLimited       = errors.New("queue: over the rate limit")
 	ErrQueueFull         = errors.New("queue: the line is full")
 	ErrChallengeRequired = errors.New("queue: proof of work required")
+	// ErrMoved refuses a place credential issued before its place moved
+	// to another device (internal/handoff): the call changed nothing.
+	ErrMoved = errors.New("queue: the place moved to another device")
 )
 
 // Retry wraps a refusal with how long to wait before trying again.

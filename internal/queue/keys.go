@@ -27,6 +27,13 @@ type keys struct {
 	// marks of used proofs of work (expiring with the challenge), one key
 	// each (enter.lua, status.lua, challenge.lua).
 	rate, pow string
+	// gen: HASH member=user id, value=the generation of the place's
+	// credentials, only for places that moved to another device
+	// (internal/handoff writes it; enter, status and leave refuse an older
+	// credential). moved: ZSET member=user id, score=when it last moved
+	// (ms), the last hour's moves, which replicas read so as to send such
+	// places' status to Redis rather than answer it from their snapshot.
+	gen, moved string
 	// unused is a key name no script reads or writes, given for a call's
 	// key that does not apply (no client limit, no proof).
 	unused string
@@ -49,10 +56,24 @@ func EventsKey(queue string) string { return KeyPrefix(queue) + "events" }
 // queue's webhooks flag (emit, common.lua) and reads its webhook_url.
 func ConfigKey(queue string) string { return KeyPrefix(queue) + "config" }
 
+// GenKey is queue's HASH of the generations of places that moved to
+// another device (member=user id, value=generation), and MovedKey its
+// ZSET of the moves of the last hour (member=user id, score=when, ms):
+// internal/handoff writes both, the scripts of enter, status and leave
+// read the first.
+func GenKey(queue string) string   { return KeyPrefix(queue) + "gen" }
+func MovedKey(queue string) string { return KeyPrefix(queue) + "moved" }
+
+// WaitingKey is queue's line (ZSET member=user id, score=arrival number)
+// and DrawKey its scheduled opening's participants (SET): a hand-over
+// (internal/handoff) moves only a place in one of them.
+func WaitingKey(queue string) string { return KeyPrefix(queue) + "waiting" }
+func DrawKey(queue string) string    { return KeyPrefix(queue) + "draw" }
+
 func keysFor(queue string) keys {
 	p := KeyPrefix(queue)
 	return keys{
-		waiting:  p + "waiting",
+		waiting:  WaitingKey(queue),
 		entered:  p + "entered",
 		tokens:   p + "tokens",
 		seq:      p + "seq",
@@ -61,12 +82,14 @@ func keysFor(queue string) keys {
 		history:  p + "history",
 		heard:    p + "heard",
 		gone:     p + "gone",
-		draw:     p + "draw",
+		draw:     DrawKey(queue),
 		admitted: p + "admitted",
 		events:   EventsKey(queue),
 		rate:     p + "rate:",
 		pow:      p + "pow:",
 		unused:   p + "unused",
+		gen:      GenKey(queue),
+		moved:    MovedKey(queue),
 	}
 }
 

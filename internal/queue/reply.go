@@ -82,7 +82,11 @@ const (
 )
 
 // reasons are the codes of the scripts' REASONS (common.lua), from 1.
-var reasons = []string{ReasonAbandoned, ReasonLeft, ReasonExpired, ReasonRemoved, ReasonDone}
+var reasons = []string{ReasonAbandoned, ReasonLeft, ReasonExpired, ReasonRemoved, ReasonDone, ReasonMoved}
+
+// reasonMoved is the code of ReasonMoved: a stale place credential
+// (keep_current, common.lua), refused with ErrMoved.
+var reasonMoved = int64(len(reasons))
 
 // batchTickets reads the reply v (or err) of a batched script's call:
 // the head, a status and place per call, and with seqs (enter.lua) then
@@ -156,6 +160,7 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 	default:
 		return Ticket{}, fmt.Errorf("queue: unknown status code %d", status)
 	}
+	t.setRange()
 	return t, nil
 }
 
@@ -170,6 +175,11 @@ func refusal(status, wait int64) error {
 		err = ErrQueueFull
 	case statusChallenge:
 		return ErrChallengeRequired
+	case statusNotWaiting:
+		if wait == reasonMoved {
+			return ErrMoved
+		}
+		return nil
 	default:
 		return nil
 	}

@@ -71,6 +71,8 @@ var luaMirror = []struct {
 	{"TICK_ABANDONED", tickAbandoned + 1},
 	{"TICK_LATE", tickLate + 1},
 	{"TICK_UNTIL_NEXT", tickUntilNext + 1},
+
+	{"REASON_MOVED", int(reasonMoved)}, // a code of REASONS, from 1
 }
 
 // notReplies are common.lua's numeric constants that describe no reply.

@@ -132,5 +132,6 @@ func (q *queueRef) answer(seq int64, now time.Time) (Ticket, bool) {
 		return Ticket{}, false
 	}
 	t.Estimated = true
+	t.setRange() // wider: the position is an estimate
 	return t, true
 }

@@ -70,7 +70,31 @@ type Store struct {
 	observer Observer
 	// replica is the replica WAIT of enters (replica.go).
 	replica replicaState
+	// moves says which places moved to another device lately: their
+	// status is never answered from the snapshot (SetRecentMoves).
+	moves RecentMoves
 }
+
+// RecentMoves knows which places moved to another device lately
+// (internal/handoff.Tracker): such a place's status goes to Redis, whose
+// scripts refuse the older device's credential (ErrMoved), instead of
+// being answered from the replica's snapshot, which knows nothing of
+// credentials' generations. Recent must be quick (it runs on the far-back
+// status path) and safe for concurrent use; it reports true when it does
+// not know (its view is stale), so a replica that cannot tell asks Redis.
+type RecentMoves interface {
+	Recent(queue, user string) bool
+}
+
+// noMoves is the RecentMoves of a store without hand-overs.
+type noMoves struct{}
+
+func (noMoves) Recent(string, string) bool { return false }
+
+// SetRecentMoves sets what the far-back status path asks before it
+// answers from the snapshot. Call it before the store serves anything:
+// it is not synchronized.
+func (s *Store) SetRecentMoves(m RecentMoves) { s.moves = m }
 
 // queueRef holds one queue's keys, and the KEYS list of each script, built
 // once so the request path allocates nothing for them.
@@ -120,6 +144,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		timeout:  timeout,
 		local:    newLocalStage(),
 		observer: nopObserver{},
+		moves:    noMoves{},
 	}
 	copy(s.enterLimits[:], append(defaults.Limits.EnterPerClient.args(), defaults.Limits.EnterPerPlace.args()...))
 	copy(s.statusLimits[:], append(defaults.Limits.StatusPerClient.args(), defaults.Limits.StatusPerPlace.args()...))
@@ -133,11 +158,11 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		k := keysFor(name)
 		q := &queueRef{
 			keys:       k,
-			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events},
-			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted},
+			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events, k.gen},
+			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted, k.gen},
 			doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events},
 			renewKeys:  []string{k.entered, k.config, k.admitted},
-			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events},
+			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen},
 			tickKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events},
 			infoKeys:   []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
 			snapKeys:   []string{k.waiting, k.config, k.tick, k.draw},
@@ -206,7 +231,7 @@ func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, e
 		return Ticket{}, err
 	}
 	l := s.defaults.Limits
-	if c.Seq > 0 {
+	if c.Seq > 0 && !s.moves.Recent(queue, c.User) {
 		now := time.Now()
 		if t, ok := q.answer(c.Seq, now); ok {
 			if err := ValidateUserID(c.User); err != nil {
@@ -332,7 +357,14 @@ func (s *Store) Remove(ctx context.Context, queue, user string) error {
 	return s.leave(ctx, queue, user, ReasonRemoved)
 }
 
-func (s *Store) leave(ctx context.Context, queue, user, reason string) error {
+// LeaveAs is Leave for the holder of a place credential of generation
+// gen: refused with ErrMoved, changing nothing, when the place has since
+// moved to another device (internal/handoff).
+func (s *Store) LeaveAs(ctx context.Context, queue, user string, gen int64) error {
+	return s.leave(ctx, queue, user, ReasonLeft, gen)
+}
+
+func (s *Store) leave(ctx context.Context, queue, user, reason string, gen ...any) error {
 	q, err := s.queue(queue)
 	if err != nil {
 		return err
@@ -340,12 +372,15 @@ func (s *Store) leave(ctx context.Context, queue, user, reason string) error {
 	if err := ValidateUserID(user); err != nil {
 		return err
 	}
-	_, err = waitFor(ctx, s.timeout, func(ctx context.Context) (any, error) {
-		res, _ := s.runWaited(ctx, q, leaveScript, q.leaveKeys, user, reason)
-		return res.Result()
+	n, err := waitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
+		res, _ := s.runWaited(ctx, q, leaveScript, q.leaveKeys, append([]any{user, reason}, gen...)...)
+		return res.Int64()
 	})
 	if err != nil {
 		return fmt.Errorf("queue: leave: %w", err)
+	}
+	if n < 0 {
+		return ErrMoved
 	}
 	return nil
 }

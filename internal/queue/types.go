@@ -26,6 +26,9 @@ const (
 	ReasonExpired   = "expired"   // the admission's session TTL ran out
 	ReasonRemoved   = "removed"   // the operator removed them
 	ReasonDone      = "done"      // the order page said they were done
+	// ReasonMoved: the place moved to another device (internal/handoff);
+	// only ever the answer to the older device's credential (ErrMoved).
+	ReasonMoved = "moved"
 )
 
 // Settings are one queue's admission settings.
@@ -83,10 +86,27 @@ type Caller struct {
 	// (Ticket.Seq; 0: none): a status of a place far from the head is
 	// then answered from the replica's snapshot (snapshot.go).
 	Seq int64
+	// Credential says the caller proves the place with a place
+	// credential, of generation Gen. Moving the place to another device
+	// (internal/handoff) makes the place's generation higher, and a call
+	// with an older credential is refused with ErrMoved in the script
+	// that would act on it. Without a credential (the service's own
+	// checks, a site's join token, a plain id) no generation is checked.
+	Credential bool
+	Gen        int64
 
 	// clientCost and placeCost are what the script charges the shared
 	// buckets (0: not asked), set by the store's local stage (local.go).
 	clientCost, placeCost int
+}
+
+// gen is the generation the scripts check the caller's credential
+// against (keep_current, common.lua): -1 for none.
+func (c Caller) gen() int64 {
+	if !c.Credential {
+		return -1
+	}
+	return c.Gen
 }
 
 // Proof is a solved, checked proof-of-work challenge (package challenge
@@ -124,6 +144,10 @@ type Ticket struct {
 	// ETA is the time until the tick that admits this user: the time until
 	// the next tick plus one interval per full refill ahead.
 	ETA time.Duration
+	// ETALow and ETAHigh bound the wait (eta.go): the admission is likely
+	// no sooner than ETALow, and due no later than ETAHigh. Both equal the
+	// ETA for anyone not waiting in a moving line.
+	ETALow, ETAHigh time.Duration
 	// UntilNextTick is the time until the next tick is applied: 0 when it
 	// is due and about to be.
 	UntilNextTick time.Duration

@@ -57,6 +57,7 @@ import { solve, stopSolver } from './waiting-pow.js';
 import { turnStep } from './waiting-handoff.js';
 import { render, say, announce, forgetAnnounced, showCheckProgress } from './waiting-render.js';
 import { when, hhmm } from './waiting-format.js';
+import { alertTurn, whenSeen } from './waiting-alerts.js';
 
 const FALLBACK_POLL_MS = 2000;
 const MIN_POLL_MS = 250; // guards against a server hint of 0 hammering us
@@ -104,9 +105,10 @@ let fullAutoUsed = false; // a full line's automatic retry is used since the las
 // first, never enter blindly. A join token enters at once, which keeps
 // the account's place if it holds one already.
 export function start() {
-  page.resuming = !page.joinToken && !!storedPlace();
+  page.resuming = !page.joinToken && !page.handoff && !!storedPlace();
   render();
-  if (page.joinToken) enter();
+  if (page.handoff) step('enter'); // a hand-over proves the place: no challenge
+  else if (page.joinToken) enter();
   else step('status');
 }
 
@@ -132,7 +134,8 @@ async function step(action, solution) {
   let tk;
   try {
     if (action === 'enter') {
-      const body = page.joinToken ? { join_token: page.joinToken } : {};
+      const moving = page.handoff;
+      const body = moving ? { handoff: moving } : page.joinToken ? { join_token: page.joinToken } : {};
       if (solution) {
         body.challenge = solution.challenge;
         body.nonce = solution.nonce;
@@ -172,6 +175,19 @@ async function step(action, solution) {
       onNotOpen(err.detail);
       return;
     }
+    if (err.code === 'place_moved') {
+      // Definite: another device holds this place now (the server
+      // cleared this browser's cookie).
+      onMoved();
+      return;
+    }
+    if (action === 'enter' && err.code === 'invalid_handoff') {
+      // Used, expired or mistyped: nothing changed. Say so; the user
+      // asks the other device for a new one, or joins here.
+      dropHandoff();
+      fail(t('moveInvalid'));
+      return;
+    }
     if (action === 'status' && err.code === 'invalid_place') {
       // A definite answer: this browser proves no place (no cookie yet,
       // or it expired). Not a failure to back off from.
@@ -192,7 +208,11 @@ async function step(action, solution) {
   page.checking = false;
   challengeTries = 0;
   fullAutoUsed = false;
-  if (action === 'enter') dropJoinToken();
+  if (action === 'enter') {
+    if (page.handoff) page.notice = 'movedHere';
+    dropJoinToken();
+    dropHandoff();
+  }
   onTicket(tk, action);
 }
 
@@ -316,6 +336,50 @@ function dropJoinToken() {
     u.searchParams.delete('join');
     history.replaceState(history.state, '', u.pathname + u.search + u.hash);
   } catch (e) { /* the address keeps the token; the page still works */ }
+}
+
+// dropHandoff forgets a hand-over once an enter with it is answered: it
+// is used, and the address must not keep it (a reload, a shared tab).
+function dropHandoff() {
+  if (!page.handoff) return;
+  page.handoff = '';
+  try {
+    const u = new URL(location.href);
+    if (u.searchParams.has('handoff')) {
+      u.searchParams.delete('handoff');
+      history.replaceState(history.state, '', u.pathname + u.search + u.hash);
+    }
+  } catch (e) { /* the address keeps the used token; it no longer works */ }
+}
+
+// onMoved shows that this page's place moved to another device. The
+// page stops polling; one click joins again, at the back.
+function onMoved() {
+  clearTimeout(timer);
+  stopSolver();
+  clearPlace();
+  hadPlace = false;
+  page.ticket = null;
+  page.notice = '';
+  page.state = 'moved';
+  page.retryInMs = 0;
+  render();
+  say(t('movedTitle'));
+}
+
+// useHandoff takes over the place another device handed over (a code
+// typed here): one enter with it; this page's own place, if any, is
+// given up by the server for it.
+export function useHandoff(code) {
+  if (!code || inFlight) return;
+  generation++;
+  clearTimeout(timer);
+  stopSolver();
+  page.handoff = code;
+  page.checking = false;
+  page.state = 'loading';
+  render();
+  step('enter');
 }
 
 function onError(err) {
@@ -471,6 +535,8 @@ function enterWhenDue() {
 // ends), so a reload asks for the status and lands here again, with a
 // fresh pass, instead of entering anew. A redirect replaces this page in
 // the history: coming back to it would only send the user forward again.
+// Someone looking away is told (waiting-alerts.js), and a hidden page
+// sends them on once it is shown again, not behind their back.
 function enterTurn(tk) {
   clearTimeout(timer);
   hadPlace = true;
@@ -479,7 +545,9 @@ function enterTurn(tk) {
   page.next = turnStep(tk, returnPath);
   render();
   say(t('turnTitle'));
-  if (page.next && page.next.go) location.replace(page.next.href);
+  alertTurn(page.next ? t('turnBody') : t('turnNowhere'));
+  const next = page.next;
+  if (next && next.go) whenSeen(() => location.replace(next.href));
 }
 
 function fail(text, retry) {
@@ -524,7 +592,7 @@ async function deleteWithRetry(gen) {
 }
 
 export async function joinAgain() {
-  if (page.state !== 'left' && page.state !== 'error' && page.state !== 'released') return; // a double click joins once
+  if (page.state !== 'left' && page.state !== 'error' && page.state !== 'released' && page.state !== 'moved') return; // a double click joins once
   stopSolver();
   page.state = 'loading';
   page.resuming = false;

@@ -56,3 +56,33 @@ export function humanEta(seconds) {
   const h = fmt(Math.floor(minutes / 60));
   return minutes % 60 ? t('etaHoursMin', { h: h, m: fmt(minutes % 60) }) : t('etaHours', { h: h });
 }
+
+// etaRange formats the wait as a range of whole minutes, its low end
+// (seconds) rounded down and its high end up, so the range only widens
+// and low ≤ high: "about 12–15 min", "up to 3 min" when the low end is
+// under a minute, "less than a minute" when the high end is. Past two
+// hours the ends are in half hours ("about 2.5–3.5 hr"). Intl puts the
+// range and its unit in the page's language (ko: "12~15분").
+export function etaRange(low, high) {
+  if (!(high >= 60)) return t('etaSoon');
+  let lo = Math.floor(Math.max(0, Math.min(low, high)) / 60);
+  let hi = Math.ceil(high / 60);
+  let unit = 'minute';
+  if (hi > 120) {
+    unit = 'hour';
+    lo = Math.floor(lo / 30) / 2;
+    hi = Math.ceil(hi / 30) / 2;
+  }
+  const f = new Intl.NumberFormat(i18n.locale(), { style: 'unit', unit: unit, unitDisplay: 'short', maximumFractionDigits: 1 });
+  if (lo <= 0) return t('etaUpTo', { max: f.format(hi) });
+  return t('etaAbout', { range: lo === hi ? f.format(hi) : f.formatRange(lo, hi) });
+}
+
+// waitText is a waiting ticket's wait: the range when the server gives
+// one, else its single estimate (an older server).
+export function waitText(ticket) {
+  const low = ticket.eta_low_seconds;
+  const high = ticket.eta_high_seconds;
+  if (typeof low === 'number' && typeof high === 'number') return etaRange(low, high);
+  return humanEta(ticket.eta_seconds);
+}

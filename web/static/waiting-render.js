@@ -7,7 +7,7 @@ import { $ } from './dom.js';
 import { t } from './waiting-messages.js';
 import { page } from './waiting-state.js';
 import { serverNow } from './waiting-api.js';
-import { fmt, clock, when, hhmm, countdown, humanEta } from './waiting-format.js';
+import { fmt, clock, when, hhmm, countdown, waitText } from './waiting-format.js';
 
 let clockTimer = 0; // re-renders a countdown on the second
 let announced = ''; // what the live region last told: a position, or the draw
@@ -26,6 +26,7 @@ export function render() {
   $('turn').hidden = state !== 'entered';
   $('left').hidden = state !== 'left';
   $('released').hidden = state !== 'released';
+  $('moved').hidden = state !== 'moved';
   $('full').hidden = state !== 'full';
   if (state === 'full') {
     $('full-text').textContent = t('fullBody', { time: hhmm(page.fullAt) });
@@ -47,6 +48,11 @@ export function render() {
   $('turn-body').textContent = next ? t('turnBody') : t('turnNowhere');
   $('pass-box').hidden = !!next || !page.pass;
   if ($('pass').value !== page.pass) $('pass').value = page.pass;
+
+  // Continue on another device: offered while the place waits in line.
+  const canMove = state === 'waiting' && !!ticket;
+  $('move-btn').hidden = !canMove || !$('move-box').hidden;
+  if (!canMove) $('move-box').hidden = true;
 
   $('reconnecting').hidden = !(active && page.retryInMs > 0);
   $('reconnecting-text').textContent = t('reconnecting', { s: fmt(Math.max(1, Math.round(page.retryInMs / 1000))) });
@@ -78,7 +84,7 @@ export function render() {
       ? t('summaryDraw', { n: fmt(ticket.waiting), count: ticket.waiting, time: when(drawAt) })
       : t('summaryDrawing', { n: fmt(ticket.waiting), count: ticket.waiting });
   } else if (state === 'waiting' && ticket) {
-    status = t('summary', { n: fmt(ticket.waiting), count: ticket.waiting, eta: humanEta(ticket.eta_seconds) });
+    status = t('summary', { n: fmt(ticket.waiting), count: ticket.waiting, eta: waitText(ticket) });
   } else if (notOpen) {
     status = isFinite(opening.from) && opening.from > serverNow() ? t('notOpenStatus', { time: when(opening.from) }) : t('joining');
   } else if (state === 'loading') {
@@ -91,6 +97,8 @@ export function render() {
     status = t('releasedTitle');
   } else if (state === 'full') {
     status = t('fullTitle');
+  } else if (state === 'moved') {
+    status = t('movedTitle');
   } else {
     status = t('errorTitle');
   }
@@ -122,7 +130,7 @@ export function render() {
     $('position').textContent = about(ticket.position);
     $('ahead').textContent = about(Math.max(0, ticket.position - 1));
     $('waiting-total').textContent = fmt(ticket.waiting);
-    $('eta').textContent = paused ? t('etaPaused') : humanEta(ticket.eta_seconds);
+    $('eta').textContent = paused ? t('etaPaused') : waitText(ticket);
     const pct = progressPercent(ticket.position);
     $('progress').value = pct;
     $('progress').textContent = pct + '%';

@@ -24,12 +24,16 @@ export const returnPath = sameSitePath(params.get('return'));
 export const usedElsewhere = params.get('reason') === 'used_elsewhere';
 
 export const page = {
-  state: 'loading', // mirrors body[data-state]: loading|notopen|waiting|entered|left|released|full|error
+  state: 'loading', // mirrors body[data-state]: loading|notopen|waiting|entered|left|released|full|moved|error
   resuming: false, // loading text: checking an old place vs joining fresh
   // A site's join token (?join=): the first enter sends it, so one account
   // holds one place on every device. Dropped once an enter with it is
   // answered; from then on the cookie names the place.
   joinToken: params.get('join') || '',
+  // A hand-over of a place from another device (?handoff= from its QR
+  // code, or a code typed here): the next enter takes that place over.
+  // Dropped once an enter with it is answered.
+  handoff: params.get('handoff') || '',
   member: '', // the member id of the last ticket: whose place we hold
   ticket: null, // last WAITING ticket, kept on screen while reconnecting
   // The lowest position shown since the place was (re)joined: a position

@@ -8,15 +8,19 @@
 //   waiting-api.js       requests, the server's clock, backoff
 //   waiting-pow.js       proof of work, in pow-worker.js
 //   waiting-handoff.js   where the turn sends the user, with the pass
+//   waiting-move.js      continuing on another device: QR code, codes
 //   waiting-render.js    drawing the state; the live region
 //   waiting-format.js    numbers, times and waits in the page's language
+//   waiting-alerts.js    the turn told to someone looking away
 //   i18n.js, storage.js, dom.js   shared with the back office
 
 import { $ } from './dom.js';
 import { i18n, served } from './waiting-messages.js';
 import { forgetOldUser } from './waiting-state.js';
-import { start, leave, joinAgain, retryFull, pollSoon } from './waiting-flow.js';
+import { start, leave, joinAgain, retryFull, pollSoon, useHandoff } from './waiting-flow.js';
 import { render } from './waiting-render.js';
+import { initAlerts } from './waiting-alerts.js';
+import { bindMove } from './waiting-move.js';
 
 function init() {
   i18n.apply();
@@ -41,8 +45,11 @@ function init() {
   $('join-again').addEventListener('click', joinAgain);
   $('retry').addEventListener('click', joinAgain);
   $('rejoin').addEventListener('click', joinAgain);
+  $('moved-rejoin').addEventListener('click', joinAgain);
+  bindMove(useHandoff);
   $('full-retry').addEventListener('click', () => retryFull(true));
   $('pass').addEventListener('focus', (e) => e.target.select());
+  initAlerts();
 
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'visible') pollSoon();

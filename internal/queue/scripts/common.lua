@@ -223,7 +223,8 @@ end
 -- Why a user holds no place any more, kept for an hour in the gone ZSET as
 -- members "<reason>:<user>" (score: when), so a user who comes back is told.
 -- The codes are shared with reply.go (reasons); the names go into the members.
-local REASONS = {'abandoned', 'left', 'expired', 'removed', 'done'}
+local REASONS = {'abandoned', 'left', 'expired', 'removed', 'done', 'moved'}
+local REASON_MOVED = 6 -- never recorded in gone: answered from the gen HASH (keep_current)
 local GONE_KEEP_MS = 3600000
 
 -- mark_gone records reason (a name from REASONS) for users.
@@ -258,6 +259,32 @@ local function gone_reason(gone_key, user)
     end
   end
   return code
+end
+
+-- keep_current drops from users (and slot, gens) the calls whose place
+-- credential is of an older generation than their place: the place moved
+-- to another device (internal/handoff bumps the member's generation in
+-- the gen HASH, member=user, value=generation, only for places that ever
+-- moved). Those are answered NOT_WAITING with the reason "moved" and
+-- change nothing. gens[j] is users[j]'s credential's generation (-1:
+-- the caller holds no credential: nothing to check). One
+-- EXISTS when no place of the queue ever moved, else one HMGET.
+local function keep_current(gen_key, users, slot, gens, out, head)
+  if #users == 0 or redis.call('EXISTS', gen_key) == 0 then
+    return users, slot
+  end
+  local cur = redis.call('HMGET', gen_key, unpack(users))
+  local kept, kept_slot = {}, {}
+  for j, user in ipairs(users) do
+    if gens[j] >= 0 and (tonumber(cur[j]) or 0) > gens[j] then
+      out[head + 2 * slot[j] - 1] = NOT_WAITING
+      out[head + 2 * slot[j]] = REASON_MOVED
+    else
+      kept[#kept + 1] = user
+      kept_slot[#kept] = slot[j]
+    end
+  end
+  return kept, kept_slot
 end
 
 -- Events for the site (webhooks, issue 21). A queue whose config HASH

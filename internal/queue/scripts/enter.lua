@@ -29,14 +29,19 @@
 -- KEYS[8] -> draw    (SET of a scheduled opening's participants, see tick.lua)
 -- KEYS[9] -> admitted (HASH: a renewed sliding session's start, renew.lua)
 -- KEYS[10] -> events (STREAM: the webhooks' outbox, emit in common.lua)
--- KEYS[11..] -> per call, three keys: the client's rate bucket, the place's
+-- KEYS[11] -> gen   (HASH member=user, value=the generation of its place
+--              credentials, for places that moved: keep_current)
+-- KEYS[12..] -> per call, three keys: the client's rate bucket, the place's
 --              rate bucket, and the key that marks its proof of work used
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
--- ARGV[10..] -> per call, five values: user id, the calls to charge the
+-- ARGV[10..] -> per call, six values: user id, the calls to charge the
 --              client's and the place's buckets (0: not asked; see
 --              pass_limits), the difficulty its proof of work meets
---              (0: none), and when that proof expires (ms)
+--              (0: none), when that proof expires (ms), and the
+--              generation of the caller's place credential (-1: none; a
+--              stale one is answered NOT_WAITING, reason moved, and
+--              changes nothing)
 -- Returns the head (HEAD_*, common.lua), then a status and place per call,
 -- then an arrival number per call:
 --         {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
@@ -58,8 +63,8 @@
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
-local FIXED = 10 -- KEYS before the per-call ones
-local CALLS = (#ARGV - LIMITS) / 5
+local FIXED = 11 -- KEYS before the per-call ones
+local CALLS = (#ARGV - LIMITS) / 6
 local seqs = {}
 local now = now_ms()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty =
@@ -78,9 +83,9 @@ end
 
 -- The defences, per call. users and slot are the calls let through: their
 -- user ids and their index among the calls (where their answer goes).
-local users, slot = {}, {}
+local users, slot, gens = {}, {}, {}
 for i = 1, CALLS do
-  local a = LIMITS + 5 * (i - 1)
+  local a = LIMITS + 6 * (i - 1)
   -- Every call let through the limits counts against them, whatever
   -- comes of it.
   if pass_limits(i, a, KEYS[FIXED + 3 * i - 2], KEYS[FIXED + 3 * i - 1], now, out, HEAD) then
@@ -93,9 +98,11 @@ for i = 1, CALLS do
     else
       users[#users + 1] = ARGV[a + 1]
       slot[#users] = i
+      gens[#users] = tonumber(ARGV[a + 6])
     end
   end
 end
+users, slot = keep_current(KEYS[11], users, slot, gens, out, HEAD)
 local n = #users
 
 -- answer sets the answer of users[j].

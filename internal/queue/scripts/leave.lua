@@ -13,9 +13,18 @@
 -- KEYS[8] -> events  (STREAM: the webhooks' outbox, emit in common.lua;
 --             event "left" for either reason, "removed" as a left of
 --             the operator's, see internal/webhook)
+-- KEYS[9] -> gen     (HASH: the generations of places that moved, keep_current)
 -- ARGV[1] -> user id
 -- ARGV[2] -> reason: "left" or "removed"
--- Returns the number of sets the user was removed from (0..1).
+-- ARGV[3] -> optional: the generation of the caller's place credential;
+--            a stale one changes nothing (the place moved to another
+--            device). Absent for the operator's removal and plain ids.
+-- Returns the number of sets the user was removed from (0..1), or -1 for
+-- a stale credential.
+local gen = tonumber(ARGV[3])
+if gen and (tonumber(redis.call('HGET', KEYS[9], ARGV[1])) or 0) > gen then
+  return -1
+end
 local n = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1]) + redis.call('SREM', KEYS[5], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[6], ARGV[1])

@@ -12,12 +12,16 @@
 -- KEYS[7] -> draw    (SET of a scheduled opening's participants)
 -- KEYS[8] -> admitted (HASH member=user, value=admission time ms; only for
 --                      sliding sessions renewed by renew.lua)
--- KEYS[9..] -> per call, two keys: the client's rate bucket and the place's
+-- KEYS[9] -> gen     (HASH member=user, value=the generation of its place
+--                      credentials, for places that moved: keep_current)
+-- KEYS[10..] -> per call, two keys: the client's rate bucket and the place's
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
--- ARGV[10..] -> per call, three values: user id, the calls to charge the
+-- ARGV[10..] -> per call, four values: user id, the calls to charge the
 --              client's and the place's buckets (0: not asked; see
---              pass_limits)
+--              pass_limits), and the generation of the caller's place
+--              credential (-1: none; a stale one is answered NOT_WAITING,
+--              reason moved)
 -- Returns the head (HEAD_*, common.lua), then a status and place per call:
 --         {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
 --          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...}
@@ -39,16 +43,18 @@ local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[4], now,
 
 -- The rate limits, per call; users and slot are the calls let through
 -- and their index among the calls (where their answer goes).
-local FIXED = 8 -- KEYS before the per-call ones
+local FIXED = 9 -- KEYS before the per-call ones
 local HEAD = #out
-local users, slot = {}, {}
-for i = 1, (#ARGV - LIMITS) / 3 do
-  local a = LIMITS + 3 * (i - 1)
+local users, slot, gens = {}, {}, {}
+for i = 1, (#ARGV - LIMITS) / 4 do
+  local a = LIMITS + 4 * (i - 1)
   if pass_limits(i, a, KEYS[FIXED + 2 * i - 1], KEYS[FIXED + 2 * i], now, out, HEAD) then
     users[#users + 1] = ARGV[a + 1]
     slot[#users] = i
+    gens[#users] = tonumber(ARGV[a + 4])
   end
 end
+users, slot = keep_current(KEYS[9], users, slot, gens, out, HEAD)
 if #users == 0 then
   return out
 end

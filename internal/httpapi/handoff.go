@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/handoff"
+	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Moving a place to another device (internal/handoff): the holder asks
+// for a hand-over, shows it as a QR code or a code, and the other device
+// enters with it.
+
+var (
+	errInvalidHandoff = &apiError{status: http.StatusBadRequest, code: "invalid_handoff", field: "handoff",
+		message: "the hand-over is unknown, used, expired or for another queue; ask the other device for a new one"}
+	errPlaceMoved = &apiError{status: http.StatusUnauthorized, code: "place_moved",
+		message: "this place moved to another device; this credential no longer holds it"}
+	errHandoffNotWaiting = &apiError{status: http.StatusConflict, code: "not_waiting",
+		message: "only a place waiting in line can move to another device"}
+	errHandoffDisabled = &apiError{status: http.StatusNotFound, code: "not_found", message: "no such resource"}
+)
+
+// handoffResponse is a new hand-over.
+type handoffResponse struct {
+	Queue string `json:"queue"`
+	Token string `json:"token"` // for links: /q/{queue}?handoff={token}
+	// Code is the token's short form for typing, "ABCD-EFGH" (case,
+	// spaces and the dash do not matter).
+	Code      string `json:"code"`
+	ExpiresAt string `json:"expires_at"`
+	// Path is the waiting page that takes the place over (the QR code's
+	// link, on this host).
+	Path string `json:"path"`
+}
+
+// createHandoff makes a hand-over of the place the caller proves.
+func (s *Server) createHandoff(w http.ResponseWriter, r *http.Request) {
+	if s.handoffs == nil {
+		s.fail(w, r, errHandoffDisabled)
+		return
+	}
+	if !s.origins.SameSite(r) {
+		s.fail(w, r, errCrossSite)
+		return
+	}
+	q, ok := s.knownQueue(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.placeOf(r, q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h, err := s.handoffs.Create(r.Context(), q, p.Member, p.Gen)
+	if err != nil {
+		s.failPlace(w, r, q, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, handoffResponse{
+		Queue:     q,
+		Token:     h.Token,
+		Code:      handoff.FormatCode(h.Code),
+		ExpiresAt: h.Expires.UTC().Format(time.RFC3339),
+		Path:      handoffPath(q, h.Token),
+	})
+}
+
+func handoffPath(q, token string) string {
+	return "/q/" + url.PathEscape(q) + "?handoff=" + url.QueryEscape(token)
+}
+
+// handoffQR is the QR code of the caller's live hand-over ?token=, a PNG
+// of the link to this host's waiting page. The request log writes paths
+// only, never queries (logRequests), so the token stays out of the logs.
+func (s *Server) handoffQR(w http.ResponseWriter, r *http.Request) {
+	if s.handoffs == nil {
+		s.fail(w, r, errHandoffDisabled)
+		return
+	}
+	q, ok := s.knownQueue(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.placeOf(r, q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	token := r.URL.Query().Get("token")
+	if err := s.handoffs.Check(r.Context(), q, p.Member, token); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	scheme := "http"
+	if s.cookieSecure {
+		scheme = "https" // Secure cookies: the site is served over https
+	}
+	png, err := handoff.QR(scheme + "://" + r.Host + handoffPath(q, token))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "image/png")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(png)
+}
+
+// enterHandoff takes over the place of the hand-over req names: the same
+// member at the same position, with a fresh credential (and cookie). A
+// place this browser held in the queue before is given up.
+func (s *Server) enterHandoff(w http.ResponseWriter, r *http.Request, q string, req enterRequest) {
+	if s.handoffs == nil {
+		s.fail(w, r, errInvalidHandoff)
+		return
+	}
+	if req.UserID != nil || req.JoinToken != "" {
+		s.fail(w, r, errTwoIdentities)
+		return
+	}
+	var old string
+	var oldGen int64
+	if p, err := s.placeOf(r, q); err == nil {
+		old, oldGen = p.Member, p.Gen
+	}
+	m, t, err := s.handoffs.Enter(r.Context(), q, req.Handoff, s.clientKey(r), old, oldGen)
+	if m.Member != "" {
+		// The place is this browser's now, whatever the ticket's fate.
+		token := s.places.IssueGen(q, m.Member, m.Seq, m.Gen)
+		s.setPlaceCookie(w, q, token)
+		if err == nil {
+			s.writeTicket(w, r, q, m.Member, token, t, t.FirstPollAfter())
+			return
+		}
+	}
+	s.fail(w, r, err)
+}
+
+// failPlace is fail for a call that proved a place: a credential older
+// than its place's move (queue.ErrMoved) is answered place_moved, and a
+// browser's cookie holding it is cleared, so the page can join afresh.
+func (s *Server) failPlace(w http.ResponseWriter, r *http.Request, q string, err error) {
+	if errors.Is(err, queue.ErrMoved) {
+		if _, bearer := httpin.BearerToken(r); !bearer {
+			http.SetCookie(w, s.placeCookie(q, "", -1))
+		}
+	}
+	s.fail(w, r, err)
+}

@@ -1,0 +1,71 @@
+// Continuing on another device (issue 22). "Continue on another device"
+// asks the server for a hand-over of this page's place (POST
+// .../handoff: a token and a short code, used once within two minutes)
+// and shows it as a QR code (an image the server draws from the token,
+// GET .../handoff/qr, for this page's place only) and as the code to
+// type. The other device opens the QR code's link (/q/{queue}?handoff=)
+// or types the code in "Moving your place here from another device?";
+// its enter takes the place over (waiting-flow.js), and this page's next
+// request is answered place_moved, which it shows.
+//
+// Not to be confused with waiting-handoff.js: that one hands the entry
+// pass over to the site when the turn comes.
+
+import { $ } from './dom.js';
+import { t } from './waiting-messages.js';
+import { queue } from './waiting-state.js';
+import { api } from './waiting-api.js';
+import { hhmm } from './waiting-format.js';
+
+const base = '/api/v1/queues/' + encodeURIComponent(queue);
+
+let shown = null; // the hand-over on screen: {token, code, expires}
+let expiry = 0; // hides it when it expires
+
+// bindMove wires the buttons; use(code) takes over a place by its code.
+export function bindMove(use) {
+  $('move-btn').addEventListener('click', show);
+  $('move-close').addEventListener('click', hide);
+  $('move-use-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const code = $('move-use-code').value.trim();
+    if (!code) return;
+    $('move-use-code').value = '';
+    $('move-use').open = false;
+    use(code);
+  });
+}
+
+async function show() {
+  $('move-error').hidden = true;
+  let h;
+  try {
+    h = await api('POST', base + '/handoff');
+  } catch (err) {
+    // place_moved: the next poll shows it; anything else, say so here.
+    $('move-error').textContent = t('moveFailed');
+    $('move-error').hidden = false;
+    return;
+  }
+  shown = { token: h.token, code: h.code, expires: Date.parse(h.expires_at) };
+  $('move-qr').src = base + '/handoff/qr?token=' + encodeURIComponent(h.token);
+  $('move-qr').alt = t('moveQrAlt');
+  $('move-code').textContent = h.code;
+  $('move-expires').textContent = isFinite(shown.expires) ? t('moveExpires', { time: hhmm(shown.expires) }) : '';
+  $('move-box').hidden = false;
+  $('move-btn').hidden = true;
+  clearTimeout(expiry);
+  // Expiry is counted on this browser's clock: the server's answer came
+  // just now, and a code shown a little too long is only refused.
+  const left = isFinite(shown.expires) ? Math.max(0, shown.expires - Date.now()) : 120000;
+  expiry = setTimeout(hide, Math.min(left, 120000));
+}
+
+function hide() {
+  clearTimeout(expiry);
+  shown = null;
+  $('move-box').hidden = true;
+  $('move-qr').removeAttribute('src');
+  $('move-code').textContent = '';
+  $('move-btn').hidden = document.body.getAttribute('data-state') !== 'waiting';
+}
