@@ -213,8 +213,10 @@ func TestAdminInKorean(t *testing.T) {
 		return eval[[]string](b, fmt.Sprintf(`(() => {
 		  const names = new Set(['waitroom', 'English', 'WAITROOM_ADMIN_TOKEN', 'scripts', 'up', 'sh', 'token', 'admin', 'UTC', 'API', 'refill_size']);
 		  const queue = new Set(%q.split(/[^A-Za-z]+/));
-		  // The switch names each language in its own words.
-		  const text = document.body.innerText.replace(document.querySelector('.lang-switch').innerText, '');
+		  // The switch names each language in its own words, as do the
+		  // queue text form's boxes, one per language.
+		  let text = document.body.innerText.replace(document.querySelector('.lang-switch').innerText, '');
+		  document.querySelectorAll('.text-lang-name').forEach((el) => { text = text.replace(el.innerText, ''); });
 		  return (text.match(/[A-Za-z_]{2,}/g) || []).filter((w) => !names.has(w) && !queue.has(w));
 		})()`, s.queue))
 	}

@@ -8,6 +8,7 @@ import { num, secs, clock, ago } from './admin-format.js';
 import { api, serverNow, currentSession } from './admin-api.js';
 import { buildForm, syncForm, togglePause } from './admin-settings.js';
 import { buildOpening, updateOpening } from './admin-opening.js';
+import { buildText, updateText } from './admin-text.js';
 import { drawChart, chartWidth, CHART_WINDOW_MS } from './admin-chart.js';
 import { renderAudit } from './admin-audit.js';
 
@@ -102,6 +103,7 @@ function buildSection(name) {
   };
   view.forms = Array.from(root.querySelectorAll('form.setting-form'), (form) => buildForm(view, form));
   view.opening = buildOpening(view, q('form.opening-form'));
+  view.text = buildText(view, q('form.text-form'));
   q('.queue-name').textContent = name;
   root.setAttribute('aria-label', t('queueLabel', { name: name }));
   view.pauseError.id = uniqueId('pause-error');
@@ -162,6 +164,7 @@ function showSection(view) {
 
   for (const form of view.forms) syncForm(form, q);
   updateOpening(view.opening, q);
+  updateText(view.text, q);
 }
 
 // showRoutes lists a queue's gate routes ("shop.example/sale/"), each as
