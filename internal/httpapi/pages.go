@@ -43,7 +43,7 @@ func (s *Server) waitingPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := chi.URLParam(r, "queue")
-	text, err := s.store.Text(r.Context(), q)
+	text, err := s.store.PageText(r.Context(), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -135,6 +135,9 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	if err != nil {
 		return fmt.Errorf("queue: update settings: %w", err)
 	}
+	if u.Title != nil || u.Message != nil {
+		s.texts.forget(queue, nil) // this replica's next page shows the change
+	}
 	return nil
 }
 

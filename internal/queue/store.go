@@ -73,6 +73,9 @@ type Store struct {
 	// moves says which places moved to another device lately: their
 	// status is never answered from the snapshot (SetRecentMoves).
 	moves RecentMoves
+	// texts are the queues' titles and messages as the waiting page last
+	// read them (textcache.go).
+	texts *textCache
 }
 
 // RecentMoves knows which places moved to another device lately
@@ -145,6 +148,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		local:    newLocalStage(),
 		observer: nopObserver{},
 		moves:    noMoves{},
+		texts:    newTextCache(TextCacheTTL),
 	}
 	copy(s.enterLimits[:], append(defaults.Limits.EnterPerClient.args(), defaults.Limits.EnterPerPlace.args()...))
 	copy(s.statusLimits[:], append(defaults.Limits.StatusPerClient.args(), defaults.Limits.StatusPerPlace.args()...))
