@@ -7,14 +7,23 @@
 // import the others by relative path (waiting-*.js, admin-*.js and the shared
 // i18n.js, storage.js, dom.js). Everything loads from /_waitroom/static/,
 // because the server's Content-Security-Policy allows scripts and styles from
-// 'self' only, none inline.
+// 'self' only, none inline. The words are in static/i18n/{page}/{lang}.json.
+//
+// The waiting page itself is a Go html/template, pages/waiting.html, which
+// the server renders (internal/pages) with pages/script.html, the module
+// tags that run the line.
 package web
 
 import "embed"
 
-// Static holds the files under static/ (waiting.html, admin.html, their
-// modules, pow-worker.js and style.css). Paths keep the "static/" prefix; use fs.Sub to serve
-// them from /static/.
+// Static holds the files under static/ (admin.html, the modules,
+// pow-worker.js, style.css and the message catalogs). Paths keep the
+// "static/" prefix; use fs.Sub to serve them from /static/.
 //
 //go:embed static
 var Static embed.FS
+
+// Pages holds pages/: the waiting page's template and its script tags.
+//
+//go:embed pages
+var Pages embed.FS

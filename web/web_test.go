@@ -38,8 +38,17 @@ func TestModulePreloads(t *testing.T) {
 		return string(b)
 	}
 	used := map[string]bool{"pow-worker.js": true} // a classic worker, not a module
-	for _, page := range []string{"waiting.html", "admin.html"} {
-		html := read(page)
+	// The waiting page's tags are pages/script.html, which every template
+	// of it includes ({{.Script}}).
+	script, err := fs.ReadFile(Pages, "pages/script.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []string{"pages/script.html", "admin.html"} {
+		html := string(script)
+		if page == "admin.html" {
+			html = read(page)
+		}
 		m := entry.FindAllStringSubmatch(html, -1)
 		if len(m) != 1 {
 			t.Fatalf("%s: %d module scripts, want one entry", page, len(m))

@@ -31,6 +31,7 @@ import (
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/metrics"
+	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/passuse"
 	"github.com/waitroom/waitroom/internal/place"
@@ -249,6 +250,19 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	if err != nil {
 		return err
 	}
+	// The waiting page's templates, checked now: a template that does not
+	// parse or lacks the script stops start-up, naming its file and line.
+	messages, err := pages.Messages()
+	if err != nil {
+		return err
+	}
+	waitingPages, err := pages.New(pages.Options{Project: pages.ProjectFS(), Messages: messages, Dir: cfg.PagesDir, Queues: store.Queues()})
+	if err != nil {
+		return err
+	}
+	if cfg.PagesDir != "" {
+		log.Info("operator pages", "dir", cfg.PagesDir)
+	}
 	srv := &http.Server{
 		Addr: cfg.Addr,
 		Handler: httpapi.New(httpapi.Options{
@@ -262,6 +276,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			TargetURL:       cfg.TargetURL,
 			Logger:          log,
 			Static:          static,
+			Pages:           waitingPages,
 			Gate:            g,
 			Upstream:        upstream,
 			ClientIP:        cfg.ClientIP,

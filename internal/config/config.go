@@ -123,6 +123,11 @@ type Config struct {
 	WebhookURL          string
 	WebhookSecret       []byte
 	WebhookInsecureHTTP bool
+
+	// WAITROOM_PAGES_DIR: the operator's own waiting page (internal/pages):
+	// waiting.html, queues/{queue}/waiting.html and the files served under
+	// /_waitroom/site/. "": the project's page.
+	PagesDir string
 }
 
 // Bounds of the connection settings.
@@ -384,6 +389,8 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	if c.IdleTimeout <= 0 || c.IdleTimeout > MaxIdleTimeout {
 		errs = append(errs, fmt.Errorf("WAITROOM_IDLE_TIMEOUT: must be positive and at most %s", MaxIdleTimeout))
 	}
+
+	c.PagesDir = get("WAITROOM_PAGES_DIR", "")
 
 	c.WebhookURL = get("WAITROOM_WEBHOOK_URL", "")
 	c.WebhookSecret = []byte(getenv("WAITROOM_WEBHOOK_SECRET"))

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -49,11 +48,12 @@ func importing[T any](b *browser, module, js string) T {
 	return v
 }
 
-// Each page's messages module holds one catalog per language with the
-// same keys, each a string in every language or a function in every
-// language, and every key its page's markup names (data-i18n,
-// data-i18n-label, in the page and in its templates) is in it. A key
-// added to English only, or a typo in the HTML, fails here.
+// Each page's catalogs (i18n/{page}/{lang}.json, for every language
+// i18n.js knows) have the same keys, and every key its page's markup names
+// (data-i18n, data-i18n-label, in the page and in its templates) is in
+// them; i18n.js renders every message of every language with its
+// placeholders filled and every plural form Intl picks, leaving no
+// braces. internal/i18n checks the same catalogs in Go.
 func TestMessageCatalogs(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
@@ -63,15 +63,25 @@ func TestMessageCatalogs(t *testing.T) {
 
 	type catalogs struct {
 		Langs []string            `json:"langs"`
-		Kinds map[string][]string `json:"kinds"` // language -> "key:string" or "key:function", sorted
-		Named []string            `json:"named"` // the keys the page's markup names
+		Keys  map[string][]string `json:"keys"` // language -> its keys, sorted
+		Bad   []string            `json:"bad"`  // lang/key: rendered with braces left, or empty
+		Named []string            `json:"named"`
 	}
-	for _, page := range []struct{ module, html string }{
-		{"waiting-messages.js", "waiting.html"},
-		{"admin-messages.js", "admin.html"},
+	waitingHTML, err := fs.ReadFile(web.Pages, "pages/waiting.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []struct{ area, html string }{
+		{"waiting", string(waitingHTML)},
+		{"admin", ""},
 	} {
-		t.Run(page.module, func(t *testing.T) {
-			c := importing[catalogs](b, page.module, fmt.Sprintf(`fetch(%s).then((r) => r.text()).then((html) => {
+		t.Run(page.area, func(t *testing.T) {
+			markup := strconv.Quote(page.html)
+			if page.html == "" {
+				markup = `await (await fetch('/_waitroom/static/admin.html')).text()`
+			}
+			c := importing[catalogs](b, "i18n.js", fmt.Sprintf(`(async () => {
+			  const html = %s;
 			  const doc = new DOMParser().parseFromString(html, 'text/html');
 			  const roots = [doc, ...Array.from(doc.querySelectorAll('template'), (t) => t.content)];
 			  const named = new Set();
@@ -79,34 +89,48 @@ func TestMessageCatalogs(t *testing.T) {
 			    root.querySelectorAll('[data-i18n]').forEach((el) => named.add(el.getAttribute('data-i18n')));
 			    root.querySelectorAll('[data-i18n-label]').forEach((el) => named.add(el.getAttribute('data-i18n-label')));
 			  }
-			  const kinds = {};
-			  for (const [lang, strings] of Object.entries(m.STRINGS)) {
-			    kinds[lang] = Object.keys(strings).sort().map((k) => k + ':' + typeof strings[k]);
+			  const keys = {}, bad = [];
+			  for (const lang of m.LANGS) {
+			    const messages = await (await fetch('/_waitroom/static/i18n/%s/' + lang + '.json')).json();
+			    keys[lang] = Object.keys(messages).sort();
+			    // Render each message through i18n.js, as the page does.
+			    const i18n = await m.createI18n('%s', {lang: lang, messages: messages});
+			    for (const k of keys[lang]) {
+			      const names = new Set();
+			      for (const f of [].concat(typeof messages[k] === 'object' ? Object.values(messages[k]) : [messages[k]])) {
+			        for (const x of f.matchAll(/\{(\w+)\}/g)) names.add(x[1]);
+			      }
+			      for (const count of [0, 1, 2, 3, 5, 11, 21, 1000000]) {
+			        const params = {count: count};
+			        names.forEach((n) => { if (n !== 'count') params[n] = 'X'; });
+			        const out = i18n.t(k, params);
+			        if (!out.trim() || /[{}]/.test(out)) bad.push(lang + '/' + k + ': ' + out);
+			      }
+			    }
 			  }
-			  return {langs: Object.keys(m.STRINGS), kinds: kinds, named: [...named].sort()};
-			})`, strconv.Quote("/_waitroom/static/"+page.html)))
-			if len(c.Langs) < 2 || c.Langs[0] != "en" {
-				t.Fatalf("languages %v, want English first and at least one more", c.Langs)
+			  return {langs: m.LANGS, keys: keys, bad: bad, named: [...named].sort()};
+			})()`, markup, page.area, page.area))
+			if len(c.Langs) < 6 || c.Langs[0] != "en" {
+				t.Fatalf("languages %v, want English first and at least six", c.Langs)
 			}
-			en := c.Kinds["en"]
+			en := c.Keys["en"]
 			for _, lang := range c.Langs[1:] {
-				if missing, extra := difference(en, c.Kinds[lang]), difference(c.Kinds[lang], en); len(missing)+len(extra) > 0 {
-					t.Errorf("%s against en: missing or of another kind %v; not in en %v", lang, missing, extra)
+				if missing, extra := difference(en, c.Keys[lang]), difference(c.Keys[lang], en); len(missing)+len(extra) > 0 {
+					t.Errorf("%s against en: missing %v; not in en %v", lang, missing, extra)
 				}
 			}
-			keys := map[string]bool{}
-			for _, k := range en {
-				keys[strings.SplitN(k, ":", 2)[0]] = true
+			for _, bad := range c.Bad {
+				t.Errorf("renders badly: %s", bad)
 			}
 			if len(c.Named) == 0 {
-				t.Errorf("%s names no keys", page.html)
+				t.Errorf("%s's markup names no keys", page.area)
 			}
 			for _, k := range c.Named {
-				if !keys[k] {
-					t.Errorf("%s names %q, which the catalog does not have", page.html, k)
+				if !slices.Contains(en, k) {
+					t.Errorf("%s's markup names %q, which the catalog does not have", page.area, k)
 				}
 			}
-			if !keys["pageTitle"] {
+			if !slices.Contains(en, "pageTitle") {
 				t.Error("no pageTitle: i18n.js sets the document's title from it")
 			}
 		})

@@ -23,12 +23,16 @@ type adminQueueResponse struct {
 	MaxActive  int      `json:"max_active"`
 	MaxWaiting int      `json:"max_waiting"` // the line's cap (0: none)
 	// The proof of work asked before entering, in leading zero bits (0: none).
-	ChallengeDifficulty int    `json:"challenge_difficulty"`
-	Paused              bool   `json:"paused"`
-	AbandonAfterMS      int64  `json:"abandon_after_ms"`
-	AbandonedLast       int64  `json:"abandoned_last_interval"`
-	OpensAt             string `json:"opens_at,omitempty"`      // a scheduled opening, RFC 3339
-	PrequeueFrom        string `json:"prequeue_from,omitempty"` // its pre-queue window's start
+	ChallengeDifficulty int `json:"challenge_difficulty"`
+	// Title and Message are the queue's text on its waiting page, by
+	// language; {} when none.
+	Title          map[string]string `json:"title"`
+	Message        map[string]string `json:"message"`
+	Paused         bool              `json:"paused"`
+	AbandonAfterMS int64             `json:"abandon_after_ms"`
+	AbandonedLast  int64             `json:"abandoned_last_interval"`
+	OpensAt        string            `json:"opens_at,omitempty"`      // a scheduled opening, RFC 3339
+	PrequeueFrom   string            `json:"prequeue_from,omitempty"` // its pre-queue window's start
 	// The last opening's draw, once made: its seed and participants, with
 	// which anyone can recompute the order (README, "Scheduled opening").
 	DrawFor            string `json:"draw_for,omitempty"`
@@ -142,6 +146,11 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		SessionMaxMS:        o.Settings.SessionMax.Milliseconds(),
 		AdmittedLastMinute:  o.AdmittedLastMinute,
 	}
+	text, err := s.store.Text(ctx, q)
+	if err != nil {
+		return adminQueueResponse{}, err
+	}
+	aq.Title, aq.Message = text.Title, text.Message
 	if !o.LastTickAt.IsZero() {
 		aq.LastTickAtMS = o.LastTickAt.UnixMilli()
 	}

@@ -107,3 +107,36 @@ func BenchmarkChallengeOneClient(b *testing.B) {
 	b.ReportMetric(float64(served)/secs, "served/s")
 	b.ReportMetric(float64(refused)/secs, "refused/s")
 }
+
+// BenchmarkWaitingPage renders the waiting page (GET /q/{queue}) through
+// the router against a real Redis, one request at a time and from many
+// goroutines: the page reads the queue's title and message, the only
+// Redis call on its path.
+//
+//	go test -run '^$' -bench WaitingPage -benchmem ./internal/httpapi/
+func BenchmarkWaitingPage(b *testing.B) {
+	e := newEnv(b, redistest.Client(b), queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, testTimeout, Options{})
+	page := func(b *testing.B) {
+		w := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/q/"+e.queue, nil)
+		req.Header.Set("Accept", "text/html")
+		req.Header.Set("Accept-Language", "ko-KR,ko;q=0.9")
+		e.h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("GET /q/%s: %d %s", e.queue, w.Code, w.Body)
+		}
+	}
+	b.Run("serial", func(b *testing.B) {
+		for b.Loop() {
+			page(b)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.SetParallelism(8) // 8 goroutines per CPU: requests waiting on Redis overlap
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				page(b)
+			}
+		})
+	})
+}

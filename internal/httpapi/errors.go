@@ -126,6 +126,10 @@ func classify(err error) *apiError {
 		return errInvalidPass
 	case errors.Is(err, queue.ErrInvalidOpening):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "prequeue_from"}
+	case errors.Is(err, queue.ErrInvalidTitle):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "title"}
+	case errors.Is(err, queue.ErrInvalidMessage):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "message"}
 	case errors.Is(err, queue.ErrInvalidWebhookURL):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "webhook_url"}
 	case errors.Is(err, queue.ErrInvalidAbandon):

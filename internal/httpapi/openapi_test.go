@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,6 +35,7 @@ import (
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
@@ -312,7 +315,7 @@ func TestOpenAPIContract(t *testing.T) {
 	t.Parallel()
 	k := newContract(t)
 	rdb := redistest.Client(t)
-	e := k.newEnv(t, rdb, slow, Options{AdminToken: adminToken, Join: newJoin(t), TargetURL: "https://shop.example/order"})
+	e := k.newEnv(t, rdb, slow, Options{AdminToken: adminToken, Join: newJoin(t), TargetURL: "https://shop.example/order", Pages: sitePages(t)})
 	q := "/api/v1/queues/" + e.queue
 	admin := "/admin/v1/queues/" + e.queue
 	auth := bearerHeader(adminToken)
@@ -369,6 +372,12 @@ func TestOpenAPIContract(t *testing.T) {
 			k.check(t, e, call{method: "GET", path: "/_waitroom/static/" + f, status: 200})
 		}
 		k.check(t, e, call{method: "GET", path: "/_waitroom/static/nope.css", status: 404, code: "not_found"})
+		k.check(t, e, call{method: "GET", path: "/q/" + e.queue + "?lang=ko", status: 200})
+		// The operator's files (sitePages): a file, never a template.
+		logo := k.check(t, e, call{method: "GET", path: "/_waitroom/site/logo.txt", status: 200})
+		k.check(t, e, call{method: "GET", path: "/_waitroom/site/logo.txt", header: []string{"If-Modified-Since", logo.header.Get("Last-Modified")}, status: 304})
+		k.check(t, e, call{method: "GET", path: "/_waitroom/site/waiting.html", status: 404, code: "not_found"})
+		k.check(t, e, call{method: "GET", path: "/_waitroom/site/nope.png", status: 404, code: "not_found"})
 		// A copy the browser has is revalidated, never listed as a directory.
 		js := k.check(t, e, call{method: "GET", path: "/_waitroom/static/waiting.js", status: 200})
 		k.check(t, e, call{method: "GET", path: "/_waitroom/static/waiting.js", header: []string{"If-None-Match", js.header.Get("ETag")}, status: 304})
@@ -549,6 +558,17 @@ func TestOpenAPIContract(t *testing.T) {
 		}
 		k.check(t, e, call{method: "GET", path: admin + "/audit", header: auth, status: 200})
 		k.check(t, e, call{method: "GET", path: admin + "/audit?limit=0", header: auth, status: 400, code: "invalid_limit", docRejects: true})
+		// The queue's text on its waiting page, by language.
+		r = patch(`{"title":{"en":"Seollal holiday trains: Seoul → Busan","ko":"설 명절 열차"},"message":{"en":"Sales open at 07:00\nBe ready."}}`, 200, "", false)
+		if err := json.Unmarshal(r.body, &aq); err != nil || aq.Title["ko"] != "설 명절 열차" || aq.Message["en"] != "Sales open at 07:00\nBe ready." {
+			t.Fatalf("patch text: %s", r.body)
+		}
+		patch(`{"title":{"fr":"Trains"}}`, 400, "invalid_settings", true)
+		patch(`{"title":{"en":"`+strings.Repeat("x", 121)+`"}}`, 400, "invalid_settings", true)
+		patch(`{"title":{"en":"two\nlines"}}`, 400, "invalid_settings", false)
+		patch(`{"message":{"en":"\u202eevil"}}`, 400, "invalid_settings", false)
+		patch(`{"title":"Trains"}`, 400, "invalid_settings", true)
+		patch(`{"title":null,"message":{}}`, 200, "", false)
 		k.check(t, e, call{method: "GET", path: admin + "/audit?limit=ten", header: auth, status: 400, code: "invalid_limit", docRejects: true})
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/audit", header: auth, status: 404, code: "queue_not_found"})
 	})
@@ -776,4 +796,26 @@ func TestOpenAPIDocumentServed(t *testing.T) {
 			t.Errorf("If-None-Match %s: %d, want %d", tc.ifNoneMatch, got.status, tc.status)
 		}
 	}
+}
+
+// sitePages are the project's pages with an operator's directory holding
+// one asset and a template of its own.
+func sitePages(t *testing.T) *pages.Pages {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "logo.txt"), []byte("logo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "waiting.html"), []byte(`<!doctype html><html lang="{{.Lang}}"><head>{{.Script}}</head><body><h1>{{.Title}}</h1></body></html>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := pages.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pages.New(pages.Options{Project: pages.ProjectFS(), Messages: msgs, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

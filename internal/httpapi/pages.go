@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"net/http"
 	"net/url"
 	"strings"
@@ -8,11 +9,15 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/i18n"
+	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// The pages: the waiting page, the back office page, the home redirect
-// and the favicon, served from Options.Static (web/static).
+// The pages: the waiting page (rendered by Options.Pages), the back
+// office page, the home redirect and the favicon, served from
+// Options.Static (web/static), and the operator's files under
+// /_waitroom/site/.
 
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/q/"+url.PathEscape(s.store.Queues()[0]), http.StatusFound)
@@ -37,8 +42,34 @@ func (s *Server) waitingPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errInvalidReturn)
 		return
 	}
-	s.page(w, r, "waiting.html")
+	q := chi.URLParam(r, "queue")
+	text, err := s.store.PageText(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var saved string
+	if c, err := r.Cookie(langCookie); err == nil {
+		saved = c.Value
+	}
+	lang := i18n.Choose(r.URL.Query().Get("lang"), saved, r.Header.Get("Accept-Language"))
+	var page bytes.Buffer
+	if err := s.pages.Render(&page, q, lang, pages.Text{Title: text.Title, Message: text.Message}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	// The page is in the language the request asked for.
+	h.Set("Vary", "Accept-Language, Cookie")
+	h.Set("Content-Language", lang)
+	_, _ = w.Write(page.Bytes())
 }
+
+// langCookie keeps the user's last choice of language (set by the pages'
+// switcher, i18n.js), for the server's rendering of the waiting page.
+const langCookie = "wr_lang"
 
 // unknownQueuePage answers /q/{queue} for a queue that does not exist.
 const unknownQueuePage = `<!doctype html><html lang="en"><head><meta charset="utf-8">
@@ -52,6 +83,12 @@ const unknownQueuePage = `<!doctype html><html lang="en"><head><meta charset="ut
 // wantsHTML reports whether the client asked for a page (a browser).
 func wantsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// siteFile serves the operator's files (WAITROOM_PAGES_DIR) under
+// /_waitroom/site/.
+func (s *Server) siteFile(w http.ResponseWriter, r *http.Request) {
+	s.pages.ServeSite(w, r, func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errNotFound) })
 }
 
 func (s *Server) favicon(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/waitroom/waitroom/internal/pages"
 	"net/http"
 	"strings"
 
@@ -44,6 +45,8 @@ func (s *Server) routes() *chi.Mux {
 	// Under a prefix of waitroom's own, so an upstream keeps its /static/.
 	// GET (and HEAD) only: the files have no other method.
 	r.Get(assets+"*", s.asset)
+	// The operator's own files (WAITROOM_PAGES_DIR), for their template.
+	r.Get(pages.SitePrefix+"*", s.siteFile)
 
 	// The public API is routed flat, not in a sub-router: chi's mounting
 	// cost 3-4 % of the server CPU of each enter and status (paired runs),

@@ -25,6 +25,7 @@ import (
 	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/origin"
+	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -55,6 +56,10 @@ type Options struct {
 	Logger    *slog.Logger
 	// Static holds the pages and their assets (web/static).
 	Static fs.FS
+	// Pages renders the waiting page (the project's template, or the
+	// operator's of WAITROOM_PAGES_DIR) and serves the operator's files
+	// under /_waitroom/site/; nil: the project's template alone.
+	Pages *pages.Pages
 	// Gate checks entry passes for the gate queue: /gate/verify (forward
 	// auth) and the hand-over of ?wr_pass= on paths that are not
 	// waitroom's own. Required.
@@ -103,6 +108,7 @@ type Server struct {
 	targetURL                           string
 	log                                 *slog.Logger
 	static                              fs.FS
+	pages                               *pages.Pages
 	assetTags                           assetTags // the ETag of each file of static
 	gate                                *gate.Gate
 	handler                             *chi.Mux     // waitroom's own routes
@@ -136,10 +142,14 @@ func New(o Options) *Server {
 		targetURL:         o.TargetURL,
 		log:               o.Logger,
 		static:            o.Static,
+		pages:             o.Pages,
 		assetTags:         newAssetTags(o.Static),
 		gate:              o.Gate,
 		// a plain http webhook_url anywhere (webhook.CheckURL)
 		webhookInsecureHTTP: o.WebhookInsecureHTTP,
+	}
+	if s.pages == nil {
+		s.pages = pages.Default()
 	}
 	s.handoffs = o.Handoffs
 	s.proxying = o.Upstream != nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waitroom/waitroom/internal/i18n"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
@@ -119,6 +120,10 @@ func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool) (queue.Up
 				err = webhook.CheckURL(*v, insecureHTTP)
 			}
 			u.WebhookURL = v
+		case "title":
+			u.Title, err = textField(raw)
+		case "message":
+			u.Message, err = textField(raw)
 		case "paused":
 			var b bool
 			if json.Unmarshal(raw, &b) != nil || strings.TrimSpace(string(raw)) == "null" {
@@ -126,7 +131,7 @@ func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool) (queue.Up
 			}
 			u.Paused = &b
 		default:
-			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, max_waiting, challenge_difficulty, abandon_after_ms, paused, opens_at, prequeue_from, webhook_url")
+			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, max_waiting, challenge_difficulty, abandon_after_ms, paused, opens_at, prequeue_from, webhook_url, title, message")
 		}
 		if err != nil {
 			return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: name + " " + err.Error(), field: name}
@@ -136,6 +141,25 @@ func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool) (queue.Up
 		return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: "no setting given"}
 	}
 	return u, nil
+}
+
+// textField reads a queue's title or message: an object of texts by
+// language (one of i18n.Langs), or null or {} for none. The store checks
+// each text (queue.Text).
+func textField(raw json.RawMessage) (*map[string]string, error) {
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("must be an object of texts by language (%s), or null", strings.Join(i18n.Langs, ", "))
+	}
+	for lang := range m {
+		if !i18n.Supported(lang) {
+			return nil, fmt.Errorf("has %q, which is not one of the pages' languages (%s)", lang, strings.Join(i18n.Langs, ", "))
+		}
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	return &m, nil
 }
 
 // timeField reads an RFC 3339 time, or null (or "") for none.

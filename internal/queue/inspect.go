@@ -111,6 +111,12 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	if u.WebhookURL != nil {
 		fields = append(fields, "webhook_url", *u.WebhookURL)
 	}
+	if u.Title != nil {
+		fields = append(fields, "title", encodeText(*u.Title))
+	}
+	if u.Message != nil {
+		fields = append(fields, "message", encodeText(*u.Message))
+	}
 	if u.Paused != nil {
 		paused := 0
 		if *u.Paused {
@@ -128,6 +134,9 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	})
 	if err != nil {
 		return fmt.Errorf("queue: update settings: %w", err)
+	}
+	if u.Title != nil || u.Message != nil {
+		s.texts.forget(queue, nil) // this replica's next page shows the change
 	}
 	return nil
 }

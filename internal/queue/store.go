@@ -42,6 +42,7 @@ const (
 type Redis interface {
 	redis.Scripter
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
+	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
 	HSet(ctx context.Context, key string, values ...any) *redis.IntCmd
 	HSetNX(ctx context.Context, key, field string, value any) *redis.BoolCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
@@ -72,6 +73,9 @@ type Store struct {
 	// moves says which places moved to another device lately: their
 	// status is never answered from the snapshot (SetRecentMoves).
 	moves RecentMoves
+	// texts are the queues' titles and messages as the waiting page last
+	// read them (textcache.go).
+	texts *textCache
 }
 
 // RecentMoves knows which places moved to another device lately
@@ -144,6 +148,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		local:    newLocalStage(),
 		observer: nopObserver{},
 		moves:    noMoves{},
+		texts:    newTextCache(TextCacheTTL),
 	}
 	copy(s.enterLimits[:], append(defaults.Limits.EnterPerClient.args(), defaults.Limits.EnterPerPlace.args()...))
 	copy(s.statusLimits[:], append(defaults.Limits.StatusPerClient.args(), defaults.Limits.StatusPerPlace.args()...))

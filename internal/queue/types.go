@@ -291,4 +291,7 @@ type Update struct {
 	// caller (webhook.CheckURL, which knows the insecure switch); the
 	// store checks only its length.
 	WebhookURL *string
+	// Title and Message are the queue's text on its waiting page, by
+	// language tag (Text); an empty map clears one.
+	Title, Message *map[string]string
 }

@@ -117,6 +117,12 @@ func (u Update) Validate() error {
 	if u.WebhookURL != nil && len(*u.WebhookURL) > MaxWebhookURLBytes {
 		return ErrInvalidWebhookURL
 	}
+	if u.Title != nil && !checkText(*u.Title, MaxTitleRunes, false) {
+		return ErrInvalidTitle
+	}
+	if u.Message != nil && !checkText(*u.Message, MaxMessageRunes, true) {
+		return ErrInvalidMessage
+	}
 	if u.OpensAt != nil && u.PrequeueFrom != nil && !u.PrequeueFrom.IsZero() &&
 		(u.OpensAt.IsZero() || u.PrequeueFrom.After(*u.OpensAt)) {
 		return ErrInvalidOpening

@@ -2,7 +2,7 @@
 // when, what, from which address, and each field's old → new value.
 
 import { html } from './dom.js';
-import { t } from './admin-messages.js';
+import { i18n, t } from './admin-messages.js';
 import { num, dateClock } from './admin-format.js';
 
 // The log's actions -> their words; another action shows as its name.
@@ -33,7 +33,7 @@ function auditEntry(e) {
   const meta = html('p', 'audit-meta');
   const when = html('time', 'audit-when', dateClock(at));
   when.dateTime = at.toISOString();
-  meta.append(when, ' · ', html('span', 'audit-what', what), ' · ' + t('auditFrom', e.client_ip || t('unknownAddress')));
+  meta.append(when, ' · ', html('span', 'audit-what', what), ' · ' + t('auditFrom', { address: e.client_ip || t('unknownAddress') }));
   const li = html('li', 'audit-entry');
   li.append(meta);
   const changes = html('ul', 'audit-changes');
@@ -48,7 +48,11 @@ function auditEntry(e) {
 function auditValue(v) {
   if (v === null || v === undefined || v === '') return t('auditNone');
   if (typeof v === 'object') {
-    if (v.status) return t('auditStatus', v.status, v.position ? num(v.position) : '');
+    if (v.status) {
+      // A status the catalog does not name is shown as the server sends it.
+      const status = i18n.has('status' + v.status) ? t('status' + v.status) : v.status;
+      return v.position ? t('auditStatusAt', { status: status, position: num(v.position) }) : t('auditStatus', { status: status });
+    }
     return JSON.stringify(v);
   }
   if (typeof v === 'number') return num(v);

@@ -83,22 +83,22 @@ export function drawChart(view) {
 
   const now = view.last;
   const lastPoint = points[points.length - 1];
-  view.nows.waiting.textContent = now ? t('nowValue', num(now.waiting)) : '';
-  view.nows.active.textContent = now ? t('nowValue', num(now.active)) : '';
-  view.nows.admitted.textContent = lastPoint ? t('lastTickValue', num(lastPoint.admitted)) : '';
+  view.nows.waiting.textContent = now ? t('nowValue', { n: num(now.waiting) }) : '';
+  view.nows.active.textContent = now ? t('nowValue', { n: num(now.active) }) : '';
+  view.nows.admitted.textContent = lastPoint ? t('lastTickValue', { n: num(lastPoint.admitted) }) : '';
   view.abandonedKey.hidden = !points.some((p) => abandoned(p) > 0);
 
   // People waiting.
   let f = frame(view.charts.waiting, W, left, span, scales.waiting, false);
   line(view.charts.waiting, f, points.map((p) => [p.at_ms, p.waiting]), 'waiting', t('noTicksYet'));
   view.charts.waiting.setAttribute('aria-label', !points.length ? t('noTicksLabel')
-    : t('waitingChartLabel', minutes(span), num(lastPoint.waiting), num(maxOf(points, (p) => p.waiting))));
+    : t('waitingChartLabel', { minutes: minutes(span), last: num(lastPoint.waiting), max: num(maxOf(points, (p) => p.waiting)) }));
 
   // Active users at each tick, as the server recorded them.
   f = frame(view.charts.active, W, left, span, scales.active, false);
   line(view.charts.active, f, points.map((p) => [p.at_ms, p.active || 0]), 'active', t('noTicksYet'));
   view.charts.active.setAttribute('aria-label', !points.length ? t('noTicksLabel')
-    : t('activeServerLabel', num(lastPoint.active || 0), num(maxOf(points, (p) => p.active || 0))));
+    : t('activeServerLabel', { now: num(lastPoint.active || 0), max: num(maxOf(points, (p) => p.active || 0)) }));
 
   // Admitted (and abandoned) per tick.
   const svg = view.charts.ticks;
@@ -111,15 +111,16 @@ export function drawChart(view) {
   const barW = Math.max(1, (f.plotW * slot) / (t1 - t0) * 0.8);
   const height = (v) => (v > 0 ? Math.max(MIN_BAR_PX, (v / scales.ticks.top) * scales.ticks.plotH) : 0);
   for (const p of points) {
-    const label = t('barLabel', clock(new Date(p.at_ms)), num(p.admitted), abandoned(p) > 0 ? num(abandoned(p)) : '');
+    const words = { time: clock(new Date(p.at_ms)), admitted: num(p.admitted), abandoned: num(abandoned(p)) };
+    const label = abandoned(p) > 0 ? t('barLabelAbandoned', words) : t('barLabel', words);
     const hA = height(p.admitted);
     const hB = abandoned(p) > 0 ? Math.max(MIN_BAR_PX, height(p.admitted + abandoned(p)) - hA) : 0;
     const x = f.x(p.at_ms) - barW;
     if (hA > 0) bar(svg, x, f.base - hA, barW, hA, 'admitted-bar', label);
     if (hB > 0) bar(svg, x, f.base - hA - hB, barW, hB, 'abandoned-bar', label);
   }
-  svg.setAttribute('aria-label', t('ticksChartLabel', num(lastPoint.admitted),
-    abandoned(lastPoint) > 0 ? num(abandoned(lastPoint)) : '', num(maxOf(points, (p) => p.admitted))));
+  const last = { admitted: num(lastPoint.admitted), abandoned: num(abandoned(lastPoint)), max: num(maxOf(points, (p) => p.admitted)) };
+  svg.setAttribute('aria-label', abandoned(lastPoint) > 0 ? t('ticksChartLabelAbandoned', last) : t('ticksChartLabel', last));
 }
 
 function minutes(span) {

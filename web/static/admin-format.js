@@ -57,26 +57,26 @@ export function utcWhen(ms) {
   const d = new Date(ms);
   const f = formats();
   const today = d.toISOString().slice(0, 10) === new Date().toISOString().slice(0, 10);
-  return t('utcTime', (today ? f.utcClock : f.utcDateClock).format(d));
+  return t('utcTime', { time: (today ? f.utcClock : f.utcDateClock).format(d) });
 }
 
 // until is the time left to ms: seconds, minutes, then hours.
 export function until(ms) {
   const s = Math.max(0, Math.ceil((ms - Date.now()) / 1000));
-  if (s < 120) return t('seconds', s);
-  if (s < 7200) return t('minutes', Math.round(s / 60));
-  return t('hours', Math.round(s / 360) / 10);
+  if (s < 120) return t('seconds', { s: num(s) });
+  if (s < 7200) return t('minutes', { m: num(Math.round(s / 60)) });
+  return t('hours', { h: num(Math.round(s / 360) / 10) });
 }
 
 // ago is the time since ms.
 export function ago(ms) {
   const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-  return s < 120 ? t('secondsAgo', s) : t('minutesAgo', Math.round(s / 60));
+  return s < 120 ? t('secondsAgo', { s: num(s) }) : t('minutesAgo', { m: num(Math.round(s / 60)) });
 }
 
 // waitText is a Retry-After (seconds) to wait.
 export function waitText(seconds) {
   if (!(seconds > 0)) return t('aWhile');
-  if (seconds < 90) return t('seconds', seconds);
-  return t('minutes', Math.ceil(seconds / 60));
+  if (seconds < 90) return t('seconds', { s: num(seconds) });
+  return t('minutes', { m: num(Math.ceil(seconds / 60)) });
 }

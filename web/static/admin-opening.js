@@ -90,7 +90,7 @@ export function updateOpening(o, q) {
   o.draw.hidden = !isFinite(drawn);
   if (isFinite(drawn)) {
     // The seed as digits, not grouped: it is copied to recompute the order.
-    o.draw.textContent = t('drawRecord', utcWhen(drawn), String(q.draw_seed), num(q.draw_count), q.draw_count);
+    o.draw.textContent = t('drawRecord', { time: utcWhen(drawn), seed: String(q.draw_seed), n: num(q.draw_count), count: q.draw_count });
   }
   if (!o.dirty && !o.root.contains(document.activeElement)) {
     for (const { field } of TIMES) {
@@ -109,9 +109,9 @@ export function updateOpening(o, q) {
 function openingText(opens, from) {
   if (!isFinite(opens)) return t('noOpening');
   const now = Date.now();
-  if (opens <= now) return t('openedAt', utcWhen(opens));
-  if (isFinite(from) && from > now) return t('notOpenYet', utcWhen(from), until(from), utcWhen(opens));
-  return t('prequeueOpen', utcWhen(opens), until(opens));
+  if (opens <= now) return t('openedAt', { time: utcWhen(opens) });
+  if (isFinite(from) && from > now) return t('notOpenYet', { from: utcWhen(from), fromIn: until(from), opens: utcWhen(opens) });
+  return t('prequeueOpen', { opens: utcWhen(opens), opensIn: until(opens) });
 }
 
 async function saveOpening(view, o, body) {
@@ -125,8 +125,8 @@ async function saveOpening(view, o, body) {
   const opens = Date.parse(q.opens_at || '');
   const from = Date.parse(q.prequeue_from || '');
   o.ok.textContent = !isFinite(opens) ? t('openingSavedNone')
-    : isFinite(from) ? t('openingSaved', utcWhen(opens), utcWhen(from))
-      : t('openingSavedNow', utcWhen(opens));
+    : isFinite(from) ? t('openingSaved', { opens: utcWhen(opens), from: utcWhen(from) })
+      : t('openingSavedNow', { opens: utcWhen(opens) });
   o.ok.hidden = false;
 }
 
@@ -160,7 +160,7 @@ function showLocal(f) {
   const ms = v.value ? Date.parse(v.value) : NaN;
   const offset = isFinite(ms) ? new Date(ms).getTimezoneOffset() : 0;
   f.local.hidden = !isFinite(ms) || offset === 0;
-  f.local.textContent = f.local.hidden ? '' : t('localEcho', zoneName(offset), when(ms));
+  f.local.textContent = f.local.hidden ? '' : t('localEcho', { zone: zoneName(offset), time: when(ms) });
 }
 
 // zoneName is this browser's time zone (Europe/Berlin), or its offset

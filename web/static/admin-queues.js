@@ -8,6 +8,7 @@ import { num, secs, clock, ago } from './admin-format.js';
 import { api, currentSession, getToken } from './admin-api.js';
 import { buildForm, syncForm, togglePause } from './admin-settings.js';
 import { buildOpening, updateOpening } from './admin-opening.js';
+import { buildText, updateText } from './admin-text.js';
 import { drawChart, chartWidth } from './admin-chart.js';
 import { renderAudit } from './admin-audit.js';
 
@@ -69,7 +70,7 @@ export async function refreshHistories(mine) {
 // language now chosen; the markup's own strings are i18n.apply's.
 export function redrawQueues() {
   for (const view of sections.values()) {
-    view.root.setAttribute('aria-label', t('queueLabel', view.name));
+    view.root.setAttribute('aria-label', t('queueLabel', { name: view.name }));
     if (view.last) showSection(view);
     drawChart(view);
     showLineStats(view);
@@ -83,13 +84,13 @@ function showLineStats(view) {
   const st = view.lineStats;
   const set = (sel, text) => { view.root.querySelector(sel).textContent = text; };
   if (!st) return;
-  const dur = (ms, signed) => (signed && ms > 0 ? '+' : '') + t('seconds', secs(ms / 1000));
-  const spread = (s, signed) => (s.count > 0 ? t('lineSpread', dur(s.p50_ms, signed), dur(s.p90_ms, signed), num(s.count)) : t('lineNoData'));
+  const dur = (ms, signed) => (signed && ms > 0 ? '+' : '') + t('seconds', { s: secs(ms / 1000) });
+  const spread = (s, signed) => (s.count > 0 ? t('lineSpread', { p50: dur(s.p50_ms, signed), p90: dur(s.p90_ms, signed), count: num(s.count) }) : t('lineNoData'));
   set('.ls-line', spread(st.time_in_line, false));
   set('.ls-eta', spread(st.eta_error, true));
   set('.ls-inside', spread(st.time_inside, false));
-  set('.ls-rates', t('lineRatesValue', num(st.arrivals_per_minute), num(st.admissions_per_minute)));
-  set('.ls-abandon', t('linePercent', num(st.abandonment_rate * 100)));
+  set('.ls-rates', t('lineRatesValue', { arrivals: num(st.arrivals_per_minute), admissions: num(st.admissions_per_minute) }));
+  set('.ls-abandon', t('linePercent', { p: num(st.abandonment_rate * 100) }));
 }
 
 // downloadHistory saves the queue's history as CSV: fetched with the
@@ -143,8 +144,9 @@ function buildSection(name) {
   };
   view.forms = Array.from(root.querySelectorAll('form.setting-form'), (form) => buildForm(view, form));
   view.opening = buildOpening(view, q('form.opening-form'));
+  view.text = buildText(view, q('form.text-form'));
   q('.queue-name').textContent = name;
-  root.setAttribute('aria-label', t('queueLabel', name));
+  root.setAttribute('aria-label', t('queueLabel', { name: name }));
   view.pauseError.id = uniqueId('pause-error');
   view.pause.setAttribute('aria-describedby', view.pauseError.id);
   view.pause.addEventListener('click', () => togglePause(view));
@@ -178,13 +180,13 @@ function showSection(view) {
   set('.interval', secs(q.refill_interval_ms / 1000));
   set('.per-minute', num(q.admitted_last_minute));
   set('.abandoned', num(q.abandoned_last_interval || 0));
-  set('.abandon-after', q.abandon_after_ms > 0 ? t('seconds', secs(q.abandon_after_ms / 1000)) : t('abandonNever'));
-  set('.pow', q.challenge_difficulty > 0 ? t('difficulty', q.challenge_difficulty) : t('powOff'));
-  set('.last-tick', q.last_tick_at_ms ? t('lastTick', clock(new Date(q.last_tick_at_ms)), ago(q.last_tick_at_ms)) : t('lastTickNever'));
+  set('.abandon-after', q.abandon_after_ms > 0 ? t('seconds', { s: secs(q.abandon_after_ms / 1000) }) : t('abandonNever'));
+  set('.pow', q.challenge_difficulty > 0 ? t('difficulty', { d: num(q.challenge_difficulty) }) : t('powOff'));
+  set('.last-tick', q.last_tick_at_ms ? t('lastTick', { time: clock(new Date(q.last_tick_at_ms)), ago: ago(q.last_tick_at_ms) }) : t('lastTickNever'));
   // Requests the gate let through unchecked while Redis was away
   // (WAITROOM_GATE_FAIL=open): kept after the outage, so it is seen.
   set('.fail-open', q.gate_fail_open_last_at_ms
-    ? t('failOpen', num(q.gate_fail_open_requests), clock(new Date(q.gate_fail_open_last_at_ms)), ago(q.gate_fail_open_last_at_ms))
+    ? t('failOpen', { n: num(q.gate_fail_open_requests), time: clock(new Date(q.gate_fail_open_last_at_ms)), ago: ago(q.gate_fail_open_last_at_ms) })
     : t('failOpenNever'));
   view.root.querySelector('.fail-open').classList.toggle('at-cap', q.gate_fail_open_last_at_ms > 0);
   showRoutes(view.routes, q.routes || []);
@@ -200,6 +202,7 @@ function showSection(view) {
 
   for (const form of view.forms) syncForm(form, q);
   updateOpening(view.opening, q);
+  updateText(view.text, q);
 }
 
 // showRoutes lists a queue's gate routes ("shop.example/sale/"), each as
@@ -221,6 +224,6 @@ function showRoutes(el, routes) {
 // gets in, or newcomers are told to come back later), "3 (no cap)"
 // without one.
 function ofCap(n, cap) {
-  if (!(cap > 0)) return t('noCap', num(n));
-  return t('ofCap', num(n), num(cap), n >= cap);
+  if (!(cap > 0)) return t('noCap', { n: num(n) });
+  return t(n >= cap ? 'ofCapFull' : 'ofCap', { n: num(n), cap: num(cap) });
 }

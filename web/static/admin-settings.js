@@ -17,23 +17,23 @@ import { api, currentSession, refused } from './admin-api.js';
 const SETTINGS = {
   refill_size: {
     invalid: 'refillInvalid',
-    saved: (q) => t('refillSaved', num(q.refill_size)),
+    saved: (q) => t('refillSaved', { n: num(q.refill_size) }),
   },
   max_active: {
     invalid: 'capInvalid',
-    saved: (q) => (q.max_active > 0 ? t('capSaved', num(q.max_active)) : t('capSavedNone')),
+    saved: (q) => (q.max_active > 0 ? t('capSaved', { n: num(q.max_active) }) : t('capSavedNone')),
   },
   abandon_after_ms: {
     invalid: 'abandonInvalid',
-    saved: (q) => (q.abandon_after_ms > 0 ? t('abandonSaved', secs(q.abandon_after_ms / 1000)) : t('abandonSavedNever')),
+    saved: (q) => (q.abandon_after_ms > 0 ? t('abandonSaved', { s: secs(q.abandon_after_ms / 1000) }) : t('abandonSavedNever')),
   },
   max_waiting: {
     invalid: 'maxWaitingInvalid',
-    saved: (q) => (q.max_waiting > 0 ? t('maxWaitingSaved', num(q.max_waiting)) : t('maxWaitingSavedNone')),
+    saved: (q) => (q.max_waiting > 0 ? t('maxWaitingSaved', { n: num(q.max_waiting) }) : t('maxWaitingSavedNone')),
   },
   challenge_difficulty: {
     invalid: 'powInvalid',
-    saved: (q) => (q.challenge_difficulty > 0 ? t('powSaved', q.challenge_difficulty) : t('powSavedOff')),
+    saved: (q) => (q.challenge_difficulty > 0 ? t('powSaved', { d: num(q.challenge_difficulty) }) : t('powSavedOff')),
   },
 };
 
@@ -121,7 +121,7 @@ export async function patchQueue(view, body, button, report) {
       refused(err);
       return null;
     }
-    report(err.status === 0 ? t('patchUnreachable') : t('fieldError', err.message, err.code), err.field || '');
+    report(err.status === 0 ? t('patchUnreachable') : t('fieldError', { message: err.message, code: err.code }), err.field || '');
     return null;
   } finally {
     button.disabled = false;

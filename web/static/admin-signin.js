@@ -72,10 +72,10 @@ function showDashboard() {
 
 function authMessage(err) {
   if (err.status === 401) return t('badToken');
-  if (err.code === 'too_many_attempts') return t('tooManyAttempts', waitText(err.retryAfter));
+  if (err.code === 'too_many_attempts') return t('tooManyAttempts', { wait: waitText(err.retryAfter) });
   if (err.code === 'admin_disabled') return t('adminDisabled');
   if (err.status === 0) return t('unreachable');
-  return t('serverError', err.code, err.message);
+  return t('serverError', { code: err.code, message: err.message });
 }
 
 function schedule(mine) {
@@ -113,9 +113,9 @@ function setStatus(code) {
 
 function showStatus() {
   const el = $('admin-status');
-  el.textContent = statusCode ? t('refreshFailed', statusCode) : '';
+  el.textContent = statusCode ? t('refreshFailed', { code: statusCode }) : '';
   el.hidden = !statusCode;
-  if (!statusCode && refreshedAt) $('refreshed').textContent = t('refreshed', clock(refreshedAt));
+  if (!statusCode && refreshedAt) $('refreshed').textContent = t('refreshed', { time: clock(refreshedAt) });
 }
 
 // redrawDashboard draws what the dashboard shows again, in the language

@@ -1,7 +1,18 @@
 // Small DOM helpers shared by the pages. Text is always set with
 // textContent, so queue names and server messages cannot inject markup.
 
-export const $ = (id) => document.getElementById(id);
+// $ is the element with id. The waiting page may come from an operator's
+// template (WAITROOM_PAGES_DIR) that leaves parts out: a missing element
+// is then a detached one, so the script runs the line all the same and
+// draws nothing there.
+export const $ = (id) => document.getElementById(id) || detached(id);
+
+const spares = new Map();
+
+function detached(id) {
+  if (!spares.has(id)) spares.set(id, document.createElement(id === 'progress' || id === 'check-progress' ? 'progress' : id === 'pass' ? 'textarea' : 'div'));
+  return spares.get(id);
+}
 
 // html makes an HTML element with a class and, optionally, its text.
 export function html(name, cls, text) {

@@ -292,7 +292,7 @@ function onFull(err) {
   page.state = 'full';
   page.resuming = false;
   render();
-  say(t('fullTitle') + '. ' + t('fullBody', hhmm(page.fullAt)));
+  say(t('fullTitle') + '. ' + t('fullBody', { time: hhmm(page.fullAt) }));
   if (page.fullRetryAt) armFull();
 }
 
@@ -389,7 +389,7 @@ function onError(err) {
       fail(t('errJoin'), false);
       return;
     }
-    fail(err.code === 'queue_not_found' ? t('errQueue') : t('errGeneric', err.code));
+    fail(err.code === 'queue_not_found' ? t('errQueue') : t('errGeneric', { code: err.code }));
     return;
   }
   failures++;
@@ -508,7 +508,7 @@ function onNotOpen(detail) {
   page.state = 'notopen';
   page.resuming = false;
   render();
-  if (isFinite(from)) say(t('notOpenLive', when(from)));
+  if (isFinite(from)) say(t('notOpenLive', { time: when(from) }));
   armEnter();
 }
 

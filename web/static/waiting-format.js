@@ -44,7 +44,7 @@ export function countdown(ms) {
   const m = Math.floor((total % 3600) / 60);
   const pad = (n) => String(n).padStart(2, '0');
   const clockPart = (h || days ? h + ':' + pad(m) : String(m)) + ':' + pad(total % 60);
-  return days ? t('days', days) + ' ' + clockPart : clockPart;
+  return days ? t('days', { n: fmt(days), count: days }) + ' ' + clockPart : clockPart;
 }
 
 export function humanEta(seconds) {
@@ -52,8 +52,9 @@ export function humanEta(seconds) {
   // Rounded up: an estimate that errs, errs long. The summary line shows
   // this same text, so the two never disagree.
   const minutes = Math.ceil(seconds / 60);
-  if (minutes < 60) return t('etaMin', fmt(minutes));
-  return t('etaHours', fmt(Math.floor(minutes / 60)), minutes % 60);
+  if (minutes < 60) return t('etaMin', { m: fmt(minutes) });
+  const h = fmt(Math.floor(minutes / 60));
+  return minutes % 60 ? t('etaHoursMin', { h: h, m: fmt(minutes % 60) }) : t('etaHours', { h: h });
 }
 
 // etaRange formats the wait as a range of whole minutes, its low end
@@ -73,8 +74,8 @@ export function etaRange(low, high) {
     hi = Math.ceil(hi / 30) / 2;
   }
   const f = new Intl.NumberFormat(i18n.locale(), { style: 'unit', unit: unit, unitDisplay: 'short', maximumFractionDigits: 1 });
-  if (lo <= 0) return t('etaUpTo', f.format(hi));
-  return t('etaAbout', lo === hi ? f.format(hi) : f.formatRange(lo, hi));
+  if (lo <= 0) return t('etaUpTo', { max: f.format(hi) });
+  return t('etaAbout', { range: lo === hi ? f.format(hi) : f.formatRange(lo, hi) });
 }
 
 // waitText is a waiting ticket's wait: the range when the server gives

@@ -51,7 +51,7 @@ async function show() {
   $('move-qr').src = base + '/handoff/qr?token=' + encodeURIComponent(h.token);
   $('move-qr').alt = t('moveQrAlt');
   $('move-code').textContent = h.code;
-  $('move-expires').textContent = isFinite(shown.expires) ? t('moveExpires', hhmm(shown.expires)) : '';
+  $('move-expires').textContent = isFinite(shown.expires) ? t('moveExpires', { time: hhmm(shown.expires) }) : '';
   $('move-box').hidden = false;
   $('move-btn').hidden = true;
   clearTimeout(expiry);

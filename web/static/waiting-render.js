@@ -29,7 +29,7 @@ export function render() {
   $('moved').hidden = state !== 'moved';
   $('full').hidden = state !== 'full';
   if (state === 'full') {
-    $('full-text').textContent = t('fullBody', hhmm(page.fullAt));
+    $('full-text').textContent = t('fullBody', { time: hhmm(page.fullAt) });
     $('full-auto').hidden = !page.fullRetryAt;
   }
   $('checking').hidden = !(active && page.checking);
@@ -55,7 +55,7 @@ export function render() {
   if (!canMove) $('move-box').hidden = true;
 
   $('reconnecting').hidden = !(active && page.retryInMs > 0);
-  $('reconnecting-text').textContent = t('reconnecting', fmt(Math.max(1, Math.round(page.retryInMs / 1000))));
+  $('reconnecting-text').textContent = t('reconnecting', { s: fmt(Math.max(1, Math.round(page.retryInMs / 1000))) });
 
   const noticeEl = $('notice');
   noticeEl.hidden = !((active || notOpen) && page.notice);
@@ -78,15 +78,15 @@ export function render() {
   if (active && page.checking) {
     status = t('checking'); // also when a lost place is entered again from 'waiting'
   } else if (state === 'waiting' && ticket && paused) {
-    status = t('summaryPaused', fmt(ticket.waiting), ticket.waiting);
+    status = t('summaryPaused', { n: fmt(ticket.waiting), count: ticket.waiting });
   } else if (state === 'waiting' && ticket && inDraw) {
     status = drawPending
-      ? t('summaryDraw', fmt(ticket.waiting), ticket.waiting, when(drawAt))
-      : t('summaryDrawing', fmt(ticket.waiting), ticket.waiting);
+      ? t('summaryDraw', { n: fmt(ticket.waiting), count: ticket.waiting, time: when(drawAt) })
+      : t('summaryDrawing', { n: fmt(ticket.waiting), count: ticket.waiting });
   } else if (state === 'waiting' && ticket) {
-    status = t('summary', fmt(ticket.waiting), ticket.waiting, waitText(ticket));
+    status = t('summary', { n: fmt(ticket.waiting), count: ticket.waiting, eta: waitText(ticket) });
   } else if (notOpen) {
-    status = isFinite(opening.from) && opening.from > serverNow() ? t('notOpenStatus', when(opening.from)) : t('joining');
+    status = isFinite(opening.from) && opening.from > serverNow() ? t('notOpenStatus', { time: when(opening.from) }) : t('joining');
   } else if (state === 'loading') {
     status = page.resuming ? t('resuming') : t('joining');
   } else if (state === 'entered') {
@@ -109,7 +109,7 @@ export function render() {
     $('notopen-countdown').textContent = isFinite(opening.from) ? countdown(opening.from - serverNow()) : '–';
     const drawNote = $('notopen-draw');
     drawNote.hidden = !(opening.opens > opening.from);
-    drawNote.textContent = drawNote.hidden ? '' : t('notOpenDraw', when(opening.from), when(opening.opens));
+    drawNote.textContent = drawNote.hidden ? '' : t('notOpenDraw', { from: when(opening.from), opens: when(opening.opens) });
   }
 
   $('position-box').hidden = inDraw;
@@ -119,14 +119,14 @@ export function render() {
   $('waiting-stat').classList.toggle('stat-wide', inDraw);
   $('progress-wrap').hidden = inDraw;
   if (inDraw) {
-    $('draw-text').textContent = drawPending ? t('drawBody', when(drawAt)) : t('drawing');
+    $('draw-text').textContent = drawPending ? t('drawBody', { time: when(drawAt) }) : t('drawing');
     $('draw-countdown-box').hidden = !drawPending;
     $('draw-countdown').textContent = drawPending ? countdown(drawAt - serverNow()) : '';
   }
 
   if (ticket) {
     // Far back the numbers come from an estimate: "about".
-    const about = (n) => (ticket.position_estimated ? t('about', fmt(n)) : fmt(n));
+    const about = (n) => (ticket.position_estimated ? t('about', { n: fmt(n) }) : fmt(n));
     $('position').textContent = about(ticket.position);
     $('ahead').textContent = about(Math.max(0, ticket.position - 1));
     $('waiting-total').textContent = fmt(ticket.waiting);
@@ -193,9 +193,9 @@ export function announce(tk) {
   if (what === announced && paused === announcedPaused) return;
   announced = what;
   announcedPaused = paused;
-  let text = t(tk.position_estimated ? 'liveAbout' : 'live', fmt(tk.position));
+  let text = t(tk.position_estimated ? 'liveAbout' : 'live', { n: fmt(tk.position) });
   if (paused) text = t('paused');
-  else if (tk.position === 0) text = drawAt > serverNow() ? t('drawLive', when(drawAt)) : t('drawing');
+  else if (tk.position === 0) text = drawAt > serverNow() ? t('drawLive', { time: when(drawAt) }) : t('drawing');
   say(text);
 }
 

@@ -15,7 +15,7 @@
 //   i18n.js, storage.js, dom.js   shared with the back office
 
 import { $ } from './dom.js';
-import { i18n } from './waiting-messages.js';
+import { i18n, served } from './waiting-messages.js';
 import { forgetOldUser } from './waiting-state.js';
 import { start, leave, joinAgain, retryFull, pollSoon, useHandoff } from './waiting-flow.js';
 import { render } from './waiting-render.js';
@@ -24,7 +24,11 @@ import { bindMove } from './waiting-move.js';
 
 function init() {
   i18n.apply();
-  i18n.bindSwitch(render);
+  showQueueText();
+  i18n.bindSwitch(() => {
+    showQueueText();
+    render();
+  });
 
   const dialog = $('leave-dialog');
   $('leave-btn').addEventListener('click', () => {
@@ -59,6 +63,26 @@ function init() {
 
   forgetOldUser();
   start();
+}
+
+// showQueueText shows the queue's title and message (the operator's, in
+// the server's page data) in the page's language: that language's
+// variant, else English, else any. A template without the elements
+// leaves them out; text is set with textContent, never as markup.
+function showQueueText() {
+  const title = pickText(served.title);
+  const message = pickText(served.message);
+  $('queue-title').textContent = title;
+  $('queue-title').hidden = !title;
+  $('queue-message').textContent = message;
+  $('queue-message').hidden = !message;
+  $('queue-text').hidden = !title && !message;
+}
+
+function pickText(variants) {
+  if (!variants || typeof variants !== 'object') return '';
+  const v = variants[i18n.lang()] || variants.en || Object.values(variants)[0];
+  return typeof v === 'string' ? v : '';
 }
 
 function closeDialog(dialog) {
