@@ -63,7 +63,7 @@ func (s *Store) Text(ctx context.Context, queue string) (Text, error) {
 	if err != nil {
 		return Text{}, err
 	}
-	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]any, error) {
+	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]any, error) {
 		return s.rdb.HMGet(ctx, q.keys.config, "title", "message").Result()
 	})
 	if err != nil {
