@@ -85,7 +85,7 @@ function showLineStats(view) {
   const set = (sel, text) => { view.root.querySelector(sel).textContent = text; };
   if (!st) return;
   const dur = (ms, signed) => (signed && ms > 0 ? '+' : '') + t('seconds', { s: secs(ms / 1000) });
-  const spread = (s, signed) => (s.count > 0 ? t('lineSpread', { p50: dur(s.p50_ms, signed), p90: dur(s.p90_ms, signed), count: num(s.count) }) : t('lineNoData'));
+  const spread = (s, signed) => (s.count > 0 ? t('lineSpread', { mid: dur(s.p50_ms, signed), high: dur(s.p90_ms, signed), count: num(s.count) }) : t('lineNoData'));
   set('.ls-line', spread(st.time_in_line, false));
   set('.ls-eta', spread(st.eta_error, true));
   set('.ls-inside', spread(st.time_inside, false));

@@ -93,7 +93,7 @@ export async function createI18n(area, data = {}) {
     if (s === undefined) return key;
     if (typeof s === 'object') s = s[plural.select(params ? params.count : 0)] ?? s.other;
     if (!params) return s;
-    return s.replace(/\{(\w+)\}/g, (m, name) => (name in params ? String(params[name]) : m));
+    return s.replace(/\{([A-Za-z]+)\}/g, (m, name) => (name in params ? String(params[name]) : m));
   }
 
   // translate sets the text of root's data-i18n elements and the
