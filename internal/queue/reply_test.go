@@ -72,10 +72,10 @@ var luaMirror = []struct {
 	{"TICK_LATE", tickLate + 1},
 	{"TICK_UNTIL_NEXT", tickUntilNext + 1},
 
-	{"REASON_MOVED", int(reasonMoved)}, // a code of REASONS, from 1
 	{"STAT_LINE", int(TimeInLine)},
 	{"STAT_ETA", int(ETAError)},
 	{"STAT_INSIDE", int(TimeInside)},
+	{"REASON_MOVED", int(reasonMoved)}, // a code of REASONS, from 1
 }
 
 // notReplies are common.lua's numeric constants that describe no reply.
