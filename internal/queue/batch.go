@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -198,23 +199,57 @@ func (b *batcher) expire() {
 
 // enterArgs and statusArgs return a batch's script arguments and its
 // KEYS beyond fixed: the replica's defaults and limits, then per call
-// (enter.lua and status.lua list them) its values and keys. A key a call
-// does not use is the queue's unused marker key, never read.
+// (enter.lua and status.lua list them) its values and keys. In
+// statusArgs a key a call does not use is the queue's unused marker key,
+// never read; enterArgs passes only the keys a call uses, and the usual
+// enter (enterAsks) none.
 func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
-	keys = make([]string, 0, len(q.enterKeys)+3*len(calls))
+	keys = make([]string, 0, len(q.enterKeys)+len(calls))
 	keys = append(keys, q.enterKeys...)
-	args = make([]any, 0, len(s.defaultArgs)+len(s.enterLimits)+6*len(calls))
+	args = make([]any, 0, len(s.defaultArgs)+len(s.enterLimits)+2*len(calls))
 	args = append(args, s.defaultArgs[:]...)
 	args = append(args, s.enterLimits[:]...)
 	for _, c := range calls {
-		proofKey, expires := q.keys.unused, int64(0)
-		if c.Proof.ID != "" {
-			proofKey, expires = q.keys.proof(c.Proof.ID), c.Proof.Expires.UnixMilli()
+		asks, proved := enterAsks(c)
+		args = append(args, c.User, asks)
+		if c.clientCost > 0 {
+			keys = append(keys, q.clientKey(OpEnter, c))
 		}
-		keys = append(keys, q.clientKey("enter", c), q.placeKey("enter", c), proofKey)
-		args = append(args, c.User, c.clientCost, c.placeCost, c.Proof.Difficulty, expires, c.gen())
+		if c.placeCost > 0 {
+			keys = append(keys, q.placeKey(OpEnter, c))
+		}
+		if proved {
+			keys = append(keys, q.keys.proof(c.Proof.ID))
+		}
 	}
 	return keys, args
+}
+
+// enterAsks is what an enter asks of enter.lua beyond its place in line:
+// "" when nothing (no charge to the shared buckets, no proof of work, no
+// place credential: the usual enter), else "<client cost> <place cost>
+// <difficulty> <expires ms> <gen>". proved says it brings a proof of
+// work, whose key then follows its bucket keys.
+func enterAsks(c Caller) (asks string, proved bool) {
+	proved = c.Proof.ID != "" && c.Proof.Difficulty > 0
+	if c.clientCost == 0 && c.placeCost == 0 && !proved && !c.Credential {
+		return "", false
+	}
+	difficulty, expires := 0, int64(0)
+	if proved {
+		difficulty, expires = c.Proof.Difficulty, c.Proof.Expires.UnixMilli()
+	}
+	b := make([]byte, 0, 48)
+	b = strconv.AppendInt(b, int64(c.clientCost), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(c.placeCost), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(difficulty), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, expires, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, c.gen(), 10)
+	return string(b), proved
 }
 
 func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []any) {

@@ -185,16 +185,14 @@ local function rate_commit(key, full_at, now)
   end
 end
 
--- pass_limits applies the rate limits to call i of enter.lua or
--- status.lua, whose ARGV from a + 1 are its user, then the costs to
--- charge its client's and its place's buckets (0: not asked; the
--- replica's local stage has let the call through, see local.go), with
--- its two buckets' keys. A call over either limit is answered LIMITED
--- with the wait (in out, after head) and false returned; one within both
--- is charged to both.
-local function pass_limits(i, a, client_key, place_key, now, out, head)
+-- charge_limits applies the rate limits to call i of enter.lua or
+-- status.lua: the costs to charge its client's and its place's buckets
+-- (0: not asked; the replica's local stage has let the call through, see
+-- local.go), with its two buckets' keys (read only for a cost above 0). A
+-- call over either limit is answered LIMITED with the wait (in out, after
+-- head) and false returned; one within both is charged to both.
+local function charge_limits(i, client_cost, place_cost, client_key, place_key, now, out, head)
   local client_at, client_wait, place_at, place_wait = nil, 0, nil, 0
-  local client_cost, place_cost = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   if client_cost > 0 then
     client_at, client_wait = rate_take(client_key, now, tonumber(ARGV[DEFAULTS + 1]), tonumber(ARGV[DEFAULTS + 2]), client_cost)
   end
@@ -209,6 +207,13 @@ local function pass_limits(i, a, client_key, place_key, now, out, head)
   rate_commit(client_key, client_at, now)
   rate_commit(place_key, place_at, now)
   return true
+end
+
+-- pass_limits is charge_limits for call i of status.lua, whose ARGV from
+-- a + 1 are its user, then the costs to charge its client's and its
+-- place's buckets.
+local function pass_limits(i, a, client_key, place_key, now, out, head)
+  return charge_limits(i, tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), client_key, place_key, now, out, head)
 end
 
 -- until_room_ms estimates when a line of waiting people, over its cap,

@@ -31,17 +31,24 @@
 -- KEYS[10] -> events (STREAM: the webhooks' outbox, emit in common.lua)
 -- KEYS[11] -> gen   (HASH member=user, value=the generation of its place
 --              credentials, for places that moved: keep_current)
--- KEYS[12..] -> per call, three keys: the client's rate bucket, the place's
---              rate bucket, and the key that marks its proof of work used
+-- KEYS[12..] -> per call, only the keys it uses, in this order: the
+--              client's rate bucket (if its client cost is above 0), the
+--              place's rate bucket (if its place cost is above 0), and the
+--              key that marks its proof of work used (if it brings one)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
--- ARGV[10..] -> per call, six values: user id, the calls to charge the
---              client's and the place's buckets (0: not asked; see
---              pass_limits), the difficulty its proof of work meets
---              (0: none), when that proof expires (ms), and the
---              generation of the caller's place credential (-1: none; a
---              stale one is answered NOT_WAITING, reason moved, and
---              changes nothing)
+-- ARGV[10..] -> per call, two values: user id, and what else it asks,
+--              "" for the usual enter (nothing to charge to the shared
+--              buckets, no proof of work, no place credential), else
+--              "<client cost> <place cost> <difficulty> <expires> <gen>":
+--              the calls to charge the client's and the place's buckets
+--              (0: not asked; see charge_limits), the difficulty its proof
+--              of work meets (0: none), when that proof expires (ms), and
+--              the generation of the caller's place credential (-1: none;
+--              a stale one is answered NOT_WAITING, reason moved, and
+--              changes nothing). The usual enter so costs one value and
+--              no key: a batch's arguments are most of the script's fixed
+--              cost (docs/PERFORMANCE.md, "Enter's per-user cost").
 -- Returns the head (HEAD_*, common.lua), then a status and place per call,
 -- then an arrival number per call:
 --         {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
@@ -64,7 +71,7 @@
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
 local FIXED = 11 -- KEYS before the per-call ones
-local CALLS = (#ARGV - LIMITS) / 6
+local CALLS = (#ARGV - LIMITS) / 2
 local seqs = {}
 local now = now_ms()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty =
@@ -82,23 +89,43 @@ local function finish()
 end
 
 -- The defences, per call. users and slot are the calls let through: their
--- user ids and their index among the calls (where their answer goes).
-local users, slot, gens = {}, {}, {}
+-- user ids and their index among the calls (where their answer goes);
+-- proof_key[i] is call i's proof-of-work key, when it brought a proof.
+local users, slot, gens, proof_key = {}, {}, {}, {}
+local key = FIXED -- the last per-call key taken
 for i = 1, CALLS do
-  local a = LIMITS + 6 * (i - 1)
-  -- Every call let through the limits counts against them, whatever
-  -- comes of it.
-  if pass_limits(i, a, KEYS[FIXED + 3 * i - 2], KEYS[FIXED + 3 * i - 1], now, out, HEAD) then
-    local proof_key = KEYS[FIXED + 3 * i]
-    local proof_expires = tonumber(ARGV[a + 5])
-    if difficulty > 0 and (tonumber(ARGV[a + 4]) < difficulty or proof_expires <= now or
-        not redis.call('SET', proof_key, 1, 'NX', 'PX', proof_expires - now)) then
+  local asks = ARGV[LIMITS + 2 * i]
+  local passed, proved, expires, gen = true, 0, 0, -1
+  if asks ~= '' then
+    local client_cost, place_cost, client_key, place_key
+    client_cost, place_cost, proved, expires, gen = string.match(asks, '^(%d+) (%d+) (%d+) (%-?%d+) (%-?%d+)$')
+    client_cost, place_cost, proved, expires, gen =
+      tonumber(client_cost), tonumber(place_cost), tonumber(proved), tonumber(expires), tonumber(gen)
+    if client_cost > 0 then
+      key = key + 1
+      client_key = KEYS[key]
+    end
+    if place_cost > 0 then
+      key = key + 1
+      place_key = KEYS[key]
+    end
+    if proved > 0 then
+      key = key + 1
+      proof_key[i] = KEYS[key]
+    end
+    -- Every call let through the limits counts against them, whatever
+    -- comes of it.
+    passed = charge_limits(i, client_cost, place_cost, client_key, place_key, now, out, HEAD)
+  end
+  if passed then
+    if difficulty > 0 and (proved < difficulty or expires <= now or
+        not redis.call('SET', proof_key[i], 1, 'NX', 'PX', expires - now)) then
       out[HEAD + 2 * i - 1] = CHALLENGE
       out[HEAD + 2 * i] = 0
     else
-      users[#users + 1] = ARGV[a + 1]
+      users[#users + 1] = ARGV[LIMITS + 2 * i - 1]
       slot[#users] = i
-      gens[#users] = tonumber(ARGV[a + 6])
+      gens[#users] = gen
     end
   end
 end
@@ -137,8 +164,8 @@ local function room_for(list, line, moves_in, is_member)
       answer(j, FULL, until_room_ms(line + newcomers, max_waiting, refill, interval, moves_in))
       -- The call changed nothing: its proof of work stays unspent, for
       -- when the line has room.
-      if difficulty > 0 then
-        redis.call('DEL', KEYS[FIXED + 3 * slot[j]])
+      if proof_key[slot[j]] then
+        redis.call('DEL', proof_key[slot[j]])
       end
     end
   end
@@ -247,27 +274,43 @@ if #rest > 0 then
     redis.call('HDEL', KEYS[9], unpack(list))
   end
   -- ZADD counts newcomers only: a user already waiting moves to the back.
-  waiting = waiting + redis.call('ZADD', KEYS[1], unpack(args))
-  -- These users are now the last of the line, in the order given; walking
-  -- back from the end, each distinct user is one place further forward,
-  -- at the arrival number of its last entry in this call.
-  local place, seq_of, behind = {}, {}, 0
-  for k = #rest, 1, -1 do
-    local user = list[k]
-    if not place[user] then
-      place[user] = waiting - behind
-      seq_of[user] = first + k
-      behind = behind + 1
-    end
-    answer(rest[k], WAITING, place[user])
-    seqs[slot[rest[k]]] = seq_of[user]
-  end
-  -- Heard from now: those near the head only.
+  local before, added = waiting, redis.call('ZADD', KEYS[1], unpack(args))
+  waiting = waiting + added
   local near, heard = near_head(refill, interval, abandon_after), {}
-  for user, p in pairs(place) do
-    if p <= near then
-      heard[#heard + 1] = now
-      heard[#heard + 1] = user
+  if added == #rest then
+    -- The usual batch: every user new to the line (so each given once),
+    -- in the order given behind those already there.
+    for k = 1, #rest do
+      local s = slot[rest[k]]
+      out[HEAD + 2 * s - 1] = WAITING
+      out[HEAD + 2 * s] = before + k
+      seqs[s] = first + k
+      if before + k <= near then
+        heard[#heard + 1] = now
+        heard[#heard + 1] = list[k]
+      end
+    end
+  else
+    -- These users are now the last of the line, in the order given;
+    -- walking back from the end, each distinct user is one place further
+    -- forward, at the arrival number of its last entry in this call.
+    local place, seq_of, behind = {}, {}, 0
+    for k = #rest, 1, -1 do
+      local user = list[k]
+      if not place[user] then
+        place[user] = waiting - behind
+        seq_of[user] = first + k
+        behind = behind + 1
+      end
+      answer(rest[k], WAITING, place[user])
+      seqs[slot[rest[k]]] = seq_of[user]
+    end
+    -- Heard from now: those near the head only.
+    for user, p in pairs(place) do
+      if p <= near then
+        heard[#heard + 1] = now
+        heard[#heard + 1] = user
+      end
     end
   end
   if #heard > 0 then
