@@ -64,6 +64,7 @@ const (
 	infoAdmitted
 	infoMaxWaiting
 	infoDifficulty
+	infoBudget
 	infoLen
 )
 
@@ -78,6 +79,8 @@ const (
 	tickAbandoned
 	tickLate
 	tickUntilNext
+	tickBudget
+	tickAdapted
 	tickLen
 )
 
@@ -191,6 +194,8 @@ func newTickResult(v []int64) (TickResult, error) {
 		Abandoned: v[tickAbandoned],
 		Late:      ms(v[tickLate]),
 		UntilNext: ms(v[tickUntilNext]),
+		Budget:    v[tickBudget],
+		Adapted:   v[tickAdapted] == 1,
 	}, nil
 }
 
@@ -223,6 +228,7 @@ func newInfo(queue string, v []int64, sessionMax time.Duration) (Info, error) {
 		DrawSeed:              v[infoDrawSeed],
 		DrawCount:             v[infoDrawCount],
 		AdmittedThisInterval:  v[infoAdmitted],
+		RefillEffective:       int(v[infoBudget]),
 		Now:                   time.UnixMilli(v[infoNow]),
 	}
 	if v[infoLastTickAt] > 0 {
@@ -231,14 +237,15 @@ func newInfo(queue string, v []int64, sessionMax time.Duration) (Info, error) {
 	return info, nil
 }
 
-// parseHistoryEntry reads "at_ms:admitted:waiting:abandoned" (entries
-// written before abandonment was counted have three fields).
+// parseHistoryEntry reads "at_ms:admitted:waiting:abandoned:budget"
+// (entries written before abandonment was counted have three fields,
+// before the budget was, four: their Refill is 0, not known).
 func parseHistoryEntry(entry string) (HistoryPoint, error) {
 	parts := strings.Split(entry, ":")
-	if len(parts) != 3 && len(parts) != 4 {
+	if len(parts) < 3 || len(parts) > 5 {
 		return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
 	}
-	var n [4]int64
+	var n [5]int64
 	for i, p := range parts {
 		v, err := strconv.ParseInt(p, 10, 64)
 		if err != nil {
@@ -246,7 +253,7 @@ func parseHistoryEntry(entry string) (HistoryPoint, error) {
 		}
 		n[i] = v
 	}
-	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2], Abandoned: n[3]}, nil
+	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2], Abandoned: n[3], Refill: n[4]}, nil
 }
 
 // ms is a duration the scripts give in milliseconds.

@@ -42,6 +42,7 @@ const (
 type Redis interface {
 	redis.Scripter
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
+	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
 	HSet(ctx context.Context, key string, values ...any) *redis.IntCmd
 	HSetNX(ctx context.Context, key, field string, value any) *redis.BoolCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
@@ -364,13 +365,22 @@ const ticksPerInterval = 10
 // applied it yet. It is safe, and expected, to call it from every replica
 // several times per interval.
 func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
+	return s.TickWith(ctx, queue, Proposal{})
+}
+
+// TickWith is Tick with an effective refill proposed for the interval
+// the tick opens (internal/adapt): an applied tick stores it, atomically
+// with the tick, if the queue's budget is still p.Base and the controller
+// is on (TickResult.Adapted); else it changes nothing. A zero Proposal is
+// none.
+func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickResult, error) {
 	q, err := s.queue(queue)
 	if err != nil {
 		return TickResult{}, err
 	}
 	v, err := waitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return tickScript.Run(ctx, s.rdb, q.tickKeys,
-			append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch)...).Int64Slice()
+			append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base)...).Int64Slice()
 	})
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)

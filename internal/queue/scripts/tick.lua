@@ -43,19 +43,26 @@
 -- ARGV[8] -> max abandoned places dropped per tick
 -- ARGV[9] -> a fresh random seed (52 bits), used if this call starts a draw
 -- ARGV[10] -> max participants placed per call while a draw runs
+-- ARGV[11] -> a proposed refill_effective (internal/adapt; "" or 0: none)
+-- ARGV[12] -> the refill_effective (the budget, TICK_BUDGET) it was based on
+--            on: stored only if that is still the budget, a compare-and-set,
+--            so a proposal from a stale reading, or a second replica's
+--            for the same interval, changes nothing
 -- Returns, in TICK_* order (common.lua): {applied (0|1), moved, waiting,
 -- tokens, purged, admitted in the interval that just ended, abandoned
 -- places dropped, how late the tick is (ms after it was due, next_at_ms,
 -- on the Redis clock: whole intervals missed count too; 0 for a queue's
--- first tick), ms until the next tick is due}; a call that applies no
--- tick answers 0 for all but the last (0 while a draw is being placed).
+-- first tick), ms until the next tick is due, the budget of the interval
+-- it opens, 1 if it stored the proposed refill_effective}; a call that
+-- applies no tick answers 0 for all but TICK_UNTIL_NEXT (0 while a draw is
+-- being placed).
 local now = now_ms()
-local refill, interval, ttl, max_active, paused, abandon_after, opens_at = queue_config(KEYS[4])
+local refill, interval, ttl, max_active, paused, abandon_after, opens_at, _, _, _, budget = queue_config(KEYS[4])
 local due = next_tick_at(KEYS[5])
 
 -- not_applied is the reply of a call that applies no tick.
 local function not_applied(until_next)
-  local out = {0, 0, 0, 0, 0, 0, 0, 0, 0}
+  local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
   out[TICK_UNTIL_NEXT] = until_next
   return out
 end
@@ -92,7 +99,7 @@ end
 if due and now < due then
   return not_applied(due - now)
 end
-local state = redis.call('HMGET', KEYS[5], 'at_ms', 'moved', 'direct', 'abandoned')
+local state = redis.call('HMGET', KEYS[5], 'at_ms', 'moved', 'direct', 'abandoned', 'budget')
 
 -- Close the interval the previous tick opened: it admitted the users that
 -- tick moved plus those who entered directly on its leftover tokens, which
@@ -102,7 +109,10 @@ local waiting_before = redis.call('ZCARD', KEYS[1])
 local admitted = (tonumber(state[2]) or 0) + (tonumber(state[3]) or 0)
 if state[1] or admitted > 0 then
   local started = tonumber(state[1]) or (now - interval)
-  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d', started, admitted, waiting_before, tonumber(state[4]) or 0))
+  -- The fifth field is the interval's budget (issue 21); readers take
+  -- entries of three and four fields too.
+  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d:%d', started, admitted, waiting_before, tonumber(state[4]) or 0,
+    tonumber(state[5]) or refill))
   redis.call('LTRIM', KEYS[6], -tonumber(ARGV[7]), -1)
 end
 
@@ -134,7 +144,22 @@ emit(KEYS[11], KEYS[4], 'expired', expired, now)
 -- it moves with the next tick, unconfirmed by the deadline it is dropped.
 -- The deadline is abandon_after from now, the time any place is given to
 -- be heard from: a page polling as told asks at least twice in it.
-local room = refill
+-- The origin's health drives the rate (issue 21): a replica proposes the
+-- effective refill internal/adapt worked out from the budget it read;
+-- stored (within [min_refill_size, refill_size], budget) only while the
+-- controller is on and that reading is still the budget.
+local adapted = 0
+local proposed, based_on = tonumber(ARGV[11]), tonumber(ARGV[12])
+if proposed and proposed > 0 and based_on == budget then
+  local a = redis.call('HMGET', KEYS[4], 'adapt_enabled', 'min_refill_size')
+  if a[1] == '1' then
+    budget = math.max(math.max(1, math.min(tonumber(a[2]) or 0, refill)), math.min(proposed, refill))
+    redis.call('HSET', KEYS[4], 'refill_effective', budget)
+    adapted = 1
+  end
+end
+
+local room = budget
 if paused == 1 then
   room = 0
 elseif max_active > 0 then
@@ -201,11 +226,12 @@ emit(KEYS[11], KEYS[4], 'admitted', admit, now)
 local moved = #admit
 redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - GONE_KEEP_MS)
 
--- The tokens left for direct entries until the next tick: refill_size
--- less the users moved, whatever the last interval left (unused tokens do
--- not carry over), so that the interval this tick opens admits at most
--- refill_size. (Direct entries obey the pause and the cap too: enter.lua.)
-local tokens = refill - moved
+-- The tokens left for direct entries until the next tick: the budget
+-- (refill_size, or the effective refill while adapting) less the users
+-- moved, whatever the last interval left (unused tokens do not carry
+-- over), so that the interval this tick opens admits at most the budget.
+-- (Direct entries obey the pause and the cap too: enter.lua.)
+local tokens = budget - moved
 redis.call('SET', KEYS[3], tokens)
 
 -- The next tick a full interval from now (see the top), whenever this
@@ -216,7 +242,8 @@ redis.call('HSET', KEYS[5],
   'at_ms', now,
   'moved', moved,
   'abandoned', #dropped,
-  'direct', 0)
+  'direct', 0,
+  'budget', budget)
 local out = {}
 out[TICK_APPLIED] = 1
 out[TICK_MOVED] = moved
@@ -227,4 +254,6 @@ out[TICK_ADMITTED] = admitted
 out[TICK_ABANDONED] = #dropped
 out[TICK_LATE] = due and now - due or 0
 out[TICK_UNTIL_NEXT] = interval
+out[TICK_BUDGET] = budget
+out[TICK_ADAPTED] = adapted
 return out
