@@ -46,6 +46,14 @@ type adminQueueResponse struct {
 	// did (0: never).
 	GateFailOpenRequests int64 `json:"gate_fail_open_requests"`
 	GateFailOpenLastAtMS int64 `json:"gate_fail_open_last_at_ms"`
+	// The order page's health driving the rate (internal/adapt): its
+	// settings, and what an interval admits now (refill_size while off).
+	AdaptEnabled       bool    `json:"adapt_enabled"`
+	OriginTargetP95MS  int64   `json:"origin_target_p95_ms"`
+	OriginMaxErrorRate float64 `json:"origin_max_error_rate"`
+	MinRefillSize      int     `json:"min_refill_size"`
+	OriginProbeURL     string  `json:"origin_probe_url"`
+	RefillEffective    int     `json:"refill_effective"`
 }
 
 func (s *Server) adminQueues(w http.ResponseWriter, r *http.Request) {
@@ -77,6 +85,9 @@ type historyPoint struct {
 	Admitted  int64 `json:"admitted"`
 	Waiting   int64 `json:"waiting"`
 	Abandoned int64 `json:"abandoned"`
+	// The interval's budget: refill_size, or the effective refill while
+	// adapting; absent in intervals recorded before it was kept.
+	RefillEffective int64 `json:"refill_effective,omitempty"`
 }
 
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +103,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		Points           []historyPoint `json:"points"`
 	}{Queue: q, RefillIntervalMS: o.Settings.RefillInterval.Milliseconds(), Points: make([]historyPoint, len(o.History))}
 	for i, p := range o.History {
-		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting, p.Abandoned}
+		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting, p.Abandoned, p.Refill}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -126,7 +137,17 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		SessionTTLMS:        o.Settings.SessionTTL.Milliseconds(),
 		SessionMaxMS:        o.Settings.SessionMax.Milliseconds(),
 		AdmittedLastMinute:  o.AdmittedLastMinute,
+		RefillEffective:     o.RefillEffective,
 	}
+	st, err := s.store.Adapt(ctx, q)
+	if err != nil {
+		return adminQueueResponse{}, err
+	}
+	aq.AdaptEnabled = st.Enabled
+	aq.OriginTargetP95MS = st.TargetP95.Milliseconds()
+	aq.OriginMaxErrorRate = st.MaxErrorRate
+	aq.MinRefillSize = st.MinRefill
+	aq.OriginProbeURL = st.ProbeURL
 	if !o.LastTickAt.IsZero() {
 		aq.LastTickAtMS = o.LastTickAt.UnixMilli()
 	}

@@ -12,6 +12,7 @@ package httpapi
 
 import (
 	"crypto/rand"
+	"github.com/waitroom/waitroom/internal/adapt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -82,6 +83,10 @@ type Options struct {
 	// FailOpens is the record of what the gate let through unchecked
 	// while Redis was away, which the admin queue view shows; nil: none.
 	FailOpens *failopen.Recorder
+	// Adapt is the controller that lets the order page's health drive the
+	// rate: it stores what the site pushes (POST .../origin); nil: that
+	// endpoint answers 404.
+	Adapt *adapt.Runner
 }
 
 // Server serves the HTTP API.
@@ -114,6 +119,7 @@ type Server struct {
 	// webhookInsecureHTTP: Options.WebhookInsecureHTTP
 	webhookInsecureHTTP bool
 	failOpens           *failopen.Recorder // nil: none
+	adapt               *adapt.Runner      // nil: none
 }
 
 // New returns the server with its routes.
@@ -151,7 +157,7 @@ func New(o Options) *Server {
 		s.origins, _ = origin.New(nil) // no origins: cannot fail
 	}
 	s.admin = newAdminGuard(o.AdminToken, o.Redis)
-	s.metrics, s.failOpens = o.Metrics, o.FailOpens
+	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
 	s.handler = s.routes()
 	s.own = routed(s.handler)
 	s.gated = s.gatedRoutes(o.Upstream)
