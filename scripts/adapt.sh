@@ -15,17 +15,17 @@
 #   scripts/adapt.sh
 #   DURATION=120s CAPACITY=8 ORDER_TIME=400ms scripts/adapt.sh
 #
-# Env: DURATION (180s per run), CAPACITY (4), ORDER_TIME (400ms), TARGET
-# (800ms), FLOOR (2), INTERVAL (1s), OUT (docs/adapt.png), RESULTS_DIR
+# Env: DURATION (180s per run), CAPACITY (10), ORDER_TIME (1s), TARGET
+# (2s), FLOOR (2), INTERVAL (1s), OUT (docs/adapt.png), RESULTS_DIR
 # (keep the CSVs there), plus WR_PIN and the rest of lib.sh's knobs.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DURATION=${DURATION:-180s}
-CAPACITY=${CAPACITY:-4}
-ORDER_TIME=${ORDER_TIME:-400ms}
-TARGET=${TARGET:-800ms}
+CAPACITY=${CAPACITY:-10}
+ORDER_TIME=${ORDER_TIME:-1000ms}
+TARGET=${TARGET:-2s}
 FLOOR=${FLOOR:-2}
 INTERVAL=${INTERVAL:-1s}
 OUT=${OUT:-$WR_ROOT/docs/adapt.png}

@@ -89,10 +89,13 @@ func New(o Options) (*Runner, error) {
 }
 
 // Observe records one upstream answer for queue, as the reverse-proxy
-// gate saw it (status 0: none came).
+// gate saw it (status 0: none came). It counts from when the request was
+// sent: a judgement after a step looks only at requests sent since, not
+// at the backlog of those sent before, which would make it step again
+// for what the last step already answers.
 func (r *Runner) Observe(queue string, status int, took time.Duration) {
 	if _, ok := r.queues[queue]; ok { // the map's keys never change
-		r.window.Observe(queue, status, took, time.Now())
+		r.window.Observe(queue, status, took, time.Now().Add(-took))
 	}
 }
 
@@ -168,7 +171,7 @@ func (r *Runner) probe(ctx context.Context, q, url string) {
 			status = resp.StatusCode
 		}
 	}
-	r.probes.Observe(q, status, time.Since(start), time.Now())
+	r.probes.Observe(q, status, time.Since(start), start)
 	// A probe a second: a report of at least a few of them.
 	sig, ok := r.probes.signal(q, time.Now().Add(-Span), 3)
 	if !ok {

@@ -204,9 +204,16 @@ func TestStepAudited(t *testing.T) {
 		entries[0].Changes[0].Field != "refill_effective" || string(entries[0].Changes[0].Old) != "20" || string(entries[0].Changes[0].New) != "14" {
 		t.Fatalf("audit: %+v", entries)
 	}
-	// Healthy answers after the step: back up by 5 % of refill_size.
+	// Answers to requests sent before the step count no more; healthy
+	// answers to requests sent after it: back up by 5 % of refill_size.
 	for range MinSamples {
-		a.Observe(q, 200, 50*time.Millisecond)
+		a.Observe(q, 200, time.Hour)
+	}
+	if p := a.Propose(q); p != (queue.Proposal{}) {
+		t.Fatalf("proposal from answers to requests sent before the step: %+v, want none", p)
+	}
+	for range MinSamples {
+		a.window.Observe(q, 200, 50*time.Millisecond, time.Now()) // sent after the step
 	}
 	if p := a.Propose(q); p != (queue.Proposal{Refill: 15, Base: 14}) {
 		t.Fatalf("healthy proposal %+v, want 14 → 15", p)

@@ -39,8 +39,9 @@ type ring struct {
 func NewWindow() *Window { return &Window{byQueue: map[string]*ring{}} }
 
 // Observe records one answer of queue's origin: its status (0: none came,
-// the proxy gave up) and how long it took to start. A 5xx or no answer
-// counts as an error; a 4xx is the client's, not the origin's.
+// the proxy gave up), how long it took to start, and when its request was
+// sent. A 5xx or no answer counts as an error; a 4xx is the client's, not
+// the origin's.
 func (w *Window) Observe(queue string, status int, took time.Duration, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

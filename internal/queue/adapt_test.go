@@ -7,7 +7,6 @@ import (
 	"time"
 )
 
-
 // adaptOn turns the controller on for q with a floor.
 func adaptOn(t *testing.T, s *Store, q string, floor int) {
 	t.Helper()

@@ -78,7 +78,7 @@ export function drawChart(view) {
   const scales = {
     waiting: scale(maxOf(points, (p) => p.waiting), PLOT_H.waiting),
     active: scale(maxOf(samples, (p) => p.active), PLOT_H.active),
-    ticks: scale(maxOf(points, (p) => p.admitted + abandoned(p)), PLOT_H.ticks),
+    ticks: scale(maxOf(points, (p) => Math.max(p.admitted + abandoned(p), p.refill_effective || 0)), PLOT_H.ticks),
   };
   // One left margin for all three, so their time axes line up.
   let chars = 1;
@@ -91,6 +91,8 @@ export function drawChart(view) {
   view.nows.active.textContent = now ? t('nowValue', num(now.active)) : '';
   view.nows.admitted.textContent = lastPoint ? t('lastTickValue', num(lastPoint.admitted)) : '';
   view.abandonedKey.hidden = !points.some((p) => abandoned(p) > 0);
+  const budgets = points.filter((p) => p.refill_effective > 0);
+  view.effectiveKey.hidden = budgets.length === 0;
 
   // People waiting.
   let f = frame(view.charts.waiting, W, left, span, scales.waiting, false);
@@ -121,6 +123,13 @@ export function drawChart(view) {
     const x = f.x(p.at_ms) - barW;
     if (hA > 0) bar(svg, x, f.base - hA, barW, hA, 'admitted-bar', label);
     if (hB > 0) bar(svg, x, f.base - hA - hB, barW, hB, 'abandoned-bar', label);
+  }
+  // The refill in force in each interval (refill_effective): a step line
+  // over the bars, so a controller holding the rate back shows.
+  if (budgets.length) {
+    const d = budgets.map((p, i) => (i ? 'H' + (f.x(p.at_ms) - barW).toFixed(1) + ' V' : 'M' + (f.x(p.at_ms) - barW).toFixed(1) + ' ') +
+      f.y(p.refill_effective).toFixed(1) + ' H' + f.x(p.at_ms).toFixed(1)).join(' ');
+    svg.append(el('path', { d: d, class: 'effective-line' }));
   }
   svg.setAttribute('aria-label', t('ticksChartLabel', num(lastPoint.admitted),
     abandoned(lastPoint) > 0 ? num(abandoned(lastPoint)) : '', num(maxOf(points, (p) => p.admitted))));
