@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/audit"
@@ -57,6 +58,11 @@ type Runner struct {
 	probes *Window // this replica's probes (while it holds a lease)
 	token  string  // this replica's lease token
 
+	// on says, per queue, whether its controller is on, as last read:
+	// Observe records nothing for a queue that is off, so the gate's path
+	// pays one atomic load then. Its keys never change after New.
+	on map[string]*atomic.Bool
+
 	mu     sync.Mutex
 	queues map[string]*state
 }
@@ -81,9 +87,10 @@ func New(o Options) (*Runner, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 	r := &Runner{o: o, store: store{rdb: o.Redis, timeout: o.Timeout}, window: NewWindow(), probes: NewWindow(),
-		token: hex.EncodeToString(b[:]), queues: map[string]*state{}}
+		token: hex.EncodeToString(b[:]), queues: map[string]*state{}, on: map[string]*atomic.Bool{}}
 	for _, q := range o.Store.Queues() {
 		r.queues[q] = &state{}
+		r.on[q] = &atomic.Bool{}
 	}
 	return r, nil
 }
@@ -94,7 +101,7 @@ func New(o Options) (*Runner, error) {
 // at the backlog of those sent before, which would make it step again
 // for what the last step already answers.
 func (r *Runner) Observe(queue string, status int, took time.Duration) {
-	if _, ok := r.queues[queue]; ok { // the map's keys never change
+	if on, ok := r.on[queue]; ok && on.Load() {
 		r.window.Observe(queue, status, took, time.Now().Add(-took))
 	}
 }
@@ -149,6 +156,7 @@ func (r *Runner) refresh(ctx context.Context, q string) {
 		s.stepAt = time.Now() // another replica stepped: judge the answers since
 	}
 	s.st, s.read = st, true
+	r.on[q].Store(st.Enabled)
 	if err == nil {
 		s.report, s.reported = rep, fresh
 	}

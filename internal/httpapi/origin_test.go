@@ -3,12 +3,17 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/adapt"
+	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
@@ -110,5 +115,53 @@ func TestPatchAdaptSettings(t *testing.T) {
 	entries := e.auditEntries("")
 	if len(entries) == 0 || entries[0].Changes[0].Field != "adapt_enabled" || string(entries[0].Changes[0].New) != "false" {
 		t.Fatalf("audit: %+v", entries)
+	}
+}
+
+// TestGateObservesUpstream: the reverse-proxy gate tells the controller
+// each upstream answer to a request with a pass - its queue, status and
+// time - and a failed one as status 0; requests without a pass, refused
+// at the gate, are not the page's answers.
+func TestGateObservesUpstream(t *testing.T) {
+	t.Parallel()
+	up := newUpstream(t)
+	upURL, _ := url.Parse(up.srv.URL)
+	type seen struct {
+		queue  string
+		status int
+		took   time.Duration
+	}
+	var mu sync.Mutex
+	var got []seen
+	observe := func(q string, status int, took time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, seen{q, status, took})
+	}
+	rdb := redistest.Client(t)
+	places, passes := newTrust(t, rdb)
+	name := fmt.Sprintf("g%d", time.Now().UnixNano())
+	store, err := queue.NewStore(rdb, []string{name}, queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newTestGate(t, rdb, store, name, passes, nil, true)
+	e := newEnvWithStore(t, rdb, store, name, Options{Places: places, Passes: passes, Gate: g, ClientIP: behindProxy(t),
+		Upstream: proxy.NewObserved(upURL, 500*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)), observe)})
+
+	if r := e.do("GET", "/order", ""); r.status == 200 {
+		t.Fatal("no pass, yet through the gate")
+	}
+	auth := passCookie(e, e.admittedPass().Pass)
+	if r := e.do("GET", "/order", "", auth...); r.status != 200 {
+		t.Fatalf("with a pass: %d", r.status)
+	}
+	if r := e.do("GET", "/slow", "", auth...); r.status != http.StatusBadGateway {
+		t.Fatalf("slow upstream: %d", r.status)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0].queue != name || got[0].status != 200 || got[1].status != 0 || got[1].took < 500*time.Millisecond {
+		t.Fatalf("observed %+v, want the order's 200 and the slow request's 0 after 500ms", got)
 	}
 }
