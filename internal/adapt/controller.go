@@ -25,6 +25,13 @@ const Decrease = 0.7
 // to each step is seen before the next.
 const IncreaseFraction = 0.05
 
+// Healthy is the share of origin_target_p95_ms under which the origin is
+// healthy and the refill climbs; between it and the target the refill
+// holds. Without this band the refill climbs until the target is crossed,
+// and since the page shows a step only seconds later (users read the
+// page before they order), it overshoots each time and drops back by 30 %.
+const Healthy = 0.8
+
 // Settings are a queue's controller settings (the queue's config HASH).
 type Settings struct {
 	Enabled bool
@@ -48,13 +55,15 @@ type Signal struct {
 type Verdict int
 
 const (
-	Hold    Verdict = iota // no signal: keep the rate
-	Over                   // over target: decrease
-	Healthy                // within target: increase toward refill_size
+	Hold  Verdict = iota // no signal, or near the target: keep the rate
+	Over                 // over target: decrease
+	Under                // well within target: increase toward refill_size
 )
 
-// Judge reads sig against s's targets. A target of 0 is not checked; with
-// neither set there is nothing to steer by and the verdict is Hold.
+// Judge reads sig against s's targets: Over past either, Under when the
+// p95 is at most Healthy × its target (and the errors within theirs),
+// Hold in between. A target of 0 is not checked; with neither set there
+// is nothing to steer by and the verdict is Hold.
 func Judge(s Settings, sig Signal, ok bool) Verdict {
 	if !ok || (s.TargetP95 <= 0 && s.MaxErrorRate <= 0) {
 		return Hold
@@ -65,18 +74,21 @@ func Judge(s Settings, sig Signal, ok bool) Verdict {
 	if s.MaxErrorRate > 0 && sig.ErrorRate > s.MaxErrorRate {
 		return Over
 	}
-	return Healthy
+	if s.TargetP95 > 0 && float64(sig.P95) > Healthy*float64(s.TargetP95) {
+		return Hold
+	}
+	return Under
 }
 
 // Next is the effective refill after one interval judged v, from current:
-// ×Decrease when over target, +IncreaseFraction × refill_size when
-// healthy, unchanged on Hold; always within [floor, refill_size].
+// ×Decrease when over target, +IncreaseFraction × refill_size when well
+// within it, unchanged on Hold; always within [floor, refill_size].
 func Next(s Settings, current int, v Verdict) int {
 	next := current
 	switch v {
 	case Over:
 		next = int(math.Floor(float64(current) * Decrease))
-	case Healthy:
+	case Under:
 		next = current + max(1, int(math.Ceil(float64(s.RefillSize)*IncreaseFraction)))
 	}
 	return Clamp(s, next)

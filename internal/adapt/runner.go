@@ -26,6 +26,13 @@ const Refresh = time.Second
 // answers since the last step, at most this far back.
 const Span = 10 * time.Second
 
+// MinStepGap is the least time between two steps: the order page shows
+// the effect of a step only seconds later (admitted users poll, read the
+// page, then order), and a controller stepping every interval of a
+// short refill interval would step again before seeing it. With the
+// default 5 s interval it changes nothing.
+const MinStepGap = 3 * time.Second
+
 // leaseTTL is the probe lease's life: a holder that stops is replaced
 // within it.
 const leaseTTL = 3 * Refresh
@@ -204,6 +211,9 @@ func (r *Runner) Propose(q string) queue.Proposal {
 	}
 	st, report, reported, since := s.st, s.report, s.reported, s.stepAt
 	r.mu.Unlock()
+	if time.Since(since) < MinStepGap {
+		return queue.Proposal{}
+	}
 	since = later(since, time.Now().Add(-Span))
 	sig, ok := r.window.Signal(q, since)
 	if !ok && reported {

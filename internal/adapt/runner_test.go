@@ -204,16 +204,29 @@ func TestStepAudited(t *testing.T) {
 		entries[0].Changes[0].Field != "refill_effective" || string(entries[0].Changes[0].Old) != "20" || string(entries[0].Changes[0].New) != "14" {
 		t.Fatalf("audit: %+v", entries)
 	}
-	// Answers to requests sent before the step count no more; healthy
-	// answers to requests sent after it: back up by 5 % of refill_size.
+	// No step within MinStepGap of the last, whatever the answers say.
 	for range MinSamples {
-		a.Observe(q, 200, time.Hour)
+		a.window.Observe(q, 200, 50*time.Millisecond, time.Now())
+	}
+	if p := a.Propose(q); p != (queue.Proposal{}) {
+		t.Fatalf("proposal right after a step: %+v, want none", p)
+	}
+	// As if the step were MinStepGap ago: answers to requests sent before
+	// it count no more; healthy answers to requests sent after it: back
+	// up by 5 % of refill_size.
+	a.mu.Lock()
+	step := time.Now().Add(-MinStepGap)
+	a.queues[q].stepAt = step
+	a.mu.Unlock()
+	a.window = NewWindow()
+	for range MinSamples {
+		a.window.Observe(q, 200, time.Hour, step.Add(-time.Millisecond))
 	}
 	if p := a.Propose(q); p != (queue.Proposal{}) {
 		t.Fatalf("proposal from answers to requests sent before the step: %+v, want none", p)
 	}
 	for range MinSamples {
-		a.window.Observe(q, 200, 50*time.Millisecond, time.Now()) // sent after the step
+		a.window.Observe(q, 200, 50*time.Millisecond, step.Add(time.Millisecond)) // sent after the step
 	}
 	if p := a.Propose(q); p != (queue.Proposal{Refill: 15, Base: 14}) {
 		t.Fatalf("healthy proposal %+v, want 14 → 15", p)
