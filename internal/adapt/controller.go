@@ -80,6 +80,24 @@ func Judge(s Settings, sig Signal, ok bool) Verdict {
 	return Under
 }
 
+// Draining turns an Over verdict into Hold while the page recovers: its
+// p95 is over target only for latency (errors within theirs), and at
+// most 0.95 × stepP95, the p95 that made the last decrease (0: none, or
+// not known). After a decrease the backlog the page built up takes a
+// while to drain, and every request waits behind it; stepping down again
+// for that would cut the rate far below what the page serves (the first
+// runs fell to the floor). A p95 that stops falling, or errors, still
+// decrease.
+func Draining(s Settings, sig Signal, v Verdict, stepP95 time.Duration) Verdict {
+	if v != Over || stepP95 <= 0 || (s.MaxErrorRate > 0 && sig.ErrorRate > s.MaxErrorRate) {
+		return v
+	}
+	if float64(sig.P95) <= 0.95*float64(stepP95) {
+		return Hold
+	}
+	return v
+}
+
 // Next is the effective refill after one interval judged v, from current:
 // ×Decrease when over target, +IncreaseFraction × refill_size when well
 // within it, unchanged on Hold; always within [floor, refill_size].

@@ -81,3 +81,28 @@ func TestNextStaysInBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestDraining(t *testing.T) {
+	s := Settings{RefillSize: 100, TargetP95: time.Second, MaxErrorRate: 0.1}
+	over := Signal{P95: 3 * time.Second}
+	for _, tc := range []struct {
+		name    string
+		sig     Signal
+		v       Verdict
+		stepP95 time.Duration
+		want    Verdict
+	}{
+		{"no decrease before", over, Over, 0, Over},
+		{"falling since the decrease", over, Over, 4 * time.Second, Hold},
+		{"not falling enough", Signal{P95: 2900 * time.Millisecond}, Over, 3 * time.Second, Over},
+		{"rising", over, Over, 2 * time.Second, Over},
+		{"errors decrease anyway", Signal{P95: 3 * time.Second, ErrorRate: 0.2}, Over, 4 * time.Second, Over},
+		{"other verdicts unchanged", Signal{P95: 100 * time.Millisecond}, Under, 4 * time.Second, Under},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Draining(s, tc.sig, tc.v, tc.stepP95); got != tc.want {
+				t.Fatalf("Draining = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

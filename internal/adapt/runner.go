@@ -81,6 +81,10 @@ type state struct {
 	report   Report
 	reported bool      // report is fresh
 	stepAt   time.Time // when this replica last saw the effective refill change
+	// stepP95 is the p95 that made the last decrease this replica
+	// proposed and its tick stored (0: none, or another replica's step),
+	// for Draining; proposed is the p95 of the proposal in flight.
+	stepP95, proposed time.Duration
 }
 
 // New returns a runner; start its reads with Run.
@@ -161,6 +165,7 @@ func (r *Runner) refresh(ctx context.Context, q string) {
 	s := r.queues[q]
 	if s.read && st.RefillEffective != s.st.RefillEffective {
 		s.stepAt = time.Now() // another replica stepped: judge the answers since
+		s.stepP95 = 0         // by a p95 this replica does not know
 	}
 	s.st, s.read = st, true
 	r.on[q].Store(st.Enabled)
@@ -209,7 +214,7 @@ func (r *Runner) Propose(q string) queue.Proposal {
 		r.mu.Unlock()
 		return queue.Proposal{}
 	}
-	st, report, reported, since := s.st, s.report, s.reported, s.stepAt
+	st, report, reported, since, stepP95 := s.st, s.report, s.reported, s.stepAt, s.stepP95
 	r.mu.Unlock()
 	if time.Since(since) < MinStepGap {
 		return queue.Proposal{}
@@ -220,10 +225,13 @@ func (r *Runner) Propose(q string) queue.Proposal {
 		sig, ok = Signal{P95: report.P95, ErrorRate: report.ErrorRate}, true
 	}
 	set := Settings{Enabled: true, RefillSize: st.RefillSize, MinRefill: st.MinRefill, TargetP95: st.TargetP95, MaxErrorRate: st.MaxErrorRate}
-	next := Next(set, st.RefillEffective, Judge(set, sig, ok))
+	next := Next(set, st.RefillEffective, Draining(set, sig, Judge(set, sig, ok), stepP95))
 	if next == st.RefillEffective {
 		return queue.Proposal{}
 	}
+	r.mu.Lock()
+	s.proposed = sig.P95
+	r.mu.Unlock()
 	return queue.Proposal{Refill: next, Base: st.RefillEffective}
 }
 
@@ -237,6 +245,11 @@ func (r *Runner) Ticked(q string, p queue.Proposal, res queue.TickResult) {
 	r.mu.Lock()
 	s, ok := r.queues[q]
 	if ok && s.read && int(res.Budget) != s.st.RefillEffective {
+		if res.Adapted && int(res.Budget) < p.Base {
+			s.stepP95 = s.proposed // this replica's decrease, for Draining
+		} else if int(res.Budget) > s.st.RefillEffective {
+			s.stepP95 = 0
+		}
 		s.st.RefillEffective = int(res.Budget)
 		s.stepAt = time.Now()
 	}
