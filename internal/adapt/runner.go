@@ -33,6 +33,11 @@ const Span = 10 * time.Second
 // default 5 s interval it changes nothing.
 const MinStepGap = 3 * time.Second
 
+// MinGapAfterDecrease is the least time after a decrease before the next
+// step: the page needs longer to show a decrease (admitted users are
+// still reading the page, and the backlog drains) than an increase.
+const MinGapAfterDecrease = 2 * MinStepGap
+
 // leaseTTL is the probe lease's life: a holder that stops is replaced
 // within it.
 const leaseTTL = 3 * Refresh
@@ -85,6 +90,7 @@ type state struct {
 	// proposed and its tick stored (0: none, or another replica's step),
 	// for Draining; proposed is the p95 of the proposal in flight.
 	stepP95, proposed time.Duration
+	down              bool // the last step was a decrease
 }
 
 // New returns a runner; start its reads with Run.
@@ -166,6 +172,7 @@ func (r *Runner) refresh(ctx context.Context, q string) {
 	if s.read && st.RefillEffective != s.st.RefillEffective {
 		s.stepAt = time.Now() // another replica stepped: judge the answers since
 		s.stepP95 = 0         // by a p95 this replica does not know
+		s.down = st.RefillEffective < s.st.RefillEffective
 	}
 	s.st, s.read = st, true
 	r.on[q].Store(st.Enabled)
@@ -214,9 +221,9 @@ func (r *Runner) Propose(q string) queue.Proposal {
 		r.mu.Unlock()
 		return queue.Proposal{}
 	}
-	st, report, reported, since, stepP95 := s.st, s.report, s.reported, s.stepAt, s.stepP95
+	st, report, reported, since, stepP95, down := s.st, s.report, s.reported, s.stepAt, s.stepP95, s.down
 	r.mu.Unlock()
-	if time.Since(since) < MinStepGap {
+	if gap := time.Since(since); gap < MinStepGap || (down && gap < MinGapAfterDecrease) {
 		return queue.Proposal{}
 	}
 	since = later(since, time.Now().Add(-Span))
@@ -250,6 +257,7 @@ func (r *Runner) Ticked(q string, p queue.Proposal, res queue.TickResult) {
 		} else if int(res.Budget) > s.st.RefillEffective {
 			s.stepP95 = 0
 		}
+		s.down = int(res.Budget) < s.st.RefillEffective
 		s.st.RefillEffective = int(res.Budget)
 		s.stepAt = time.Now()
 	}

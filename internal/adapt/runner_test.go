@@ -204,18 +204,19 @@ func TestStepAudited(t *testing.T) {
 		entries[0].Changes[0].Field != "refill_effective" || string(entries[0].Changes[0].Old) != "20" || string(entries[0].Changes[0].New) != "14" {
 		t.Fatalf("audit: %+v", entries)
 	}
-	// No step within MinStepGap of the last, whatever the answers say.
+	// No step within MinGapAfterDecrease of a decrease, whatever the
+	// answers say.
 	for range MinSamples {
 		a.window.Observe(q, 200, 50*time.Millisecond, time.Now())
 	}
 	if p := a.Propose(q); p != (queue.Proposal{}) {
 		t.Fatalf("proposal right after a step: %+v, want none", p)
 	}
-	// As if the step were MinStepGap ago: answers to requests sent before
+	// As if the step were MinGapAfterDecrease ago: answers to requests sent before
 	// it count no more; healthy answers to requests sent after it: back
 	// up by 5 % of refill_size.
 	a.mu.Lock()
-	step := time.Now().Add(-MinStepGap)
+	step := time.Now().Add(-MinGapAfterDecrease)
 	a.queues[q].stepAt = step
 	a.mu.Unlock()
 	a.window = NewWindow()

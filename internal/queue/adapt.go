@@ -64,7 +64,7 @@ func (s *Store) Adapt(ctx context.Context, queue string) (AdaptState, error) {
 	if x, ok := str(5); ok {
 		st.RefillSize, _ = strconv.Atoi(x)
 	}
-	// The budget as common.lua's budget works it out.
+	// The budget as common.lua's interval_budget works it out.
 	st.RefillEffective = st.RefillSize
 	if x, ok := str(6); ok && st.Enabled {
 		if n, err := strconv.Atoi(x); err == nil {

@@ -77,12 +77,12 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- budget: what an interval admits. refill_size, unless the controller is
+-- interval_budget: what an interval admits. refill_size, unless the controller is
 -- on and has stored an effective refill: then that, clamped to
 -- [min_refill_size, refill_size] (a floor above refill_size gives way,
 -- and never below 1), so an operator's lower refill_size counts at once.
 -- internal/adapt's Clamp is the same rule.
-local function budget(refill, enabled, effective, floor)
+local function interval_budget(refill, enabled, effective, floor)
   if not enabled or not effective then
     return refill
   end
@@ -98,7 +98,7 @@ end
 -- field that is missing (a fresh or flushed Redis). The eleventh value is
 -- the interval's budget: refill_size, or while the origin's health drives
 -- the rate (adapt_enabled, issue 21) the effective refill tick.lua last
--- stored, within [min_refill_size, refill_size] (budget).
+-- stored, within [min_refill_size, refill_size] (interval_budget).
 local function queue_config(key)
   local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms', 'max_active', 'paused',
     'abandon_after_ms', 'opens_at_ms', 'prequeue_from_ms', 'max_waiting', 'challenge_difficulty',
@@ -114,7 +114,7 @@ local function queue_config(key)
          tonumber(v[8]) or 0,
          tonumber(v[9]) or 0,
          tonumber(v[10]) or 0,
-         budget(refill, v[11] == '1', tonumber(v[12]), tonumber(v[13]) or 0)
+         interval_budget(refill, v[11] == '1', tonumber(v[12]), tonumber(v[13]) or 0)
 end
 local DEFAULTS = 5 -- ARGV[1..DEFAULTS] are the defaults queue_config reads
 

@@ -44,7 +44,7 @@
 -- ARGV[9] -> a fresh random seed (52 bits), used if this call starts a draw
 -- ARGV[10] -> max participants placed per call while a draw runs
 -- ARGV[11] -> a proposed refill_effective (internal/adapt; "" or 0: none)
--- ARGV[12] -> the refill_effective (the budget, TICK_BUDGET) it was based on
+-- ARGV[12] -> the refill_effective (the budget, TICK_BUDGET) it was based
 --            on: stored only if that is still the budget, a compare-and-set,
 --            so a proposal from a stale reading, or a second replica's
 --            for the same interval, changes nothing
@@ -146,14 +146,14 @@ emit(KEYS[11], KEYS[4], 'expired', expired, now)
 -- be heard from: a page polling as told asks at least twice in it.
 -- The origin's health drives the rate (issue 21): a replica proposes the
 -- effective refill internal/adapt worked out from the budget it read;
--- stored (within [min_refill_size, refill_size], budget) only while the
--- controller is on and that reading is still the budget.
+-- stored (within [min_refill_size, refill_size], interval_budget) only
+-- while the controller is on and that reading is still the budget.
 local adapted = 0
 local proposed, based_on = tonumber(ARGV[11]), tonumber(ARGV[12])
 if proposed and proposed > 0 and based_on == budget then
   local a = redis.call('HMGET', KEYS[4], 'adapt_enabled', 'min_refill_size')
   if a[1] == '1' then
-    budget = math.max(math.max(1, math.min(tonumber(a[2]) or 0, refill)), math.min(proposed, refill))
+    budget = interval_budget(refill, true, proposed, tonumber(a[2]) or 0)
     redis.call('HSET', KEYS[4], 'refill_effective', budget)
     adapted = 1
   end
