@@ -30,7 +30,7 @@ const IncreaseFraction = 0.05
 // holds. Without this band the refill climbs until the target is crossed,
 // and since the page shows a step only seconds later (users read the
 // page before they order), it overshoots each time and drops back by 30 %.
-const Healthy = 0.8
+const Healthy = 0.7
 
 // Settings are a queue's controller settings (the queue's config HASH).
 type Settings struct {

@@ -19,7 +19,7 @@ func TestJudge(t *testing.T) {
 		{"slow", s, Signal{P95: 501 * time.Millisecond}, true, Over},
 		{"at target", s, Signal{P95: 500 * time.Millisecond, ErrorRate: 0.05}, true, Hold},
 		{"near target", s, Signal{P95: 401 * time.Millisecond}, true, Hold},
-		{"well within", s, Signal{P95: 400 * time.Millisecond, ErrorRate: 0.05}, true, Under},
+		{"well within", s, Signal{P95: 350 * time.Millisecond, ErrorRate: 0.05}, true, Under},
 		{"errors", s, Signal{P95: time.Millisecond, ErrorRate: 0.06}, true, Over},
 		{"healthy", s, Signal{P95: 100 * time.Millisecond}, true, Under},
 		{"latency only", Settings{RefillSize: 100, TargetP95: time.Second}, Signal{P95: time.Millisecond, ErrorRate: 1}, true, Under},

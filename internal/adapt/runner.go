@@ -34,9 +34,13 @@ const Span = 10 * time.Second
 const MinStepGap = 3 * time.Second
 
 // MinGapAfterDecrease is the least time after a decrease before the next
-// step: the page needs longer to show a decrease (admitted users are
-// still reading the page, and the backlog drains) than an increase.
-const MinGapAfterDecrease = 2 * MinStepGap
+// step: the page needs far longer to show a decrease than an increase.
+// Users admitted before it are still reading the page, so its p95 goes on
+// rising for seconds, and then the backlog built while the rate was too
+// high drains only as fast as the page serves more than the new rate.
+// Stepping again meanwhile (6 s in an earlier version) cut the rate to
+// half of what the page serves, and back (scripts/adapt.sh).
+const MinGapAfterDecrease = 4 * MinStepGap
 
 // leaseTTL is the probe lease's life: a holder that stops is replaced
 // within it.
