@@ -227,7 +227,7 @@ func TestStepAudited(t *testing.T) {
 		t.Fatalf("proposal from answers to requests sent before the step: %+v, want none", p)
 	}
 	for range MinSamples {
-		a.window.Observe(q, 200, 50*time.Millisecond, step.Add(time.Millisecond)) // sent after the step
+		a.window.Observe(q, 200, 50*time.Millisecond, time.Now()) // sent after the step
 	}
 	if p := a.Propose(q); p != (queue.Proposal{Refill: 15, Base: 14}) {
 		t.Fatalf("healthy proposal %+v, want 14 → 15", p)
