@@ -4,7 +4,9 @@
 // Environment: DEMO_ADDR (:8081), DEMO_WAITROOM_URL (http://localhost:8080,
 // as this server reaches waitroom), DEMO_QUEUE (default), DEMO_ISSUER
 // (waitroom), DEMO_WAITING_PAGE (/q/{queue}), DEMO_INSECURE_COOKIE (false; true only for
-// local http).
+// local http), WAITROOM_DEMO_CAPACITY (0: none; the orders it serves at
+// once, more wait, so latency grows past it: demo.Capacity) and
+// WAITROOM_DEMO_ORDER_TIME (200ms, each order's time).
 package main
 
 import (
@@ -49,7 +51,17 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err := awaitReady(ctx, waitroom+"/readyz", log); err != nil {
 		return err
 	}
+	capacity, err := strconv.Atoi(get("WAITROOM_DEMO_CAPACITY", "0"))
+	if err != nil || capacity < 0 {
+		return fmt.Errorf("WAITROOM_DEMO_CAPACITY: want an integer ≥ 0, got %q", getenv("WAITROOM_DEMO_CAPACITY"))
+	}
+	orderTime, err := time.ParseDuration(get("WAITROOM_DEMO_ORDER_TIME", "200ms"))
+	if err != nil || orderTime < 0 {
+		return fmt.Errorf("WAITROOM_DEMO_ORDER_TIME: want a duration, got %q", getenv("WAITROOM_DEMO_ORDER_TIME"))
+	}
 	h, err := demo.New(ctx, demo.Options{
+		Capacity:       capacity,
+		OrderTime:      orderTime,
 		Queue:          queue,
 		Waitroom:       waitroom,
 		Issuer:         get("DEMO_ISSUER", "waitroom"),

@@ -23,6 +23,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/adapt"
+	"github.com/waitroom/waitroom/internal/audit"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/connlimit"
@@ -168,7 +170,24 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	go func() { defer close(movesDone); moves.Run(movesCtx, log) }()
 	defer func() { stopMoves(); <-movesDone }()
 
-	sched, err := scheduler.Start(store, scheduler.Period(interval), log, tickObserver)
+	// The order page's health drives the rate where a queue turns it on
+	// (adapt_enabled): this replica's controller reads every queue's
+	// settings and origin report each second, probes while it holds a
+	// queue's probe lease, and proposes each tick's effective refill.
+	auditLog, err := audit.New(rdb)
+	if err != nil {
+		return err
+	}
+	adapter, err := adapt.New(adapt.Options{Store: store, Redis: rdb, Audit: auditLog, Log: log, Timeout: cfg.RequestTimeout})
+	if err != nil {
+		return err
+	}
+	adaptDone := make(chan struct{})
+	adaptCtx, stopAdapt := context.WithCancel(ctx)
+	go func() { defer close(adaptDone); adapter.Run(adaptCtx) }()
+	defer func() { stopAdapt(); <-adaptDone }()
+
+	sched, err := scheduler.StartAdapting(store, scheduler.Period(interval), log, tickObserver, adapter)
 	if err != nil {
 		return err
 	}
@@ -242,7 +261,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	}
 	var upstream http.Handler
 	if cfg.Upstream != nil {
-		upstream = proxy.New(cfg.Upstream, cfg.UpstreamTimeout, log)
+		upstream = proxy.NewObserved(cfg.Upstream, cfg.UpstreamTimeout, log, adapter.Observe)
 		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "routes", len(cfg.GateRoutes), "bypass", cfg.GateBypass, "bypass_cidrs", len(cfg.GateBypassCIDRs), "fail", cfg.GateFail)
 	}
 
@@ -288,6 +307,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			WebhookInsecureHTTP: cfg.WebhookInsecureHTTP,
 			FailOpens:           failOpens,
 			Handoffs:            handoffs,
+			Adapt:               adapter,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

@@ -66,7 +66,7 @@ func readmeBlocks(t *testing.T) [][]readmeStep {
 	return blocks
 }
 
-var jsonKey = regexp.MustCompile(`"([A-Za-z_]+)":`)
+var jsonKey = regexp.MustCompile(`"([A-Za-z_][A-Za-z0-9_]*)":`)
 
 // keys are the object keys named in a JSON text or example.
 func keys(s string) []string {

@@ -45,6 +45,11 @@ type Entry struct {
 	// Action names the admin call: "settings" (PATCH), "refill_size"
 	// (PUT .../refill-size), "remove_user" (DELETE .../users/{id}).
 	Action string `json:"action"`
+	// Actor is who made the change when it was not an operator through
+	// the admin API: "automatic", the controller that lets the order
+	// page's health drive the rate (internal/adapt), whose Action is
+	// "automatic" too. Empty for an operator's change.
+	Actor string `json:"actor,omitempty"`
 	// Target is what the action was applied to, beside the queue (the
 	// removed user's id).
 	Target    string   `json:"target,omitempty"`

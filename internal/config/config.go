@@ -383,6 +383,28 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		return n
 	}
 	c.PassMaxClients = integer("WAITROOM_PASS_MAX_CLIENTS", "3", 0, 1000)
+	// The order page's health driving the rate (issue 21, internal/adapt):
+	// the settings a queue is seeded with, off unless asked; each queue's
+	// own are changed live (PATCH /admin/v1/queues/{queue}, back office).
+	c.Defaults.Adapt = queue.Adapt{
+		Enabled:   boolean("WAITROOM_ADAPT_ENABLED", false),
+		TargetP95: duration("WAITROOM_ORIGIN_TARGET_P95", "0s"),
+		MinRefill: integer("WAITROOM_MIN_REFILL_SIZE", "0", 0, queue.MaxRefillSize),
+		ProbeURL:  get("WAITROOM_ORIGIN_PROBE_URL", ""),
+	}
+	if v := get("WAITROOM_ORIGIN_MAX_ERROR_RATE", "0"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(r >= 0 && r <= 1) {
+			errs = append(errs, fmt.Errorf("WAITROOM_ORIGIN_MAX_ERROR_RATE: want a number from 0 to 1, got %q", v))
+		}
+		c.Defaults.Adapt.MaxErrorRate = r
+	}
+	if d := c.Defaults.Adapt.TargetP95; d < 0 || d > queue.MaxOriginTargetP95 {
+		errs = append(errs, fmt.Errorf("WAITROOM_ORIGIN_TARGET_P95: must be 0 (off) to %s", queue.MaxOriginTargetP95))
+	}
+	if p := c.Defaults.Adapt.ProbeURL; p != "" && queue.CheckProbeURL(p) != nil {
+		errs = append(errs, errors.New("WAITROOM_ORIGIN_PROBE_URL: must be an absolute http(s) URL without credentials"))
+	}
 	c.MaxConns = integer("WAITROOM_MAX_CONNS", "10000", 1, MaxMaxConns)
 	c.MaxHeaderBytes = integer("WAITROOM_MAX_HEADER_BYTES", "8192", MinMaxHeaderBytes, MaxMaxHeaderBytes)
 	c.IdleTimeout = duration("WAITROOM_IDLE_TIMEOUT", "75s")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
 )
 
@@ -217,6 +218,24 @@ func TestWebhook(t *testing.T) {
 			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
 		} else if s := tc.env["WAITROOM_WEBHOOK_SECRET"]; s != "" && strings.Contains(err.Error(), s) {
 			t.Errorf("the error repeats the secret: %v", err)
+		}
+	}
+}
+
+func TestAdaptDefaults(t *testing.T) {
+	c, err := Load(Map(map[string]string{"WAITROOM_ADAPT_ENABLED": "true", "WAITROOM_ORIGIN_TARGET_P95": "800ms",
+		"WAITROOM_ORIGIN_MAX_ERROR_RATE": "0.05", "WAITROOM_MIN_REFILL_SIZE": "3", "WAITROOM_ORIGIN_PROBE_URL": "http://orders:8081/healthz"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := queue.Adapt{Enabled: true, TargetP95: 800 * time.Millisecond, MaxErrorRate: 0.05, MinRefill: 3, ProbeURL: "http://orders:8081/healthz"}
+	if c.Defaults.Adapt != want {
+		t.Fatalf("adapt defaults %+v, want %+v", c.Defaults.Adapt, want)
+	}
+	for k, v := range map[string]string{"WAITROOM_ORIGIN_MAX_ERROR_RATE": "1.5", "WAITROOM_ORIGIN_PROBE_URL": "/healthz",
+		"WAITROOM_ORIGIN_TARGET_P95": "-1s", "WAITROOM_MIN_REFILL_SIZE": "x", "WAITROOM_ADAPT_ENABLED": "maybe"} {
+		if _, err := Load(Map(map[string]string{k: v})); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v, want an error naming it", k, v, err)
 		}
 	}
 }

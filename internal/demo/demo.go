@@ -65,6 +65,10 @@ type Options struct {
 	// InsecureCookie: local http development only.
 	InsecureCookie bool
 	Client         *http.Client
+	// Capacity is how many orders the page serves at once (0: no limit),
+	// each taking OrderTime; more wait (Capacity, issue 21's measure).
+	Capacity  int
+	OrderTime time.Duration
 }
 
 // New returns the demo's handler, behind the gate middleware. ctx bounds
@@ -95,7 +99,11 @@ func New(ctx context.Context, o Options) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(assets)))
 	mux.HandleFunc("GET /{$}", d.event)
-	mux.HandleFunc("POST /buy", d.buy)
+	var buy http.Handler = http.HandlerFunc(d.buy)
+	if o.Capacity > 0 {
+		buy = Capacity(buy, o.Capacity, o.OrderTime)
+	}
+	mux.Handle("POST /buy", buy)
 	mux.HandleFunc("POST /done", d.done)
 	return securityHeaders(g.Handler(mux)), nil
 }

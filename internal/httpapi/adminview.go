@@ -50,6 +50,14 @@ type adminQueueResponse struct {
 	// did (0: never).
 	GateFailOpenRequests int64 `json:"gate_fail_open_requests"`
 	GateFailOpenLastAtMS int64 `json:"gate_fail_open_last_at_ms"`
+	// The order page's health driving the rate (internal/adapt): its
+	// settings, and what an interval admits now (refill_size while off).
+	AdaptEnabled       bool    `json:"adapt_enabled"`
+	OriginTargetP95MS  int64   `json:"origin_target_p95_ms"`
+	OriginMaxErrorRate float64 `json:"origin_max_error_rate"`
+	MinRefillSize      int     `json:"min_refill_size"`
+	OriginProbeURL     string  `json:"origin_probe_url"`
+	RefillEffective    int     `json:"refill_effective"`
 }
 
 func (s *Server) adminQueues(w http.ResponseWriter, r *http.Request) {
@@ -83,6 +91,9 @@ type historyPoint struct {
 	Abandoned int64 `json:"abandoned"`
 	Arrivals  int64 `json:"arrivals"` // issue 22: 0 in intervals recorded before
 	Active    int64 `json:"active"`   // active users at the interval's end (idem)
+	// The interval's budget: refill_size, or the effective refill while
+	// adapting; absent in intervals recorded before it was kept.
+	RefillEffective int64 `json:"refill_effective,omitempty"`
 }
 
 // history answers a queue's history with its figures for the last ten
@@ -111,7 +122,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	}{Queue: q, RefillIntervalMS: rep.Settings.RefillInterval.Milliseconds(), Points: make([]historyPoint, len(rep.History)),
 		Stats: newLineStats(rep.Stats)}
 	for i, p := range rep.History {
-		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting, p.Abandoned, p.Arrivals, p.Active}
+		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting, p.Abandoned, p.Arrivals, p.Active, p.Refill}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -145,12 +156,22 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		SessionTTLMS:        o.Settings.SessionTTL.Milliseconds(),
 		SessionMaxMS:        o.Settings.SessionMax.Milliseconds(),
 		AdmittedLastMinute:  o.AdmittedLastMinute,
+		RefillEffective:     o.RefillEffective,
 	}
 	text, err := s.store.Text(ctx, q)
 	if err != nil {
 		return adminQueueResponse{}, err
 	}
 	aq.Title, aq.Message = text.Title, text.Message
+	st, err := s.store.Adapt(ctx, q)
+	if err != nil {
+		return adminQueueResponse{}, err
+	}
+	aq.AdaptEnabled = st.Enabled
+	aq.OriginTargetP95MS = st.TargetP95.Milliseconds()
+	aq.OriginMaxErrorRate = st.MaxErrorRate
+	aq.MinRefillSize = st.MinRefill
+	aq.OriginProbeURL = st.ProbeURL
 	if !o.LastTickAt.IsZero() {
 		aq.LastTickAtMS = o.LastTickAt.UnixMilli()
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/adapt"
 	"net/http"
 	"strings"
 	"time"
@@ -136,6 +137,10 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "abandon_after_ms"}
 	case errors.Is(err, queue.ErrInvalidMaxActive):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "max_active"}
+	case errors.Is(err, queue.ErrInvalidAdapt):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err)}
+	case errors.Is(err, adapt.ErrInvalidReport):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_origin_report", message: clientMessage(err)}
 	case errors.Is(err, queue.ErrInvalidRefill):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_refill_size", message: fmt.Sprintf("refill_size must be an integer from 1 to %d", queue.MaxRefillSize)}
 	case storeUnavailable(err):

@@ -59,7 +59,7 @@ func newLineStats(st queue.LineStats) lineStats {
 // ended interval, oldest first: its start (RFC 3339, UTC, and Unix ms)
 // and the counts of historyPoint. Every cell is a number or a timestamp,
 // so no spreadsheet reads one as a formula.
-var historyCSVHeader = []string{"at", "at_ms", "admitted", "waiting", "abandoned", "arrivals", "active"}
+var historyCSVHeader = []string{"at", "at_ms", "admitted", "waiting", "abandoned", "arrivals", "active", "refill_effective"}
 
 // writeHistoryCSV writes queue q's history as a CSV download. q is a
 // configured queue's name ([A-Za-z0-9_-]), safe in the file name.
@@ -72,7 +72,7 @@ func writeHistoryCSV(w http.ResponseWriter, q string, points []queue.HistoryPoin
 	for _, p := range points {
 		n := func(v int64) string { return strconv.FormatInt(v, 10) }
 		_ = cw.Write([]string{p.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"), n(p.At.UnixMilli()),
-			n(p.Admitted), n(p.Waiting), n(p.Abandoned), n(p.Arrivals), n(p.Active)})
+			n(p.Admitted), n(p.Waiting), n(p.Abandoned), n(p.Arrivals), n(p.Active), n(p.Refill)})
 	}
 	cw.Flush()
 }

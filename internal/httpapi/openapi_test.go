@@ -32,6 +32,7 @@ import (
 
 	"github.com/waitroom/waitroom/api"
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/adapt"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/httpin"
@@ -282,6 +283,9 @@ func (k *contract) newEnv(t *testing.T, rdb *redis.Client, settings queue.Settin
 	store.SetRecentMoves(moves)
 	opts.Handoffs = handoff.New(rdb, store, moves, testTimeout)
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.Adapt, err = adapt.New(adapt.Options{Store: store, Redis: rdb, Log: opts.Logger, Timeout: testTimeout}); err != nil {
+		t.Fatal(err)
+	}
 	opts.ClientIP = behindProxy(t)
 	if opts.Static, err = fs.Sub(web.Static, "static"); err != nil {
 		t.Fatal(err)
@@ -571,6 +575,18 @@ func TestOpenAPIContract(t *testing.T) {
 		patch(`{"title":null,"message":{}}`, 200, "", false)
 		k.check(t, e, call{method: "GET", path: admin + "/audit?limit=ten", header: auth, status: 400, code: "invalid_limit", docRejects: true})
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/audit", header: auth, status: 404, code: "queue_not_found"})
+
+		// The site's own health (internal/adapt).
+		origin := admin + "/origin"
+		k.check(t, e, call{method: "POST", path: origin, body: `{"p95_ms":350.5,"error_rate":0.01}`, header: withJSON(auth...), status: 204})
+		k.check(t, e, call{method: "POST", path: origin, body: `{"p95_ms":350`, header: withJSON(auth...), status: 400, code: "invalid_json", docRejects: true})
+		k.check(t, e, call{method: "POST", path: origin, body: `{"p95_ms":-1,"error_rate":0}`, header: withJSON(auth...), status: 400, code: "invalid_origin_report", docRejects: true})
+		k.check(t, e, call{method: "POST", path: origin, body: `{"p95_ms":1,"error_rate":2}`, header: withJSON(auth...), status: 400, code: "invalid_origin_report", docRejects: true})
+		k.check(t, e, call{method: "POST", path: origin, body: `{"p95_ms":1,"pad":"` + strings.Repeat("x", 5000) + `"}`, header: withJSON(auth...), status: 413, code: "body_too_large", docRejects: true})
+		k.check(t, e, call{method: "POST", path: "/admin/v1/queues/nope/origin", body: `{"p95_ms":1,"error_rate":0}`, header: withJSON(auth...), status: 404, code: "queue_not_found"})
+		k.check(t, e, call{method: "PATCH", path: admin, body: `{"adapt_enabled":true,"origin_target_p95_ms":800,"origin_max_error_rate":0.05,"min_refill_size":1,"origin_probe_url":"https://shop.example/health"}`,
+			header: withJSON(auth...), status: 200})
+		k.check(t, e, call{method: "PATCH", path: admin, body: `{"adapt_enabled":false,"origin_probe_url":null}`, header: withJSON(auth...), status: 200})
 	})
 
 	// adminCalls are one valid request per admin operation, for the
@@ -585,6 +601,7 @@ func TestOpenAPIContract(t *testing.T) {
 			{method: "GET", path: p + "/history"},
 			{method: "GET", path: p + "/audit"},
 			{method: "DELETE", path: p + "/users/bob"},
+			{method: "POST", path: p + "/origin", body: `{"p95_ms":120,"error_rate":0}`, header: jsonCT},
 		}
 	}
 

@@ -71,6 +71,7 @@ func (s *Server) routes() *chi.Mux {
 		r.Put("/queues/{queue}/refill-size", s.setRefillSize)
 		r.Get("/queues/{queue}/history", s.history)
 		r.Get("/queues/{queue}/audit", s.auditLog)                // the admin changes, newest first
+		r.Post("/queues/{queue}/origin", s.originReport)          // the site's own p95 and error rate (internal/adapt)
 		r.Delete("/queues/{queue}/users/{user_id}", s.removeUser) // every admin call is logged at info
 	})
 	return r

@@ -12,6 +12,7 @@ package httpapi
 
 import (
 	"crypto/rand"
+	"github.com/waitroom/waitroom/internal/adapt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -91,6 +92,10 @@ type Options struct {
 	// Handoffs moves places to other devices (POST .../handoff, enter
 	// with {"handoff"}); nil: not offered (404, invalid_handoff).
 	Handoffs *handoff.Service
+	// Adapt is the controller that lets the order page's health drive the
+	// rate: it stores what the site pushes (POST .../origin); nil: that
+	// endpoint answers 404.
+	Adapt *adapt.Runner
 }
 
 // Server serves the HTTP API.
@@ -125,6 +130,7 @@ type Server struct {
 	webhookInsecureHTTP bool
 	failOpens           *failopen.Recorder // nil: none
 	handoffs            *handoff.Service   // nil: none
+	adapt               *adapt.Runner      // nil: none
 }
 
 // New returns the server with its routes.
@@ -167,7 +173,7 @@ func New(o Options) *Server {
 		s.origins, _ = origin.New(nil) // no origins: cannot fail
 	}
 	s.admin = newAdminGuard(o.AdminToken, o.Redis)
-	s.metrics, s.failOpens = o.Metrics, o.FailOpens
+	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
 	s.handler = s.routes()
 	s.own = routed(s.handler)
 	s.gated = s.gatedRoutes(o.Upstream)

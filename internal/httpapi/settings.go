@@ -125,13 +125,40 @@ func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool) (queue.Up
 		case "message":
 			u.Message, err = textField(raw)
 		case "paused":
-			var b bool
-			if json.Unmarshal(raw, &b) != nil || strings.TrimSpace(string(raw)) == "null" {
-				err = fmt.Errorf("must be true or false")
+			u.Paused, err = boolField(raw)
+		case "adapt_enabled":
+			u.AdaptEnabled, err = boolField(raw)
+		case "origin_target_p95_ms":
+			var ms *int
+			ms, err = intField(raw, 0, int(queue.MaxOriginTargetP95.Milliseconds()))
+			if ms != nil {
+				d := time.Duration(*ms) * time.Millisecond
+				u.OriginTargetP95 = &d
 			}
-			u.Paused = &b
+		case "origin_max_error_rate":
+			var f float64
+			if json.Unmarshal(raw, &f) != nil || strings.TrimSpace(string(raw)) == "null" || !(f >= 0 && f <= 1) {
+				err = fmt.Errorf("must be a number from 0 to 1")
+			}
+			u.OriginMaxErrorRate = &f
+		case "min_refill_size":
+			u.MinRefillSize, err = intField(raw, 0, queue.MaxRefillSize)
+		case "origin_probe_url":
+			var v *string
+			if json.Unmarshal(raw, &v) != nil {
+				err = fmt.Errorf("must be an absolute http(s) URL, or null or \"\" for none")
+				break
+			}
+			if v == nil {
+				v = new(string)
+			}
+			if *v != "" && queue.CheckProbeURL(*v) != nil {
+				err = fmt.Errorf("must be an absolute http(s) URL without credentials, at most %d bytes, or null or \"\" for none", queue.MaxProbeURLBytes)
+			}
+			u.OriginProbeURL = v
 		default:
-			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, max_waiting, challenge_difficulty, abandon_after_ms, paused, opens_at, prequeue_from, webhook_url, title, message")
+			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, max_waiting, challenge_difficulty, abandon_after_ms, paused, opens_at, prequeue_from, webhook_url, title, message, " +
+				"adapt_enabled, origin_target_p95_ms, origin_max_error_rate, min_refill_size, origin_probe_url")
 		}
 		if err != nil {
 			return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: name + " " + err.Error(), field: name}
@@ -160,6 +187,15 @@ func textField(raw json.RawMessage) (*map[string]string, error) {
 		m = map[string]string{}
 	}
 	return &m, nil
+}
+
+// boolField reads true or false.
+func boolField(raw json.RawMessage) (*bool, error) {
+	var b bool
+	if json.Unmarshal(raw, &b) != nil || strings.TrimSpace(string(raw)) == "null" {
+		return nil, fmt.Errorf("must be true or false")
+	}
+	return &b, nil
 }
 
 // timeField reads an RFC 3339 time, or null (or "") for none.

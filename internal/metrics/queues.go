@@ -16,6 +16,9 @@ type queueCollector struct {
 	errors *prometheus.CounterVec
 
 	waiting, active, tokens, refill, interval, paused, tickAge *prometheus.Desc
+	// effective is waitroom_refill_effective (issue 21 names it so, apart
+	// from the queue_ gauges).
+	effective *prometheus.Desc
 }
 
 func newQueueCollector(store Store) *queueCollector {
@@ -36,6 +39,9 @@ func newQueueCollector(store Store) *queueCollector {
 		interval: desc("refill_interval_seconds", "Time between ticks (refill_interval)."),
 		paused:   desc("paused", "1 while the operator holds admissions, else 0."),
 		tickAge:  desc("last_tick_age_seconds", "Time since the last applied tick, on the Redis clock; absent before the first."),
+		effective: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "refill_effective"),
+			"Users an interval admits now: the effective refill while the order page's health drives the rate (adapt_enabled), else refill_size.",
+			[]string{"queue"}, nil),
 	}
 	for _, q := range c.queues {
 		c.errors.WithLabelValues(q) // every series from the start, at 0
@@ -44,7 +50,7 @@ func newQueueCollector(store Store) *queueCollector {
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.waiting, c.active, c.tokens, c.refill, c.interval, c.paused, c.tickAge} {
+	for _, d := range []*prometheus.Desc{c.waiting, c.active, c.tokens, c.refill, c.interval, c.paused, c.tickAge, c.effective} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -67,6 +73,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.active, float64(info.Entered))
 		gauge(c.tokens, float64(info.Tokens))
 		gauge(c.refill, float64(info.Settings.RefillSize))
+		gauge(c.effective, float64(info.RefillEffective))
 		gauge(c.interval, info.Settings.RefillInterval.Seconds())
 		paused := 0.0
 		if info.Paused {

@@ -180,6 +180,18 @@ func (c *checker) whyRevoked(ctx context.Context, token string) error {
 // a body may then stream (server-sent events, WebSockets) for as long as
 // both ends keep it open.
 func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handler {
+	return NewObserved(upstream, timeout, log, nil)
+}
+
+// Observe hears each upstream answer to a request a pass let through: its
+// room's queue, its status (0: none came, the proxy gave up) and how long
+// it took to start (the response headers). internal/adapt judges the
+// order page's health by it.
+type Observe func(queue string, status int, took time.Duration)
+
+// NewObserved is New telling observe (nil: nobody) of each upstream answer
+// to a request that came with a pass.
+func NewObserved(upstream *url.URL, timeout time.Duration, log *slog.Logger, observe Observe) http.Handler {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	transport.ResponseHeaderTimeout = timeout
@@ -206,9 +218,20 @@ func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handle
 			if errors.Is(err, context.Canceled) {
 				return // the client went away
 			}
+			if o, ok := r.Context().Value(sentKey{}).(sent); ok {
+				observe(o.queue, 0, time.Since(o.at))
+			}
 			log.WarnContext(r.Context(), "upstream failed", "err", err, "path", loglimit.String(r.URL.Path))
 			badGateway(w, r)
 		},
+	}
+	if observe != nil { // else the gate's path pays nothing for it
+		rp.ModifyResponse = func(resp *http.Response) error {
+			if o, ok := resp.Request.Context().Value(sentKey{}).(sent); ok {
+				observe(o.queue, resp.StatusCode, time.Since(o.at))
+			}
+			return nil
+		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The server's deadlines are for waitroom's own short exchanges; a
@@ -218,9 +241,22 @@ func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handle
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Time{})
 		_ = rc.SetWriteDeadline(time.Time{})
+		if observe != nil {
+			if c, ok := gate.FromContext(r.Context()); ok {
+				r = r.WithContext(context.WithValue(r.Context(), sentKey{}, sent{queue: c.Queue, at: time.Now()}))
+			}
+		}
 		rp.ServeHTTP(w, r)
 	})
 }
+
+// sent is when a request with a pass went upstream, for Observe.
+type sent struct {
+	queue string
+	at    time.Time
+}
+
+type sentKey struct{}
 
 // strip removes from h what is waitroom's and not the upstream's: any
 // X-Waitroom-* a client sent, in any spelling (X_Waitroom_Sub too, which

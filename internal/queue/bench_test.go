@@ -274,3 +274,46 @@ func BenchmarkScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTickAdapt is the tick with the controller off, and on with a
+// proposal stored at every tick (the compare-and-set and the HMGET it
+// adds), 10 moves each: the cost the order page's health adds to a tick
+// (docs/PERFORMANCE.md).
+func BenchmarkTickAdapt(b *testing.B) {
+	const refill = 10
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("adapt=%v", on), func(b *testing.B) {
+			s, q, rdb := benchStore(b, Settings{RefillSize: refill, RefillInterval: time.Hour, SessionTTL: time.Hour})
+			ctx := context.Background()
+			k := keysFor(q)
+			if on {
+				enabled, floor := true, 1
+				if err := s.UpdateSettings(ctx, q, Update{AdaptEnabled: &enabled, MinRefillSize: &floor}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			filled, budget := 0, refill
+			measureRedis(b, rdb, func() {
+				for b.Loop() {
+					b.StopTimer()
+					if filled < refill {
+						fill(b, rdb, q, 20*refill)
+						filled = 20 * refill
+					}
+					rdb.HDel(ctx, k.tick, "next_at_ms", "min_next_ms")
+					var p Proposal
+					if on { // alternate 10 and 9, so every tick stores a step
+						p = Proposal{Refill: 19 - budget, Base: budget}
+					}
+					b.StartTimer()
+					res, err := s.TickWith(ctx, q, p)
+					if err != nil || !res.Applied || res.Adapted != on {
+						b.Fatalf("tick: %+v %v", res, err)
+					}
+					budget = int(res.Budget)
+					filled -= int(res.Moved)
+				}
+			})
+		})
+	}
+}

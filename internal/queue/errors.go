@@ -22,6 +22,11 @@ var (
 	ErrInvalidAbandon    = fmt.Errorf("queue: abandon_after_ms must be an integer from 0 (off) to %d", MaxAbandonAfter.Milliseconds())
 	ErrInvalidOpening    = errors.New("queue: prequeue_from must not be after opens_at, and needs one")
 	ErrInvalidWebhookURL = fmt.Errorf("queue: webhook_url must be at most %d bytes", MaxWebhookURLBytes)
+	// ErrInvalidAdapt: a setting of the controller out of its range
+	// (origin_target_p95_ms, origin_max_error_rate, min_refill_size,
+	// origin_probe_url).
+	ErrInvalidAdapt = errors.New("queue: origin_target_p95_ms must be 0 to 600000, origin_max_error_rate 0 to 1, " +
+		"min_refill_size 0 to 100000, origin_probe_url an absolute http(s) URL")
 )
 
 // Refusals of the defences (defences.go): the call changed nothing, and

@@ -16,9 +16,12 @@ import (
 func (s *Store) Seed(ctx context.Context) error {
 	for _, name := range s.names {
 		cfg := s.queues[name].keys.config
-		for i, field := range []string{"refill_size", "refill_interval_ms", "session_ttl_ms", "max_active", "abandon_after_ms"} {
+		defaults := []any{"refill_size", s.defaultArgs[0], "refill_interval_ms", s.defaultArgs[1],
+			"session_ttl_ms", s.defaultArgs[2], "max_active", s.defaultArgs[3], "abandon_after_ms", s.defaultArgs[4]}
+		defaults = append(defaults, s.defaults.Adapt.update().adaptFields()...)
+		for i := 0; i < len(defaults); i += 2 {
 			_, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (bool, error) {
-				return s.rdb.HSetNX(ctx, cfg, field, s.defaultArgs[i]).Result()
+				return s.rdb.HSetNX(ctx, cfg, defaults[i].(string), defaults[i+1]).Result()
 			})
 			if err != nil {
 				return fmt.Errorf("queue: seed %s: %w", name, err)
@@ -118,12 +121,9 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 		fields = append(fields, "message", encodeText(*u.Message))
 	}
 	if u.Paused != nil {
-		paused := 0
-		if *u.Paused {
-			paused = 1
-		}
-		fields = append(fields, "paused", paused)
+		fields = append(fields, "paused", boolInt(*u.Paused))
 	}
+	fields = append(fields, u.adaptFields()...)
 	if len(fields) == 0 {
 		return nil
 	}

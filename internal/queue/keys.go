@@ -13,13 +13,15 @@ type keys struct {
 	tick    string // HASH next_at_ms (an interval after at_ms), at_ms, moved, abandoned, direct, draw_for, draw_seed, draw_count (see tick.lua)
 	// history: LIST, one entry per ended interval, oldest first, written
 	// by tick.lua and read by parseHistoryEntry. The one description of
-	// its format: "at_ms:admitted:waiting:abandoned:arrivals:active",
+	// its format: "at_ms:admitted:waiting:abandoned:arrivals:active:budget",
 	// the interval's start (Redis clock, ms), its admissions (moved and
 	// direct), the line at its end, the places dropped as abandoned at its
 	// end, its arrivals (arrival numbers given, direct admissions, an
-	// opening's participants placed) and the active users at its end.
+	// opening's participants placed), the active users at its end and its
+	// budget (refill_size, or the effective refill while adapting).
 	// Fields are only ever added at the end; entries written before carry
-	// fewer (3 before abandonment, 4 before issue 22) and read as 0 for
+	// fewer (3 before abandonment, 4 before issue 22's, 6 before the
+	// budget) and read as 0 for
 	// the missing ones, and fields after those a reader knows are ignored.
 	history string
 	heard   string // ZSET member=waiting user id, score=when last heard (ms): abandonment

@@ -64,6 +64,7 @@ const (
 	infoAdmitted
 	infoMaxWaiting
 	infoDifficulty
+	infoBudget
 	infoLen
 )
 
@@ -78,6 +79,8 @@ const (
 	tickAbandoned
 	tickLate
 	tickUntilNext
+	tickBudget
+	tickAdapted
 	tickLen // then a group of three per Sample: kind, value (ms), count
 )
 
@@ -206,6 +209,8 @@ func newTickResult(v []int64) (TickResult, error) {
 		Abandoned: v[tickAbandoned],
 		Late:      ms(v[tickLate]),
 		UntilNext: ms(v[tickUntilNext]),
+		Budget:    v[tickBudget],
+		Adapted:   v[tickAdapted] == 1,
 	}, nil
 }
 
@@ -238,6 +243,7 @@ func newInfo(queue string, v []int64, sessionMax time.Duration) (Info, error) {
 		DrawSeed:              v[infoDrawSeed],
 		DrawCount:             v[infoDrawCount],
 		AdmittedThisInterval:  v[infoAdmitted],
+		RefillEffective:       int(v[infoBudget]),
 		Now:                   time.UnixMilli(v[infoNow]),
 	}
 	if v[infoLastTickAt] > 0 {
@@ -254,7 +260,7 @@ func parseHistoryEntry(entry string) (HistoryPoint, error) {
 	if len(parts) < 3 {
 		return HistoryPoint{}, fmt.Errorf("queue: malformed history entry %q", entry)
 	}
-	var n [6]int64
+	var n [7]int64
 	for i, p := range parts[:min(len(parts), len(n))] {
 		v, err := strconv.ParseInt(p, 10, 64)
 		if err != nil {
@@ -262,7 +268,7 @@ func parseHistoryEntry(entry string) (HistoryPoint, error) {
 		}
 		n[i] = v
 	}
-	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2], Abandoned: n[3], Arrivals: n[4], Active: n[5]}, nil
+	return HistoryPoint{At: time.UnixMilli(n[0]), Admitted: n[1], Waiting: n[2], Abandoned: n[3], Arrivals: n[4], Active: n[5], Refill: n[6]}, nil
 }
 
 // ms is a duration the scripts give in milliseconds.

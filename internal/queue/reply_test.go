@@ -61,6 +61,7 @@ var luaMirror = []struct {
 	{"INFO_ADMITTED", infoAdmitted + 1},
 	{"INFO_MAX_WAITING", infoMaxWaiting + 1},
 	{"INFO_DIFFICULTY", infoDifficulty + 1},
+	{"INFO_BUDGET", infoBudget + 1},
 
 	{"TICK_APPLIED", tickApplied + 1},
 	{"TICK_MOVED", tickMoved + 1},
@@ -71,6 +72,8 @@ var luaMirror = []struct {
 	{"TICK_ABANDONED", tickAbandoned + 1},
 	{"TICK_LATE", tickLate + 1},
 	{"TICK_UNTIL_NEXT", tickUntilNext + 1},
+	{"TICK_BUDGET", tickBudget + 1},
+	{"TICK_ADAPTED", tickAdapted + 1},
 	{"STAT_LINE", int(TimeInLine)},
 	{"STAT_ETA", int(ETAError)},
 	{"STAT_INSIDE", int(TimeInside)},
@@ -108,7 +111,7 @@ func TestRepliesMatchLua(t *testing.T) {
 	for _, n := range []struct {
 		name     string
 		last, by int
-	}{{"head", headUntilOpen, headLen}, {"info", infoDifficulty, infoLen}, {"tick", tickUntilNext, tickLen}} {
+	}{{"head", headUntilOpen, headLen}, {"info", infoBudget, infoLen}, {"tick", tickAdapted, tickLen}} {
 		if n.last+1 != n.by {
 			t.Errorf("%sLen is %d, but its last position is %d", n.name, n.by, n.last)
 		}

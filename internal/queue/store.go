@@ -405,13 +405,22 @@ const ticksPerInterval = 10
 // applied it yet. It is safe, and expected, to call it from every replica
 // several times per interval.
 func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
+	return s.TickWith(ctx, queue, Proposal{})
+}
+
+// TickWith is Tick with an effective refill proposed for the interval
+// the tick opens (internal/adapt): an applied tick stores it, atomically
+// with the tick, if the queue's budget is still p.Base and the controller
+// is on (TickResult.Adapted); else it changes nothing. A zero Proposal is
+// none.
+func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickResult, error) {
 	q, err := s.queue(queue)
 	if err != nil {
 		return TickResult{}, err
 	}
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return tickScript.Run(ctx, s.rdb, q.tickKeys,
-			append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch)...).Int64Slice()
+			append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base)...).Int64Slice()
 	})
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)

@@ -55,6 +55,36 @@ type Settings struct {
 	// status) before the tick drops the place when it reaches the head,
 	// without spending a token on it (0: never).
 	AbandonAfter time.Duration
+	// Adapt lets the order page's health drive the rate (internal/adapt):
+	// the defaults a queue is seeded with.
+	Adapt Adapt
+}
+
+// Adapt are a queue's settings for the controller that lets the order
+// page's health drive the rate (issue 21, internal/adapt). Off, the
+// budget of every interval is refill_size.
+type Adapt struct {
+	Enabled bool // adapt_enabled
+	// TargetP95 is origin_target_p95_ms: over it the effective refill
+	// drops (0: latency not checked).
+	TargetP95 time.Duration
+	// MaxErrorRate is origin_max_error_rate, 0..1 (0: errors not checked).
+	MaxErrorRate float64
+	// MinRefill is min_refill_size, the floor of the effective refill
+	// (0: 1).
+	MinRefill int
+	// ProbeURL is origin_probe_url, polled by one replica at a time for a
+	// forward-auth or SDK deployment ("": none).
+	ProbeURL string
+}
+
+// AdaptState is a queue's controller settings with what it steers: the
+// operator's refill_size (the ceiling) and the effective refill the next
+// tick starts from (the budget: refill_size when off or not yet stored).
+type AdaptState struct {
+	Adapt
+	RefillSize      int
+	RefillEffective int
 }
 
 // Limit is a rate limit: Rate calls a second on average, Burst at once. A
@@ -217,11 +247,25 @@ type TickResult struct {
 	// yet, 0 while an opening's draw is being placed (each call places a
 	// batch). The scheduler calls the tick again then (internal/scheduler).
 	UntilNext time.Duration
+	// Budget is what the interval an applied tick opened admits:
+	// refill_size, or the effective refill while adapting.
+	Budget int64
+	// Adapted is true when the tick stored the proposed effective refill
+	// (Proposal): Budget is then the proposal (clamped).
+	Adapted bool
 	// Samples are what an applied tick measured (linestats.go): the time
 	// in line and the ETA's error of the users it admitted and of the
 	// direct admissions of the interval that ended, the time inside of
 	// the sessions it purged as expired.
 	Samples []Sample
+}
+
+// Proposal is an effective refill proposed for the next tick
+// (internal/adapt): stored only if the queue's budget is still Base when
+// the tick is applied (a compare-and-set), and the controller is on.
+type Proposal struct {
+	Refill int // the proposed effective refill; 0: none
+	Base   int // the budget it was worked out from
 }
 
 // Info is a snapshot of one queue.
@@ -247,7 +291,10 @@ type Info struct {
 	// AdmittedThisInterval counts the admissions of the interval in
 	// progress: the last tick's moves and the direct entries since.
 	AdmittedThisInterval int64
-	Now                  time.Time // Redis time of the snapshot
+	// RefillEffective is what an interval admits now: refill_size, or the
+	// effective refill while the origin's health drives the rate.
+	RefillEffective int
+	Now             time.Time // Redis time of the snapshot
 }
 
 // HistoryPoint is one ended interval.
@@ -262,6 +309,7 @@ type HistoryPoint struct {
 	// before issue 22).
 	Arrivals int64
 	Active   int64 // active users at its end (0 before issue 22)
+	Refill   int64 // its budget (refill_size or the effective refill); 0 in entries written before it was kept
 }
 
 // Overview is what the operator sees of one queue (Store.Overview): the
@@ -294,4 +342,12 @@ type Update struct {
 	// Title and Message are the queue's text on its waiting page, by
 	// language tag (Text); an empty map clears one.
 	Title, Message *map[string]string
+	// The controller's settings (Adapt). Switching it off drops the
+	// effective refill at once: refill_size is the budget again.
+	AdaptEnabled       *bool
+	OriginTargetP95    *time.Duration
+	OriginMaxErrorRate *float64
+	MinRefillSize      *int
+	// OriginProbeURL: an absolute http(s) URL, or "" for none.
+	OriginProbeURL *string
 }

@@ -71,6 +71,9 @@ func ValidateSettings(s Settings) error {
 	if err := s.Limits.Validate(); err != nil {
 		return err
 	}
+	if err := s.Adapt.update().validateAdapt(); err != nil {
+		return err
+	}
 	return checkAbandonAfter(s.AbandonAfter)
 }
 
@@ -113,6 +116,9 @@ func (u Update) Validate() error {
 		if err := checkAbandonAfter(*u.AbandonAfter); err != nil {
 			return err
 		}
+	}
+	if err := u.validateAdapt(); err != nil {
+		return err
 	}
 	if u.WebhookURL != nil && len(*u.WebhookURL) > MaxWebhookURLBytes {
 		return ErrInvalidWebhookURL

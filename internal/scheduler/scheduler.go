@@ -55,15 +55,30 @@ type Observer interface {
 	Tick(queue string, res queue.TickResult, took time.Duration, err error)
 }
 
+// Adapter proposes the effective refill of each tick (internal/adapt, the
+// order page's health driving the rate) and hears how the tick went, so
+// that this package knows nothing of the controller. It must be safe for
+// concurrent use.
+type Adapter interface {
+	Propose(queue string) queue.Proposal
+	Ticked(queue string, p queue.Proposal, res queue.TickResult)
+}
+
 // Start begins calling the tick of each queue every period, telling obs
 // (nil: nobody) how each call went.
 func Start(store *queue.Store, period time.Duration, logger *slog.Logger, obs Observer) (*Scheduler, error) {
+	return StartAdapting(store, period, logger, obs, nil)
+}
+
+// StartAdapting is Start with each tick's effective refill proposed by ad
+// (nil: none).
+func StartAdapting(store *queue.Store, period time.Duration, logger *slog.Logger, obs Observer, ad Adapter) (*Scheduler, error) {
 	s, err := gocron.NewScheduler(gocron.WithLogger(logger), gocron.WithStopTimeout(5*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	for _, name := range store.Queues() {
-		t := &ticker{store: store, queue: name, period: period, log: logger.With("queue", name), obs: obs}
+		t := &ticker{store: store, queue: name, period: period, log: logger.With("queue", name), obs: obs, adapt: ad}
 		_, err := s.NewJob(
 			gocron.DurationJob(period),
 			gocron.NewTask(t.run),
@@ -92,6 +107,7 @@ type ticker struct {
 	period  time.Duration // between the job's runs
 	log     *slog.Logger
 	obs     Observer // nil: nobody
+	adapt   Adapter  // nil: no proposals
 	failing bool     // log a failure once, not every period, until it recovers
 }
 
@@ -118,7 +134,14 @@ func (t *ticker) call(jobCtx context.Context) (res queue.TickResult, ok bool) {
 	ctx, cancel := context.WithTimeout(jobCtx, tickTimeout)
 	defer cancel()
 	start := time.Now()
-	res, err := t.store.Tick(ctx, t.queue)
+	var p queue.Proposal
+	if t.adapt != nil {
+		p = t.adapt.Propose(t.queue)
+	}
+	res, err := t.store.TickWith(ctx, t.queue, p)
+	if err == nil && t.adapt != nil {
+		t.adapt.Ticked(t.queue, p, res)
+	}
 	if jobCtx.Err() != nil {
 		return res, false // stopping: a call cut short is no failed tick
 	}

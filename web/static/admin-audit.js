@@ -8,6 +8,7 @@ import { num, dateClock } from './admin-format.js';
 // The log's actions -> their words; another action shows as its name.
 const ACTIONS = {
   settings: 'auditSettings',
+  automatic: 'auditAutomatic',
   refill_size: 'auditRefill',
   remove_user: 'auditRemoveUser',
 };
@@ -33,7 +34,9 @@ function auditEntry(e) {
   const meta = html('p', 'audit-meta');
   const when = html('time', 'audit-when', dateClock(at));
   when.dateTime = at.toISOString();
-  meta.append(when, ' · ', html('span', 'audit-what', what), ' · ' + t('auditFrom', { address: e.client_ip || t('unknownAddress') }));
+  // The controller's steps (actor "automatic") come from no address.
+  const from = e.actor ? t('auditBy', { actor: e.actor }) : t('auditFrom', { address: e.client_ip || t('unknownAddress') });
+  meta.append(when, ' · ', html('span', 'audit-what', what), ' · ' + from);
   const li = html('li', 'audit-entry');
   li.append(meta);
   const changes = html('ul', 'audit-changes');

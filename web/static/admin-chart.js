@@ -74,7 +74,7 @@ export function drawChart(view) {
   const scales = {
     waiting: scale(maxOf(points, (p) => p.waiting), PLOT_H.waiting),
     active: scale(maxOf(points, (p) => p.active || 0), PLOT_H.active),
-    ticks: scale(maxOf(points, (p) => p.admitted + abandoned(p)), PLOT_H.ticks),
+    ticks: scale(maxOf(points, (p) => Math.max(p.admitted + abandoned(p), p.refill_effective || 0)), PLOT_H.ticks),
   };
   // One left margin for all three, so their time axes line up.
   let chars = 1;
@@ -87,6 +87,8 @@ export function drawChart(view) {
   view.nows.active.textContent = now ? t('nowValue', { n: num(now.active) }) : '';
   view.nows.admitted.textContent = lastPoint ? t('lastTickValue', { n: num(lastPoint.admitted) }) : '';
   view.abandonedKey.hidden = !points.some((p) => abandoned(p) > 0);
+  const budgets = points.filter((p) => p.refill_effective > 0);
+  view.effectiveKey.hidden = budgets.length === 0;
 
   // People waiting.
   let f = frame(view.charts.waiting, W, left, span, scales.waiting, false);
@@ -118,6 +120,13 @@ export function drawChart(view) {
     const x = f.x(p.at_ms) - barW;
     if (hA > 0) bar(svg, x, f.base - hA, barW, hA, 'admitted-bar', label);
     if (hB > 0) bar(svg, x, f.base - hA - hB, barW, hB, 'abandoned-bar', label);
+  }
+  // The refill in force in each interval (refill_effective): a step line
+  // over the bars, so a controller holding the rate back shows.
+  if (budgets.length) {
+    const d = budgets.map((p, i) => (i ? 'H' + (f.x(p.at_ms) - barW).toFixed(1) + ' V' : 'M' + (f.x(p.at_ms) - barW).toFixed(1) + ' ') +
+      f.y(p.refill_effective).toFixed(1) + ' H' + f.x(p.at_ms).toFixed(1)).join(' ');
+    svg.append(el('path', { d: d, class: 'effective-line' }));
   }
   const last = { admitted: num(lastPoint.admitted), abandoned: num(abandoned(lastPoint)), max: num(maxOf(points, (p) => p.admitted)) };
   svg.setAttribute('aria-label', abandoned(lastPoint) > 0 ? t('ticksChartLabelAbandoned', last) : t('ticksChartLabel', last));

@@ -6,7 +6,7 @@ import { $, uniqueId } from './dom.js';
 import { i18n, t } from './admin-messages.js';
 import { num, secs, clock, ago } from './admin-format.js';
 import { api, currentSession, getToken } from './admin-api.js';
-import { buildForm, syncForm, togglePause } from './admin-settings.js';
+import { buildForm, syncForm, togglePause, toggleAdapt } from './admin-settings.js';
 import { buildOpening, updateOpening } from './admin-opening.js';
 import { buildText, updateText } from './admin-text.js';
 import { drawChart, chartWidth } from './admin-chart.js';
@@ -127,6 +127,7 @@ function buildSection(name) {
     charts: { waiting: q('svg.chart-waiting'), active: q('svg.chart-active'), ticks: q('svg.chart-ticks') },
     nows: { waiting: q('.now-waiting'), active: q('.now-active'), admitted: q('.now-admitted') },
     abandonedKey: q('.abandoned-key'),
+    effectiveKey: q('.effective-key'),
     points: [], // the history of ticks, as the server last said
     intervalMs: 0,
     lineStats: null, // the history's stats (the last 10 minutes), as the server last said
@@ -136,6 +137,10 @@ function buildSection(name) {
     state: q('.queue-state'),
     pause: q('.pause-btn'),
     pauseError: q('.pause-error'),
+    adaptButton: q('.adapt-btn'),
+    adaptError: q('.adapt-error'),
+    adaptState: q('.adapt-state'),
+    adapt: false,
     pausedNote: q('.paused-note'),
     routes: q('.routes'),
     paused: false, // as the server last said
@@ -151,6 +156,9 @@ function buildSection(name) {
   view.pause.setAttribute('aria-describedby', view.pauseError.id);
   view.pause.addEventListener('click', () => togglePause(view));
   q('.csv-btn').addEventListener('click', () => downloadHistory(view));
+  view.adaptError.id = uniqueId('adapt-error');
+  view.adaptButton.setAttribute('aria-describedby', view.adaptError.id);
+  view.adaptButton.addEventListener('click', () => toggleAdapt(view));
   // The chart is drawn at its width in CSS pixels: draw again when that
   // changes (a phone turned, a window resized).
   if (typeof ResizeObserver === 'function') {
@@ -177,6 +185,10 @@ function showSection(view) {
   view.root.querySelector('.active').classList.toggle('at-cap', q.max_active > 0 && q.active >= q.max_active);
   set('.tokens', num(q.tokens));
   set('.refill-size', num(q.refill_size));
+  // What an interval admits now: below the refill size while the order
+  // page's health holds the rate back.
+  set('.refill-effective', q.adapt_enabled ? t('effectiveAuto', { n: num(q.refill_effective) }) : t('effectiveOff', { n: num(q.refill_effective) }));
+  view.root.querySelector('.refill-effective').classList.toggle('at-cap', q.adapt_enabled && q.refill_effective < q.refill_size);
   set('.interval', secs(q.refill_interval_ms / 1000));
   set('.per-minute', num(q.admitted_last_minute));
   set('.abandoned', num(q.abandoned_last_interval || 0));
@@ -199,6 +211,10 @@ function showSection(view) {
   view.pause.textContent = view.paused ? t('resume') : t('pause');
   view.pause.classList.toggle('btn-primary', view.paused);
   view.pause.classList.toggle('btn-secondary', !view.paused);
+
+  view.adapt = q.adapt_enabled === true;
+  view.adaptState.textContent = view.adapt ? t('adaptOn') : t('adaptOff');
+  view.adaptButton.textContent = view.adapt ? t('adaptTurnOff') : t('adaptTurnOn');
 
   for (const form of view.forms) syncForm(form, q);
   updateOpening(view.opening, q);

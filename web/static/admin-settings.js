@@ -35,7 +35,28 @@ const SETTINGS = {
     invalid: 'powInvalid',
     saved: (q) => (q.challenge_difficulty > 0 ? t('powSaved', { d: num(q.challenge_difficulty) }) : t('powSavedOff')),
   },
+  origin_target_p95_ms: {
+    invalid: 'targetInvalid',
+    saved: (q) => (q.origin_target_p95_ms > 0 ? t('targetSaved', { ms: num(q.origin_target_p95_ms) }) : t('targetSavedOff')),
+  },
+  origin_max_error_rate: {
+    invalid: 'errorRateInvalid',
+    saved: (q) => (q.origin_max_error_rate > 0 ? t('errorRateSaved', { p: percent(q.origin_max_error_rate) }) : t('errorRateSavedOff')),
+  },
+  min_refill_size: {
+    invalid: 'floorInvalid',
+    saved: (q) => t('floorSaved', { n: num(q.min_refill_size) }),
+  },
+  origin_probe_url: {
+    invalid: 'probeInvalid',
+    saved: (q) => (q.origin_probe_url ? t('probeSaved') : t('probeSavedNone')),
+  },
 };
+
+// percent shows a 0..1 rate as a percentage, without float noise.
+function percent(rate) {
+  return String(Math.round(rate * 100 * 1e6) / 1e6);
+}
 
 // buildForm wires one setting's form of view (a queue's section): a
 // number field and Save.
@@ -45,6 +66,8 @@ export function buildForm(view, root) {
   const form = {
     setting: root.getAttribute('data-setting'),
     scale: Number(root.getAttribute('data-scale')) || 1, // the API's unit per unit shown
+    fraction: root.hasAttribute('data-fraction'), // the API takes a fraction, not a whole number
+    url: root.getAttribute('data-kind') === 'url', // a text setting (the probe URL)
     input: q('.setting-input'),
     submit: q('.setting-submit'),
     error: q('.setting-error'),
@@ -70,21 +93,26 @@ export function buildForm(view, root) {
 // syncForm shows the server's value of the form's setting in q, unless
 // the operator is typing in it.
 export function syncForm(form, q) {
-  if (!form.dirty && document.activeElement !== form.input) form.input.value = String(q[form.setting] / form.scale);
+  if (form.dirty || document.activeElement === form.input) return;
+  form.input.value = form.url ? (q[form.setting] || '') : String(Math.round((q[form.setting] / form.scale) * 1e6) / 1e6);
 }
 
 async function saveSetting(view, form) {
   form.error.hidden = true;
   form.ok.hidden = true;
   const raw = form.input.value.trim();
-  const pattern = form.scale > 1 ? /^-?[0-9]+(\.[0-9]+)?$/ : /^-?[0-9]+$/;
-  const value = Math.round(Number(raw) * form.scale);
-  if (!pattern.test(raw) || !Number.isSafeInteger(value)) {
-    showFieldError(form, t(SETTINGS[form.setting].invalid));
-    return;
-  }
   const body = {};
-  body[form.setting] = value;
+  if (form.url) {
+    body[form.setting] = raw; // the server checks it ("" is none)
+  } else {
+    const pattern = form.scale !== 1 ? /^-?[0-9]+(\.[0-9]+)?$/ : /^-?[0-9]+$/;
+    const value = form.fraction ? Number(raw) * form.scale : Math.round(Number(raw) * form.scale);
+    if (!pattern.test(raw) || !(form.fraction ? Number.isFinite(value) : Number.isSafeInteger(value))) {
+      showFieldError(form, t(SETTINGS[form.setting].invalid));
+      return;
+    }
+    body[form.setting] = value;
+  }
   const q = await patchQueue(view, body, form.submit, (text) => showFieldError(form, text));
   if (!q) return;
   form.dirty = false;
@@ -100,6 +128,17 @@ export async function togglePause(view) {
   const q = await patchQueue(view, { paused: !view.paused }, view.pause, (text) => {
     view.pauseError.textContent = text;
     view.pauseError.hidden = false;
+  });
+  if (q) view.update(q);
+}
+
+// toggleAdapt switches the automatic rate on or off; off, the refill
+// size is what each tick admits again at once.
+export async function toggleAdapt(view) {
+  view.adaptError.hidden = true;
+  const q = await patchQueue(view, { adapt_enabled: !view.adapt }, view.adaptButton, (text) => {
+    view.adaptError.textContent = text;
+    view.adaptError.hidden = false;
   });
   if (q) view.update(q);
 }

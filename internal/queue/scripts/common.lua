@@ -56,6 +56,7 @@ local INFO_DRAW_COUNT = 17      -- the participants it placed
 local INFO_ADMITTED = 18        -- admitted so far in the interval in progress
 local INFO_MAX_WAITING = 19
 local INFO_DIFFICULTY = 20      -- challenge_difficulty
+local INFO_BUDGET = 21          -- the refill an interval admits now: refill_effective while adapting, else refill_size
 
 -- tick.lua's reply.
 local TICK_APPLIED = 1          -- 0 or 1
@@ -67,6 +68,8 @@ local TICK_ADMITTED = 6         -- in the interval that just ended
 local TICK_ABANDONED = 7
 local TICK_LATE = 8             -- ms after it was due
 local TICK_UNTIL_NEXT = 9       -- ms until the next tick is due (0: now, or once a draw is placed)
+local TICK_BUDGET = 10          -- the refill the interval this tick opened admits (refill_effective while adapting)
+local TICK_ADAPTED = 11         -- 1: the proposed refill_effective was stored (adapt, issue 21)
 
 -- What the line felt like (issue 22): the kinds of the durations tick.lua
 -- measures, each reported as a group {kind, value_ms, count} after the
@@ -82,17 +85,34 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- interval_budget: what an interval admits. refill_size, unless the controller is
+-- on and has stored an effective refill: then that, clamped to
+-- [min_refill_size, refill_size] (a floor above refill_size gives way,
+-- and never below 1), so an operator's lower refill_size counts at once.
+-- internal/adapt's Clamp is the same rule.
+local function interval_budget(refill, enabled, effective, floor)
+  if not enabled or not effective then
+    return refill
+  end
+  return math.max(math.max(1, math.min(floor, refill)), math.min(effective, refill))
+end
+
 -- queue_config: refill_size, refill_interval_ms, session_ttl_ms, max_active
 -- (0: no cap), paused (0 or 1), abandon_after_ms (0: off), a scheduled
 -- opening's opens_at_ms and prequeue_from_ms (0: none), max_waiting (the
 -- line's cap, 0: none) and challenge_difficulty (proof of work before
 -- entering, 0: off) from the config HASH, falling back to the calling
 -- replica's defaults (ARGV[1..5] of every script that calls it) for any
--- field that is missing (a fresh or flushed Redis).
+-- field that is missing (a fresh or flushed Redis). The eleventh value is
+-- the interval's budget: refill_size, or while the origin's health drives
+-- the rate (adapt_enabled, issue 21) the effective refill tick.lua last
+-- stored, within [min_refill_size, refill_size] (interval_budget).
 local function queue_config(key)
   local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms', 'max_active', 'paused',
-    'abandon_after_ms', 'opens_at_ms', 'prequeue_from_ms', 'max_waiting', 'challenge_difficulty')
-  return tonumber(v[1]) or tonumber(ARGV[1]),
+    'abandon_after_ms', 'opens_at_ms', 'prequeue_from_ms', 'max_waiting', 'challenge_difficulty',
+    'adapt_enabled', 'refill_effective', 'min_refill_size')
+  local refill = tonumber(v[1]) or tonumber(ARGV[1])
+  return refill,
          tonumber(v[2]) or tonumber(ARGV[2]),
          tonumber(v[3]) or tonumber(ARGV[3]),
          tonumber(v[4]) or tonumber(ARGV[4]),
@@ -101,7 +121,8 @@ local function queue_config(key)
          tonumber(v[7]) or 0,
          tonumber(v[8]) or 0,
          tonumber(v[9]) or 0,
-         tonumber(v[10]) or 0
+         tonumber(v[10]) or 0,
+         interval_budget(refill, v[11] == '1', tonumber(v[12]), tonumber(v[13]) or 0)
 end
 local DEFAULTS = 5 -- ARGV[1..DEFAULTS] are the defaults queue_config reads
 

@@ -74,8 +74,9 @@ local FIXED = 11 -- KEYS before the per-call ones
 local CALLS = (#ARGV - LIMITS) / 2
 local seqs = {}
 local now = now_ms()
-local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty =
+local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty, budget =
   queue_config(KEYS[5])
+refill = budget -- what an interval admits (the effective refill while adapting): tokens, ETA
 local in_draw = redis.call('SCARD', KEYS[8])
 local out = reply_head(0, KEYS[6], now, refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
 local HEAD = #out

@@ -14,11 +14,12 @@
 --          abandoned by the last tick, opens_at_ms, prequeue_from_ms,
 --          the opening its draw was for (ms), its seed, participants placed,
 --          admitted so far in the interval in progress, max_waiting,
---          challenge_difficulty}
+--          challenge_difficulty, the budget an interval admits now
+--          (refill_effective while adapting, else refill_size)}
 -- where waiting includes the participants of a draw not yet placed.
 -- where entered counts the admissions that have not ended (the active users).
 local now = now_ms()
-local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty =
+local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty, budget =
   queue_config(KEYS[4])
 local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
 if tokens > refill then
@@ -47,4 +48,5 @@ out[INFO_DRAW_COUNT] = tonumber(t[5]) or 0
 out[INFO_ADMITTED] = (tonumber(t[6]) or 0) + (tonumber(t[7]) or 0)
 out[INFO_MAX_WAITING] = max_waiting
 out[INFO_DIFFICULTY] = difficulty
+out[INFO_BUDGET] = budget
 return out

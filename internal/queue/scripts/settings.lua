@@ -9,6 +9,12 @@
 local n = redis.call('HSET', KEYS[1], unpack(ARGV))
 local changed = {}
 for i = 1, #ARGV, 2 do
+  -- The controller switched off (issue 21): its effective refill goes, so
+  -- refill_size is the budget from this moment (interval_budget, common.lua), and
+  -- a later switch on starts again from refill_size.
+  if ARGV[i] == 'adapt_enabled' and ARGV[i + 1] == '0' then
+    redis.call('HDEL', KEYS[1], 'refill_effective')
+  end
   -- The webhook URL itself is not told: it may carry the receiver's
   -- token, and the site knows where it listens.
   if ARGV[i] ~= 'webhook_url' then

@@ -16,7 +16,8 @@
 -- participants still to be placed, and (rank, seq) pairs in rank order:
 --   {waiting, until_next_tick_ms, ..., until_open_ms, near, in_draw, rank1, seq1, rank2, seq2, ...}
 local now = now_ms()
-local refill, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from = queue_config(KEYS[2])
+local _, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from, _, _, refill = queue_config(KEYS[2])
+-- refill: what an interval admits (the effective refill while adapting), for the ETA
 local in_draw = redis.call('SCARD', KEYS[4])
 local line = redis.call('ZCARD', KEYS[1])
 local out = reply_head(line + in_draw, KEYS[3], now, refill, interval, ttl, paused, abandon_after, opens_at,

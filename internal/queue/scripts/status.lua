@@ -36,7 +36,8 @@
 -- a client polling faster is told to wait, at the cost of two reads here
 -- and no round trip of its own.
 local now = now_ms()
-local refill, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from = queue_config(KEYS[3])
+local _, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from, _, _, refill = queue_config(KEYS[3])
+-- refill: what an interval admits (the effective refill while adapting), for the ETA
 local in_draw = redis.call('SCARD', KEYS[7])
 local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[4], now,
   refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)

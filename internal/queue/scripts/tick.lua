@@ -37,7 +37,7 @@
 -- KEYS[10] -> admitted (HASH: a renewed sliding session's start, renew.lua)
 -- KEYS[11] -> events (STREAM: the webhooks' outbox, emit in common.lua)
 -- KEYS[12] -> seq     (STRING arrival counter, read only)
--- KEYS[13] -> arrivals (ZSET member="at_ms:waiting:refill_size:interval_ms",
+-- KEYS[13] -> arrivals (ZSET member="at_ms:waiting:budget:interval_ms",
 --                     score=seq at an applied tick; see "Line statistics")
 -- KEYS[14] -> samples (LIST of "at_ms:kind:value_ms:count", STAT_* kinds)
 -- KEYS[15] -> inside  (HASH rounded time inside (ms) -> count, done.lua's
@@ -48,21 +48,27 @@
 -- ARGV[8] -> max abandoned places dropped per tick
 -- ARGV[9] -> a fresh random seed (52 bits), used if this call starts a draw
 -- ARGV[10] -> max participants placed per call while a draw runs
+-- ARGV[11] -> a proposed refill_effective (internal/adapt; "" or 0: none)
+-- ARGV[12] -> the refill_effective (the budget, TICK_BUDGET) it was based
+--            on: stored only if that is still the budget, a compare-and-set,
+--            so a proposal from a stale reading, or a second replica's
+--            for the same interval, changes nothing
 -- Returns, in TICK_* order (common.lua): {applied (0|1), moved, waiting,
 -- tokens, purged, admitted in the interval that just ended, abandoned
 -- places dropped, how late the tick is (ms after it was due, next_at_ms,
 -- on the Redis clock: whole intervals missed count too; 0 for a queue's
--- first tick), ms until the next tick is due}; a call that applies no
--- tick answers 0 for all but the last (0 while a draw is being placed).
--- An applied tick then adds what it measured, three values a group:
--- {kind (STAT_*), value_ms, count} (see "Line statistics" below).
+-- first tick), ms until the next tick is due, the budget of the interval
+-- it opens, 1 if it stored the proposed refill_effective}; a call that
+-- applies no tick answers 0 for all but TICK_UNTIL_NEXT (0 while a draw is
+-- being placed). An applied tick then adds what it measured, three values
+-- a group: {kind (STAT_*), value_ms, count} (see "Line statistics" below).
 local now = now_ms()
-local refill, interval, ttl, max_active, paused, abandon_after, opens_at = queue_config(KEYS[4])
+local refill, interval, ttl, max_active, paused, abandon_after, opens_at, _, _, _, budget = queue_config(KEYS[4])
 local due = next_tick_at(KEYS[5])
 
 -- not_applied is the reply of a call that applies no tick.
 local function not_applied(until_next)
-  local out = {0, 0, 0, 0, 0, 0, 0, 0, 0}
+  local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
   out[TICK_UNTIL_NEXT] = until_next
   return out
 end
@@ -100,7 +106,7 @@ end
 if due and now < due then
   return not_applied(due - now)
 end
-local state = redis.call('HMGET', KEYS[5], 'at_ms', 'moved', 'direct', 'abandoned', 'seq_at', 'placed')
+local state = redis.call('HMGET', KEYS[5], 'at_ms', 'moved', 'direct', 'abandoned', 'seq_at', 'placed', 'budget')
 local seq_now = tonumber(redis.call('GET', KEYS[12])) or 0
 
 -- Close the interval the previous tick opened: it admitted the users that
@@ -117,8 +123,10 @@ local admitted = (tonumber(state[2]) or 0) + direct
 if state[1] or admitted > 0 then
   local started = tonumber(state[1]) or (now - interval)
   local arrivals = seq_now - (tonumber(state[5]) or seq_now) + direct + (tonumber(state[6]) or 0)
-  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d:%d:%d', started, admitted, waiting_before,
-    tonumber(state[4]) or 0, arrivals, active_count(KEYS[2], now, ttl)))
+  -- The seventh field is the interval's budget (issue 21); readers take
+  -- entries of three to six fields too (keys.go, history).
+  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d:%d:%d:%d', started, admitted, waiting_before,
+    tonumber(state[4]) or 0, arrivals, active_count(KEYS[2], now, ttl), tonumber(state[7]) or refill))
   redis.call('LTRIM', KEYS[6], -tonumber(ARGV[7]), -1)
 end
 
@@ -165,7 +173,22 @@ emit(KEYS[11], KEYS[4], 'expired', expired, now)
 -- it moves with the next tick, unconfirmed by the deadline it is dropped.
 -- The deadline is abandon_after from now, the time any place is given to
 -- be heard from: a page polling as told asks at least twice in it.
-local room = refill
+-- The origin's health drives the rate (issue 21): a replica proposes the
+-- effective refill internal/adapt worked out from the budget it read;
+-- stored (within [min_refill_size, refill_size], interval_budget) only
+-- while the controller is on and that reading is still the budget.
+local adapted = 0
+local proposed, based_on = tonumber(ARGV[11]), tonumber(ARGV[12])
+if proposed and proposed > 0 and based_on == budget then
+  local a = redis.call('HMGET', KEYS[4], 'adapt_enabled', 'min_refill_size')
+  if a[1] == '1' then
+    budget = interval_budget(refill, true, proposed, tonumber(a[2]) or 0)
+    redis.call('HSET', KEYS[4], 'refill_effective', budget)
+    adapted = 1
+  end
+end
+
+local room = budget
 if paused == 1 then
   room = 0
 elseif max_active > 0 then
@@ -234,11 +257,12 @@ emit(KEYS[11], KEYS[4], 'admitted', admit, now)
 local moved = #admit
 redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - GONE_KEEP_MS)
 
--- The tokens left for direct entries until the next tick: refill_size
--- less the users moved, whatever the last interval left (unused tokens do
--- not carry over), so that the interval this tick opens admits at most
--- refill_size. (Direct entries obey the pause and the cap too: enter.lua.)
-local tokens = refill - moved
+-- The tokens left for direct entries until the next tick: the budget
+-- (refill_size, or the effective refill while adapting) less the users
+-- moved, whatever the last interval left (unused tokens do not carry
+-- over), so that the interval this tick opens admits at most the budget.
+-- (Direct entries obey the pause and the cap too: enter.lua.)
+local tokens = budget - moved
 redis.call('SET', KEYS[3], tokens)
 
 -- Line statistics (issue 22): how long the admitted waited, how far the
@@ -342,7 +366,7 @@ end
 -- all below the one that covers the head.
 local left = waiting_before - moved - #dropped
 redis.call('ZREMRANGEBYSCORE', KEYS[13], seq_now, seq_now)
-redis.call('ZADD', KEYS[13], seq_now, string.format('%d:%d:%d:%d', now, left, refill, interval))
+redis.call('ZADD', KEYS[13], seq_now, string.format('%d:%d:%d:%d', now, left, budget, interval))
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local cover = redis.call('ZRANGE', KEYS[13], '(' .. (head[2] or seq_now + 1), '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
 if cover[2] then
@@ -359,7 +383,8 @@ redis.call('HSET', KEYS[5],
   'abandoned', #dropped,
   'direct', 0,
   'seq_at', seq_now,
-  'placed', 0)
+  'placed', 0,
+  'budget', budget)
 local out = {}
 out[TICK_APPLIED] = 1
 out[TICK_MOVED] = moved
@@ -370,6 +395,8 @@ out[TICK_ADMITTED] = admitted
 out[TICK_ABANDONED] = #dropped
 out[TICK_LATE] = due and now - due or 0
 out[TICK_UNTIL_NEXT] = interval
+out[TICK_BUDGET] = budget
+out[TICK_ADAPTED] = adapted
 for _, v in ipairs(groups) do
   out[#out + 1] = v
 end

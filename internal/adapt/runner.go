@@ -1,0 +1,294 @@
+package adapt
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/audit"
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Refresh is how often each replica reads every queue's controller
+// settings and origin report from Redis, and how often the probe's holder
+// polls origin_probe_url: two small reads a second per queue, off every
+// request path.
+const Refresh = time.Second
+
+// Span is the longest stretch of answers a judgement looks at: the
+// answers since the last step, at most this far back.
+const Span = 10 * time.Second
+
+// MinStepGap is the least time between two steps: the order page shows
+// the effect of a step only seconds later (admitted users poll, read the
+// page, then order), and a controller stepping every interval of a
+// short refill interval would step again before seeing it. With the
+// default 5 s interval it changes nothing.
+const MinStepGap = 3 * time.Second
+
+// MinGapAfterDecrease is the least time after a decrease before the next
+// step: the page needs far longer to show a decrease than an increase.
+// Users admitted before it are still reading the page, so its p95 goes on
+// rising for seconds, and then the backlog built while the rate was too
+// high drains only as fast as the page serves more than the new rate.
+// Stepping again meanwhile (6 s in an earlier version) cut the rate to
+// half of what the page serves, and back (scripts/adapt.sh).
+const MinGapAfterDecrease = 4 * MinStepGap
+
+// leaseTTL is the probe lease's life: a holder that stops is replaced
+// within it.
+const leaseTTL = 3 * Refresh
+
+// Actor names the controller in the audit log.
+const Actor = "automatic"
+
+// Options are what a Runner is made of.
+type Options struct {
+	Store *queue.Store
+	Redis Redis
+	// Audit records each step (nil: not recorded).
+	Audit *audit.Log
+	Log   *slog.Logger
+	// Client polls the probe URLs (nil: a client with a 5 s timeout).
+	Client *http.Client
+	// Timeout bounds each Redis call.
+	Timeout time.Duration
+}
+
+// Runner is one replica's controller: it proposes each queue's effective
+// refill to the tick (Propose, Ticked, for internal/scheduler), keeps the
+// reverse-proxy gate's view of the origin (Observe), stores what the site
+// pushes (Report), and polls a probe URL while it holds the probe lease
+// (Run).
+type Runner struct {
+	o      Options
+	store  store
+	window *Window // the proxy's view of upstream answers
+	probes *Window // this replica's probes (while it holds a lease)
+	token  string  // this replica's lease token
+
+	// on says, per queue, whether its controller is on, as last read:
+	// Observe records nothing for a queue that is off, so the gate's path
+	// pays one atomic load then. Its keys never change after New.
+	on map[string]*atomic.Bool
+
+	mu     sync.Mutex
+	queues map[string]*state
+}
+
+// state is what the runner last read of one queue.
+type state struct {
+	st       queue.AdaptState
+	read     bool
+	report   Report
+	reported bool      // report is fresh
+	stepAt   time.Time // when this replica last saw the effective refill change
+	// stepP95 is the p95 that made the last decrease this replica
+	// proposed and its tick stored (0: none, or another replica's step),
+	// for Draining; proposed is the p95 of the proposal in flight.
+	stepP95, proposed time.Duration
+	down              bool // the last step was a decrease
+}
+
+// New returns a runner; start its reads with Run.
+func New(o Options) (*Runner, error) {
+	if o.Store == nil || o.Redis == nil || o.Log == nil || o.Timeout <= 0 {
+		return nil, errors.New("adapt: a runner needs a store, Redis, a logger and a timeout")
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: 5 * time.Second}
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	r := &Runner{o: o, store: store{rdb: o.Redis, timeout: o.Timeout}, window: NewWindow(), probes: NewWindow(),
+		token: hex.EncodeToString(b[:]), queues: map[string]*state{}, on: map[string]*atomic.Bool{}}
+	for _, q := range o.Store.Queues() {
+		r.queues[q] = &state{}
+		r.on[q] = &atomic.Bool{}
+	}
+	return r, nil
+}
+
+// Observe records one upstream answer for queue, as the reverse-proxy
+// gate saw it (status 0: none came). It counts from when the request was
+// sent: a judgement after a step looks only at requests sent since, not
+// at the backlog of those sent before, which would make it step again
+// for what the last step already answers.
+func (r *Runner) Observe(queue string, status int, took time.Duration) {
+	if on, ok := r.on[queue]; ok && on.Load() {
+		r.window.Observe(queue, status, took, time.Now().Add(-took))
+	}
+}
+
+// Report stores what the site says of its own health, for every replica.
+func (r *Runner) Report(ctx context.Context, q string, rep Report) error {
+	if !r.o.Store.Has(q) {
+		return queue.ErrUnknownQueue
+	}
+	if err := rep.Validate(); err != nil {
+		return err
+	}
+	return r.store.write(ctx, q, rep, SourcePush)
+}
+
+// Run reads every queue's settings and report each Refresh, and probes
+// while it holds a queue's lease, until ctx ends.
+func (r *Runner) Run(ctx context.Context) {
+	t := time.NewTicker(Refresh)
+	defer t.Stop()
+	for {
+		for q := range r.queues {
+			r.refresh(ctx, q)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// refresh reads queue q's settings and report, and probes it if this
+// replica holds its lease. A failed read keeps what was read before.
+func (r *Runner) refresh(ctx context.Context, q string) {
+	st, err := r.o.Store.Adapt(ctx, q)
+	if err != nil {
+		r.o.Log.Debug("adapt: read settings", "queue", q, "err", err)
+		return
+	}
+	if st.Enabled && st.ProbeURL != "" {
+		r.probe(ctx, q, st.ProbeURL)
+	}
+	rep, fresh, err := r.store.read(ctx, q)
+	if err != nil {
+		r.o.Log.Debug("adapt: read report", "queue", q, "err", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.queues[q]
+	if s.read && st.RefillEffective != s.st.RefillEffective {
+		s.stepAt = time.Now() // another replica stepped: judge the answers since
+		s.stepP95 = 0         // by a p95 this replica does not know
+		s.down = st.RefillEffective < s.st.RefillEffective
+	}
+	s.st, s.read = st, true
+	r.on[q].Store(st.Enabled)
+	if err == nil {
+		s.report, s.reported = rep, fresh
+	}
+}
+
+// probe polls url once if this replica holds q's probe lease, and then
+// stores the p95 and error rate of its recent probes as q's report.
+func (r *Runner) probe(ctx context.Context, q, url string) {
+	held, err := r.store.hold(ctx, q, r.token, leaseTTL)
+	if err != nil || !held {
+		return
+	}
+	start := time.Now()
+	status := 0
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err == nil {
+		if resp, err := r.o.Client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+			resp.Body.Close()
+			status = resp.StatusCode
+		}
+	}
+	r.probes.Observe(q, status, time.Since(start), start)
+	// A probe a second: a report of at least a few of them.
+	sig, ok := r.probes.signal(q, time.Now().Add(-Span), 3)
+	if !ok {
+		return
+	}
+	if err := r.store.write(ctx, q, Report{P95: sig.P95, ErrorRate: sig.ErrorRate}, SourceProbe); err != nil {
+		r.o.Log.Debug("adapt: write probe report", "queue", q, "err", err)
+	}
+}
+
+// Propose is the effective refill this replica proposes for q's next
+// tick (internal/scheduler calls it before each tick call): none while
+// the controller is off, or nothing says how the origin is doing, or the
+// step would change nothing. The proxy's own view comes first; a fresh
+// pushed or probed report stands in when the proxy saw too few answers.
+func (r *Runner) Propose(q string) queue.Proposal {
+	r.mu.Lock()
+	s, ok := r.queues[q]
+	if !ok || !s.read || !s.st.Enabled {
+		r.mu.Unlock()
+		return queue.Proposal{}
+	}
+	st, report, reported, since, stepP95, down := s.st, s.report, s.reported, s.stepAt, s.stepP95, s.down
+	r.mu.Unlock()
+	if gap := time.Since(since); gap < MinStepGap || (down && gap < MinGapAfterDecrease) {
+		return queue.Proposal{}
+	}
+	since = later(since, time.Now().Add(-Span))
+	sig, ok := r.window.Signal(q, since)
+	if !ok && reported {
+		sig, ok = Signal{P95: report.P95, ErrorRate: report.ErrorRate}, true
+	}
+	set := Settings{Enabled: true, RefillSize: st.RefillSize, MinRefill: st.MinRefill, TargetP95: st.TargetP95, MaxErrorRate: st.MaxErrorRate}
+	next := Next(set, st.RefillEffective, Draining(set, sig, Judge(set, sig, ok), stepP95))
+	if next == st.RefillEffective {
+		return queue.Proposal{}
+	}
+	r.mu.Lock()
+	s.proposed = sig.P95
+	r.mu.Unlock()
+	return queue.Proposal{Refill: next, Base: st.RefillEffective}
+}
+
+// Ticked hears how q's tick call went with proposal p: an applied tick's
+// budget is the effective refill from now on; a step this replica's tick
+// stored goes in the audit log, as the controller's.
+func (r *Runner) Ticked(q string, p queue.Proposal, res queue.TickResult) {
+	if !res.Applied {
+		return
+	}
+	r.mu.Lock()
+	s, ok := r.queues[q]
+	if ok && s.read && int(res.Budget) != s.st.RefillEffective {
+		if res.Adapted && int(res.Budget) < p.Base {
+			s.stepP95 = s.proposed // this replica's decrease, for Draining
+		} else if int(res.Budget) > s.st.RefillEffective {
+			s.stepP95 = 0
+		}
+		s.down = int(res.Budget) < s.st.RefillEffective
+		s.st.RefillEffective = int(res.Budget)
+		s.stepAt = time.Now()
+	}
+	r.mu.Unlock()
+	if !ok || !res.Adapted || int(res.Budget) == p.Base {
+		return
+	}
+	r.o.Log.Info("adapt: effective refill changed", "queue", q, "from", p.Base, "to", res.Budget)
+	if r.o.Audit == nil {
+		return
+	}
+	// Off the tick's path: the scheduler's next call is not held up.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), r.o.Timeout)
+		defer cancel()
+		_, err := r.o.Audit.Record(ctx, audit.Entry{Queue: q, Action: Actor, Actor: Actor, Changes: []audit.Change{
+			{Field: "refill_effective", Old: audit.Value(p.Base), New: audit.Value(res.Budget)},
+		}})
+		if err != nil {
+			r.o.Log.Warn("adapt: audit", "queue", q, "err", err)
+		}
+	}()
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

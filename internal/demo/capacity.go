@@ -1,0 +1,34 @@
+package demo
+
+import (
+	"net/http"
+	"time"
+)
+
+// Capacity makes next an order page that serves at most n orders at once,
+// each taking service: one more waits for a free slot (in arrival order,
+// as a server's worker pool makes them), so past n concurrent orders the
+// latency grows with the backlog, and if more arrive than n / service a
+// second, without bound. The demo's order page gets it from
+// WAITROOM_DEMO_CAPACITY, for measuring how the order page's health
+// drives the rate (issue 21, docs/PERFORMANCE.md). A request whose client
+// leaves while it waits gives its place up.
+func Capacity(next http.Handler, n int, service time.Duration) http.Handler {
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-slots }()
+		t := time.NewTimer(service)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
