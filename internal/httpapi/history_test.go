@@ -75,14 +75,15 @@ func TestHistoryFormats(t *testing.T) {
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("csv rows %q: %v", r.body, err)
 	}
-	if !slices.Equal(rows[0], []string{"at", "at_ms", "admitted", "waiting", "abandoned", "arrivals", "active"}) {
+	if !slices.Equal(rows[0], []string{"at", "at_ms", "admitted", "waiting", "abandoned", "arrivals", "active", "refill_effective"}) {
 		t.Errorf("header %q", rows[0])
 	}
 	stamp := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 	for i, row := range rows[1:] {
 		p := hist.Points[i]
 		want := []string{"", strconv.FormatInt(p.AtMS, 10), strconv.FormatInt(p.Admitted, 10), strconv.FormatInt(p.Waiting, 10),
-			strconv.FormatInt(p.Abandoned, 10), strconv.FormatInt(p.Arrivals, 10), strconv.FormatInt(p.Active, 10)}
+			strconv.FormatInt(p.Abandoned, 10), strconv.FormatInt(p.Arrivals, 10), strconv.FormatInt(p.Active, 10),
+			strconv.FormatInt(p.RefillEffective, 10)}
 		if !stamp.MatchString(row[0]) || !slices.Equal(row[1:], want[1:]) {
 			t.Errorf("row %d = %q, want a timestamp then %q", i, row, want[1:])
 		}

@@ -179,21 +179,6 @@ func TestEffectiveRefillStaysInBounds(t *testing.T) {
 	}
 }
 
-func TestHistoryReadsOldEntries(t *testing.T) {
-	for entry, want := range map[string]HistoryPoint{
-		"1000:3:4":       {At: time.UnixMilli(1000), Admitted: 3, Waiting: 4},
-		"1000:3:4:5":     {At: time.UnixMilli(1000), Admitted: 3, Waiting: 4, Abandoned: 5},
-		"1000:3:4:5:6":   {At: time.UnixMilli(1000), Admitted: 3, Waiting: 4, Abandoned: 5, Refill: 6},
-		"1000:3:4:5:6:7": {},
-		"1000:3":         {},
-	} {
-		got, err := parseHistoryEntry(entry)
-		if (want == HistoryPoint{}) != (err != nil) || (err == nil && got != want) {
-			t.Errorf("%q: %+v, %v; want %+v", entry, got, err, want)
-		}
-	}
-}
-
 func TestValidateAdapt(t *testing.T) {
 	for name, u := range map[string]Update{
 		"negative target":  {OriginTargetP95: ptr(-time.Millisecond)},

@@ -242,14 +242,15 @@ func TestLineStatsFigures(t *testing.T) {
 }
 
 // Entries written before issue 22 (four fields, or three before
-// abandonment) still read, the new fields as 0; fields a later version
-// adds after these are ignored.
+// abandonment) and before the budget (six) still read, the new fields as
+// 0; fields a later version adds after these are ignored.
 func TestHistoryEntryVersions(t *testing.T) {
 	for entry, want := range map[string]HistoryPoint{
-		"1000:5:7":          {At: time.UnixMilli(1000), Admitted: 5, Waiting: 7},
-		"1000:5:7:1":        {At: time.UnixMilli(1000), Admitted: 5, Waiting: 7, Abandoned: 1},
-		"1000:5:7:1:9:3":    {At: time.UnixMilli(1000), Admitted: 5, Waiting: 7, Abandoned: 1, Arrivals: 9, Active: 3},
-		"1000:5:7:1:9:3:42": {At: time.UnixMilli(1000), Admitted: 5, Waiting: 7, Abandoned: 1, Arrivals: 9, Active: 3},
+		"1000:5:7":            {At: time.UnixMilli(1000), Admitted: 5, Waiting: 7},
+		"1000:5:7:1":          {At: time.UnixMilli(1000), Admitted: 5, Waiting: 7, Abandoned: 1},
+		"1000:5:7:1:9:3":      {At: time.UnixMilli(1000), Admitted: 5, Waiting: 7, Abandoned: 1, Arrivals: 9, Active: 3},
+		"1000:5:7:1:9:3:42":   {At: time.UnixMilli(1000), Admitted: 5, Waiting: 7, Abandoned: 1, Arrivals: 9, Active: 3, Refill: 42},
+		"1000:5:7:1:9:3:42:8": {At: time.UnixMilli(1000), Admitted: 5, Waiting: 7, Abandoned: 1, Arrivals: 9, Active: 3, Refill: 42},
 	} {
 		got, err := parseHistoryEntry(entry)
 		if err != nil || got != want {
