@@ -113,7 +113,7 @@ func TestAbandonedPlaceIsReleased(t *testing.T) {
 	s.keepPolling(ahead)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 	if p := b.number("#position"); p < 2 {
 		t.Fatalf("position %d; want people ahead", p)
@@ -196,7 +196,7 @@ func TestAbandonedPlaceIsReleased(t *testing.T) {
 	// Join again, with a double click: one enter, at the back.
 	b.do("join again twice", chromedp.Evaluate[chromedp.Void](
 		`document.getElementById('rejoin').click(); document.getElementById('rejoin').click();`))
-	b.waitJS(10*time.Second, "the waiting state after joining again", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state after joining again", jsState("waiting"))
 	if n := s.enterRequests(); n != 2 {
 		t.Errorf("%d enter requests after joining again, want 2", n)
 	}
@@ -246,7 +246,7 @@ func TestPollingBackgroundTabKeepsPlace(t *testing.T) {
 	s.keepPolling(append(append([]string(nil), lead...), keep...))
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 	behind := names("behind", 2)
 	s.enterLine(behind...)

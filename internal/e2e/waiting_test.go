@@ -114,7 +114,7 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 	s.fillWaiting("ahead", 5)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 
 	first := b.number("#position")
@@ -275,7 +275,7 @@ func TestWaitingAtTheFront(t *testing.T) {
 	}
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	if p := progress(b); p.Position != 1 || p.Initial != 1 || p.Percent != 50 {
 		t.Errorf("progress at the front %+v, want position 1 joined at 1 and the bar at 50%%", p)
 	}
@@ -308,7 +308,7 @@ func TestReloadKeepsPlace(t *testing.T) {
 	s.fillWaiting("ahead", 8)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 	if !strings.HasPrefix(member, "a:") {
 		t.Errorf("member %q, want a server-chosen a:... id", member)
@@ -334,7 +334,7 @@ func TestReloadKeepsPlace(t *testing.T) {
 
 	callsBefore := s.statusCalls(member)
 	b.do("reload", chromedp.Reload())
-	b.waitJS(10*time.Second, "the waiting state after the reload", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state after the reload", jsState("waiting"))
 
 	if got := s.member(b); got != member {
 		t.Errorf("member after reload = %q, want %q", got, member)
@@ -368,7 +368,7 @@ func TestLeaveRemovesUser(t *testing.T) {
 	s.fillWaiting("ahead", 8)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 
 	dialogOpen := `document.getElementById('leave-dialog').open`
@@ -415,7 +415,7 @@ func TestLeaveRemovesUser(t *testing.T) {
 	b.screenshot("left")
 
 	b.do("join again", chromedp.Click(chromedp.CSS("#join-again")))
-	b.waitJS(10*time.Second, "the waiting state after joining again", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state after joining again", jsState("waiting"))
 	again := s.member(b)
 	if again == member {
 		t.Errorf("joined again as %s, the member that left", member)
@@ -498,7 +498,7 @@ func TestTurnWithoutTargetSaysGoBack(t *testing.T) {
 	s.fillWaiting("ahead", 3)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	b.waitJS(15*time.Second, "the turn", jsState("entered")+` && !document.getElementById('turn').hidden`)
 	member := s.member(b)
 
@@ -570,7 +570,7 @@ func TestJoinTokenOnePlacePerAccount(t *testing.T) {
 
 	phone := newBrowser(t, chromium)
 	phone.navigate(page + url.QueryEscape(token))
-	phone.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	phone.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	member := s.member(phone)
 	if member != "u:"+sub {
 		t.Fatalf("member %q, want u:%s", member, sub)
@@ -599,7 +599,7 @@ func TestJoinTokenOnePlacePerAccount(t *testing.T) {
 	laptop.screenshot("bad-join-token")
 
 	laptop.navigate(page + url.QueryEscape(token))
-	laptop.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	laptop.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	if got := s.member(laptop); got != member {
 		t.Errorf("second browser holds %q, want %q", got, member)
 	}
@@ -644,7 +644,7 @@ func TestReconnectKeepsPlace(t *testing.T) {
 	s.fillWaiting("ahead", 4)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(10*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 	before := s.status(member)
 	if before.Status != queue.Waiting {
