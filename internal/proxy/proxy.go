@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
@@ -213,7 +214,8 @@ func NewObserved(upstream *url.URL, timeout time.Duration, log *slog.Logger, obs
 				h[gate.HeaderSub], h[gate.HeaderQueue], h[gate.HeaderPass] = v[0:1:1], v[1:2:2], v[2:3:3]
 			}
 		},
-		Transport: transport,
+		Transport:  transport,
+		BufferPool: buffers{},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
 				return // the client went away
@@ -257,6 +259,29 @@ type sent struct {
 }
 
 type sentKey struct{}
+
+// copyBufferSize is the buffer httputil.ReverseProxy copies a response
+// body through, the size it allocates for each response without a pool.
+const copyBufferSize = 32 << 10
+
+// copyBuffers are the response-copy buffers of the reverse proxy, reused:
+// without them every proxied response allocated (and the runtime cleared)
+// 32 KB, most of the bytes allocated per gated request and so most of the
+// garbage collector's work (docs/PERFORMANCE.md, "What the gate adds to a
+// bare proxy"). Pointers to arrays, so that putting one back allocates
+// nothing.
+var copyBuffers = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
+
+// buffers is copyBuffers as an httputil.BufferPool.
+type buffers struct{}
+
+func (buffers) Get() []byte { return copyBuffers.Get().(*[copyBufferSize]byte)[:] }
+
+func (buffers) Put(b []byte) {
+	if len(b) == copyBufferSize {
+		copyBuffers.Put((*[copyBufferSize]byte)(b))
+	}
+}
 
 // strip removes from h what is waitroom's and not the upstream's: any
 // X-Waitroom-* a client sent, in any spelling (X_Waitroom_Sub too, which
