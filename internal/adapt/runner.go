@@ -26,6 +26,10 @@ const Refresh = time.Second
 // answers since the last step, at most this far back.
 const Span = 10 * time.Second
 
+// BlindSpan is how far back a judgement looks when the page answered
+// too few of the requests sent within Span: six times as far.
+const BlindSpan = 6 * Span
+
 // MinStepGap is the least time between two steps: the order page shows
 // the effect of a step only seconds later (admitted users poll, read the
 // page, then order), and a controller stepping every interval of a
@@ -230,13 +234,20 @@ func (r *Runner) Propose(q string) queue.Proposal {
 	if gap := time.Since(since); gap < MinStepGap || (down && gap < MinGapAfterDecrease) {
 		return queue.Proposal{}
 	}
-	since = later(since, time.Now().Add(-Span))
-	sig, ok := r.window.Signal(q, since)
+	sig, ok := r.window.Signal(q, later(since, time.Now().Add(-Span)))
+	if !ok {
+		// Slower than Span, the page answers none of the requests sent
+		// within it, and a controller looking only there would hold, blind,
+		// while the backlog grows (a run with a gentler cut stayed at 1.4x
+		// the page's capacity for two minutes): all since the step, then,
+		// up to BlindSpan back.
+		sig, ok = r.window.Signal(q, later(since, time.Now().Add(-BlindSpan)))
+	}
 	if !ok && reported {
 		sig, ok = Signal{P95: report.P95, ErrorRate: report.ErrorRate}, true
 	}
 	set := Settings{Enabled: true, RefillSize: st.RefillSize, MinRefill: st.MinRefill, TargetP95: st.TargetP95, MaxErrorRate: st.MaxErrorRate}
-	next := Next(set, st.RefillEffective, Draining(set, sig, Judge(set, sig, ok), stepP95))
+	next := Next(set, st.RefillEffective, Draining(set, sig, Judge(set, sig, ok), stepP95), sig)
 	if next == st.RefillEffective {
 		return queue.Proposal{}
 	}
