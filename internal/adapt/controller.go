@@ -38,7 +38,7 @@ const IncreaseFraction = 0.05
 // healthy and the refill climbs; between it and the target the refill
 // holds. Without this band the refill climbs until the target is crossed,
 // and since the page shows a step only seconds later (users read the
-// page before they order), it overshoots each time and drops back by 30 %.
+// page before they order), it overshoots each time and drops back.
 const Healthy = 0.7
 
 // Settings are a queue's controller settings (the queue's config HASH).

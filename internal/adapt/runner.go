@@ -46,6 +46,10 @@ const MinStepGap = 3 * time.Second
 // half of what the page serves, and back (scripts/adapt.sh).
 const MinGapAfterDecrease = 4 * MinStepGap
 
+// Worse is how many times the p95 that made a decrease the p95 must be
+// to step again within MinGapAfterDecrease.
+const Worse = 2.0
+
 // leaseTTL is the probe lease's life: a holder that stops is replaced
 // within it.
 const leaseTTL = 3 * Refresh
@@ -231,7 +235,8 @@ func (r *Runner) Propose(q string) queue.Proposal {
 	}
 	st, report, reported, since, stepP95, down := s.st, s.report, s.reported, s.stepAt, s.stepP95, s.down
 	r.mu.Unlock()
-	if gap := time.Since(since); gap < MinStepGap || (down && gap < MinGapAfterDecrease) {
+	gap := time.Since(since)
+	if gap < MinStepGap {
 		return queue.Proposal{}
 	}
 	sig, ok := r.window.Signal(q, later(since, time.Now().Add(-Span)))
@@ -245,6 +250,13 @@ func (r *Runner) Propose(q string) queue.Proposal {
 	}
 	if !ok && reported {
 		sig, ok = Signal{P95: report.P95, ErrorRate: report.ErrorRate}, true
+	}
+	// Within MinGapAfterDecrease of a decrease, only a p95 at least
+	// Worse × the one that made it steps again: the cut fell far short
+	// (from a start at twice the page's capacity, a first cut of 15 %
+	// held for 12 s let the p95 pass 8 s).
+	if down && gap < MinGapAfterDecrease && (stepP95 <= 0 || !ok || float64(sig.P95) < Worse*float64(stepP95)) {
+		return queue.Proposal{}
 	}
 	set := Settings{Enabled: true, RefillSize: st.RefillSize, MinRefill: st.MinRefill, TargetP95: st.TargetP95, MaxErrorRate: st.MaxErrorRate}
 	next := Next(set, st.RefillEffective, Draining(set, sig, Judge(set, sig, ok), stepP95), sig)

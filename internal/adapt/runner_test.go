@@ -212,6 +212,23 @@ func TestStepAudited(t *testing.T) {
 	if p := a.Propose(q); p != (queue.Proposal{}) {
 		t.Fatalf("proposal right after a step: %+v, want none", p)
 	}
+	// Within it, past MinStepGap: over target but under Worse × the p95
+	// that made the decrease (300 ms), none; at Worse × it, a decrease.
+	a.mu.Lock()
+	a.queues[q].stepAt = time.Now().Add(-MinStepGap)
+	a.mu.Unlock()
+	for range MinSamples {
+		a.window.Observe(q, 200, 500*time.Millisecond, time.Now())
+	}
+	if p := a.Propose(q); p != (queue.Proposal{}) {
+		t.Fatalf("proposal at a p95 under Worse × the step's: %+v, want none", p)
+	}
+	for range MinSamples {
+		a.window.Observe(q, 200, 600*time.Millisecond, time.Now())
+	}
+	if p := a.Propose(q); p != (queue.Proposal{Refill: 5, Base: 10}) {
+		t.Fatalf("proposal at Worse × the step's p95: %+v, want 10 → 5", p)
+	}
 	// As if the step were MinGapAfterDecrease ago: answers to requests sent before
 	// it count no more; healthy answers to requests sent after it: back
 	// up by 5 % of refill_size.
