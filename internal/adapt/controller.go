@@ -14,10 +14,19 @@ import (
 	"time"
 )
 
-// Decrease is the factor the effective refill is multiplied by when the
-// origin is over target: multiplicative decrease backs off fast enough
-// that a page falling behind recovers within a few intervals.
-const Decrease = 0.7
+// Decrease is the gentlest cut: the factor the effective refill is
+// multiplied by when the origin is just over target. Further over, the
+// cut is deeper, in proportion (target / p95, or the error rate's
+// likewise), down to DeepestDecrease. A fixed 0.7 cut a rate a little
+// past what the page serves to 70 % of it each time, and the page served
+// 81 % of what it could (AIMD's mean is about (1 + cut) / 2 of the peak);
+// a fixed 0.85 came down from a start far over target too slowly
+// (scripts/adapt.sh, docs/PERFORMANCE.md).
+const Decrease = 0.85
+
+// DeepestDecrease bounds the proportional cut: a p95 many times its
+// target is mostly the backlog, which a halved rate already drains.
+const DeepestDecrease = 0.5
 
 // IncreaseFraction of the operator's refill_size is added per healthy
 // interval (at least one person): additive increase climbs back in about
@@ -29,7 +38,7 @@ const IncreaseFraction = 0.05
 // healthy and the refill climbs; between it and the target the refill
 // holds. Without this band the refill climbs until the target is crossed,
 // and since the page shows a step only seconds later (users read the
-// page before they order), it overshoots each time and drops back by 30 %.
+// page before they order), it overshoots each time and drops back.
 const Healthy = 0.7
 
 // Settings are a queue's controller settings (the queue's config HASH).
@@ -98,18 +107,32 @@ func Draining(s Settings, sig Signal, v Verdict, stepP95 time.Duration) Verdict 
 	return v
 }
 
-// Next is the effective refill after one interval judged v, from current:
-// ×Decrease when over target, +IncreaseFraction × refill_size when well
-// within it, unchanged on Hold; always within [floor, refill_size].
-func Next(s Settings, current int, v Verdict) int {
+// Next is the effective refill after one interval judged v on sig, from
+// current: ×Cut when over target, +IncreaseFraction × refill_size when
+// well within it, unchanged on Hold; always within [floor, refill_size].
+func Next(s Settings, current int, v Verdict, sig Signal) int {
 	next := current
 	switch v {
 	case Over:
-		next = int(math.Floor(float64(current) * Decrease))
+		next = int(math.Floor(float64(current) * Cut(s, sig)))
 	case Under:
 		next = current + max(1, int(math.Ceil(float64(s.RefillSize)*IncreaseFraction)))
 	}
 	return Clamp(s, next)
+}
+
+// Cut is the factor of a decrease on sig: Decrease, or deeper as far
+// over its target as the p95 (or the error rate) is, at most down to
+// DeepestDecrease.
+func Cut(s Settings, sig Signal) float64 {
+	f := Decrease
+	if s.TargetP95 > 0 && sig.P95 > s.TargetP95 {
+		f = min(f, float64(s.TargetP95)/float64(sig.P95))
+	}
+	if s.MaxErrorRate > 0 && sig.ErrorRate > s.MaxErrorRate {
+		f = min(f, s.MaxErrorRate/sig.ErrorRate)
+	}
+	return max(f, DeepestDecrease)
 }
 
 // Clamp bounds n to [min_refill_size, refill_size] (a floor above the

@@ -1,6 +1,7 @@
 package adapt
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -35,28 +36,54 @@ func TestJudge(t *testing.T) {
 
 func TestNext(t *testing.T) {
 	s := Settings{Enabled: true, RefillSize: 100, MinRefill: 10, TargetP95: time.Second}
+	just := Signal{P95: 1001 * time.Millisecond} // just over target: the gentlest cut
 	for _, tc := range []struct {
 		name    string
 		s       Settings
 		current int
 		v       Verdict
+		sig     Signal
 		want    int
 	}{
-		{"hold", s, 57, Hold, 57},
-		{"decrease", s, 100, Over, 70},
-		{"decrease rounds down", s, 15, Over, 10},
-		{"decrease stops at the floor", s, 12, Over, 10},
-		{"increase by 5 %", s, 70, Under, 75},
-		{"increase stops at refill_size", s, 98, Under, 100},
-		{"at least one person", Settings{RefillSize: 10}, 3, Under, 4},
-		{"refill_size lowered below current", s, 150, Hold, 100},
-		{"floor above refill_size gives way", Settings{RefillSize: 5, MinRefill: 50}, 5, Over, 5},
-		{"never zero", Settings{RefillSize: 3}, 1, Over, 1},
-		{"below the floor climbs to it", s, 2, Hold, 10},
+		{"hold", s, 57, Hold, Signal{}, 57},
+		{"decrease just over target", s, 100, Over, just, 85},
+		{"decrease in proportion", s, 100, Over, Signal{P95: 1600 * time.Millisecond}, 62},
+		{"decrease at most halves", s, 100, Over, Signal{P95: time.Hour}, 50},
+		{"decrease rounds down", s, 15, Over, just, 12},
+		{"decrease stops at the floor", s, 11, Over, just, 10},
+		{"increase by 5 %", s, 70, Under, Signal{}, 75},
+		{"increase stops at refill_size", s, 98, Under, Signal{}, 100},
+		{"at least one person", Settings{RefillSize: 10}, 3, Under, Signal{}, 4},
+		{"refill_size lowered below current", s, 150, Hold, Signal{}, 100},
+		{"floor above refill_size gives way", Settings{RefillSize: 5, MinRefill: 50}, 5, Over, just, 5},
+		{"never zero", Settings{RefillSize: 3}, 1, Over, just, 1},
+		{"below the floor climbs to it", s, 2, Hold, Signal{}, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Next(tc.s, tc.current, tc.v); got != tc.want {
-				t.Fatalf("Next(%d, %v) = %d, want %d", tc.current, tc.v, got, tc.want)
+			if got := Next(tc.s, tc.current, tc.v, tc.sig); got != tc.want {
+				t.Fatalf("Next(%d, %v, %v) = %d, want %d", tc.current, tc.v, tc.sig.P95, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCut(t *testing.T) {
+	s := Settings{RefillSize: 100, TargetP95: time.Second, MaxErrorRate: 0.1}
+	for _, tc := range []struct {
+		name string
+		sig  Signal
+		want float64
+	}{
+		{"just over target", Signal{P95: 1100 * time.Millisecond}, Decrease},
+		{"twice the target", Signal{P95: 2 * time.Second}, 0.5},
+		{"far over", Signal{P95: time.Minute}, DeepestDecrease},
+		{"errors in proportion", Signal{P95: time.Millisecond, ErrorRate: 0.16}, 0.625},
+		{"the deeper of the two", Signal{P95: 1250 * time.Millisecond, ErrorRate: 0.2}, 0.5},
+		{"errors only, just over", Signal{ErrorRate: 0.11}, Decrease},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Cut(s, tc.sig); math.Abs(got-tc.want) > 1e-9 {
+				t.Fatalf("Cut = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -67,12 +94,12 @@ func TestNext(t *testing.T) {
 func TestNextStaysInBounds(t *testing.T) {
 	for size := 1; size <= 60; size++ {
 		for floor := 0; floor <= size+2; floor++ {
-			s := Settings{RefillSize: size, MinRefill: floor}
+			s := Settings{RefillSize: size, MinRefill: floor, TargetP95: time.Second}
 			lo := max(1, min(floor, size))
 			for start := 0; start <= size+5; start++ {
 				cur := start
 				for i := range 40 {
-					cur = Next(s, cur, Verdict((i*7+start)%3))
+					cur = Next(s, cur, Verdict((i*7+start)%3), Signal{P95: time.Duration(i) * 100 * time.Millisecond})
 					if cur < lo || cur > size {
 						t.Fatalf("size %d floor %d start %d: %d after %d steps", size, floor, start, cur, i+1)
 					}

@@ -26,6 +26,10 @@ const Refresh = time.Second
 // answers since the last step, at most this far back.
 const Span = 10 * time.Second
 
+// BlindSpan is how far back a judgement looks when the page answered
+// too few of the requests sent within Span: six times as far.
+const BlindSpan = 6 * Span
+
 // MinStepGap is the least time between two steps: the order page shows
 // the effect of a step only seconds later (admitted users poll, read the
 // page, then order), and a controller stepping every interval of a
@@ -41,6 +45,10 @@ const MinStepGap = 3 * time.Second
 // Stepping again meanwhile (6 s in an earlier version) cut the rate to
 // half of what the page serves, and back (scripts/adapt.sh).
 const MinGapAfterDecrease = 4 * MinStepGap
+
+// Worse is how many times the p95 that made a decrease the p95 must be
+// to step again within MinGapAfterDecrease.
+const Worse = 2.0
 
 // leaseTTL is the probe lease's life: a holder that stops is replaced
 // within it.
@@ -227,16 +235,31 @@ func (r *Runner) Propose(q string) queue.Proposal {
 	}
 	st, report, reported, since, stepP95, down := s.st, s.report, s.reported, s.stepAt, s.stepP95, s.down
 	r.mu.Unlock()
-	if gap := time.Since(since); gap < MinStepGap || (down && gap < MinGapAfterDecrease) {
+	gap := time.Since(since)
+	if gap < MinStepGap {
 		return queue.Proposal{}
 	}
-	since = later(since, time.Now().Add(-Span))
-	sig, ok := r.window.Signal(q, since)
+	sig, ok := r.window.Signal(q, later(since, time.Now().Add(-Span)))
+	if !ok {
+		// Slower than Span, the page answers none of the requests sent
+		// within it, and a controller looking only there would hold, blind,
+		// while the backlog grows (a run with a gentler cut stayed at 1.4x
+		// the page's capacity for two minutes): all since the step, then,
+		// up to BlindSpan back.
+		sig, ok = r.window.Signal(q, later(since, time.Now().Add(-BlindSpan)))
+	}
 	if !ok && reported {
 		sig, ok = Signal{P95: report.P95, ErrorRate: report.ErrorRate}, true
 	}
+	// Within MinGapAfterDecrease of a decrease, only a p95 at least
+	// Worse × the one that made it steps again: the cut fell far short
+	// (from a start at twice the page's capacity, a first cut of 15 %
+	// held for 12 s let the p95 pass 8 s).
+	if down && gap < MinGapAfterDecrease && (stepP95 <= 0 || !ok || float64(sig.P95) < Worse*float64(stepP95)) {
+		return queue.Proposal{}
+	}
 	set := Settings{Enabled: true, RefillSize: st.RefillSize, MinRefill: st.MinRefill, TargetP95: st.TargetP95, MaxErrorRate: st.MaxErrorRate}
-	next := Next(set, st.RefillEffective, Draining(set, sig, Judge(set, sig, ok), stepP95))
+	next := Next(set, st.RefillEffective, Draining(set, sig, Judge(set, sig, ok), stepP95), sig)
 	if next == st.RefillEffective {
 		return queue.Proposal{}
 	}

@@ -110,8 +110,8 @@ func TestProbeLeaseOneReplica(t *testing.T) {
 	// replica proposes a decrease from it.
 	for _, r := range runners {
 		r.refresh(ctx, q)
-		if p := r.Propose(q); p != (queue.Proposal{Refill: 14, Base: 20}) {
-			t.Fatalf("proposal from the probe's report: %+v, want 20 → 14", p)
+		if p := r.Propose(q); p != (queue.Proposal{Refill: 10, Base: 20}) {
+			t.Fatalf("proposal from the probe's report: %+v, want 20 → 10", p)
 		}
 	}
 }
@@ -176,11 +176,11 @@ func TestStepAudited(t *testing.T) {
 		b.Observe(q, 200, 300*time.Millisecond)
 	}
 	pa, pb := a.Propose(q), b.Propose(q)
-	if pa != (queue.Proposal{Refill: 14, Base: 20}) || pb != pa {
-		t.Fatalf("proposals %+v and %+v, want 20 → 14", pa, pb)
+	if pa != (queue.Proposal{Refill: 10, Base: 20}) || pb != pa {
+		t.Fatalf("proposals %+v and %+v, want 20 → 10", pa, pb)
 	}
 	res, err := store.TickWith(ctx, q, pa)
-	if err != nil || !res.Adapted || res.Budget != 14 {
+	if err != nil || !res.Adapted || res.Budget != 10 {
 		t.Fatalf("tick: %+v, %v", res, err)
 	}
 	a.Ticked(q, pa, res)
@@ -189,7 +189,7 @@ func TestStepAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = store.TickWith(ctx, q, pb)
-	if err != nil || res.Adapted || res.Budget != 14 {
+	if err != nil || res.Adapted || res.Budget != 10 {
 		t.Fatalf("stale tick: %+v, %v", res, err)
 	}
 	b.Ticked(q, pb, res)
@@ -201,7 +201,7 @@ func TestStepAudited(t *testing.T) {
 		}
 	}
 	if len(entries) != 1 || entries[0].Actor != Actor || entries[0].Action != Actor || len(entries[0].Changes) != 1 ||
-		entries[0].Changes[0].Field != "refill_effective" || string(entries[0].Changes[0].Old) != "20" || string(entries[0].Changes[0].New) != "14" {
+		entries[0].Changes[0].Field != "refill_effective" || string(entries[0].Changes[0].Old) != "20" || string(entries[0].Changes[0].New) != "10" {
 		t.Fatalf("audit: %+v", entries)
 	}
 	// No step within MinGapAfterDecrease of a decrease, whatever the
@@ -211,6 +211,23 @@ func TestStepAudited(t *testing.T) {
 	}
 	if p := a.Propose(q); p != (queue.Proposal{}) {
 		t.Fatalf("proposal right after a step: %+v, want none", p)
+	}
+	// Within it, past MinStepGap: over target but under Worse × the p95
+	// that made the decrease (300 ms), none; at Worse × it, a decrease.
+	a.mu.Lock()
+	a.queues[q].stepAt = time.Now().Add(-MinStepGap)
+	a.mu.Unlock()
+	for range MinSamples {
+		a.window.Observe(q, 200, 500*time.Millisecond, time.Now())
+	}
+	if p := a.Propose(q); p != (queue.Proposal{}) {
+		t.Fatalf("proposal at a p95 under Worse × the step's: %+v, want none", p)
+	}
+	for range MinSamples {
+		a.window.Observe(q, 200, 600*time.Millisecond, time.Now())
+	}
+	if p := a.Propose(q); p != (queue.Proposal{Refill: 5, Base: 10}) {
+		t.Fatalf("proposal at Worse × the step's p95: %+v, want 10 → 5", p)
 	}
 	// As if the step were MinGapAfterDecrease ago: answers to requests sent before
 	// it count no more; healthy answers to requests sent after it: back
@@ -229,8 +246,8 @@ func TestStepAudited(t *testing.T) {
 	for range MinSamples {
 		a.window.Observe(q, 200, 50*time.Millisecond, time.Now()) // sent after the step
 	}
-	if p := a.Propose(q); p != (queue.Proposal{Refill: 15, Base: 14}) {
-		t.Fatalf("healthy proposal %+v, want 14 → 15", p)
+	if p := a.Propose(q); p != (queue.Proposal{Refill: 11, Base: 10}) {
+		t.Fatalf("healthy proposal %+v, want 10 → 11", p)
 	}
 }
 
@@ -258,5 +275,40 @@ func TestWindowSignal(t *testing.T) {
 	}
 	if sig, _ := w.Signal("q", now.Add(-time.Second)); sig.Samples != WindowSize || sig.ErrorRate != 0 {
 		t.Fatalf("after wrapping: %+v", sig)
+	}
+}
+
+// TestSlowerThanSpan: when the page answers slower than Span, none of the
+// requests sent within it has an answer yet; the runner judges by the
+// answers to requests sent since the step instead of holding, blind.
+func TestSlowerThanSpan(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	q := queueName(t)
+	r, store := newRunner(t, rdb, q, nil)
+	ctx := context.Background()
+	if err := store.UpdateSettings(ctx, q, queue.Update{AdaptEnabled: ptr(true), OriginTargetP95: ptr(time.Second),
+		MinRefillSize: ptr(2)}); err != nil {
+		t.Fatal(err)
+	}
+	r.refresh(ctx, q)
+	now := time.Now()
+	r.mu.Lock()
+	r.queues[q].stepAt = now.Add(-3 * Span)
+	r.mu.Unlock()
+	// Sent 2 Span ago (after the step), answered just now, over target.
+	for range MinSamples {
+		r.window.Observe(q, 200, 2*Span, now.Add(-2*Span))
+	}
+	if p := r.Propose(q); p != (queue.Proposal{Refill: 10, Base: 20}) {
+		t.Fatalf("proposal %+v, want 20 → 10", p)
+	}
+	// Answers to requests sent before the step still count for nothing.
+	r.window = NewWindow()
+	for range MinSamples {
+		r.window.Observe(q, 200, 4*Span, now.Add(-4*Span))
+	}
+	if p := r.Propose(q); p != (queue.Proposal{}) {
+		t.Fatalf("proposal from answers to requests sent before the step: %+v, want none", p)
 	}
 }
