@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/localmap"
 )
 
 // The hand-over of a pass in ?wr_pass=: once, and only to this site.
@@ -128,17 +129,7 @@ func (m *memoryHandOvers) Claim(_ context.Context, queue, id string, until time.
 		return false, nil
 	}
 	if len(m.claimed) >= m.max {
-		for k, exp := range m.claimed {
-			if !now.Before(exp) {
-				delete(m.claimed, k)
-			}
-		}
-		for k := range m.claimed {
-			if len(m.claimed) < m.max*9/10+1 {
-				break
-			}
-			delete(m.claimed, k)
-		}
+		localmap.Evict(m.claimed, m.max*9/10+1, func(exp time.Time) bool { return !now.Before(exp) })
 	}
 	m.claimed[key] = until
 	return true, nil

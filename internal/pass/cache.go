@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/localmap"
 )
 
 // CurrentFunc reports whether the admission a verified pass names is still
@@ -124,17 +126,7 @@ func (c *Cache) add(token string, e *cacheEntry) {
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {
 		now := time.Now()
-		for k, old := range c.entries {
-			if !now.Before(old.claims.Expires) {
-				delete(c.entries, k)
-			}
-		}
-		for k := range c.entries {
-			if len(c.entries) < c.max*9/10+1 {
-				break
-			}
-			delete(c.entries, k)
-		}
+		localmap.Evict(c.entries, c.max*9/10+1, func(old *cacheEntry) bool { return !now.Before(old.claims.Expires) })
 	}
 	c.entries[token] = e
 }

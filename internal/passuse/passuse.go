@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/localmap"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -167,15 +168,5 @@ func (u *Uses) makeRoom() {
 		return
 	}
 	now := time.Now()
-	for k, s := range u.local {
-		if !now.Before(s.until) {
-			delete(u.local, k)
-		}
-	}
-	for k := range u.local {
-		if len(u.local) < maxLocal*9/10 {
-			break
-		}
-		delete(u.local, k)
-	}
+	localmap.Evict(u.local, maxLocal*9/10, func(s *seen) bool { return !now.Before(s.until) })
 }
