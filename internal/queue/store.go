@@ -2,16 +2,15 @@
 // entered set and the token bucket of each queue, changed only by the Lua
 // scripts in scripts/.
 //
-// This file is the request path: enter, status, leave, done and the tick.
-// The operator's side is in inspect.go, the value types in types.go, the
+// This file is the request path: enter, status, leave and done; the tick
+// is in tick.go, WaitFor (every call's bound) in wait.go. The operator's
+// side is in inspect.go, the value types in types.go, the
 // errors in errors.go, the checks of inputs in validate.go and the reading
 // of the scripts' replies in reply.go.
 package queue
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -390,44 +389,6 @@ func (s *Store) leave(ctx context.Context, queue, user, reason string, gen ...an
 	return nil
 }
 
-// TickPeriod is how often a replica calls Tick for a refill interval: a
-// tenth of it, at most a second. More calls apply each tick sooner after
-// its interval starts; the poll policy (Ticket.PollAfter) counts on a
-// tick being applied within one period of its start.
-func TickPeriod(interval time.Duration) time.Duration {
-	return min(interval/ticksPerInterval, time.Second)
-}
-
-// ticksPerInterval is how many Tick calls per interval TickPeriod asks.
-const ticksPerInterval = 10
-
-// Tick applies the refill tick of the current interval if no replica has
-// applied it yet. It is safe, and expected, to call it from every replica
-// several times per interval.
-func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
-	return s.TickWith(ctx, queue, Proposal{})
-}
-
-// TickWith is Tick with an effective refill proposed for the interval
-// the tick opens (internal/adapt): an applied tick stores it, atomically
-// with the tick, if the queue's budget is still p.Base and the controller
-// is on (TickResult.Adapted); else it changes nothing. A zero Proposal is
-// none.
-func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickResult, error) {
-	q, err := s.queue(queue)
-	if err != nil {
-		return TickResult{}, err
-	}
-	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
-		return tickScript.Run(ctx, s.rdb, q.tickKeys,
-			append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base)...).Int64Slice()
-	})
-	if err != nil {
-		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
-	}
-	return newTickResult(v)
-}
-
 // Done ends user's admission that began at admittedAt: the order page says
 // the user is done. Its slot is free for the next tick, and its entry pass
 // no longer opens anything. Reports whether that admission was current.
@@ -456,14 +417,6 @@ func (s *Store) Done(ctx context.Context, queue, user string, admittedAt time.Ti
 	return true, nil
 }
 
-// drawSeed is a fresh random seed for a draw: 52 bits, which Lua holds
-// exactly.
-func drawSeed() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>12, 10)
-}
-
 // Ping checks that Redis answers, within the store's timeout like every
 // other call (for /readyz).
 func (s *Store) Ping(ctx context.Context) error {
@@ -475,34 +428,4 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Has(name string) bool {
 	_, ok := s.queues[name]
 	return ok
-}
-
-// WaitFor runs call with ctx bounded by timeout and returns its result, or
-// an error when that ends first: ErrTimeout, or ctx's own error. A client
-// without ContextTimeoutEnabled ends a stalled command only by its read
-// and write timeouts; waiting here makes every store call end in time
-// whatever the client's options. Enter and Status wait in their batcher
-// instead.
-func WaitFor[T any](ctx context.Context, timeout time.Duration, call func(ctx context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := call(ctx)
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return zero, ErrTimeout
-		}
-		return zero, ctx.Err()
-	}
 }
