@@ -51,13 +51,9 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err := awaitReady(ctx, waitroom+"/readyz", log); err != nil {
 		return err
 	}
-	capacity, err := strconv.Atoi(get("WAITROOM_DEMO_CAPACITY", "0"))
-	if err != nil || capacity < 0 {
-		return fmt.Errorf("WAITROOM_DEMO_CAPACITY: want an integer ≥ 0, got %q", getenv("WAITROOM_DEMO_CAPACITY"))
-	}
-	orderTime, err := time.ParseDuration(get("WAITROOM_DEMO_ORDER_TIME", "200ms"))
-	if err != nil || orderTime < 0 {
-		return fmt.Errorf("WAITROOM_DEMO_ORDER_TIME: want a duration, got %q", getenv("WAITROOM_DEMO_ORDER_TIME"))
+	capacity, orderTime, err := demo.CapacityFromEnv(getenv("WAITROOM_DEMO_CAPACITY"), getenv("WAITROOM_DEMO_ORDER_TIME"), 0, 200*time.Millisecond, 0)
+	if err != nil {
+		return err
 	}
 	h, err := demo.New(ctx, demo.Options{
 		Capacity:       capacity,

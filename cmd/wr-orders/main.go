@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -40,13 +39,9 @@ func run(ctx context.Context, getenv func(string) string) error {
 		}
 		return def
 	}
-	capacity, err := strconv.Atoi(get("WAITROOM_DEMO_CAPACITY", "4"))
-	if err != nil || capacity < 1 {
-		return fmt.Errorf("WAITROOM_DEMO_CAPACITY: want an integer ≥ 1")
-	}
-	orderTime, err := time.ParseDuration(get("WAITROOM_DEMO_ORDER_TIME", "400ms"))
-	if err != nil || orderTime < 0 {
-		return fmt.Errorf("WAITROOM_DEMO_ORDER_TIME: want a duration")
+	capacity, orderTime, err := demo.CapacityFromEnv(getenv("WAITROOM_DEMO_CAPACITY"), getenv("WAITROOM_DEMO_ORDER_TIME"), 4, 400*time.Millisecond, 1)
+	if err != nil {
+		return err
 	}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

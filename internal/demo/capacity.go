@@ -1,7 +1,9 @@
 package demo
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -31,4 +33,26 @@ func Capacity(next http.Handler, n int, service time.Duration) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// CapacityFromEnv reads the order page's capacity (WAITROOM_DEMO_CAPACITY,
+// at least least) and each order's time (WAITROOM_DEMO_ORDER_TIME) from
+// the two raw values, an empty one taking its default.
+func CapacityFromEnv(capacity, orderTime string, defCapacity int, defOrderTime time.Duration, least int) (int, time.Duration, error) {
+	n, t := defCapacity, defOrderTime
+	if capacity != "" {
+		v, err := strconv.Atoi(capacity)
+		if err != nil || v < least {
+			return 0, 0, fmt.Errorf("WAITROOM_DEMO_CAPACITY: want an integer ≥ %d, got %q", least, capacity)
+		}
+		n = v
+	}
+	if orderTime != "" {
+		v, err := time.ParseDuration(orderTime)
+		if err != nil || v < 0 {
+			return 0, 0, fmt.Errorf("WAITROOM_DEMO_ORDER_TIME: want a duration, got %q", orderTime)
+		}
+		t = v
+	}
+	return n, t, nil
 }
