@@ -95,12 +95,33 @@ type Pages struct {
 	perQueue map[string]*template.Template // queues/{queue}/waiting.html
 	script   string                        // script.html: the module tags
 	messages *i18n.Catalogs
-	root     *os.Root // the operator's directory, for its assets; nil: none
+	langs    map[string]langData // what each language's pages share, made once
+	root     *os.Root            // the operator's directory, for its assets; nil: none
+}
+
+// langData is what every page in one language shares: made once in New,
+// not for each page (a catalog is some 10 KB), and only read after.
+type langData struct {
+	plain     map[string]string // Data.Messages
+	languages []Language        // Data.Languages
+	head      []byte            // the script's data up to the queue's text: {"lang":...,"messages":...
 }
 
 // New parses and checks every template.
 func New(o Options) (*Pages, error) {
-	p := &Pages{messages: o.Messages, perQueue: map[string]*template.Template{}}
+	p := &Pages{messages: o.Messages, perQueue: map[string]*template.Template{}, langs: map[string]langData{}}
+	for _, lang := range i18n.Langs {
+		d := langData{plain: o.Messages.Plain(lang)}
+		for _, l := range i18n.Langs {
+			d.languages = append(d.languages, Language{Tag: l, Name: i18n.Name(l), Current: l == lang})
+		}
+		tag, err := json.Marshal(lang)
+		if err != nil {
+			return nil, fmt.Errorf("pages: %w", err)
+		}
+		d.head = fmt.Appendf(nil, `{"lang":%s,"messages":%s`, tag, o.Messages.JSON(lang))
+		p.langs[lang] = d
+	}
 	script, err := fs.ReadFile(o.Project, "script.html")
 	if err != nil {
 		return nil, fmt.Errorf("pages: %w", err)
@@ -198,36 +219,44 @@ func (p *Pages) Render(w io.Writer, queue, lang string, text Text) error {
 }
 
 func (p *Pages) data(queue, lang string, text Text) Data {
-	d := Data{
-		Lang:     lang,
-		Queue:    queue,
-		Title:    pick(text.Title, lang),
-		Message:  pick(text.Message, lang),
-		State:    "loading",
-		Messages: p.messages.Plain(lang),
+	l := p.langs[lang]
+	return Data{
+		Lang:      lang,
+		Queue:     queue,
+		Title:     pick(text.Title, lang),
+		Message:   pick(text.Message, lang),
+		State:     "loading",
+		Messages:  l.plain,
+		Languages: l.languages,
+		Script:    p.scriptTag(l.head, text),
 	}
-	for _, l := range i18n.Langs {
-		d.Languages = append(d.Languages, Language{Tag: l, Name: i18n.Name(l), Current: l == lang})
-	}
-	d.Script = p.scriptTag(lang, text)
-	return d
 }
 
 // scriptTag is Data.Script: the page's data for the script (#wr-page:
 // the language, its catalog, the queue's text in every language) and
-// the module tags. encoding/json escapes <, > and &, so no text an
-// operator or a catalog holds can end the data block early.
-func (p *Pages) scriptTag(lang string, text Text) template.HTML {
-	data, err := json.Marshal(struct {
-		Lang     string            `json:"lang"`
-		Messages json.RawMessage   `json:"messages"`
-		Title    map[string]string `json:"title"`
-		Message  map[string]string `json:"message"`
-	}{lang, p.messages.JSON(lang), nonNil(text.Title), nonNil(text.Message)})
+// the module tags. encoding/json escapes <, > and &, in the catalog
+// (i18n.Catalogs.JSON) as in the text, so no text an operator or a
+// catalog holds can end the data block early.
+func (p *Pages) scriptTag(head []byte, text Text) template.HTML {
+	title, err := json.Marshal(nonNil(text.Title))
 	if err != nil {
-		panic(err) // strings and a valid catalog always encode
+		panic(err) // a map of strings always encodes
 	}
-	return template.HTML(`<script type="application/json" id="wr-page">` + string(data) + "</script>\n  " + p.script)
+	message, err := json.Marshal(nonNil(text.Message))
+	if err != nil {
+		panic(err)
+	}
+	var b strings.Builder
+	b.Grow(len(head) + len(title) + len(message) + len(p.script) + 80)
+	b.WriteString(`<script type="application/json" id="wr-page">`)
+	b.Write(head)
+	b.WriteString(`,"title":`)
+	b.Write(title)
+	b.WriteString(`,"message":`)
+	b.Write(message)
+	b.WriteString("}</script>\n  ")
+	b.WriteString(p.script)
+	return template.HTML(b.String())
 }
 
 // pick is the variant of lang, else English, else the first language
@@ -254,7 +283,7 @@ func nonNil(m map[string]string) map[string]string {
 // Project is the project's own waiting page alone (no WAITROOM_PAGES_DIR),
 // from the embedded web/pages and catalogs.
 func Project() (*Pages, error) {
-	msgs, err := projectMessages()
+	msgs, err := Messages()
 	if err != nil {
 		return nil, err
 	}
@@ -280,14 +309,11 @@ func ProjectFS() fs.FS {
 	return project
 }
 
-// projectMessages are the waiting page's embedded catalogs.
-func projectMessages() (*i18n.Catalogs, error) {
+// Messages are the waiting page's embedded catalogs, for Options.Messages.
+func Messages() (*i18n.Catalogs, error) {
 	fsys, err := fs.Sub(web.Static, "static/i18n")
 	if err != nil {
 		return nil, err
 	}
 	return i18n.Load(fsys, "waiting")
 }
-
-// Messages are the waiting page's embedded catalogs, for Options.Messages.
-func Messages() (*i18n.Catalogs, error) { return projectMessages() }
