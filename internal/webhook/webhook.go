@@ -36,18 +36,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -72,128 +65,6 @@ const (
 	ResultRetry      = "retry"       // failed; pending, tried again after its backoff
 	ResultDeadLetter = "dead_letter" // failed for GiveUpAfter: kept in DeadKey, acknowledged
 )
-
-// Event is one event as the site receives it.
-type Event struct {
-	// ID is unique to this event and the same on every delivery of it:
-	// "<queue>.<outbox entry id>.<index>".
-	ID    string `json:"id"`
-	Type  string `json:"type"` // admitted, done, left, abandoned, expired, settings_changed
-	Queue string `json:"queue"`
-	// Sub is the user (the pass's sub); empty for settings_changed.
-	Sub string `json:"sub,omitempty"`
-	// Time is when it happened, on the Redis clock (ms).
-	Time time.Time `json:"time"`
-	// Reason tells a left event apart: "left" (the user) or "removed"
-	// (the operator).
-	Reason string `json:"reason,omitempty"`
-	// Settings are a settings_changed event's new values, as stored.
-	Settings map[string]string `json:"settings,omitempty"`
-}
-
-// Body is what each delivery POSTs.
-type Body struct {
-	Events []Event `json:"events"`
-}
-
-// Observer hears deliveries and the outboxes' backlog (metrics).
-type Observer interface {
-	// WebhookDelivered counts one delivery attempt of queue by result.
-	WebhookDelivered(queue, result string)
-	// WebhookBacklog reports queue's entries not yet acknowledged and the
-	// age of the oldest (0: none).
-	WebhookBacklog(queue string, entries int64, oldest time.Duration)
-}
-
-type nopObserver struct{}
-
-func (nopObserver) WebhookDelivered(string, string)             {}
-func (nopObserver) WebhookBacklog(string, int64, time.Duration) {}
-
-// Redis is the part of a go-redis client the workers use; a single node,
-// Sentinel and Cluster client all fit (every key of a queue is in its
-// hash tag).
-type Redis interface {
-	HGet(ctx context.Context, key, field string) *redis.StringCmd
-	HSet(ctx context.Context, key string, values ...any) *redis.IntCmd
-	XAdd(ctx context.Context, a *redis.XAddArgs) *redis.StringCmd
-	XRangeN(ctx context.Context, stream, start, stop string, count int64) *redis.XMessageSliceCmd
-	XGroupCreateMkStream(ctx context.Context, stream, group, start string) *redis.StatusCmd
-	XReadGroup(ctx context.Context, a *redis.XReadGroupArgs) *redis.XStreamSliceCmd
-	XAck(ctx context.Context, stream, group string, ids ...string) *redis.IntCmd
-	XPending(ctx context.Context, stream, group string) *redis.XPendingCmd
-	XPendingExt(ctx context.Context, a *redis.XPendingExtArgs) *redis.XPendingExtCmd
-	XClaim(ctx context.Context, a *redis.XClaimArgs) *redis.XMessageSliceCmd
-	XTrimMinIDApprox(ctx context.Context, key string, minID string, limit int64) *redis.IntCmd
-	XInfoGroups(ctx context.Context, key string) *redis.XInfoGroupsCmd
-}
-
-// Options configure the workers. Zero durations take the defaults.
-type Options struct {
-	Queues []string
-	// URL receives every queue's events unless the queue's webhook_url
-	// overrides it (WAITROOM_WEBHOOK_URL); "" for none.
-	URL string
-	// Secret signs the bodies (WAITROOM_WEBHOOK_SECRET), MinSecretBytes
-	// at least.
-	Secret []byte
-	// InsecureHTTP accepts plain http URLs anywhere (CheckURL).
-	InsecureHTTP bool
-	// Timeout bounds one delivery (default 10 s); Parallel is how many
-	// deliveries of one queue a replica has in flight at once (default 4).
-	Timeout  time.Duration
-	Parallel int
-	// MinBackoff and MaxBackoff bound the wait before a retry (default
-	// 1 s and 10 min); GiveUpAfter is when an undelivered entry is
-	// dead-lettered (default 1 h).
-	MinBackoff, MaxBackoff, GiveUpAfter time.Duration
-	// Refresh is how often a worker reads its queue's webhook_url and
-	// sets the webhooks flag (default 5 s); Poll, how long it blocks
-	// waiting for new entries (default 1 s); Trim, how often it trims
-	// delivered entries and reports the backlog (default 10 s).
-	Refresh, Poll, Trim time.Duration
-	// Consumer names this replica in the consumer groups (default: host
-	// name and a random suffix).
-	Consumer string
-	// Client sends the deliveries (default: a client bounded by Timeout
-	// that refuses link-local addresses and redirects).
-	Client   *http.Client
-	Observer Observer
-	Log      *slog.Logger
-}
-
-func (o *Options) defaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.Timeout, 10*time.Second)
-	if o.Parallel <= 0 {
-		o.Parallel = 4
-	}
-	def(&o.MinBackoff, time.Second)
-	def(&o.MaxBackoff, 10*time.Minute)
-	def(&o.GiveUpAfter, time.Hour)
-	def(&o.Refresh, 5*time.Second)
-	def(&o.Poll, time.Second)
-	def(&o.Trim, 10*time.Second)
-	if o.Consumer == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		o.Consumer = host + "-" + hex.EncodeToString(b[:])
-	}
-	if o.Client == nil {
-		o.Client = newClient(o.Timeout)
-	}
-	if o.Observer == nil {
-		o.Observer = nopObserver{}
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-}
 
 // Workers deliver the outboxes of a set of queues.
 type Workers struct {
@@ -524,48 +395,6 @@ func (w *Workers) trim(ctx context.Context, q string) error {
 	}
 	w.opts.Observer.WebhookBacklog(q, g.Pending+max(g.Lag, 0), max(oldest, 0))
 	return nil
-}
-
-// encode turns outbox entry m of queue q into a delivery's body.
-func encode(q string, m redis.XMessage) ([]byte, error) {
-	str := func(k string) string { s, _ := m.Values[k].(string); return s }
-	kind := str("type")
-	ms, err := strconv.ParseInt(str("at"), 10, 64)
-	if kind == "" || err != nil {
-		return nil, errors.New("no type or time")
-	}
-	at := time.UnixMilli(ms).UTC()
-	var out Body
-	add := func(sub string) {
-		e := Event{ID: q + "." + m.ID + "." + strconv.Itoa(len(out.Events)), Type: kind, Queue: q, Sub: sub, Time: at}
-		if kind == "left" || kind == "removed" {
-			e.Type, e.Reason = "left", kind
-		}
-		out.Events = append(out.Events, e)
-	}
-	if kind == "settings_changed" {
-		add("")
-		if s := str("settings"); s != "" && s != "{}" {
-			if err := json.Unmarshal([]byte(s), &out.Events[0].Settings); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		for _, sub := range strings.Split(str("subs"), "\n") {
-			if sub != "" {
-				add(sub)
-			}
-		}
-	}
-	return json.Marshal(out)
-}
-
-// entryTime is when a stream entry was written (its id's milliseconds,
-// Redis clock).
-func entryTime(id string) time.Time {
-	ms, _, _ := strings.Cut(id, "-")
-	n, _ := strconv.ParseInt(ms, 10, 64)
-	return time.UnixMilli(n)
 }
 
 func sleep(ctx context.Context, d time.Duration) {
