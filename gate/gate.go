@@ -47,7 +47,6 @@ package gate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,36 +57,6 @@ import (
 
 	"github.com/waitroom/waitroom/internal/httpin"
 )
-
-// Claims are what a valid pass says about its holder.
-type Claims struct {
-	Queue   string    // the queue the pass admits to (aud)
-	Subject string    // the member id holding the admission (sub)
-	ID      string    // the pass's unique id (jti)
-	Expires time.Time // when the admission ends at the latest (exp)
-}
-
-type ctxKey struct{}
-
-// admission is what the gate puts in the context of a request it let in.
-type admission struct {
-	claims Claims
-	token  string
-}
-
-// FromContext returns the claims of the pass that let the request in.
-func FromContext(ctx context.Context) (Claims, bool) {
-	a, ok := ctx.Value(ctxKey{}).(admission)
-	return a.claims, ok
-}
-
-// PassFromContext returns the pass that let the request in, exactly as it
-// was checked: an order page that forwards it (to waitroom's done
-// endpoint, say) takes it from here.
-func PassFromContext(ctx context.Context) (string, bool) {
-	a, ok := ctx.Value(ctxKey{}).(admission)
-	return a.token, ok
-}
 
 // Checker decides whether a pass opens the gate now: ok = false for a pass
 // that does not (invalid, expired, revoked), err when it cannot tell now
@@ -446,71 +415,4 @@ func (g *Gate) token(r *http.Request, rm *room) (token string, fromCookie bool, 
 		return cs[0].Value, true, nil
 	}
 	return "", false, nil
-}
-
-// refuse answers a request for room rm the gate does not let through (v):
-// browsers navigating (GET or HEAD, not asking for JSON, no Authorization
-// header) go to the room's waiting page, everything else gets 401 JSON
-// naming it; 503 when the checker could not tell. A bad cookie is deleted.
-// A pass refused as used elsewhere sends its holder to the waiting page
-// with reason=used_elsewhere, which tells them why.
-func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, rm *room, v verdict) {
-	if v == unknown {
-		unavailable(w, r)
-		return
-	}
-	if v == badCookie || v == duplicate {
-		http.SetCookie(w, &http.Cookie{Name: rm.cookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode})
-	}
-	if v == duplicate {
-		writeError(w, http.StatusUnauthorized, "invalid_pass", "the pass cookie came twice; neither is taken", "")
-		return
-	}
-	page := rm.waitingPage
-	if page != "" && g.sameSite {
-		q := url.Values{}
-		if ret := r.URL.RequestURI(); httpin.SameSitePath(ret) {
-			q.Set("return", ret)
-		}
-		if v == usedElsewhere {
-			q.Set("reason", "used_elsewhere")
-		}
-		if len(q) > 0 {
-			page += "?" + q.Encode()
-		}
-	}
-	if page != "" && navigating(r) {
-		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, page, http.StatusSeeOther)
-		return
-	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
-	if v == usedElsewhere {
-		writeError(w, http.StatusUnauthorized, "pass_used_elsewhere", "this entry pass was used from too many places and has been cancelled", page)
-		return
-	}
-	writeError(w, http.StatusUnauthorized, "pass_required", "a valid entry pass is required: wait your turn in the waiting room", page)
-}
-
-// invalidPath answers 400 for a path servers could read more than one way.
-func invalidPath(w http.ResponseWriter) {
-	writeError(w, http.StatusBadRequest, "invalid_path", "the path is ambiguous (an encoded slash or dot, a backslash, a NUL or a dot segment with parameters)", "")
-}
-
-func writeError(w http.ResponseWriter, status int, code, message, waitingPage string) {
-	var body struct {
-		Error struct {
-			Code        string `json:"code"`
-			Message     string `json:"message"`
-			WaitingPage string `json:"waiting_page,omitempty"`
-		} `json:"error"`
-	}
-	body.Error.Code, body.Error.Message, body.Error.WaitingPage = code, message, waitingPage
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
 }
