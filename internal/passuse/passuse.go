@@ -121,8 +121,9 @@ func (u *Uses) Seen(ctx context.Context, q, id string, client netip.Addr, until 
 	u.mu.Lock()
 	s := u.local[key]
 	if s != nil && (s.shared || slices.Contains(s.clients, nw)) {
+		shared := s.shared // read under the lock: another call may set it
 		u.mu.Unlock()
-		return s.shared, nil
+		return shared, nil
 	}
 	u.mu.Unlock()
 
