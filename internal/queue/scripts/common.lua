@@ -273,11 +273,13 @@ local REASON_MOVED = 6 -- never recorded in gone: answered from the gen HASH (ke
 local GONE_KEEP_MS = 3600000
 
 -- mark_gone records reason (a name from REASONS) for users.
+-- (args is indexed by its own length, not by i: it is emptied every 500
+-- users, and a table filled from index 1001 has length 0, issue 26.1.)
 local function mark_gone(gone_key, reason, users, now)
   local args = {}
-  for i, u in ipairs(users) do
-    args[2 * i - 1] = now
-    args[2 * i] = reason .. ':' .. u
+  for _, u in ipairs(users) do
+    args[#args + 1] = now
+    args[#args + 1] = reason .. ':' .. u
     if #args >= 1000 then
       redis.call('ZADD', gone_key, unpack(args))
       args = {}
