@@ -25,8 +25,17 @@ type keys struct {
 	// the missing ones, and fields after those a reader knows are ignored.
 	history string
 	heard   string // ZSET member=waiting user id, score=when last heard (ms): abandonment
-	gone    string // ZSET member="<reason>:<user id>", score=when the place ended (ms), kept an hour
-	draw    string // SET the participants of a scheduled opening's draw, until placed in the line
+	// held: ZSET member=user id, score=arrival number: places that reached
+	// the head unheard, set aside until they confirm or their deadline
+	// passes (tick.lua), so they never block the places behind them.
+	held string
+	// stale: ZSET member=user id, score=the highest arrival number of the
+	// user's credentials that no longer name its place (a leave, a
+	// removal, a re-entry), kept until the head passes it: each replica
+	// reads it with its snapshot and asks Redis for such credentials.
+	stale string
+	gone  string // ZSET member="<reason>:<user id>", score=when the place ended (ms), kept an hour
+	draw  string // SET the participants of a scheduled opening's draw, until placed in the line
 	// events: STREAM the webhooks' outbox (EventsKey), written only while
 	// config's webhooks flag is 1 (emit, common.lua).
 	events string
@@ -105,6 +114,8 @@ func keysFor(queue string) keys {
 		tick:     p + "tick",
 		history:  p + "history",
 		heard:    p + "heard",
+		held:     p + "held",
+		stale:    p + "stale",
 		gone:     p + "gone",
 		draw:     DrawKey(queue),
 		admitted: p + "admitted",

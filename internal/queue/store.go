@@ -25,6 +25,11 @@ const (
 	// abandonBatch bounds the abandoned places one tick drops, so a tick
 	// stays short however many closed their page.
 	abandonBatch = 1000
+	// holdBatch bounds the unheard places one tick sets aside (held, until
+	// they confirm), and so the places it pops beyond its budget and
+	// abandonBatch: silent places at the head never stop a tick from
+	// reaching the people behind them, and a tick stays short.
+	holdBatch = 10000
 	// drawBatch bounds the participants of a scheduled opening's draw one
 	// tick call places in the line (SHA-1 each, a few ms in all).
 	drawBatch = 10000
@@ -116,6 +121,9 @@ type queueRef struct {
 	snap atomic.Pointer[snapshot]
 	// snapKeys is snapshot.lua's KEYS list.
 	snapKeys []string
+	// stale are the credentials that no longer name their place, as this
+	// replica knows them (stale.go).
+	stale *staleSet
 }
 
 // NewStore returns a store for the named queues. defaults are the settings
@@ -161,15 +169,16 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		k := keysFor(name)
 		q := &queueRef{
 			keys:       k,
-			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events, k.gen},
-			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted, k.gen},
+			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events, k.gen, k.stale},
+			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted, k.gen, k.held},
 			doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events, k.inside},
 			renewKeys:  []string{k.entered, k.config, k.admitted},
-			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen},
+			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen, k.held, k.stale, k.seq},
 			tickKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events,
-				k.seq, k.arrivals, k.samples, k.inside},
+				k.seq, k.arrivals, k.samples, k.inside, k.held, k.stale},
 			infoKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
-			snapKeys: []string{k.waiting, k.config, k.tick, k.draw},
+			snapKeys: []string{k.waiting, k.config, k.tick, k.draw, k.held, k.stale, k.seq},
+			stale:    newStaleSet(),
 		}
 		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
 			s.observer.Batch(name, OpEnter, len(calls))
@@ -215,7 +224,13 @@ func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, er
 		return Ticket{}, err
 	}
 	l := s.defaults.Limits
-	return s.limited(ctx, &q.enters, queue, OpEnter, l.EnterPerClient, l.EnterPerPlace, c)
+	t, err := s.limited(ctx, &q.enters, queue, OpEnter, l.EnterPerClient, l.EnterPerPlace, c)
+	if err == nil && c.Credential {
+		// Entering again with a credential: a place it held is now at the
+		// back, and its older credentials go to Redis (stale.go).
+		q.stale.changed(c.User, time.Now())
+	}
+	return t, err
 }
 
 // Status reports where user stands. Concurrent calls for one queue are
@@ -237,7 +252,7 @@ func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, e
 	l := s.defaults.Limits
 	if c.Seq > 0 && !s.moves.Recent(queue, c.User) {
 		now := time.Now()
-		if t, ok := q.answer(c.Seq, now); ok {
+		if t, ok := q.answer(c.User, c.Seq, now); ok {
 			if err := ValidateUserID(c.User); err != nil {
 				return Ticket{}, err
 			}
@@ -385,6 +400,9 @@ func (s *Store) leave(ctx context.Context, queue, user, reason string, gen ...an
 	}
 	if n < 0 {
 		return ErrMoved
+	}
+	if n > 0 {
+		q.stale.changed(user, time.Now()) // until this replica's next read includes it
 	}
 	return nil
 }

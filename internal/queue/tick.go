@@ -42,7 +42,7 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 	}
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return tickScript.Run(ctx, s.rdb, q.tickKeys,
-			append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base)...).Int64Slice()
+			append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base, holdBatch)...).Int64Slice()
 	})
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)

@@ -31,7 +31,10 @@
 -- KEYS[10] -> events (STREAM: the webhooks' outbox, emit in common.lua)
 -- KEYS[11] -> gen   (HASH member=user, value=the generation of its place
 --              credentials, for places that moved: keep_current)
--- KEYS[12..] -> per call, only the keys it uses, in this order: the
+-- KEYS[12] -> stale (ZSET member=user, score=the highest arrival number of
+--              its credentials that no longer name its place: a re-entry
+--              from the line records one less than its new number)
+-- KEYS[13..] -> per call, only the keys it uses, in this order: the
 --              client's rate bucket (if its client cost is above 0), the
 --              place's rate bucket (if its place cost is above 0), and the
 --              key that marks its proof of work used (if it brings one)
@@ -70,7 +73,7 @@
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
-local FIXED = 11 -- KEYS before the per-call ones
+local FIXED = 12 -- KEYS before the per-call ones
 local CALLS = (#ARGV - LIMITS) / 2
 local seqs = {}
 local now = now_ms()
@@ -306,6 +309,14 @@ if #rest > 0 then
       answer(rest[k], WAITING, place[user])
       seqs[slot[rest[k]]] = seq_of[user]
     end
+    -- Some went to the back from a place in the line: their older
+    -- credentials no longer name it (issue 26.3, snapshot.lua).
+    local stale = {}
+    for user, seq in pairs(seq_of) do
+      stale[#stale + 1] = seq - 1
+      stale[#stale + 1] = user
+    end
+    redis.call('ZADD', KEYS[12], 'GT', unpack(stale))
     -- Heard from now: those near the head only.
     for user, p in pairs(place) do
       if p <= near then

@@ -14,6 +14,10 @@
 --             event "left" for either reason, "removed" as a left of
 --             the operator's, see internal/webhook)
 -- KEYS[9] -> gen     (HASH: the generations of places that moved, keep_current)
+-- KEYS[10] -> held   (ZSET: places set aside at the head, tick.lua)
+-- KEYS[11] -> stale  (ZSET member=user, score=the highest arrival number of
+--             its credentials that no longer name its place: snapshot.lua)
+-- KEYS[12] -> seq    (STRING arrival counter, read only)
 -- ARGV[1] -> user id
 -- ARGV[2] -> reason: "left" or "removed"
 -- ARGV[3] -> optional: the generation of the caller's place credential;
@@ -25,7 +29,14 @@ local gen = tonumber(ARGV[3])
 if gen and (tonumber(redis.call('HGET', KEYS[9], ARGV[1])) or 0) > gen then
   return -1
 end
-local n = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1]) + redis.call('SREM', KEYS[5], ARGV[1])
+local in_line = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[10], ARGV[1])
+local n = in_line + redis.call('ZREM', KEYS[2], ARGV[1]) + redis.call('SREM', KEYS[5], ARGV[1])
+if in_line > 0 then
+  -- Every credential of the user up to the arrival counter now names a
+  -- place that is gone: the replicas' far-back path must not answer them
+  -- from the snapshot (issue 26.3). A later place gets a higher number.
+  redis.call('ZADD', KEYS[11], 'GT', tonumber(redis.call('GET', KEYS[12])) or 0, ARGV[1])
+end
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[6], ARGV[1])
 if n > 0 then

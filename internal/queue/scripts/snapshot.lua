@@ -9,12 +9,31 @@
 -- KEYS[2] -> config  (HASH)
 -- KEYS[3] -> tick    (HASH, for the time to the next tick)
 -- KEYS[4] -> draw    (SET of a scheduled opening's participants)
+-- KEYS[5] -> held    (ZSET member=user, score=arrival seq: places set aside
+--                     at the head until they confirm, tick.lua)
+-- KEYS[6] -> stale   (ZSET member=user, score=the highest arrival number of
+--                     its credentials that no longer name its place)
+-- KEYS[7] -> seq     (STRING arrival counter, read only)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6] -> even: how many evenly spaced ranks to sample besides the
 --            head, the tail and the ranks doubling out from near_head
--- Returns the head (HEAD_*, as status.lua's), then near_head, the draw's
--- participants still to be placed, and (rank, seq) pairs in rank order:
---   {waiting, until_next_tick_ms, ..., until_open_ms, near, in_draw, rank1, seq1, rank2, seq2, ...}
+-- ARGV[7] -> from: the stale entries to read are those scored from it
+--            ("-inf" on a replica's first read; then the cursor the last
+--            read returned)
+-- ARGV[8] -> at most how many stale entries to read (a page)
+-- Returns two arrays (issue 26.3). The first: the head (HEAD_*, as
+-- status.lua's), then near_head, the draw's participants still to be
+-- placed, the held places' count and highest arrival number (0 when none),
+-- the cursor for the next read of stale, 1 if more stale entries are
+-- waiting past this page (else 0), and (rank, seq) pairs in rank order:
+--   {waiting, until_next_tick_ms, ..., until_open_ms, near, in_draw,
+--    held, held_max, next_from, more, rank1, seq1, rank2, seq2, ...}
+-- The second: the stale entries read, {user1, score1, user2, score2, ...}.
+-- A credential of user1 whose arrival number is at most score1 no longer
+-- names its place (leave.lua, enter.lua): the replica asks Redis for it.
+-- Every entry written after this read scores at least next_from: a leave
+-- scores the arrival counter then, a re-entry one less than its new
+-- arrival number, and the counter never goes down.
 local now = now_ms()
 local _, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from, _, _, refill = queue_config(KEYS[2])
 -- refill: what an interval admits (the effective refill while adapting), for the ETA
@@ -25,8 +44,41 @@ local out = reply_head(line + in_draw, KEYS[3], now, refill, interval, ttl, paus
 local near = near_head(refill, interval, abandon_after)
 out[#out + 1] = near
 out[#out + 1] = in_draw
+
+-- stale_page reads the stale entries scored from ARGV[7], at most ARGV[8],
+-- and the cursor of the next read: the arrival counter when it read them
+-- all; else the last score in the page, whose entries are then left for
+-- the next read, or, when one score fills the page, every entry of that
+-- score and the cursor past it.
+local function stale_page()
+  local from, limit = ARGV[7], tonumber(ARGV[8])
+  local page = redis.call('ZRANGE', KEYS[6], from, '+inf', 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
+  if #page < 2 * limit then
+    return page, tonumber(redis.call('GET', KEYS[7])) or 0, 0
+  end
+  local last = page[#page]
+  if last == from then
+    return redis.call('ZRANGE', KEYS[6], from, from, 'BYSCORE', 'WITHSCORES'), tonumber(last) + 1, 1
+  end
+  while #page > 0 and page[#page] == last do
+    page[#page] = nil
+    page[#page] = nil
+  end
+  return page, tonumber(last), 1
+end
+
+local held = redis.call('ZCARD', KEYS[5])
+local held_max = 0
+if held > 0 then
+  held_max = tonumber(redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')[2])
+end
+local stale, next_from, more = stale_page()
+out[#out + 1] = held
+out[#out + 1] = held_max
+out[#out + 1] = next_from
+out[#out + 1] = more
 if line == 0 then
-  return out
+  return {out, stale}
 end
 
 -- The ranks: dense where a place comes near the head (where an estimate
@@ -51,4 +103,4 @@ for _, rank in ipairs(ranks) do
   out[#out + 1] = rank
   out[#out + 1] = tonumber(e[2])
 end
-return out
+return {out, stale}

@@ -1,6 +1,7 @@
 -- status.lua: where users stand. Takes many users per call, so the fixed
--- cost (clock, config, line length) is paid once for all of them. Its one
--- write: a waiting user who asks is heard from (abandonment, tick.lua).
+-- cost (clock, config, line length) is paid once for all of them. Its
+-- writes: a waiting user who asks is heard from (abandonment, tick.lua),
+-- and a held place that asks is back in the line at its arrival number.
 -- Needs Redis 6.2 or later (ZMSCORE).
 --
 -- KEYS[1] -> waiting (ZSET)
@@ -14,7 +15,9 @@
 --                      sliding sessions renewed by renew.lua)
 -- KEYS[9] -> gen     (HASH member=user, value=the generation of its place
 --                      credentials, for places that moved: keep_current)
--- KEYS[10..] -> per call, two keys: the client's rate bucket and the place's
+-- KEYS[10] -> held    (ZSET member=user, score=arrival seq: places set
+--                      aside at the head until they confirm, tick.lua)
+-- KEYS[11..] -> per call, two keys: the client's rate bucket and the place's
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
 -- ARGV[10..] -> per call, four values: user id, the calls to charge the
@@ -44,7 +47,7 @@ local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[4], now,
 
 -- The rate limits, per call; users and slot are the calls let through
 -- and their index among the calls (where their answer goes).
-local FIXED = 9 -- KEYS before the per-call ones
+local FIXED = 10 -- KEYS before the per-call ones
 local HEAD = #out
 local users, slot, gens = {}, {}, {}
 for i = 1, (#ARGV - LIMITS) / 4 do
@@ -67,6 +70,26 @@ if in_draw > 0 then
   drawing = redis.call('SMISMEMBER', KEYS[7], unpack(users))
 end
 
+-- confirm puts user, held aside at the head (tick.lua), back in the line
+-- at its arrival number, ahead of all who arrived after it: the next tick
+-- admits it (late, not lost). Returns its rank, or nil when not held.
+-- The held ZSET is read only when it has members (one ZCARD per call).
+local held_n = nil
+local function confirm(user)
+  held_n = held_n or redis.call('ZCARD', KEYS[10])
+  if held_n == 0 then
+    return nil
+  end
+  local seq = redis.call('ZSCORE', KEYS[10], user)
+  if not seq then
+    return nil
+  end
+  redis.call('ZREM', KEYS[10], user)
+  redis.call('ZADD', KEYS[1], seq, user)
+  out[HEAD_WAITING] = out[HEAD_WAITING] + 1
+  return redis.call('ZRANK', KEYS[1], user)
+end
+
 local heard, renewed = {}, {}
 for i, user in ipairs(users) do
   local at = HEAD + 2 * slot[i] -- the index of this call's place
@@ -80,7 +103,7 @@ for i, user in ipairs(users) do
     renewed[#renewed + 1] = at
     renewed[#renewed + 1] = user
   else
-    local rank = redis.call('ZRANK', KEYS[1], user)
+    local rank = redis.call('ZRANK', KEYS[1], user) or confirm(user)
     if rank or drawing[i] == 1 then
       out[at - 1] = WAITING
       out[at] = rank and rank + 1 or 0 -- 0: in the draw, no place yet

@@ -42,6 +42,10 @@
 -- KEYS[14] -> samples (LIST of "at_ms:kind:value_ms:count", STAT_* kinds)
 -- KEYS[15] -> inside  (HASH rounded time inside (ms) -> count, done.lua's
 --                     since the last tick)
+-- KEYS[16] -> held    (ZSET member=user, score=arrival seq: places set
+--                     aside at the head until they confirm, see below)
+-- KEYS[17] -> stale   (ZSET member=user, score=the highest stale arrival
+--                     number of its credentials; trimmed here, see keys.go)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6] -> max expired sessions purged per tick
 -- ARGV[7] -> history length kept
@@ -53,6 +57,7 @@
 --            on: stored only if that is still the budget, a compare-and-set,
 --            so a proposal from a stale reading, or a second replica's
 --            for the same interval, changes nothing
+-- ARGV[13] -> max places set aside (held) per tick
 -- Returns, in TICK_* order (common.lua): {applied (0|1), moved, waiting,
 -- tokens, purged, admitted in the interval that just ended, abandoned
 -- places dropped, how late the tick is (ms after it was due, next_at_ms,
@@ -167,10 +172,20 @@ emit(KEYS[11], KEYS[4], 'expired', expired, now)
 -- A place with no record at all was far from the head when last heard
 -- (only places near_head keep one): its page may well be polling, just
 -- not yet near enough to say so (a refill raised tenfold brings such
--- places to the head fast). It keeps its place, held, and is asked to
--- confirm: a mark of -(the confirmation's deadline) stands for its
--- record, which its next status call replaces with the time; confirmed,
--- it moves with the next tick, unconfirmed by the deadline it is dropped.
+-- places to the head fast). It is held (issue 26.1): set aside in the
+-- held ZSET at its arrival number, out of the line, and asked to confirm:
+-- a mark of -(the confirmation's deadline) stands for its record. Its
+-- next status call (status.lua) puts it back in the line at its arrival
+-- number, ahead of everyone behind it, so the next tick admits it: late,
+-- not lost. Unconfirmed by the deadline, it is dropped as abandoned
+-- (drop_expired). Set aside, held places never stop a tick from reaching
+-- the people behind them: silent places at the head cost the line none
+-- of its rate. A tick drops at most ARGV[8] places in all (held ones past
+-- their deadline first); an abandoned place popped beyond that is held
+-- with a deadline already past, for the next tick to drop. At most
+-- ARGV[13] are held per tick, so a tick pops at most room + ARGV[8] +
+-- ARGV[13] + 1000 places (a round's pop is at most 1000), and drop_expired
+-- reads at most ARGV[8] marks.
 -- The deadline is abandon_after from now, the time any place is given to
 -- be heard from: a page polling as told asks at least twice in it.
 -- The origin's health drives the rate (issue 21): a replica proposes the
@@ -194,55 +209,125 @@ if paused == 1 then
 elseif max_active > 0 then
   room = math.min(room, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
 end
-local admit, dropped, held, asked = {}, {}, {}, {}
+local admit, dropped = {}, {}
 local admit_seq = {} -- the arrival number of each user in admit
 local drop_limit = tonumber(ARGV[8])
-local gone_before = now - abandon_after
-local confirm_by = now + abandon_after
--- Each round pops just the places still to fill (at most 1000, far below
--- Lua's stack limit for unpack), so every user popped is either admitted,
--- dropped or held; a tick drops or holds at most drop_limit + 1000 each.
-while #admit < room and #dropped < drop_limit and #held < 2 * drop_limit do
-  local popped = redis.call('ZPOPMIN', KEYS[1], math.min(room - #admit, 1000))
-  if #popped == 0 then
-    break
+local hold_limit = tonumber(ARGV[13])
+
+-- drop_expired drops the held places whose deadline has passed (heard
+-- marks in [-now, 0)), at most drop_limit: a place that re-entered the
+-- line meanwhile keeps its new place, only the mark and the held entry go
+-- (unheard again, it is asked again if it reaches the head silent).
+local function drop_expired()
+  local marks = redis.call('ZRANGE', KEYS[7], -now, '(0', 'BYSCORE', 'LIMIT', 0, drop_limit)
+  if #marks == 0 then
+    return
   end
-  local users, seqs = {}, {}
-  for i = 1, #popped, 2 do
-    users[#users + 1] = popped[i]
-    seqs[#users] = popped[i + 1]
-  end
-  local heard = redis.call('ZMSCORE', KEYS[7], unpack(users))
-  local done = {}
-  for i, u in ipairs(users) do
-    local h = tonumber(heard[i])
-    if abandon_after > 0 and (not h or (h < 0 and -h > now)) then
-      -- Held in its place until it confirms (or its deadline passes).
-      held[#held + 1] = seqs[i]
-      held[#held + 1] = u
-      if not h then
-        asked[#asked + 1] = -confirm_by
-        asked[#asked + 1] = u
-      end
-    elseif abandon_after > 0 and h <= gone_before then
+  local was_held = redis.call('ZMSCORE', KEYS[16], unpack(marks))
+  local in_line = redis.call('ZMSCORE', KEYS[1], unpack(marks))
+  for i, u in ipairs(marks) do
+    if was_held[i] and not in_line[i] then
       dropped[#dropped + 1] = u
-      done[#done + 1] = u
-    else
-      admit[#admit + 1] = u
-      admit_seq[#admit] = tonumber(seqs[i])
-      done[#done + 1] = u
     end
   end
-  if #done > 0 then
-    redis.call('ZREM', KEYS[7], unpack(done))
+  redis.call('ZREM', KEYS[7], unpack(marks))
+  redis.call('ZREM', KEYS[16], unpack(marks))
+end
+
+-- release puts held places back in the line when abandonment is off
+-- (abandon_after 0): nobody is asked to confirm any more.
+local function release()
+  local back = redis.call('ZRANGE', KEYS[16], 0, hold_limit - 1, 'WITHSCORES')
+  if #back == 0 then
+    return
   end
+  local args, users = {}, {}
+  for i = 1, #back, 2 do
+    args[#args + 1] = back[i + 1]
+    args[#args + 1] = back[i]
+    users[#users + 1] = back[i]
+  end
+  redis.call('ZADD', KEYS[1], unpack(args))
+  redis.call('ZREM', KEYS[16], unpack(users))
 end
-if #held > 0 then
-  redis.call('ZADD', KEYS[1], unpack(held))
+
+-- pop_head moves, drops or holds places from the head until room users
+-- are admitted or a bound is reached. Each round pops what is still to
+-- fill, more after a round that admitted nobody (never more than 1000,
+-- far below Lua's stack limit for unpack, nor than may still be held); a
+-- heard place popped beyond room goes back (put_back). Returns the places
+-- held.
+local function pop_head()
+  local held, asked, put_back = {}, {}, {}
+  local gone_before = now - abandon_after
+  local confirm_by = now + abandon_after
+  local want = room
+  while #admit < room and #held < 2 * hold_limit do
+    local popped = redis.call('ZPOPMIN', KEYS[1], math.min(want, 1000, hold_limit - #held / 2))
+    if #popped == 0 then
+      break
+    end
+    local users, seqs = {}, {}
+    for i = 1, #popped, 2 do
+      users[#users + 1] = popped[i]
+      seqs[#users] = popped[i + 1]
+    end
+    local heard = redis.call('ZMSCORE', KEYS[7], unpack(users))
+    local done, admitted_before = {}, #admit
+    for i, u in ipairs(users) do
+      local h = tonumber(heard[i])
+      if abandon_after > 0 and (not h or (h < 0 and -h > now)) then
+        -- Set aside until it confirms (or its deadline passes).
+        held[#held + 1] = seqs[i]
+        held[#held + 1] = u
+        if not h then
+          asked[#asked + 1] = -confirm_by
+          asked[#asked + 1] = u
+        end
+      elseif abandon_after > 0 and h <= gone_before and #dropped < drop_limit then
+        dropped[#dropped + 1] = u
+        done[#done + 1] = u
+      elseif abandon_after > 0 and h <= gone_before then
+        -- Past this tick's drops: held, its deadline past, for the next.
+        held[#held + 1] = seqs[i]
+        held[#held + 1] = u
+        asked[#asked + 1] = -now
+        asked[#asked + 1] = u
+      elseif #admit < room then
+        admit[#admit + 1] = u
+        admit_seq[#admit] = tonumber(seqs[i])
+        done[#done + 1] = u
+      else
+        put_back[#put_back + 1] = seqs[i]
+        put_back[#put_back + 1] = u
+      end
+    end
+    if #done > 0 then
+      redis.call('ZREM', KEYS[7], unpack(done))
+    end
+    want = room - #admit
+    if #admit == admitted_before then
+      want = math.max(want, 2 * #users)
+    end
+  end
+  for i = 1, #held, 1000 do
+    redis.call('ZADD', KEYS[16], unpack(held, i, math.min(i + 999, #held)))
+  end
+  for i = 1, #asked, 1000 do
+    redis.call('ZADD', KEYS[7], unpack(asked, i, math.min(i + 999, #asked)))
+  end
+  if #put_back > 0 then
+    redis.call('ZADD', KEYS[1], unpack(put_back))
+  end
+  return #held / 2
 end
-if #asked > 0 then
-  redis.call('ZADD', KEYS[7], unpack(asked))
+
+if abandon_after > 0 then
+  drop_expired()
+else
+  release()
 end
+pop_head()
 for i = 1, #admit, 500 do
   local chunk = {}
   for j = i, math.min(i + 499, #admit) do
@@ -364,7 +449,7 @@ end
 -- This tick's checkpoint (one with the same score has seen no arrival
 -- since: this one replaces it), then those no place in the line needs:
 -- all below the one that covers the head.
-local left = waiting_before - moved - #dropped
+local left = redis.call('ZCARD', KEYS[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[13], seq_now, seq_now)
 redis.call('ZADD', KEYS[13], seq_now, string.format('%d:%d:%d:%d', now, left, budget, interval))
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -372,6 +457,9 @@ local cover = redis.call('ZRANGE', KEYS[13], '(' .. (head[2] or seq_now + 1), '-
 if cover[2] then
   redis.call('ZREMRANGEBYSCORE', KEYS[13], '-inf', '(' .. cover[2])
 end
+-- The stale credentials' marks the head has passed: the snapshot places
+-- no arrival number below the head (snapshot.go).
+redis.call('ZREMRANGEBYSCORE', KEYS[17], '-inf', '(' .. (head[2] or seq_now + 1))
 
 -- The next tick a full interval from now (see the top), whenever this
 -- one was due; min_next_ms is the previous version's (next_tick_at).
@@ -388,7 +476,7 @@ redis.call('HSET', KEYS[5],
 local out = {}
 out[TICK_APPLIED] = 1
 out[TICK_MOVED] = moved
-out[TICK_WAITING] = waiting_before - moved - #dropped
+out[TICK_WAITING] = left
 out[TICK_TOKENS] = tokens
 out[TICK_PURGED] = purged
 out[TICK_ADMITTED] = admitted
