@@ -166,8 +166,12 @@ func newSnapshot(v []int64, read time.Time) (*snapshot, error) {
 }
 
 // tickReach is how many places one tick can take off the head of the
-// line: its budget admitted, abandonBatch dropped and holdBatch held.
+// line: its budget admitted, and with abandonment on abandonBatch dropped
+// and holdBatch held.
 func (sn *snapshot) tickReach() int64 {
+	if sn.head[headAbandonAfter] == 0 {
+		return sn.head[headRefillSize]
+	}
 	return sn.head[headRefillSize] + abandonBatch + holdBatch
 }
 

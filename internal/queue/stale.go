@@ -58,10 +58,14 @@ type staleSet struct {
 	// by RefreshSnapshot alone, under refresh.
 	from    string
 	refresh sync.Mutex
+	// passed is the head the last forgetting went up to: the set is
+	// walked again only when the head moved on.
+	passed int64
 }
 
 func newStaleSet() *staleSet {
-	return &staleSet{upTo: make(map[string]int64), local: make(map[string]time.Time), from: "-inf", lost: math.MinInt64}
+	return &staleSet{upTo: make(map[string]int64), local: make(map[string]time.Time), from: "-inf",
+		lost: math.MinInt64, passed: math.MinInt64}
 }
 
 // stale reports whether a credential of user with arrival number seq may
@@ -125,10 +129,13 @@ func (st *staleSet) apply(entries []staleEntry, began time.Time, passed int64) {
 			delete(st.local, u)
 		}
 	}
-	for u, v := range st.upTo {
-		if v < passed {
-			delete(st.upTo, u)
+	if passed > st.passed {
+		for u, v := range st.upTo {
+			if v < passed {
+				delete(st.upTo, u)
+			}
 		}
+		st.passed = passed
 	}
 	if st.lost < passed {
 		st.lost = math.MinInt64
