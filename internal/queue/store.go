@@ -29,7 +29,7 @@ const (
 	// they confirm), and so the places it pops beyond its budget and
 	// abandonBatch: silent places at the head never stop a tick from
 	// reaching the people behind them, and a tick stays short.
-	holdBatch = 10000
+	holdBatch = 5000
 	// drawBatch bounds the participants of a scheduled opening's draw one
 	// tick call places in the line (SHA-1 each, a few ms in all).
 	drawBatch = 10000
