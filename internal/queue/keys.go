@@ -58,6 +58,12 @@ type keys struct {
 	// (ms), the last hour's moves, which replicas read so as to send such
 	// places' status to Redis rather than answer it from their snapshot.
 	gen, moved string
+	// held prefixes a network's places in the line (ZSET member=user id,
+	// score=arrival number, 0 in a draw; one key per network, expiring 2 h
+	// after its last new place), and arriving is the queue's arrivals
+	// over a sliding window (HASH w, n, p): the price of a place
+	// (price.go, networks.lua).
+	held, arriving string
 	// unused is a key name no script reads or writes, given for a call's
 	// key that does not apply (no client limit, no proof).
 	unused string
@@ -116,6 +122,8 @@ func keysFor(queue string) keys {
 		pow:      p + "pow:",
 		unused:   p + "unused",
 		gen:      GenKey(queue),
+		held:     p + "held:",
+		arriving: p + "arrival_rate",
 		moved:    MovedKey(queue),
 	}
 }
@@ -131,6 +139,19 @@ func (q *queueRef) clientKey(op string, c Caller) string {
 	}
 	return q.keys.rate + op + ":c:" + c.Client
 }
+
+// netKey is the rate bucket for op of c's network i (0: its /24 or /56,
+// 1: its /48), or the unused key when the script is not to charge it.
+// The tier's key tells the two apart ("/56", "/48").
+func (q *queueRef) netKey(op string, c Caller, i int) string {
+	if c.netCosts[i] == 0 {
+		return q.keys.unused
+	}
+	return q.keys.rate + op + ":n:" + c.Networks[i]
+}
+
+// heldKey is the ZSET of the places network holds in the line.
+func (k keys) heldKey(network string) string { return k.held + network }
 
 func (q *queueRef) placeKey(op string, c Caller) string {
 	if c.placeCost == 0 {
