@@ -250,7 +250,17 @@ func TestEnterLimitPerNetwork(t *testing.T) {
 		EnterPerNetwork: Limit{Rate: 0.001, Burst: 10},
 		EnterPerSite:    Limit{Rate: 0.001, Burst: 15},
 	}
-	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Limits: limits})
+	settings := Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Limits: limits}
+	one, q, rdb := newStore(t, settings)
+	// Two replicas, called in turn: each one's local stage sees half the
+	// calls, so the shared buckets in Redis must hold the limit.
+	two, err := NewStore(rdb, []string{q}, settings, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas := []*Store{one, two}
+	calls := 0
+	s := func() *Store { calls++; return replicas[calls%2] }
 	for _, tc := range []struct {
 		name      string
 		addr      func(i int) string // the i-th client, each a fresh address budget
@@ -260,33 +270,33 @@ func TestEnterLimitPerNetwork(t *testing.T) {
 		{"/24 of addresses", func(i int) string { return fmt.Sprintf("203.0.113.%d", 1+i) }, "203.0.114.1"},
 	} {
 		for i := range 10 {
-			if _, err := s.EnterAs(ctx, q, callerAt(fmt.Sprintf("%s-%d", tc.name, i), tc.addr(i))); err != nil {
+			if _, err := s().EnterAs(ctx, q, callerAt(fmt.Sprintf("%s-%d", tc.name, i), tc.addr(i))); err != nil {
 				t.Fatalf("%s: client %d within the network's burst: %v", tc.name, i, err)
 			}
 		}
 		for i := 10; i < 20; i++ {
-			_, err := s.EnterAs(ctx, q, callerAt(fmt.Sprintf("%s-%d", tc.name, i), tc.addr(i)))
+			_, err := s().EnterAs(ctx, q, callerAt(fmt.Sprintf("%s-%d", tc.name, i), tc.addr(i)))
 			refusedWith(t, err, ErrRateLimited, 2000*time.Second)
 		}
-		if _, err := s.EnterAs(ctx, q, callerAt(tc.name+"-n", tc.neighbour)); err != nil {
+		if _, err := s().EnterAs(ctx, q, callerAt(tc.name+"-n", tc.neighbour)); err != nil {
 			t.Fatalf("%s: the neighbour network: %v", tc.name, err)
 		}
 	}
 	// The /48 has had 11 (10 and the neighbour); four more /56s take it
 	// to its burst of 15, and the next /56 is refused.
 	for i := range 4 {
-		if _, err := s.EnterAs(ctx, q, callerAt(fmt.Sprintf("site%d", i), fmt.Sprintf("2001:db8:5:%x00::1", 3+i))); err != nil {
+		if _, err := s().EnterAs(ctx, q, callerAt(fmt.Sprintf("site%d", i), fmt.Sprintf("2001:db8:5:%x00::1", 3+i))); err != nil {
 			t.Fatalf("/56 %d within the /48's burst: %v", i, err)
 		}
 	}
-	_, err := s.EnterAs(ctx, q, callerAt("site-over", "2001:db8:5:f00::1"))
+	_, err = s().EnterAs(ctx, q, callerAt("site-over", "2001:db8:5:f00::1"))
 	refusedWith(t, err, ErrRateLimited, 2000*time.Second)
 	// Fetching challenges has buckets of its own, per tier alike.
 	for i := range 10 {
-		if _, err := s.Challenge(ctx, q, callerAt("", fmt.Sprintf("192.0.2.%d", 1+i))); err != nil {
+		if _, err := s().Challenge(ctx, q, callerAt("", fmt.Sprintf("192.0.2.%d", 1+i))); err != nil {
 			t.Fatalf("challenge %d: %v", i, err)
 		}
 	}
-	_, err = s.Challenge(ctx, q, callerAt("", "192.0.2.200"))
+	_, err = s().Challenge(ctx, q, callerAt("", "192.0.2.200"))
 	refusedWith(t, err, ErrRateLimited, 2000*time.Second)
 }
