@@ -33,6 +33,27 @@ import (
 // at the recommended difficulty, short enough that a stockpile goes stale.
 const TTL = 5 * time.Minute
 
+// A challenge harder than a slow phone solves well within TTL lives
+// longer: at least three times its expected time at slowHashRate, up to
+// MaxTTL. The price of a place (queue/price.go) can ask a network that
+// holds many places for 2^28 hashes or more, hours in a browser; a person
+// behind such a network (an office, a carrier's NAT) must still be able
+// to finish. A long-lived challenge buys an attacker nothing: each is
+// used once and cost what it asked.
+const (
+	slowHashRate = 20_000 // hashes a second: a slow phone's WebCrypto
+	MaxTTL       = 24 * time.Hour
+)
+
+// TTLFor is how long a challenge at difficulty is accepted.
+func TTLFor(difficulty int) time.Duration {
+	if difficulty >= 40 {
+		return MaxTTL
+	}
+	expected := time.Duration(float64(int64(1)<<max(0, difficulty)) / slowHashRate * float64(time.Second))
+	return min(MaxTTL, max(TTL, 3*expected))
+}
+
 // MaxNonce bounds a nonce's length: every solution needs far fewer
 // characters (a decimal counter), and the check hashes it.
 const MaxNonce = 64
@@ -61,12 +82,12 @@ func New(secret []byte) (*Challenges, error) {
 var enc = base64.RawURLEncoding.Strict()
 
 // Issue returns a new challenge for queue at difficulty and when it
-// expires: "c1.<queue>.<difficulty>.<expires, unix ms>.<id>.<mac>", where
+// expires (TTLFor): "c1.<queue>.<difficulty>.<expires, unix ms>.<id>.<mac>", where
 // id is 128 random bits and mac an HMAC-SHA256 of everything before it.
 func (c *Challenges) Issue(queueName string, difficulty int) (string, time.Time) {
 	var id [16]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
-	expires := c.now().Add(TTL).Truncate(time.Millisecond)
+	expires := c.now().Add(TTLFor(difficulty)).Truncate(time.Millisecond)
 	body := "c1." + queueName + "." + strconv.Itoa(difficulty) + "." + strconv.FormatInt(expires.UnixMilli(), 10) + "." + enc.EncodeToString(id[:])
 	return body + "." + enc.EncodeToString(c.mac(body)), expires
 }

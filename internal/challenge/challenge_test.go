@@ -151,3 +151,59 @@ func TestCheckOneSpelling(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHashRate is what one core hashes a second in native Go, the
+// attacker's side of the price of a place (docs/issue26/bots.md): "solve"
+// as Solve does (a decimal nonce appended to a fresh string each try),
+// "tuned" with the message built in place in one buffer, as a solver
+// written for speed would. hashes/s is the figure; ns/op one hash.
+//
+//	go test -run x -bench HashRate -benchtime 3000000x ./internal/challenge/
+func BenchmarkHashRate(b *testing.B) {
+	c := newChallenges(b)
+	ch, _ := c.Issue("q", 30)
+	b.Run("solve", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			_ = LeadingZeroBits(ch, strconv.Itoa(i))
+			i++
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "hashes/s")
+	})
+	b.Run("tuned", func(b *testing.B) {
+		buf := append([]byte(ch), ':')
+		prefix := len(buf)
+		i := 0
+		for b.Loop() {
+			buf = strconv.AppendInt(buf[:prefix], int64(i), 10)
+			sum := sha256.Sum256(buf)
+			_ = sum[0] == 0 && sum[1] == 0
+			i++
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "hashes/s")
+	})
+}
+
+// A challenge lives at least TTL, longer when it is harder than a slow
+// phone solves well within that, and never beyond MaxTTL; Issue stamps
+// that life (issue 26.2: a network holding many places is asked for work
+// that takes a browser hours).
+func TestTTLFor(t *testing.T) {
+	last := time.Duration(0)
+	for d := 0; d <= 64; d++ {
+		ttl := TTLFor(d)
+		if ttl < TTL || ttl > MaxTTL || ttl < last {
+			t.Fatalf("TTLFor(%d) = %s after %s", d, ttl, last)
+		}
+		last = ttl
+	}
+	if TTLFor(16) != TTL || TTLFor(24) < 30*time.Minute || TTLFor(30) != MaxTTL {
+		t.Fatalf("TTLFor: 16 %s, 24 %s, 30 %s", TTLFor(16), TTLFor(24), TTLFor(30))
+	}
+	c := newChallenges(t)
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	if _, exp := c.Issue("q", 26); exp.Sub(now) < TTLFor(26)-time.Millisecond {
+		t.Fatalf("a challenge at 26 expires after %s, want %s", exp.Sub(now), TTLFor(26))
+	}
+}

@@ -264,7 +264,12 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		EnterPerPlace:   limit("WAITROOM_LIMIT_ENTER_PER_PLACE", "1,5"),
 		StatusPerClient: limit("WAITROOM_LIMIT_STATUS_PER_CLIENT", "200,2000"),
 		StatusPerPlace:  limit("WAITROOM_LIMIT_STATUS_PER_PLACE", "5,20"),
+		// The client's wider networks (issue 26.2): its IPv4 /24 or IPv6
+		// /56, four addresses' worth, and its IPv6 /48, ten.
+		EnterPerNetwork: limit("WAITROOM_LIMIT_ENTER_PER_NETWORK", "20,1200"),
+		EnterPerSite:    limit("WAITROOM_LIMIT_ENTER_PER_SITE", "50,3000"),
 	}
+	c.Defaults.Price = price(get, func(err error) { errs = append(errs, err) })
 	if err := queue.ValidateSettings(c.Defaults); err != nil {
 		errs = append(errs, err)
 	}
@@ -487,4 +492,29 @@ func (c Config) RedisOptions() (*redis.Options, error) {
 		return nil, fmt.Errorf("WAITROOM_REDIS_URL: a %s URL, not a single node", kind)
 	}
 	return opts.Simple(), nil
+}
+
+// price reads the price of a place (issue 26.2, queue.Price):
+// WAITROOM_POW_NETWORK_BITS, the proof of work (leading zero bits) the
+// next place of a network holding one already costs, rising by
+// log2(held²) with the places it holds ("off" or 0: no price), and
+// WAITROOM_POW_CALM_ARRIVALS, the queue's arrivals a second above which
+// every price rises by a bit per doubling (0: never).
+func price(get func(key, def string) string, fail func(error)) queue.Price {
+	var p queue.Price
+	v := get("WAITROOM_POW_NETWORK_BITS", "13")
+	if v != "off" {
+		b, err := strconv.Atoi(v)
+		if err != nil || b < 0 || b > queue.MaxChallengeDifficulty {
+			fail(fmt.Errorf("WAITROOM_POW_NETWORK_BITS: want 0…%d or off, got %q", queue.MaxChallengeDifficulty, v))
+		}
+		p.Bits = b
+	}
+	v = get("WAITROOM_POW_CALM_ARRIVALS", "100")
+	calm, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(calm >= 0 && calm <= 1e9) { // NaN and infinities fail too
+		fail(fmt.Errorf("WAITROOM_POW_CALM_ARRIVALS: want arrivals a second ≥ 0, got %q", v))
+	}
+	p.CalmArrivals = calm
+	return p
 }

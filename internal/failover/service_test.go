@@ -61,6 +61,9 @@ func startService(t testing.TB, redisURL string, queues []string, waitReplicas i
 		"WAITROOM_LIMIT_ENTER_PER_PLACE":   "0",
 		"WAITROOM_LIMIT_STATUS_PER_CLIENT": "0",
 		"WAITROOM_LIMIT_STATUS_PER_PLACE":  "0",
+		"WAITROOM_LIMIT_ENTER_PER_NETWORK": "0",
+		"WAITROOM_LIMIT_ENTER_PER_SITE":    "0",
+		"WAITROOM_POW_NETWORK_BITS":        "off",
 		"WAITROOM_INSECURE_USER_IDS":       "true",
 		"WAITROOM_COOKIE_SECURE":           "false",
 	}))

@@ -14,14 +14,16 @@ type challengeResponse struct {
 	ExpiresAt  string `json:"expires_at"` // RFC 3339
 }
 
-// issueChallenge issues a challenge at the queue's difficulty now (0 when
-// it asks for none: any nonce solves it). Issuing costs an HMAC and one
-// script call, which also applies the client's rate limit: without it one
-// client could fetch thousands a second, each a Redis call.
+// issueChallenge issues a challenge at the difficulty the caller's
+// network must pay now (the queue's, or the price of a place on a network
+// that holds some, whichever is higher; 0 when none: any nonce solves
+// it). Issuing costs an HMAC and one script call, which also applies the
+// client's rate limits: without them one client could fetch thousands a
+// second, each a Redis call.
 func (s *Server) issueChallenge(w http.ResponseWriter, r *http.Request) {
 	q := chi.URLParam(r, "queue")
 	// ErrUnknownQueue: 404; ErrRateLimited: 429, as an enter over the limit.
-	d, err := s.store.Challenge(r.Context(), q, s.clientKey(r))
+	d, err := s.store.Challenge(r.Context(), q, s.client(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return

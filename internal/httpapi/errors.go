@@ -28,6 +28,9 @@ type apiError struct {
 	// retryAfter, when set, is when to try again (Retry-After, and
 	// retry_at in the body).
 	retryAfter time.Duration
+	// difficulty is the proof of work the caller's network must bring
+	// now (challenge_required from the store; nil: not known).
+	difficulty *int
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -66,6 +69,9 @@ type errorDetail struct {
 	OpensAt      string `json:"opens_at,omitempty"`
 	PrequeueFrom string `json:"prequeue_from,omitempty"`
 	RetryAt      string `json:"retry_at,omitempty"` // when a rate-limited or full-line call may be tried again
+	// Difficulty: with challenge_required, the proof of work to solve
+	// (issue 26.2).
+	Difficulty *int `json:"difficulty,omitempty"`
 }
 
 // fail is the one place that turns an error into an HTTP answer. Redis
@@ -91,14 +97,21 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errInvalidPlace, errInvalidPass, errPlaceMoved:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
 	}
-	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field, e.opensAt, e.prequeueFrom, retryAt}})
+	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field, e.opensAt, e.prequeueFrom, retryAt, e.difficulty}})
 }
 
 func classify(err error) *apiError {
 	var ae *apiError
+	var ce *queue.ChallengeError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &ce):
+		// A proof too weak for what the caller's network must pay now:
+		// the page solves one as hard (a new challenge is issued at it).
+		e := *errChallengeRequired
+		e.difficulty = &ce.Difficulty
+		return &e
 	case errors.Is(err, queue.ErrRateLimited):
 		return &apiError{status: http.StatusTooManyRequests, code: queue.RefusedRateLimited, message: "too many requests from this address or for this place; try again after Retry-After seconds",
 			retryAfter: storeWait(err)}

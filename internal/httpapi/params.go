@@ -42,3 +42,12 @@ func pathParam(r *http.Request, name string) (string, error) {
 func (s *Server) clientKey(r *http.Request) string {
 	return clientip.Key(s.clientIP.Addr(r))
 }
+
+// client names r's client in the enter limits and the price of a place:
+// its address (clientKey) and its wider networks, the IPv4 /24 or IPv6
+// /56 and the IPv6 /48 (clientip.TiersOf), so that a block's addresses
+// share its budgets and its count of places (issue 26.2).
+func (s *Server) client(r *http.Request) queue.Caller {
+	t := clientip.TiersOf(s.clientIP.Addr(r))
+	return queue.Caller{Client: t.Host, Networks: [2]string{t.Network, t.Site}}
+}

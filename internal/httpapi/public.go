@@ -91,7 +91,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 // one hash); the store makes it single-use and compares it with the
 // queue's difficulty.
 func (s *Server) entry(r *http.Request, q string, req enterRequest) (queue.Entry, bool, error) {
-	e := queue.Entry{Caller: queue.Caller{Client: s.clientKey(r)}}
+	e := queue.Entry{Caller: s.client(r)}
 	if req.Challenge != "" {
 		p, err := s.challenges.Check(q, req.Challenge, req.Nonce)
 		if err != nil {

@@ -206,14 +206,21 @@ func (b *batcher) expire() {
 func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
 	keys = make([]string, 0, len(q.enterKeys)+len(calls))
 	keys = append(keys, q.enterKeys...)
-	args = make([]any, 0, len(s.defaultArgs)+len(s.enterLimits)+2*len(calls))
+	args = make([]any, 0, len(s.defaultArgs)+len(s.enterLimits)+len(s.networkArgs)+2*len(calls))
 	args = append(args, s.defaultArgs[:]...)
 	args = append(args, s.enterLimits[:]...)
+	args = append(args, s.networkArgs[:]...)
+	priced := s.defaults.Price.Bits > 0
 	for _, c := range calls {
-		asks, proved := enterAsks(c)
+		asks, proved, counted := enterAsks(c, priced)
 		args = append(args, c.User, asks)
 		if c.clientCost > 0 {
 			keys = append(keys, q.clientKey(OpEnter, c))
+		}
+		for i := range c.Networks {
+			if c.netCosts[i] > 0 {
+				keys = append(keys, q.netKey(OpEnter, c, i))
+			}
 		}
 		if c.placeCost > 0 {
 			keys = append(keys, q.placeKey(OpEnter, c))
@@ -221,26 +228,41 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 		if proved {
 			keys = append(keys, q.keys.proof(c.Proof.ID))
 		}
+		for _, n := range c.Networks[:counted] {
+			keys = append(keys, q.keys.netPlacesKey(n))
+		}
 	}
 	return keys, args
 }
 
 // enterAsks is what an enter asks of enter.lua beyond its place in line:
 // "" when nothing (no charge to the shared buckets, no proof of work, no
-// place credential: the usual enter), else "<client cost> <place cost>
-// <difficulty> <expires ms> <gen>". proved says it brings a proof of
-// work, whose key then follows its bucket keys.
-func enterAsks(c Caller) (asks string, proved bool) {
+// place credential, no network to price: an enter without a client),
+// else "<client cost> <network cost> <site cost> <place cost>
+// <difficulty> <expires ms> <gen> <counted>". proved says it brings a
+// proof of work, whose key then follows its bucket keys; counted how many
+// of its Networks' held ZSETs follow that (priced: the price is on).
+func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	proved = c.Proof.ID != "" && c.Proof.Difficulty > 0
-	if c.clientCost == 0 && c.placeCost == 0 && !proved && !c.Credential {
-		return "", false
+	if priced && c.Networks[0] != "" {
+		counted = 1
+		if c.Networks[1] != "" {
+			counted = 2
+		}
+	}
+	if c.clientCost == 0 && c.netCosts == [2]int{} && c.placeCost == 0 && !proved && !c.Credential && counted == 0 {
+		return "", false, 0
 	}
 	difficulty, expires := 0, int64(0)
 	if proved {
 		difficulty, expires = c.Proof.Difficulty, c.Proof.Expires.UnixMilli()
 	}
-	b := make([]byte, 0, 48)
+	b := make([]byte, 0, 56)
 	b = strconv.AppendInt(b, int64(c.clientCost), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(c.netCosts[0]), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(c.netCosts[1]), 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(c.placeCost), 10)
 	b = append(b, ' ')
@@ -249,7 +271,9 @@ func enterAsks(c Caller) (asks string, proved bool) {
 	b = strconv.AppendInt(b, expires, 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, c.gen(), 10)
-	return string(b), proved
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(counted), 10)
+	return string(b), proved, counted
 }
 
 func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []any) {

@@ -25,28 +25,39 @@ func (l Limit) args() []any {
 	return []any{strconv.FormatFloat(1000/l.Rate, 'g', -1, 64), strconv.Itoa(l.Burst)}
 }
 
-// Challenge is the proof of work queue asks for before entering (0:
-// none), for the challenge endpoint, behind client's rate limit (empty:
-// none, as for Caller.Client). A challenge serves one enter, so a client
-// gets them at its enter limit (Limits.EnterPerClient), through the same
-// two stages (local.go, then challenge.lua), in buckets of their own (op
-// OpChallenge): fetching one spends no enter. Over the limit it is refused
-// with ErrRateLimited in a *Retry. One script call, as the read it
-// replaced was.
-func (s *Store) Challenge(ctx context.Context, queue, client string) (int, error) {
+// Challenge is the proof of work c must bring to enter queue now (0:
+// none), for the challenge endpoint: the queue's challenge_difficulty,
+// or the price of a place on c's networks when that is higher (price.go;
+// c.Networks unset: the queue's alone). Only c's Client and Networks
+// count, behind their rate limits (empty: none). A challenge serves one
+// enter, so a client gets them at its enter limits (Limits.EnterPerClient,
+// EnterPerNetwork, EnterPerSite), through the same two stages (local.go,
+// then challenge.lua), in buckets of their own (op OpChallenge): fetching
+// one spends no enter. Over a limit it is refused with ErrRateLimited in a
+// *Retry. One script call.
+func (s *Store) Challenge(ctx context.Context, queue string, c Caller) (int, error) {
 	q, err := s.queue(queue)
 	if err != nil {
 		return 0, err
 	}
-	lim := s.defaults.Limits.EnterPerClient
-	c := Caller{Client: client}
-	if err := s.local.admit(queue, OpChallenge, &c, lim, Limit{}, time.Now()); err != nil {
+	l := s.defaults.Limits
+	lim, nets := l.EnterPerClient, [2]Limit{l.EnterPerNetwork, l.EnterPerSite}
+	c = Caller{Client: c.Client, Networks: c.Networks}
+	if err := s.local.admit(queue, OpChallenge, &c, lim, Limit{}, nets, time.Now()); err != nil {
 		s.observe(queue, OpChallenge, Ticket{}, err)
 		return 0, err
 	}
-	keys := []string{q.keys.config, q.clientKey(OpChallenge, c)}
+	keys := []string{q.keys.config, q.keys.waiting, q.keys.draw, q.keys.arriving,
+		q.clientKey(OpChallenge, c), q.netKey(OpChallenge, c, 0), q.netKey(OpChallenge, c, 1)}
+	if _, _, counted := enterAsks(c, s.defaults.Price.Bits > 0); counted > 0 {
+		for _, n := range c.Networks[:counted] {
+			keys = append(keys, q.keys.netPlacesKey(n))
+		}
+	}
+	args := append(append([]any{s.enterLimits[0], s.enterLimits[1]}, s.networkArgs[:4]...),
+		c.clientCost, c.netCosts[0], c.netCosts[1], s.networkArgs[4], s.networkArgs[5])
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
-		return challengeScript.Run(ctx, s.rdb, keys, s.enterLimits[0], s.enterLimits[1], c.clientCost).Int64Slice()
+		return challengeScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	})
 	if err != nil {
 		return 0, fmt.Errorf("queue: challenge: %w", err)
@@ -57,7 +68,7 @@ func (s *Store) Challenge(ctx context.Context, queue, client string) (int, error
 	}
 	status, value := v[0], v[1] // value: the difficulty, or the wait when refused
 	if err := refusal(status, value); err != nil {
-		s.local.refused(queue, OpChallenge, c, lim, Limit{})
+		s.local.refused(queue, OpChallenge, c, lim, Limit{}, nets)
 		s.observe(queue, OpChallenge, Ticket{}, err)
 		return 0, err
 	}

@@ -146,19 +146,19 @@ func TestChallengeRateLimitPerClient(t *testing.T) {
 	limits := Limits{EnterPerClient: Limit{Rate: 5, Burst: 3}}
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Limits: limits})
 	for i := range 3 {
-		if d, err := s.Challenge(ctx, q, "192.0.2.1"); err != nil || d != 0 {
+		if d, err := s.Challenge(ctx, q, Caller{Client: "192.0.2.1"}); err != nil || d != 0 {
 			t.Fatalf("call %d within the burst: %d, %v", i, d, err)
 		}
 	}
-	_, err := s.Challenge(ctx, q, "192.0.2.1")
+	_, err := s.Challenge(ctx, q, Caller{Client: "192.0.2.1"})
 	refusedWith(t, err, ErrRateLimited, 200*time.Millisecond)
 	twelve := 12
 	setUpdate(t, s, q, Update{ChallengeDifficulty: &twelve})
-	if d, err := s.Challenge(ctx, q, "192.0.2.2"); err != nil || d != 12 {
+	if d, err := s.Challenge(ctx, q, Caller{Client: "192.0.2.2"}); err != nil || d != 12 {
 		t.Fatalf("another client: %d, %v; want difficulty 12", d, err)
 	}
 	for range 10 {
-		if _, err := s.Challenge(ctx, q, ""); err != nil {
+		if _, err := s.Challenge(ctx, q, Caller{Client: ""}); err != nil {
 			t.Fatalf("no client (the service's own call): %v", err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestChallengeRateLimitPerClient(t *testing.T) {
 			t.Fatalf("enter %d after the challenges: %v", i, err)
 		}
 	}
-	if _, err := s.Challenge(ctx, "not-a-queue", "192.0.2.3"); !errors.Is(err, ErrUnknownQueue) {
+	if _, err := s.Challenge(ctx, "not-a-queue", Caller{Client: "192.0.2.3"}); !errors.Is(err, ErrUnknownQueue) {
 		t.Fatalf("unknown queue: %v", err)
 	}
 }
@@ -184,7 +184,7 @@ func TestChallengeRateLimitSharedAcrossReplicas(t *testing.T) {
 	replicas, q, _ := newReplicas(t, settings, 2)
 	ok := 0
 	for i := range 40 {
-		_, err := replicas[i%2].Challenge(context.Background(), q, "198.51.100.7")
+		_, err := replicas[i%2].Challenge(context.Background(), q, Caller{Client: "198.51.100.7"})
 		switch {
 		case err == nil:
 			ok++

@@ -50,6 +50,19 @@ type Retry struct {
 func (r *Retry) Error() string { return fmt.Sprintf("%v (retry after %s)", r.Err, r.After) }
 func (r *Retry) Unwrap() error { return r.Err }
 
+// ChallengeError is ErrChallengeRequired with the proof of work the
+// caller's network must bring now (leading zero bits: the queue's
+// challenge_difficulty or the price of a place, price.go): a proof
+// weaker than that is refused so, and a client solves one as hard.
+type ChallengeError struct {
+	Difficulty int
+}
+
+func (e *ChallengeError) Error() string {
+	return fmt.Sprintf("%v (difficulty %d)", ErrChallengeRequired, e.Difficulty)
+}
+func (e *ChallengeError) Unwrap() error { return ErrChallengeRequired }
+
 // Redis did not do the work in time (batch.go, waitFor).
 var (
 	// ErrOverloaded is returned when too many calls already wait for Redis.

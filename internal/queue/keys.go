@@ -67,6 +67,12 @@ type keys struct {
 	// (ms), the last hour's moves, which replicas read so as to send such
 	// places' status to Redis rather than answer it from their snapshot.
 	gen, moved string
+	// netPlaces prefixes a network's places in the line (ZSET member=user id,
+	// score=arrival number, 0 in a draw; one key per network, expiring 2 h
+	// after its last new place), and arriving is the queue's arrivals
+	// over a sliding window (HASH w, n, p): the price of a place
+	// (price.go, networks.lua).
+	netPlaces, arriving string
 	// unused is a key name no script reads or writes, given for a call's
 	// key that does not apply (no client limit, no proof).
 	unused string
@@ -106,28 +112,30 @@ func DrawKey(queue string) string    { return KeyPrefix(queue) + "draw" }
 func keysFor(queue string) keys {
 	p := KeyPrefix(queue)
 	return keys{
-		waiting:  WaitingKey(queue),
-		entered:  p + "entered",
-		tokens:   p + "tokens",
-		seq:      p + "seq",
-		config:   p + "config",
-		tick:     p + "tick",
-		history:  p + "history",
-		heard:    p + "heard",
-		held:     p + "held",
-		stale:    p + "stale",
-		gone:     p + "gone",
-		draw:     DrawKey(queue),
-		admitted: p + "admitted",
-		arrivals: p + "arrivals",
-		samples:  p + "samples",
-		inside:   p + "inside",
-		events:   EventsKey(queue),
-		rate:     p + "rate:",
-		pow:      p + "pow:",
-		unused:   p + "unused",
-		gen:      GenKey(queue),
-		moved:    MovedKey(queue),
+		waiting:   WaitingKey(queue),
+		entered:   p + "entered",
+		tokens:    p + "tokens",
+		seq:       p + "seq",
+		config:    p + "config",
+		tick:      p + "tick",
+		history:   p + "history",
+		heard:     p + "heard",
+		held:      p + "held",
+		stale:     p + "stale",
+		gone:      p + "gone",
+		draw:      DrawKey(queue),
+		admitted:  p + "admitted",
+		arrivals:  p + "arrivals",
+		samples:   p + "samples",
+		inside:    p + "inside",
+		events:    EventsKey(queue),
+		rate:      p + "rate:",
+		pow:       p + "pow:",
+		unused:    p + "unused",
+		gen:       GenKey(queue),
+		netPlaces: p + "netplaces:",
+		arriving:  p + "arrival_rate",
+		moved:     MovedKey(queue),
 	}
 }
 
@@ -142,6 +150,19 @@ func (q *queueRef) clientKey(op string, c Caller) string {
 	}
 	return q.keys.rate + op + ":c:" + c.Client
 }
+
+// netKey is the rate bucket for op of c's network i (0: its /24 or /56,
+// 1: its /48), or the unused key when the script is not to charge it.
+// The tier's key tells the two apart ("/56", "/48").
+func (q *queueRef) netKey(op string, c Caller, i int) string {
+	if c.netCosts[i] == 0 {
+		return q.keys.unused
+	}
+	return q.keys.rate + op + ":n:" + c.Networks[i]
+}
+
+// netPlacesKey is the ZSET of the places network holds in the line.
+func (k keys) netPlacesKey(network string) string { return k.netPlaces + network }
 
 func (q *queueRef) placeKey(op string, c Caller) string {
 	if c.placeCost == 0 {

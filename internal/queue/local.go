@@ -92,11 +92,12 @@ func (l *localStage) take(key []byte, lim Limit, now time.Time) (cost int, wait 
 }
 
 // admit runs c through the stage for op (OpEnter, OpStatus or
-// OpChallenge) in queue (each pair has buckets of its own) with its client
-// and place limits, setting the costs the script charges to the shared
-// buckets, or returns the refusal. The keys are spelled in a buffer on the
-// stack: a bucket that exists costs no allocation.
-func (l *localStage) admit(queue, op string, c *Caller, client, place Limit, now time.Time) error {
+// OpChallenge) in queue (each pair has buckets of its own) with its
+// client, place and wider networks' limits (nets, for c.Networks),
+// setting the costs the script charges to the shared buckets, or returns
+// the refusal. The keys are spelled in a buffer on the stack: a bucket
+// that exists costs no allocation.
+func (l *localStage) admit(queue, op string, c *Caller, client, place Limit, nets [2]Limit, now time.Time) error {
 	var buf [256]byte
 	if c.Client != "" {
 		cost, wait := l.take(bucketKey(buf[:0], queue, op, ":c:", c.Client), client, now)
@@ -104,6 +105,16 @@ func (l *localStage) admit(queue, op string, c *Caller, client, place Limit, now
 			return &Retry{Err: ErrRateLimited, After: wait}
 		}
 		c.clientCost = cost
+	}
+	for i, n := range c.Networks {
+		if n == "" {
+			continue
+		}
+		cost, wait := l.take(bucketKey(buf[:0], queue, op, ":n:", n), nets[i], now)
+		if wait > 0 {
+			return &Retry{Err: ErrRateLimited, After: wait}
+		}
+		c.netCosts[i] = cost
 	}
 	if c.Proved {
 		cost, wait := l.take(bucketKey(buf[:0], queue, op, ":p:", c.User), place, now)
@@ -131,7 +142,7 @@ func bucketKey(b []byte, queue, op, kind, id string) []byte {
 // than the shared buckets, refusing a client that waited what it was
 // told), and the quiet calls its costs carried were not charged, so the
 // next hot call carries them again and the shared count stays whole.
-func (l *localStage) refused(queue, op string, c Caller, client, place Limit) {
+func (l *localStage) refused(queue, op string, c Caller, client, place Limit, nets [2]Limit) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range []struct {
@@ -139,7 +150,12 @@ func (l *localStage) refused(queue, op string, c Caller, client, place Limit) {
 		key   string
 		lim   Limit
 		cost  int
-	}{{c.Client != "", string(bucketKey(nil, queue, op, ":c:", c.Client)), client, c.clientCost}, {c.Proved, string(bucketKey(nil, queue, op, ":p:", c.User)), place, c.placeCost}} {
+	}{
+		{c.Client != "", string(bucketKey(nil, queue, op, ":c:", c.Client)), client, c.clientCost},
+		{c.Proved, string(bucketKey(nil, queue, op, ":p:", c.User)), place, c.placeCost},
+		{c.Networks[0] != "", string(bucketKey(nil, queue, op, ":n:", c.Networks[0])), nets[0], c.netCosts[0]},
+		{c.Networks[1] != "", string(bucketKey(nil, queue, op, ":n:", c.Networks[1])), nets[1], c.netCosts[1]},
+	} {
 		b := l.buckets[k.key]
 		if !k.taken || b == nil || k.lim.Rate == 0 {
 			continue

@@ -37,7 +37,7 @@ func TestLocalStage(t *testing.T) {
 	c := Caller{User: "u", Proved: true}
 	now = now.Add(time.Hour)
 	for range 3 {
-		if err := l.admit("q", OpStatus, &c, Limit{}, lim, now); err != nil {
+		if err := l.admit("q", OpStatus, &c, Limit{}, lim, [2]Limit{}, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,11 +45,11 @@ func TestLocalStage(t *testing.T) {
 		t.Fatalf("third call's cost %d", c.placeCost)
 	}
 	fullAt := l.buckets["q "+OpStatus+":p:u"].fullAt
-	l.refused("q", OpStatus, c, Limit{}, lim)
+	l.refused("q", OpStatus, c, Limit{}, lim, [2]Limit{})
 	if got, want := l.buckets["q "+OpStatus+":p:u"].fullAt, fullAt-100; got != want {
 		t.Fatalf("after a refusal the bucket is full at %v, want %v: the refused call still counts", got, want)
 	}
-	if err := l.admit("q", OpStatus, &c, Limit{}, lim, now); err != nil || c.placeCost != 3 {
+	if err := l.admit("q", OpStatus, &c, Limit{}, lim, [2]Limit{}, now); err != nil || c.placeCost != 3 {
 		t.Fatalf("after a refusal: cost %d, %v; want the 2 quiet ones again, and this one", c.placeCost, err)
 	}
 	// Idle buckets go at the next sweep.
@@ -65,10 +65,10 @@ func TestLocalStageAllocatesNothingForKnownBuckets(t *testing.T) {
 	lim := Limit{Rate: 200, Burst: 2000}
 	c := Caller{Client: "203.0.113.9", User: "a:AAAAAAAAAAAAAAAAAAAAAA", Proved: true}
 	now := time.Unix(1000, 0)
-	if err := l.admit("q", OpStatus, &c, lim, lim, now); err != nil {
+	if err := l.admit("q", OpStatus, &c, lim, lim, [2]Limit{}, now); err != nil {
 		t.Fatal(err)
 	}
-	if allocs := testing.AllocsPerRun(100, func() { _ = l.admit("q", OpStatus, &c, lim, lim, now) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { _ = l.admit("q", OpStatus, &c, lim, lim, [2]Limit{}, now) }); allocs != 0 {
 		t.Errorf("%v allocations per call, want 0", allocs)
 	}
 	if _, ok := l.buckets["q "+OpStatus+":c:203.0.113.9"]; !ok {

@@ -177,7 +177,7 @@ func refusal(status, wait int64) error {
 	case statusFull:
 		err = ErrQueueFull
 	case statusChallenge:
-		return ErrChallengeRequired
+		return &ChallengeError{Difficulty: int(wait)}
 	case statusNotWaiting:
 		if wait == reasonMoved {
 			return ErrMoved

@@ -38,18 +38,25 @@ var renewLua string
 //go:embed scripts/challenge.lua
 var challengeLua string
 
+// networks.lua holds the defences kept per network of the client (the
+// wider networks' limits and the price of a place, price.go): enter.lua
+// and challenge.lua get it after common.lua.
+//
+//go:embed scripts/networks.lua
+var networksLua string
+
 //go:embed scripts/settings.lua
 var settingsLua string
 
 var (
-	enterScript     = redis.NewScript(commonLua + enterLua)
+	enterScript     = redis.NewScript(commonLua + networksLua + enterLua)
 	statusScript    = redis.NewScript(commonLua + statusLua)
 	leaveScript     = redis.NewScript(commonLua + leaveLua)
 	tickScript      = redis.NewScript(commonLua + tickLua)
 	infoScript      = redis.NewScript(commonLua + infoLua)
 	doneScript      = redis.NewScript(commonLua + doneLua)
 	renewScript     = redis.NewScript(commonLua + renewLua)
-	challengeScript = redis.NewScript(commonLua + challengeLua)
+	challengeScript = redis.NewScript(commonLua + networksLua + challengeLua)
 	settingsScript  = redis.NewScript(commonLua + settingsLua)
 )
 

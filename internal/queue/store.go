@@ -66,6 +66,9 @@ type Store struct {
 	// enterLimits and statusLimits are the scripts' limit arguments
 	// (Limit.args: per client, then per place).
 	enterLimits, statusLimits [4]any
+	// networkArgs are enter.lua's limits per network and per site
+	// (Limit.args each) and the price of a place (Price.args).
+	networkArgs [6]any
 	// local is the first stage of the rate limits (local.go).
 	local *localStage
 	// timeout bounds every call of the store, however Redis behaves.
@@ -159,6 +162,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 	}
 	copy(s.enterLimits[:], append(defaults.Limits.EnterPerClient.args(), defaults.Limits.EnterPerPlace.args()...))
 	copy(s.statusLimits[:], append(defaults.Limits.StatusPerClient.args(), defaults.Limits.StatusPerPlace.args()...))
+	copy(s.networkArgs[:], append(append(defaults.Limits.EnterPerNetwork.args(), defaults.Limits.EnterPerSite.args()...), defaults.Price.args()...))
 	for _, name := range queues {
 		if err := ValidateQueueName(name); err != nil {
 			return nil, err
@@ -169,7 +173,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		k := keysFor(name)
 		q := &queueRef{
 			keys:       k,
-			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events, k.gen, k.stale},
+			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events, k.gen, k.stale, k.arriving},
 			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted, k.gen, k.held},
 			doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events, k.inside},
 			renewKeys:  []string{k.entered, k.config, k.admitted},
@@ -224,7 +228,7 @@ func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, er
 		return Ticket{}, err
 	}
 	l := s.defaults.Limits
-	t, err := s.limited(ctx, &q.enters, queue, OpEnter, l.EnterPerClient, l.EnterPerPlace, c)
+	t, err := s.limited(ctx, &q.enters, queue, OpEnter, l.EnterPerClient, l.EnterPerPlace, c, l.EnterPerNetwork, l.EnterPerSite)
 	if err == nil && c.Credential {
 		// Entering again with a credential: a place it held is now at the
 		// back, and its older credentials go to Redis (stale.go).
@@ -256,7 +260,7 @@ func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, e
 			if err := ValidateUserID(c.User); err != nil {
 				return Ticket{}, err
 			}
-			if err := s.local.admit(queue, OpStatus, &c, l.StatusPerClient, l.StatusPerPlace, now); err != nil {
+			if err := s.local.admit(queue, OpStatus, &c, l.StatusPerClient, l.StatusPerPlace, [2]Limit{}, now); err != nil {
 				s.observe(queue, OpStatus, Ticket{}, err)
 				return Ticket{}, err
 			}
@@ -270,20 +274,23 @@ func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, e
 
 // limited runs c's call (op: OpEnter or OpStatus) through b behind the
 // rate limits: the local first stage (local.go), then the script's shared
-// buckets, whose refusal the local stage is told of.
-func (s *Store) limited(ctx context.Context, b *batcher, queue, op string, perClient, perPlace Limit, c Caller) (Ticket, error) {
+// buckets, whose refusal the local stage is told of. perNet are the
+// limits of c's wider networks (enter only; none given: none).
+func (s *Store) limited(ctx context.Context, b *batcher, queue, op string, perClient, perPlace Limit, c Caller, perNet ...Limit) (Ticket, error) {
+	var nets [2]Limit
+	copy(nets[:], perNet)
 	// Validated before joining a batch, so one bad id never fails the
 	// others' call.
 	if err := ValidateUserID(c.User); err != nil {
 		return Ticket{}, err
 	}
-	if err := s.local.admit(queue, op, &c, perClient, perPlace, time.Now()); err != nil {
+	if err := s.local.admit(queue, op, &c, perClient, perPlace, nets, time.Now()); err != nil {
 		s.observe(queue, op, Ticket{}, err)
 		return Ticket{}, err
 	}
 	t, err := b.do(ctx, c)
 	if errors.Is(err, ErrRateLimited) {
-		s.local.refused(queue, op, c, perClient, perPlace)
+		s.local.refused(queue, op, c, perClient, perPlace, nets)
 	}
 	s.observe(queue, op, t, err)
 	return t, err

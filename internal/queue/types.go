@@ -43,6 +43,9 @@ type Settings struct {
 	// Limits are the rate limits of enter and status calls (a replica's
 	// setting, the same for every queue; zero: none).
 	Limits Limits
+	// Price is what a place costs a network that already holds some, in
+	// proof of work (price.go; a replica's setting; zero: no price).
+	Price Price
 	// MaxActive caps the admissions that have not ended (0: no cap).
 	MaxActive int
 	// MaxWaiting caps the line: beyond it a newcomer's enter is refused
@@ -98,6 +101,11 @@ type Limit struct {
 type Limits struct {
 	EnterPerClient, EnterPerPlace   Limit
 	StatusPerClient, StatusPerPlace Limit
+	// EnterPerNetwork and EnterPerSite limit enter (and, in buckets of
+	// their own, challenge) per wider network of the client as well
+	// (Caller.Networks): the IPv4 /24 or IPv6 /56, and the IPv6 /48, so
+	// that walking the addresses of a block buys no fresh budgets.
+	EnterPerNetwork, EnterPerSite Limit
 }
 
 // Caller is one enter or status call, with what the defences check.
@@ -107,6 +115,12 @@ type Caller struct {
 	// (clientip.Key: its address, an IPv6 one's /64); empty, no limit
 	// applies (the service's own checks, tests).
 	Client string
+	// Networks are the client's wider networks (clientip.TiersOf): the
+	// IPv4 /24 or IPv6 /56, then the IPv6 /48 ("": none). Each is a budget
+	// of its own in the enter limits (Limits.EnterPerNetwork, EnterPerSite)
+	// and counts the places it holds, which set the price of its next one
+	// (price.go). Unset, only Client's limit applies.
+	Networks [2]string
 	// Proved says the caller proved the place (a credential or, in load
 	// tests, a plain id): the per-place limit applies.
 	Proved bool
@@ -128,6 +142,8 @@ type Caller struct {
 	// clientCost and placeCost are what the script charges the shared
 	// buckets (0: not asked), set by the store's local stage (local.go).
 	clientCost, placeCost int
+	// netCosts are what the script charges the Networks' shared buckets.
+	netCosts [2]int
 }
 
 // gen is the generation the scripts check the caller's credential

@@ -71,6 +71,9 @@ func ValidateSettings(s Settings) error {
 	if err := s.Limits.Validate(); err != nil {
 		return err
 	}
+	if err := s.Price.Validate(); err != nil {
+		return err
+	}
 	if err := s.Adapt.update().validateAdapt(); err != nil {
 		return err
 	}
@@ -82,6 +85,7 @@ func (l Limits) Validate() error {
 	for name, v := range map[string]Limit{
 		"enter per client": l.EnterPerClient, "enter per place": l.EnterPerPlace,
 		"status per client": l.StatusPerClient, "status per place": l.StatusPerPlace,
+		"enter per network": l.EnterPerNetwork, "enter per site": l.EnterPerSite,
 	} {
 		if v.Rate < 0 || math.IsNaN(v.Rate) || math.IsInf(v.Rate, 0) || (v.Rate > 0 && (v.Burst < 1 || v.Burst > 1_000_000)) {
 			return fmt.Errorf("queue: rate limit %s: rate %v, burst %d: want a rate ≥ 0 and, with a rate, a burst of 1…1000000", name, v.Rate, v.Burst)

@@ -1,25 +1,41 @@
--- challenge.lua: the proof of work a queue asks for before entering, for
--- the challenge endpoint, behind the client's rate limit. A challenge
--- serves one enter, so a client gets them at its enter limit, in a bucket
--- of their own (op "challenge"): fetching one spends no enter. One call,
--- as the HGET it replaces was.
+-- challenge.lua: the proof of work the caller must bring to enter, for
+-- the challenge endpoint, behind the client's rate limits: the queue's
+-- challenge_difficulty, or the price of a place on the caller's network
+-- when that is higher (networks.lua, price.go), computed as enter.lua
+-- will check it. A challenge serves one enter, so a client gets them at
+-- its enter limits (per client, network and site), in buckets of their
+-- own (op "challenge"): fetching one spends no enter. One call.
 --
--- KEYS[1] -> config (HASH; field challenge_difficulty)
--- KEYS[2] -> the client's challenge rate bucket (STRING, see rate_take),
---            or the unused key when the bucket is not to be charged
--- ARGV[1] -> period_ms: the time one call earns back (fractional; 0: no limit)
--- ARGV[2] -> burst
--- ARGV[3] -> the calls to charge the bucket (0: not asked; the replica's
---            local stage let the call through, see local.go)
--- Returns {ALLOWED, difficulty} (0: no proof of work asked), or {LIMITED, wait_ms}
--- when the client is over its limit (nothing charged).
-local cost = tonumber(ARGV[3])
-if cost > 0 then
-  local now = now_ms()
-  local full_at, wait = rate_take(KEYS[2], now, tonumber(ARGV[1]), tonumber(ARGV[2]), cost)
-  if wait > 0 then
-    return {LIMITED, math.ceil(wait)}
-  end
-  rate_commit(KEYS[2], full_at, now)
+-- KEYS[1] -> config (HASH; fields challenge_difficulty, opens_at_ms)
+-- KEYS[2] -> waiting (ZSET; its head trims the networks' counts)
+-- KEYS[3] -> draw (SET; while it holds anyone, counts are not trimmed)
+-- KEYS[4] -> arrival rate (HASH, see arrivals_note)
+-- KEYS[5..7] -> the client's, its network's and its site's challenge rate
+--            buckets (STRING, see rate_take), or the unused key for a
+--            bucket not to be charged
+-- KEYS[8..] -> the held ZSETs of the caller's network and site (none
+--            when the caller names no network)
+-- ARGV[1..6] -> the limits per client, network and site: period_ms (the
+--            time one call earns back, fractional; 0: no limit), burst
+-- ARGV[7..9] -> the calls to charge each bucket (0: not asked; the
+--            replica's local stage let the call through, see local.go)
+-- ARGV[10..11] -> the price: bits (0: none), calm arrivals a second
+-- Returns {ALLOWED, difficulty} (0: no proof of work asked), or {LIMITED,
+-- wait_ms} when the client is over a limit (nothing charged).
+local now = now_ms()
+local wait = take_all({
+  {KEYS[5], ARGV[1], ARGV[2], tonumber(ARGV[7])},
+  {KEYS[6], ARGV[3], ARGV[4], tonumber(ARGV[8])},
+  {KEYS[7], ARGV[5], ARGV[6], tonumber(ARGV[9])},
+}, now)
+if wait > 0 then
+  return {LIMITED, math.ceil(wait)}
 end
-return {ALLOWED, tonumber(redis.call('HGET', KEYS[1], 'challenge_difficulty')) or 0}
+local cfg = redis.call('HMGET', KEYS[1], 'challenge_difficulty', 'opens_at_ms')
+local difficulty = tonumber(cfg[1]) or 0
+if #KEYS > 7 then
+  local floor = held_floor(KEYS[2], redis.call('SCARD', KEYS[3]), tonumber(cfg[2]) or 0, now)
+  local pressure = arrival_pressure(KEYS[4], now, tonumber(ARGV[11]))
+  difficulty = math.max(difficulty, price_of({KEYS[8], KEYS[9]}, floor, tonumber(ARGV[10]), pressure))
+end
+return {ALLOWED, difficulty}

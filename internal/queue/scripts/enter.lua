@@ -34,22 +34,31 @@
 -- KEYS[12] -> stale (ZSET member=user, score=the highest arrival number of
 --              its credentials that no longer name its place: a re-entry
 --              from the line records one less than its new number)
--- KEYS[13..] -> per call, only the keys it uses, in this order: the
---              client's rate bucket (if its client cost is above 0), the
---              place's rate bucket (if its place cost is above 0), and the
---              key that marks its proof of work used (if it brings one)
+-- KEYS[13] -> arrival rate (HASH w, n, p: arrivals_note, networks.lua)
+-- KEYS[14..] -> per call, only the keys it uses, in this order: the
+--              client's rate bucket (if its client cost is above 0), its
+--              network's and its site's (likewise), the place's rate
+--              bucket (if its place cost is above 0), the key that marks
+--              its proof of work used (if it brings one), and the held
+--              ZSETs of its network and site (as many as it counts)
 -- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
 -- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
--- ARGV[10..] -> per call, two values: user id, and what else it asks,
+-- ARGV[10..13] -> limits per network and per site: period_ms, burst
+-- ARGV[14..15] -> the price of a place: bits (0: none), calm arrivals a
+--              second (0: no pressure); price.go (TIERS)
+-- ARGV[16..] -> per call, two values: user id, and what else it asks,
 --              "" for the usual enter (nothing to charge to the shared
---              buckets, no proof of work, no place credential), else
---              "<client cost> <place cost> <difficulty> <expires> <gen>":
---              the calls to charge the client's and the place's buckets
---              (0: not asked; see charge_limits), the difficulty its proof
---              of work meets (0: none), when that proof expires (ms), and
---              the generation of the caller's place credential (-1: none;
---              a stale one is answered NOT_WAITING, reason moved, and
---              changes nothing). The usual enter so costs one value and
+--              buckets, no proof of work, no place credential, no
+--              network), else "<client cost> <network cost> <site cost>
+--              <place cost> <difficulty> <expires> <gen> <counted>":
+--              the calls to charge the client's, its networks' and the
+--              place's buckets (0: not asked; see take_all), the
+--              difficulty its proof of work meets (0: none), when that
+--              proof expires (ms), the generation of the caller's place
+--              credential (-1: none; a stale one is answered NOT_WAITING,
+--              reason moved, and changes nothing), and how many held
+--              ZSETs it brings (0-2): the price of its place is counted
+--              on them. An enter without a client so costs one value and
 --              no key: a batch's arguments are most of the script's fixed
 --              cost (docs/PERFORMANCE.md, "Enter's per-user cost").
 -- Returns the head (HEAD_*, common.lua), then a status and place per call,
@@ -61,7 +70,8 @@
 -- included), until_open_ms the time until a scheduled opening (0: none
 -- ahead), and place is the position when WAITING (0 while in a draw), the
 -- admission time (ms) when ENTERED, and the time to wait (ms) before
--- trying again when LIMITED or FULL. seq is the place's arrival number
+-- trying again when LIMITED or FULL, and the difficulty the caller's
+-- network must pay now when CHALLENGE (price.go). seq is the place's arrival number
 -- (its score in the line) when WAITING in the line, else 0: the place
 -- credential carries it, so a replica can answer a place far from the
 -- head from its snapshot (snapshot.go).
@@ -73,8 +83,10 @@
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
-local FIXED = 12 -- KEYS before the per-call ones
-local CALLS = (#ARGV - LIMITS) / 2
+local FIXED = 13 -- KEYS before the per-call ones
+local TIERS = LIMITS + 6 -- ARGV before the per-call ones
+local CALLS = (#ARGV - TIERS) / 2
+local PRICE_BITS, CALM = tonumber(ARGV[LIMITS + 5]), tonumber(ARGV[LIMITS + 6])
 local seqs = {}
 local now = now_ms()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty, budget =
@@ -84,57 +96,119 @@ local in_draw = redis.call('SCARD', KEYS[8])
 local out = reply_head(0, KEYS[6], now, refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
 local HEAD = #out
 
+-- arrived counts the places this call made (in the line, in a draw, or
+-- admitted at once): the queue's arrivals, whose rate the price feels.
+local arrived = 0
+
 -- finish appends each call's arrival number (0: none) to the reply.
 local function finish()
+  if PRICE_BITS > 0 and CALM > 0 then
+    arrivals_note(KEYS[13], now, arrived)
+  end
   for i = 1, CALLS do
     out[HEAD + 2 * CALLS + i] = seqs[i] or 0
   end
   return out
 end
 
+-- The places' price (networks.lua): the arrival pressure and the line's
+-- head, read once and only when a call brings its networks.
+local pressure, floor, floor_read = 0, nil, false
+local function price_for(held_keys)
+  if not floor_read then
+    floor, floor_read = held_floor(KEYS[1], in_draw, opens_at, now), true
+    pressure = arrival_pressure(KEYS[13], now, CALM)
+  end
+  return price_of(held_keys, floor, PRICE_BITS, pressure)
+end
+
+-- next_key returns the next per-call key when the call uses it (n > 0).
+local key = FIXED -- the last per-call key taken
+local function next_key(n)
+  if n > 0 then
+    key = key + 1
+    return KEYS[key]
+  end
+end
+
+-- check_limits charges call i's buckets (a: its numbers, in the order
+-- of the header), answering LIMITED when one is over: every call let
+-- through the limits counts against them, whatever comes of it. The
+-- keys are taken in the header's order.
+local function check_limits(i, a)
+  local client, network, site, place = next_key(a[1]), next_key(a[2]), next_key(a[3]), next_key(a[4])
+  local wait = take_all({
+    {client, ARGV[DEFAULTS + 1], ARGV[DEFAULTS + 2], a[1]},
+    {network, ARGV[LIMITS + 1], ARGV[LIMITS + 2], a[2]},
+    {site, ARGV[LIMITS + 3], ARGV[LIMITS + 4], a[3]},
+    {place, ARGV[DEFAULTS + 3], ARGV[DEFAULTS + 4], a[4]},
+  }, now)
+  if wait > 0 then
+    out[HEAD + 2 * i - 1] = LIMITED
+    out[HEAD + 2 * i] = math.ceil(wait)
+    return false
+  end
+  return true
+end
+
 -- The defences, per call. users and slot are the calls let through: their
 -- user ids and their index among the calls (where their answer goes);
--- proof_key[i] is call i's proof-of-work key, when it brought a proof.
-local users, slot, gens, proof_key = {}, {}, {}, {}
-local key = FIXED -- the last per-call key taken
+-- proof_key[i] is call i's proof-of-work key, when it brought a proof,
+-- and held[i] its networks' held keys, when it brought them.
+local users, slot, gens, proof_key, held = {}, {}, {}, {}, {}
 for i = 1, CALLS do
-  local asks = ARGV[LIMITS + 2 * i]
+  local asks = ARGV[TIERS + 2 * i]
   local passed, proved, expires, gen = true, 0, 0, -1
   if asks ~= '' then
-    local client_cost, place_cost, client_key, place_key
-    client_cost, place_cost, proved, expires, gen = string.match(asks, '^(%d+) (%d+) (%d+) (%-?%d+) (%-?%d+)$')
-    client_cost, place_cost, proved, expires, gen =
-      tonumber(client_cost), tonumber(place_cost), tonumber(proved), tonumber(expires), tonumber(gen)
-    if client_cost > 0 then
-      key = key + 1
-      client_key = KEYS[key]
+    local a = {string.match(asks, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d)$')}
+    for k = 1, #a do
+      a[k] = tonumber(a[k])
     end
-    if place_cost > 0 then
-      key = key + 1
-      place_key = KEYS[key]
+    proved, expires, gen = a[5], a[6], a[7]
+    passed = check_limits(i, a)
+    proof_key[i] = next_key(proved)
+    if a[8] > 0 then
+      held[i] = {next_key(1)}
+      if a[8] > 1 then
+        held[i][2] = next_key(1)
+      end
     end
-    if proved > 0 then
-      key = key + 1
-      proof_key[i] = KEYS[key]
-    end
-    -- Every call let through the limits counts against them, whatever
-    -- comes of it.
-    passed = charge_limits(i, client_cost, place_cost, client_key, place_key, now, out, HEAD)
   end
   if passed then
-    if difficulty > 0 and (proved < difficulty or expires <= now or
+    -- The queue's own difficulty, or the price of a place on the
+    -- caller's network when that is higher.
+    local need = difficulty
+    if held[i] then
+      need = math.max(need, price_for(held[i]))
+    end
+    if need > 0 and (proved < need or expires <= now or
         not redis.call('SET', proof_key[i], 1, 'NX', 'PX', expires - now)) then
       out[HEAD + 2 * i - 1] = CHALLENGE
-      out[HEAD + 2 * i] = 0
+      out[HEAD + 2 * i] = need
     else
-      users[#users + 1] = ARGV[LIMITS + 2 * i - 1]
+      users[#users + 1] = ARGV[TIERS + 2 * i - 1]
       slot[#users] = i
       gens[#users] = gen
+      if held[i] then
+        price_paid(held[i])
+      end
     end
   end
 end
 users, slot = keep_current(KEYS[11], users, slot, gens, out, HEAD)
 local n = #users
+
+-- hold records the places just made, users[js[k]] at arrival number
+-- seq(k) (0 in a draw), in the held ZSETs of the networks they came
+-- from: what the price of those networks' next places counts.
+local function hold(js, seq)
+  arrived = arrived + #js
+  for k, j in ipairs(js) do
+    if held[slot[j]] then
+      held_add(held[slot[j]], users[j], seq(k))
+    end
+  end
+end
 
 -- answer sets the answer of users[j].
 local function answer(j, status, value)
@@ -211,6 +285,7 @@ if opens_at > now then
     redis.call('ZREM', KEYS[1], unpack(list))
     redis.call('SADD', KEYS[8], unpack(list))
     redis.call('ZADD', KEYS[7], unpack(heard))
+    hold(joining, function() return 0 end)
     out[HEAD_WAITING] = redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[8])
   end
   return finish()
@@ -248,6 +323,7 @@ if direct > 0 then
   end
   redis.call('SET', KEYS[3], tokens - direct)
   redis.call('HINCRBY', KEYS[6], 'direct', direct)
+  arrived = arrived + direct
   emit(KEYS[10], KEYS[5], 'admitted', list, now)
 end
 
@@ -279,6 +355,7 @@ if #rest > 0 then
   end
   -- ZADD counts newcomers only: a user already waiting moves to the back.
   local before, added = waiting, redis.call('ZADD', KEYS[1], unpack(args))
+  hold(rest, function(k) return first + k end)
   waiting = waiting + added
   local near, heard = near_head(refill, interval, abandon_after), {}
   if added == #rest then

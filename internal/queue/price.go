@@ -1,0 +1,97 @@
+package queue
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// The price of a place (issue 26.2). The rate limits bound how fast a
+// client makes places, not how many it holds: one IPv4 address held 300
+// at once, a home IPv6 /56 256 × 300. So a place costs proof of work that
+// rises with the places the client's network already holds in the line,
+// and with the queue's arrival rate while it is flooded:
+//
+//	difficulty(n, p) = 0                                  for n = 0
+//	                 = min(32, Bits + p + ceil(log2(n²)))  for n ≥ 1
+//
+// in leading zero bits, n the places the network holds now and p the
+// pressure bits (below). The expected work of the next place is then
+// 2^(Bits+p) × n² hashes, and of the first n places about 2^Bits × n³/3:
+// a person alone on their network pays nothing for their place (only the
+// queue's own challenge_difficulty, as ever), a second tab 2^Bits hashes,
+// and a network holding 300 places 2^Bits × 90,000 for its next. The
+// curve and what it costs in Go and in a browser are in
+// docs/issue26/bots.md.
+//
+// Which network: the client's /24 (IPv4) or /56 (IPv6), and for IPv6
+// also its /48 counted at a SiteShare-th (a /48 holding 4 × 300 places
+// pays as a /56 holding 300): n is the larger of the two. Each holds a
+// ZSET of its places (keys.netPlaces: member=user, score=arrival number, 0 in
+// a scheduled opening's draw), trimmed of those the head of the line has
+// passed (admitted, or dropped) whenever it is read, capped at heldCap
+// members (beyond which the price is at its ceiling anyway) and expiring
+// heldTTL after the network's last new place: memory is bounded by the
+// line per queue and by heldCap per network. A place that left the line
+// before reaching its head is counted until the head passes its arrival
+// number: the count can only be high, never low, for a network that
+// keeps making places.
+//
+// Pressure: while the queue's arrivals (every network's) run above
+// CalmArrivals a second, over a sliding 10-second window, each doubling
+// above it adds a bit to every price, up to MaxPressure bits: a flood
+// from many networks makes each of them pay more for their second and
+// later places, and still nothing for a first.
+//
+// enter.lua checks a proof against the difficulty the caller's network
+// must pay now, counting the calls before it in the same batch, and
+// answers a weaker one CHALLENGE with that difficulty; the challenge
+// endpoint issues challenges at it (challenge.lua). Both run networks.lua.
+type Price struct {
+	// Bits is the price's base (1…MaxChallengeDifficulty; 0: no price,
+	// only the queue's challenge_difficulty applies).
+	Bits int
+	// CalmArrivals is the queue's arrival rate (a second) up to which the
+	// price feels no pressure (0: never any).
+	CalmArrivals float64
+}
+
+// Constants of the price, mirrored in networks.lua (TestPriceMatchesLua).
+const (
+	// MaxPressure bounds the bits a flood of arrivals adds.
+	MaxPressure = 4
+	// SiteShare: an IPv6 /48 holding SiteShare × n places pays as a /56
+	// holding n.
+	SiteShare = 4
+	// heldCap bounds a network's count of places (4096² × 2 > 2^32).
+	heldCap = 4096
+)
+
+// PriceDifficulty is the proof of work (leading zero bits) the next place
+// of a network holding held places costs at base bits and pressure bits:
+// the formula above, the same as price_difficulty in networks.lua.
+func PriceDifficulty(bits, held, pressure int) int {
+	if bits <= 0 || held <= 0 {
+		return 0
+	}
+	held = min(held, heldCap)
+	sq, log := uint64(held)*uint64(held), 0
+	for uint64(1)<<log < sq { // log = ceil(log2(held²))
+		log++
+	}
+	return min(bits+max(0, min(pressure, MaxPressure))+log, MaxChallengeDifficulty)
+}
+
+// Validate checks the price's settings.
+func (p Price) Validate() error {
+	if p.Bits < 0 || p.Bits > MaxChallengeDifficulty || p.CalmArrivals < 0 || math.IsNaN(p.CalmArrivals) || math.IsInf(p.CalmArrivals, 0) {
+		return fmt.Errorf("queue: price of a place: bits %d, calm arrivals %v: want bits 0…%d and arrivals ≥ 0", p.Bits, p.CalmArrivals, MaxChallengeDifficulty)
+	}
+	return nil
+}
+
+// args are the price's script arguments (networks.lua): bits, and calm
+// arrivals a second.
+func (p Price) args() []any {
+	return []any{strconv.Itoa(p.Bits), strconv.FormatFloat(p.CalmArrivals, 'g', -1, 64)}
+}
