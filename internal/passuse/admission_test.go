@@ -3,10 +3,12 @@ package passuse
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -86,5 +88,77 @@ func TestSeenBoundedAndKeptForTheLatestPass(t *testing.T) {
 	}
 	if ttl := rdb.PTTL(ctx, key).Val(); ttl < 30*time.Minute {
 		t.Errorf("the set expires in %s: an older pass brought it forward from the newer pass's hour", ttl)
+	}
+}
+
+// A property over generated uses (fixed seed): three admissions (two of
+// one member, entered twice), each with several passes, used from
+// generated IPv4 and IPv6 addresses through three replicas in random
+// order. Each answer is what a model says: shared exactly when the
+// admission's distinct networks (IPv6 by /64) seen so far exceed the
+// limit, whichever pass or replica brings it; except that a replica
+// answers a network it already let in from what it knew (no Redis call),
+// so it may still say "not shared" there: the gate revokes the admission
+// on the first "shared", which closes every replica's door within the
+// re-check (and Shared, asked then, is exact).
+func TestSeenProperty(t *testing.T) {
+	rdb := redistest.Client(t)
+	ctx := context.Background()
+	const limit = 3
+	var replicas []*Uses
+	for range 3 {
+		u, err := New(rdb, limit, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas = append(replicas, u)
+	}
+	q := uniqueQueue()
+	admissions := []pass.Claims{claims(q, "a:one", ""), claims(q, "a:two", ""), claims(q, "a:two", "")}
+	admissions[2].AdmittedAt = admittedAt.Add(time.Minute) // a:two entered again
+	rng := rand.New(rand.NewPCG(26, 4))
+	addr := func() netip.Addr {
+		if rng.IntN(2) == 0 {
+			return netip.AddrFrom4([4]byte{198, 51, 100, byte(rng.IntN(6))})
+		}
+		var b [16]byte
+		b[0], b[1], b[7] = 0x20, 0x01, byte(rng.IntN(4)) // four /64s
+		for i := 8; i < 16; i++ {
+			b[i] = byte(rng.IntN(256))
+		}
+		return netip.AddrFrom16(b)
+	}
+	model := make([]map[netip.Prefix]bool, len(admissions))
+	known := map[[2]int]map[netip.Prefix]bool{} // replica, admission -> networks it was asked about
+	for i := range model {
+		model[i] = map[netip.Prefix]bool{}
+	}
+	for step := range 600 {
+		i, r := rng.IntN(len(admissions)), rng.IntN(len(replicas))
+		c := admissions[i]
+		c.ID = fmt.Sprintf("jti-%d-%d", i, rng.IntN(10)) // one of ten passes of the admission
+		a := addr()
+		nw := network(a)
+		model[i][nw] = true
+		want := len(model[i]) > limit
+		got, err := replicas[r].Seen(ctx, c, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := known[[2]int{r, i}]; got != want && !(want && k[nw]) {
+			t.Fatalf("step %d, admission %d, replica %d, %v: shared %v, the model says %v (%d networks)", step, i, r, a, got, want, len(model[i]))
+		}
+		if known[[2]int{r, i}] == nil {
+			known[[2]int{r, i}] = map[netip.Prefix]bool{}
+		}
+		known[[2]int{r, i}][nw] = true
+		if shared, err := replicas[rng.IntN(len(replicas))].Shared(ctx, c); err != nil || shared != want {
+			t.Fatalf("step %d: Shared %v, %v; the model says %v", step, shared, err, want)
+		}
+	}
+	for i := range model {
+		if len(model[i]) <= limit {
+			t.Fatalf("admission %d met only %d networks: the run proves nothing", i, len(model[i]))
+		}
 	}
 }
