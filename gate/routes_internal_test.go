@@ -143,3 +143,25 @@ func roomName(rm *room) string {
 	}
 	return rm.queue
 }
+
+// BenchmarkMatch is the route lookup of every gated request: an ASCII
+// path (the common case, which issue 26.12's fold check scans once) and
+// a path with non-ASCII letters that fold (a map lookup per rune, then
+// a second lookup of the folded path).
+func BenchmarkMatch(b *testing.B) {
+	routes, err := ParseRoutes("/sale/concert-a/=concert-a,/sale/=sale,shop.example/=default")
+	if err != nil {
+		b.Fatal(err)
+	}
+	table, err := newRouteTable(routes, "other", "/q/{queue}", true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, p := range map[string]string{"ascii": "/sale/concert-a/seat/12", "folding": "/sale/concert-a/\u017feat/\uff11\uff12"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				table.match("www.example:443", p)
+			}
+		})
+	}
+}
