@@ -35,7 +35,10 @@ type Route struct {
 	// as "/sale/": a path under a room in any server's reading is in that
 	// room. A path in one room read one way and in another read the other
 	// ("/sale/concert-a;x/" under the routes "/sale/" and
-	// "/sale/concert-a/") is refused: 400 invalid_path.
+	// "/sale/concert-a/") is refused: 400 invalid_path. So is a path with
+	// non-ASCII letters that a server folding Unicode reads in another
+	// room ("/ſale/", U+017F, or the full-width "/ｓａｌｅ/", are "/sale/"
+	// to Java's and .NET's case-insensitive compares and to NFKC).
 	Prefix string
 	// Queue is the room: the queue whose pass opens these paths.
 	Queue string
@@ -233,6 +236,11 @@ func newRouteTable(routes []Route, catchAll, waitingPage string, secure bool) (*
 // changes with whether a server drops ";parameters" and trailing dots
 // ("/sale/concert-a;x/" is the concert's to Tomcat, a page of the sale to
 // others), and neither pass may open it.
+//
+// A server that folds Unicode reads "/ſale/" (U+017F) or "/ｓａｌｅ/" as
+// "/sale/" (httpin.FoldPath): a path whose folded reading is in another
+// room than its bytes, or that folds into a path servers read more than
+// one way, is ambiguous too (issue 26.12).
 func (t *routeTable) match(host, path string) (rm *room, ok bool) {
 	if len(t.routes) == 0 {
 		return nil, true
@@ -240,8 +248,20 @@ func (t *routeTable) match(host, path string) (rm *room, ok bool) {
 	if t.hosts {
 		host = canonicalHost(host)
 	}
+	if rm, ok = t.read(host, path); !ok {
+		return nil, false
+	}
+	if folded, changed := httpin.FoldPath(path); changed && !t.foldsInto(host, path, folded, rm) {
+		return nil, false
+	}
+	return rm, true
+}
+
+// read is the room of path on host (already canonical) as servers that
+// fold ASCII alone read it; false when they read it in two rooms.
+func (t *routeTable) read(host, path string) (*room, bool) {
 	key := matchKey(path)
-	rm = t.find(host, key)
+	rm := t.find(host, key)
 	if key == path {
 		return rm, true // nothing to read another way: the common case
 	}
@@ -251,6 +271,26 @@ func (t *routeTable) match(host, path string) (rm *room, ok bool) {
 		}
 	}
 	return rm, true
+}
+
+// foldsInto reports whether folded, path as a server that folds Unicode
+// reads it, is in room rm too, and reads one way: folding that makes an
+// escape, a query or a fragment ("％", "？", "＃"), or a path that is not
+// clean ("／．．／" is "/../", which would take "/static/．．／order" out
+// of a bypassed prefix), is refused whatever its room, since a server
+// that folds before it resolves would serve another path.
+func (t *routeTable) foldsInto(host, path, folded string, rm *room) bool {
+	for _, c := range []string{"%", "?", "#"} {
+		if strings.Count(folded, c) != strings.Count(path, c) {
+			return false
+		}
+	}
+	clean, err := httpin.CleanPath(folded)
+	if err != nil || clean != folded {
+		return false
+	}
+	other, ok := t.read(host, clean)
+	return ok && other == rm
 }
 
 // find is the room of the most specific route for host covering key.

@@ -1,6 +1,14 @@
 package gate
 
-import "testing"
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/waitroom/waitroom/internal/httpin"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+)
 
 func TestMatchKey(t *testing.T) {
 	for p, want := range map[string]string{
@@ -84,5 +92,76 @@ func TestMatchAmbiguous(t *testing.T) {
 		if got != want {
 			t.Errorf("match(%q) = %q, want %q", p, got, want)
 		}
+	}
+}
+
+// FuzzMatchUnicodeFolds checks match against an oracle of its own, the
+// whole path normalised by golang.org/x/text (NFKC, then full case
+// folding, then NFKC, as NFKC_Casefold does), not the gate's per-rune
+// table: whenever match takes a path into a room and the oracle's reading
+// is a clean path, that reading is in the same room. Issue 26.12.
+func FuzzMatchUnicodeFolds(f *testing.F) {
+	routes, err := ParseRoutes("/sale/concert-a/=concert-a,/sale/=sale,/k1/=k,/static/=s")
+	if err != nil {
+		f.Fatal(err)
+	}
+	table, err := newRouteTable(routes, "default", "/q/{queue}", true)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{"/sale/item", "/\u017fale/item", "/ｓａｌｅ/concert-a/x", "/sale/concert\uff0da/x", "/\u212a1/x",
+		"/static/\uff0e\uff0e\uff0forder", "/stra\u00dfe", "/sale/\u017fhoes", "/\U0001d42cale/", "/k\u2081/", "/café"} {
+		f.Add(seed)
+	}
+	fold := cases.Fold()
+	f.Fuzz(func(t *testing.T, p string) {
+		clean, err := httpin.CleanPath((&url.URL{Path: p}).EscapedPath())
+		if err != nil || !strings.HasPrefix(p, "/") {
+			return
+		}
+		rm, ok := table.match("", clean)
+		if !ok {
+			return
+		}
+		read := norm.NFKC.String(fold.String(norm.NFKC.String(clean)))
+		if strings.ContainsAny(read, "%?#") {
+			return
+		}
+		if c, err := httpin.CleanPath(read); err != nil || c != read {
+			return
+		}
+		other := table.find("", matchKey(read))
+		if other != rm {
+			t.Fatalf("match(%q) is room %v; read as %q by NFKC_Casefold it is room %v", clean, roomName(rm), read, roomName(other))
+		}
+	})
+}
+
+func roomName(rm *room) string {
+	if rm == nil {
+		return "(none)"
+	}
+	return rm.queue
+}
+
+// BenchmarkMatch is the route lookup of every gated request: an ASCII
+// path (the common case, which issue 26.12's fold check scans once) and
+// a path with non-ASCII letters that fold (a map lookup per rune, then
+// a second lookup of the folded path).
+func BenchmarkMatch(b *testing.B) {
+	routes, err := ParseRoutes("/sale/concert-a/=concert-a,/sale/=sale,shop.example/=default")
+	if err != nil {
+		b.Fatal(err)
+	}
+	table, err := newRouteTable(routes, "other", "/q/{queue}", true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, p := range map[string]string{"ascii": "/sale/concert-a/seat/12", "folding": "/sale/concert-a/\u017feat/\uff11\uff12"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				table.match("www.example:443", p)
+			}
+		})
 	}
 }

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,149 +25,298 @@ import (
 // host and client they were given for, carry that pass's identity, and a
 // revoked pass still stops opening within 5 s.
 
-// authInputs is everything a forward-auth answer may depend on, as one
-// string: the host, the path as sent, the client's address chain, the
-// cookies and the Authorization header. The fake verify below derives its
+// The rig of the cache-key tests: a real nginx with the shipped config in
+// front of a fake waitroom whose verify answers each combination of what
+// the real one reads its own way (204 naming the combination, 401 or
+// 503), and an order site that derives the combination again from what
+// reached it.
+
+// roomPass is the pass a request for room q carries as waitroom's gate
+// reads it from cookies: the value of its one cookie named wr_pass_q (two
+// are refused: "").
+func roomPass(h http.Header) string {
+	cs := (&http.Request{Header: h}).CookiesNamed("wr_pass_q")
+	if len(cs) != 1 {
+		return ""
+	}
+	return cs[0].Value
+}
+
+// clientOf is the client as waitroom reads it behind the shipped nginx
+// (the one trusted proxy): the last hop of X-Forwarded-For, the address
+// nginx appended, whatever the client wrote before it.
+func clientOf(h http.Header) string {
+	xff := strings.Join(h.Values("X-Forwarded-For"), ", ")
+	return strings.TrimSpace(xff[strings.LastIndex(xff, ",")+1:])
+}
+
+// authInputs is everything a forward-auth answer depends on, as waitroom
+// reads it: the host, the path as sent, the client nginx saw, the room's
+// pass cookie and the Authorization header. The fake verify derives its
 // answer from it; the order site derives it again from what reached it.
-func authInputs(host, target, xff string, cookies []string, authz string) string {
+func authInputs(h http.Header, host, target string) string {
 	path, _, _ := strings.Cut(target, "?")
-	sum := sha256.Sum256([]byte(strings.Join([]string{host, path, xff, strings.Join(cookies, "; "), authz}, "\n")))
+	sum := sha256.Sum256([]byte(strings.Join([]string{host, path, clientOf(h), roomPass(h), h.Get("Authorization")}, "\n")))
 	return hex.EncodeToString(sum[:8])
 }
 
-// A property of the cache key, with a real nginx and the shipped config in
-// front of a fake waitroom whose verify answers each combination of
-// inputs its own way (204 naming the inputs, 401 or 503): over generated
-// requests that vary the pass cookie, the other cookies, the host, the
-// path as sent, the client's address chain and the Authorization header,
-// every request that reaches the order site carries the identity verify
-// gave for exactly its inputs, and a request without a pass cookie, or
-// whose answer was a 401 or 503, always reached verify itself.
-func TestNginxAuthCacheKeyProperty(t *testing.T) {
-	t.Parallel()
+// authRig is the fake waitroom's and order site's record, per X-Test-Seq.
+type authRig struct {
+	addr     string // nginx's
+	mu       sync.Mutex
+	calls    int               // verify calls
+	answered map[string]int    // X-Test-Seq -> verify's status
+	reached  map[string]string // X-Test-Seq -> problem at the order site, "" fine
+}
+
+func newAuthRig(t *testing.T) *authRig {
+	t.Helper()
 	bin := nginxPath(t)
-	var mu sync.Mutex
-	asked := map[string]bool{}     // X-Test-Seq values verify saw
-	answered := map[string]int{}   // X-Test-Seq -> verify's status
-	reached := map[string]string{} // X-Test-Seq -> problem, "" fine
-	var calls int
-	waitroom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/gate/verify" {
-			w.WriteHeader(http.StatusUnauthorized) // /gate/refused
-			return
-		}
-		in := authInputs(r.Host, r.Header.Get(gate.HeaderOriginalURI), r.Header.Get("X-Forwarded-For"), r.Header.Values("Cookie"), r.Header.Get("Authorization"))
-		status := http.StatusNoContent
-		hasPass := strings.Contains(strings.Join(r.Header.Values("Cookie"), ";"), "wr_pass_")
-		switch {
-		case !hasPass && strings.HasPrefix(r.Header.Get(gate.HeaderOriginalURI), "/static/"):
-			// a bypassed path: 204 without identity
-		case !hasPass, in[0] < '4':
-			status = http.StatusUnauthorized
-		case in[0] < '6':
-			status = http.StatusServiceUnavailable
-		}
-		mu.Lock()
-		calls++
-		seq := r.Header.Get("X-Test-Seq")
-		asked[seq] = true
-		answered[seq] = status
-		n := calls
-		mu.Unlock()
-		if status == http.StatusNoContent && hasPass {
-			w.Header().Set(gate.HeaderSub, fmt.Sprintf("%s:%d", in, n))
-			w.Header().Set(gate.HeaderQueue, "q")
-		}
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(status)
-	}))
+	rig := &authRig{answered: map[string]int{}, reached: map[string]string{}}
+	waitroom := httptest.NewServer(http.HandlerFunc(rig.verify))
 	t.Cleanup(waitroom.Close)
 	order := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		in := authInputs(r.Host, r.RequestURI, r.Header.Get("X-Forwarded-For"), r.Header.Values("Cookie"), r.Header.Get("Authorization"))
-		sub := r.Header.Get(gate.HeaderSub)
+		in := authInputs(r.Header, r.Host, r.RequestURI)
 		problem := ""
-		if sub != "" && !strings.HasPrefix(sub, in+":") {
-			problem = fmt.Sprintf("identity %q for inputs %s", sub, in)
+		if sub := r.Header.Get(gate.HeaderSub); sub != "" && !strings.HasPrefix(sub, in+":") {
+			problem = fmt.Sprintf("identity %q for inputs %s (client %s, pass %q)", sub, in, clientOf(r.Header), roomPass(r.Header))
 		}
-		mu.Lock()
-		reached[r.Header.Get("X-Test-Seq")] = problem
-		mu.Unlock()
+		rig.mu.Lock()
+		rig.reached[r.Header.Get("X-Test-Seq")] = problem
+		rig.mu.Unlock()
 	}))
 	t.Cleanup(order.Close)
-	base := startNginx(t, bin, strings.TrimPrefix(waitroom.URL, "http://"), strings.TrimPrefix(order.URL, "http://"))
-	addr := strings.TrimPrefix(base, "http://")
+	rig.addr = strings.TrimPrefix(startNginx(t, bin, strings.TrimPrefix(waitroom.URL, "http://"), strings.TrimPrefix(order.URL, "http://")), "http://")
+	return rig
+}
 
-	hosts := []string{"shop.example", "other.example", "Shop.Example", addr}
-	paths := []string{"/order", "/order/", "/Order", "/x/../order", "/order?seat=1", "/%6Frder", "/sale/a", "/static/app.css", "//order"}
-	xffs := []string{"", "10.0.0.1", "10.0.0.2", "10.0.0.1, 10.0.0.2"}
-	cookies := [][]string{
-		nil,
-		{"wr_pass_q=PASS-A"},
-		{"wr_pass_q=PASS-B"},
-		{"wr_pass_q=PASS-A; theme=dark"},
-		{"theme=dark"},
-		{"wr_pass_q=PASS-A; wr_pass_q=PASS-B"},
-		{"wr_pass_q=PASS-A", "wr_pass_r=PASS-C"},
-		{"__Host-wr_pass_q=PASS-A"},
+// verify answers as /gate/verify would in kind: a bypassed path without a
+// pass 204 naming no one, no pass 401, else by the inputs 401, 503 or 204
+// naming them (and the call, so two answers never look alike).
+func (rig *authRig) verify(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/gate/verify" {
+		w.WriteHeader(http.StatusUnauthorized) // /gate/refused
+		return
 	}
-	authzs := []string{"", "", "", "Bearer PASS-A"}
-	rng := rand.New(rand.NewPCG(21, 1))
-	const n = 600
-	refusedAsked, hits := 0, 0
-	for i := range n {
-		seq := fmt.Sprint(i)
-		host, path := hosts[rng.IntN(len(hosts))], paths[rng.IntN(len(paths))]
-		hdr := []string{"X-Test-Seq", seq}
-		if x := xffs[rng.IntN(len(xffs))]; x != "" {
-			hdr = append(hdr, "X-Forwarded-For", x)
-		}
-		cs := cookies[rng.IntN(len(cookies))]
-		for _, c := range cs {
-			hdr = append(hdr, "Cookie", c)
-		}
-		a := authzs[rng.IntN(len(authzs))]
-		if a != "" {
-			hdr = append(hdr, "Authorization", a)
-		}
-		if _, err := pathtest.GetHost(addr, host, path, hdr...); err != nil {
+	target := r.Header.Get(gate.HeaderOriginalURI)
+	in := authInputs(r.Header, r.Host, target)
+	hasPass := roomPass(r.Header) != "" || r.Header.Get("Authorization") != ""
+	status := http.StatusNoContent
+	switch {
+	case !hasPass && strings.HasPrefix(target, "/static/"): // 204, no one
+	case !hasPass, in[0] < '4':
+		status = http.StatusUnauthorized
+	case in[0] < '6':
+		status = http.StatusServiceUnavailable
+	}
+	rig.mu.Lock()
+	rig.calls++
+	n := rig.calls
+	rig.answered[r.Header.Get("X-Test-Seq")] = status
+	rig.mu.Unlock()
+	if status == http.StatusNoContent && hasPass {
+		w.Header().Set(gate.HeaderSub, fmt.Sprintf("%s:%d", in, n))
+		w.Header().Set(gate.HeaderQueue, "q")
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+}
+
+// outcome is what became of request seq: verify's answer (0: not asked,
+// answered from nginx's cache), whether it reached the order site, and
+// the problem the order site saw.
+func (rig *authRig) outcome(seq string) (status int, reached bool, problem string) {
+	rig.mu.Lock()
+	defer rig.mu.Unlock()
+	problem, reached = rig.reached[seq]
+	return rig.answered[seq], reached, problem
+}
+
+// getFrom sends one GET for target on host to nginx from the loopback
+// address src (so nginx sees a client of the test's choosing), with
+// header's name, value pairs written as they are: a raw request, so
+// values may hold any separator a client can send.
+func getFrom(src, addr, host, target string, header ...string) (int, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\nConnection: close\r\n", target, host)
+	for i := 0; i+1 < len(header); i += 2 {
+		fmt.Fprintf(&b, "%s: %s\r\n", header[i], header[i+1])
+	}
+	b.WriteString("\r\n")
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0, nil // closed without an answer: nothing reached anyone
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// A pass shaped as every pass is (three base64url parts), so nginx may
+// keep its answers.
+const (
+	tokenA = "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJhIn0.c2lnLWE"
+	tokenB = "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJiIn0.c2lnLWI"
+)
+
+// collidingPair is a holder's request from holder and a friend's from
+// friend whose keys under the old cache key
+// ("$host|$request_uri|$proxy_add_x_forwarded_for|$scheme|$http_cookie")
+// are one string: nginx appends ", <client>" to X-Forwarded-For, and the
+// holder writes into the Cookie header what the friend's key has after
+// its own address, so both read "a, holder|http|b, friend|http|c". c
+// carries the pass; a and b are anything.
+func collidingPair(holder, friend, a, b, c string) (h, f []string) {
+	h = []string{"X-Forwarded-For", a, "Cookie", b + ", " + friend + "|http|" + c}
+	f = []string{"X-Forwarded-For", a + ", " + holder + "|http|" + b, "Cookie", c}
+	return h, f
+}
+
+// Issue 26.5, the colliding pair: under the old key the friend, at
+// another address, got the holder's cached 204 and identity, and verify
+// never saw the friend's address. Now each is answered for itself, and
+// the holder's repeat is still answered from the cache.
+func TestNginxAuthCacheCollidingPair(t *testing.T) {
+	t.Parallel()
+	rig := newAuthRig(t)
+	// A pair whose inputs verify admits (204 naming the holder).
+	for i := range 50 {
+		a, b := fmt.Sprintf("10.9.%d.1", i), "x=1"
+		h, f := collidingPair("127.0.0.2", "127.0.0.3", a, b, "y; wr_pass_q="+tokenA)
+		seq := func(s string) []string { return []string{"X-Test-Seq", fmt.Sprint(i) + s} }
+		if _, err := getFrom("127.0.0.2", rig.addr, "shop.example", "/order", append(h, seq("h")...)...); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		problem, got := reached[seq]
-		sawVerify, status := asked[seq], answered[seq]
-		mu.Unlock()
-		if problem != "" {
-			t.Fatalf("request %d (%s %s, cookies %q, %q): %s", i, host, path, cs, a, problem)
+		if st, _, _ := rig.outcome(fmt.Sprint(i) + "h"); st != http.StatusNoContent {
+			continue // verify refused these inputs: try other ones
 		}
-		pass := strings.Contains(strings.Join(cs, ";"), "wr_pass_") && a == ""
+		if _, err := getFrom("127.0.0.3", rig.addr, "shop.example", "/order", append(f, seq("f")...)...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := getFrom("127.0.0.2", rig.addr, "shop.example", "/order", append(h, seq("r")...)...); err != nil {
+			t.Fatal(err)
+		}
+		st, reached, problem := rig.outcome(fmt.Sprint(i) + "f")
+		if problem != "" || st == 0 {
+			t.Fatalf("the friend at 127.0.0.3 was answered from the holder's cache entry (reached the site: %v): %s", reached, problem)
+		}
+		if st, reached, _ := rig.outcome(fmt.Sprint(i) + "r"); st != 0 || !reached {
+			t.Fatalf("the holder's repeat asked verify (%d) or did not reach the site: the cache keeps nothing", st)
+		}
+		return
+	}
+	t.Fatal("verify admitted none of 50 inputs: the test proves nothing")
+}
+
+// A property of the cache key, through a real nginx and the shipped
+// config: over generated requests from four client addresses, whose
+// Cookie, X-Forwarded-For, Host, request target and Authorization hold
+// '|', ',', ';', spaces, '=', other clients' addresses and pass cookies
+// (one, two, another room's, quoted, malformed), a third of them pairs
+// built to collide under the old key, every request that reaches the
+// order site carries the identity verify gave for exactly its own inputs
+// (host, path, the client nginx saw, its room's pass), and a request
+// without exactly one pass cookie, or whose answer was a 401 or 503,
+// always reached verify itself.
+func TestNginxAuthCacheKeyProperty(t *testing.T) {
+	t.Parallel()
+	rig := newAuthRig(t)
+	clients := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}
+	pieces := append([]string{"|", ",", ", ", ";", "; ", " ", "=", "|http|", "http", "x=1", "theme=dark", "wr_pass_q=" + tokenA,
+		"wr_pass_q=" + tokenB, "wr_pass_r=" + tokenA, "__Host-wr_pass_q=" + tokenA, "WR_PASS_Q=" + tokenB, `wr_pass_q="` + tokenA + `"`,
+		"wr_pass_q=PASS-A", "10.0.0.1", "shop.example", "/order"}, clients...)
+	junk := func(rng *rand.Rand) string {
+		var b strings.Builder
+		for range rng.IntN(5) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	passCookies := []string{"wr_pass_q=" + tokenA, "wr_pass_q=" + tokenB, "y; wr_pass_q=" + tokenA, "wr_pass_q=" + tokenA + "; theme=dark"}
+	hosts := []string{"shop.example", "Shop.Example", "other.example", "shop.example|x", rig.addr}
+	targets := []string{"/order", "/order/", "/order|x", "/order?a=|b", "/o%7Crder", "/order?x=1|127.0.0.2|http|", "/static/app.css", "/x/../order", "/order;|"}
+	rng := rand.New(rand.NewPCG(21, 26))
+	const n = 900
+	hits, refusedAsked, pairs := 0, 0, 0
+	send := func(seq, src, host, target string, hdr []string) {
+		t.Helper()
+		if _, err := getFrom(src, rig.addr, host, target, append(hdr, "X-Test-Seq", seq)...); err != nil {
+			t.Fatal(err)
+		}
+		status, reached, problem := rig.outcome(seq)
+		h := http.Header{}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			h.Add(hdr[i], hdr[i+1])
+		}
 		switch {
-		case !sawVerify && !pass:
-			t.Fatalf("request %d (%s %s, cookies %q, %q) without a pass cookie was answered from the cache", i, host, path, cs, a)
-		case !sawVerify:
+		case problem != "":
+			t.Fatalf("request %s from %s (%s %s, %q): %s", seq, src, host, target, hdr, problem)
+		case status == 0 && !reached:
+			// Refused before verify ran: a Host that Go's server, like
+			// waitroom's, answers 400 ("shop.example|x").
+		case status == 0 && (roomPass(h) == "" || h.Get("Authorization") != ""):
+			t.Fatalf("request %s from %s (%s %s, %q) without one pass cookie was answered from the cache", seq, src, host, target, hdr)
+		case status == 0:
 			hits++
-		case status != http.StatusNoContent && got:
-			t.Fatalf("request %d: verify answered %d and it reached the order site", i, status)
+		case status != http.StatusNoContent && reached:
+			t.Fatalf("request %s: verify answered %d and it reached the order site", seq, status)
 		case status != http.StatusNoContent:
 			refusedAsked++
 		}
 	}
-	t.Logf("%d requests, %d answered from nginx's cache, %d refusals asked", n, hits, refusedAsked)
+	for i := 0; i < n; i++ {
+		host, target := hosts[rng.IntN(len(hosts))], targets[rng.IntN(len(targets))]
+		if i%3 == 0 { // a pair built to collide under the old key
+			p := rng.Perm(len(clients))
+			holder, friend := clients[p[0]], clients[p[1]]
+			h, f := collidingPair(holder, friend, "1"+junk(rng), junk(rng), passCookies[rng.IntN(len(passCookies))])
+			send(fmt.Sprint(i), holder, host, target, h)
+			i++
+			send(fmt.Sprint(i), friend, host, target, f)
+			pairs++
+			continue
+		}
+		var hdr []string
+		if rng.IntN(2) == 0 {
+			hdr = append(hdr, "X-Forwarded-For", junk(rng))
+		}
+		for range rng.IntN(3) {
+			hdr = append(hdr, "Cookie", junk(rng))
+		}
+		if rng.IntN(4) == 0 {
+			hdr = append(hdr, "Cookie", passCookies[rng.IntN(len(passCookies))])
+		}
+		if rng.IntN(8) == 0 {
+			hdr = append(hdr, "Authorization", "Bearer "+tokenA)
+		}
+		send(fmt.Sprint(i), clients[rng.IntN(len(clients))], host, target, hdr)
+	}
+	t.Logf("%d requests (%d colliding pairs), %d answered from nginx's cache, %d refusals asked", n, pairs, hits, refusedAsked)
 	if hits == 0 || refusedAsked == 0 {
 		t.Fatalf("the run proves nothing: %d cache hits, %d refusals", hits, refusedAsked)
 	}
 	// A refusal is never kept: the same refused inputs ask verify again.
-	mu.Lock()
-	before := calls
-	mu.Unlock()
+	rig.mu.Lock()
+	before := rig.calls
+	rig.mu.Unlock()
 	for range 3 {
-		if st, err := pathtest.GetHost(addr, "shop.example", "/order", "Cookie", "theme=dark"); err != nil || st == http.StatusOK {
+		if st, err := getFrom("127.0.0.2", rig.addr, "shop.example", "/order", "Cookie", "theme=dark"); err != nil || st == http.StatusOK {
 			t.Fatalf("without a pass: %d %v", st, err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if calls != before+3 {
-		t.Fatalf("three refused requests asked verify %d times", calls-before)
+	rig.mu.Lock()
+	defer rig.mu.Unlock()
+	if rig.calls != before+3 {
+		t.Fatalf("three refused requests asked verify %d times", rig.calls-before)
 	}
 }
 

@@ -402,6 +402,14 @@ func TestNginxTwoRooms(t *testing.T) {
 	if resp := do(client, "/b/?wr_pass="+url.QueryEscape(a)); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/q/"+s.queueB+"?") || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("A's hand-over on B's path: %d to %q, Set-Cookie %q", resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Set-Cookie"))
 	}
+	// Issue 26.12: B's prefix written with a full-width or mathematical
+	// "b", which a site folding Unicode reads as /b/, with A's pass:
+	// 400 invalid_path from /gate/refused, nothing reaches the site.
+	for _, path := range []string{"/%EF%BD%82/seat", "/%F0%9D%90%9B/seat"} {
+		if resp := do(client, path, cookie(s.queue, a)...); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s (folds into B's /b/) with A's pass: %d, want 400", path, resp.StatusCode)
+		}
+	}
 	if n := reached(); n != 0 {
 		t.Fatalf("%d requests with the other room's pass reached the site", n)
 	}
@@ -442,5 +450,59 @@ func TestNginxTwoRooms(t *testing.T) {
 		t.Errorf("/gate/verify asked directly with a claimed address: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
+	}
+}
+
+// Issue 26.12 at waitroom's own doors, without nginx: in gate mode with
+// two rooms (B at /b/, A everywhere else), B's prefix written with runes
+// that fold into "b" is refused with 400 invalid_path by the reverse
+// proxy and /gate/refused, and 401 invalid_path by /gate/verify, whatever
+// pass comes with it; nothing reaches the site.
+func TestGateUnicodeFoldsAtEveryDoor(t *testing.T) {
+	t.Parallel()
+	rec := &pathtest.Recorder{}
+	site := httptest.NewServer(rec)
+	t.Cleanup(site.Close)
+	u, _ := url.Parse(site.URL)
+	s := newStack(t, stackOptions{settings: fastTicks(1), twoRooms: true, upstream: u})
+	a := enterUser(t, s)
+	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(path string, header ...string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest("GET", s.url+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	cookie := []string{"Cookie", gate.CookieName(s.queue, false) + "=" + a.pass}
+	for _, path := range []string{"/%EF%BD%82/seat", "/%F0%9D%90%9B/seat", "/%E1%B5%87/seat"} { // ｂ, 𝐛, ᵇ
+		for _, hdr := range [][]string{nil, cookie} {
+			if st, body := do(path, hdr...); st != http.StatusBadRequest || !strings.Contains(body, "invalid_path") {
+				t.Errorf("reverse proxy %s (%d header fields): %d %s", path, len(hdr), st, body)
+			}
+			orig := append([]string{gate.HeaderOriginalURI, path}, hdr...)
+			if st, body := do("/gate/verify", orig...); st != http.StatusUnauthorized || !strings.Contains(body, "invalid_path") {
+				t.Errorf("/gate/verify %s: %d %s", path, st, body)
+			}
+			if st, body := do("/gate/refused", orig...); st != http.StatusBadRequest || !strings.Contains(body, "invalid_path") {
+				t.Errorf("/gate/refused %s: %d %s", path, st, body)
+			}
+		}
+	}
+	if st, _ := do("/order", cookie...); st != http.StatusOK {
+		t.Fatalf("A's pass on A's path: %d", st)
+	}
+	if n := len(rec.Seen()); n != 1 {
+		t.Fatalf("%d requests reached the site, want the one on A's path", n)
 	}
 }

@@ -1,7 +1,14 @@
 // Package passuse keeps, in Redis and so for every replica, how entry
 // passes are used at the gate: the one exchange of a hand-over link for a
-// cookie, and the client addresses a pass comes from, so that a pass
-// shared with others (posted, sold) is cancelled.
+// cookie, and the client networks an admission's passes come from, so
+// that an admission shared with others (its passes posted, sold) is
+// cancelled.
+//
+// The sharing count is per admission, not per pass: every status call of
+// an admitted place signs a new pass with a new jti, so a count per jti
+// let one place open the site for MaxClients networks per status call
+// (issue 26.4). An admission is what every pass issued for it has in
+// common: its queue (aud), member (sub) and start (adm).
 package passuse
 
 import (
@@ -10,6 +17,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,6 +25,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/localmap"
+	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -33,12 +42,12 @@ type Redis interface {
 	SCard(ctx context.Context, key string) *redis.IntCmd
 }
 
-// DefaultMaxClients is how many client addresses (IPv6: /64 networks) one
-// pass may be used from: a phone moving between Wi-Fi and mobile data is
-// two or three; a pass posted for others is more.
+// DefaultMaxClients is how many client addresses (IPv6: /64 networks) the
+// passes of one admission may be used from: a phone moving between Wi-Fi
+// and mobile data is two or three; a pass posted for others is more.
 const DefaultMaxClients = 3
 
-// maxLocal bounds the passes whose addresses a replica remembers.
+// maxLocal bounds the admissions whose networks a replica remembers.
 const maxLocal = 100000
 
 // Uses is what passes were used for. Build it with New.
@@ -48,12 +57,22 @@ type Uses struct {
 	timeout    time.Duration
 
 	mu    sync.Mutex
-	local map[passKey]*seen // the addresses this replica sent to Redis, per pass
+	local map[Admission]*seen // the networks this replica sent to Redis, per admission
 }
 
-// passKey names a pass in the local map: a struct, so that a lookup on
-// every gated request builds no string.
-type passKey struct{ queue, id string }
+// Admission names one admission, the same for every pass issued for it
+// whatever its jti: a struct, so that a lookup of the local map on every
+// gated request builds no string.
+type Admission struct {
+	Queue  string // aud
+	Member string // sub
+	Start  int64  // adm: the admission's start, Unix ms, as the queue dated it
+}
+
+// AdmissionOf is the admission a verified pass was issued for.
+func AdmissionOf(c pass.Claims) Admission {
+	return Admission{Queue: c.Queue, Member: c.Subject, Start: c.AdmittedAt.UnixMilli()}
+}
 
 type seen struct {
 	until   time.Time
@@ -76,24 +95,34 @@ func network(a netip.Addr) netip.Prefix {
 	return p
 }
 
-// New returns the uses kept in rdb, with at most maxClients addresses per
-// pass (0: no limit, and no record of addresses); timeout bounds each
+// New returns the uses kept in rdb, with at most maxClients networks per
+// admission (0: no limit, and no record of networks); timeout bounds each
 // Redis call.
 func New(rdb Redis, maxClients int, timeout time.Duration) (*Uses, error) {
 	if rdb == nil || maxClients < 0 || timeout <= 0 {
-		return nil, errors.New("passuse: a client, a limit of clients per pass (0: none) and a positive timeout are required")
+		return nil, errors.New("passuse: a client, a limit of clients per admission (0: none) and a positive timeout are required")
 	}
-	return &Uses{rdb: rdb, maxClients: maxClients, timeout: timeout, local: make(map[passKey]*seen)}, nil
+	return &Uses{rdb: rdb, maxClients: maxClients, timeout: timeout, local: make(map[Admission]*seen)}, nil
 }
 
 // handOverKey is a pass's hand-over mark (STRING, until the pass's exp).
 func handOverKey(q, id string) string { return queue.KeyPrefix(q) + "handover:" + id }
 
-// clientsKey is the client addresses a pass was used from (SET).
-func clientsKey(q, id string) string { return queue.KeyPrefix(q) + "passclients:" + id }
+// clientsKey is the client networks an admission's passes were used from
+// (SET, until the latest exp of its passes): the start first, which has
+// no ':', so no two admissions share a key whatever their member ids.
+// (The per-pass sets of old, "passclients:{jti}", are no longer written
+// and expire with their passes.)
+func clientsKey(a Admission) string {
+	return queue.KeyPrefix(a.Queue) + "admclients:" + strconv.FormatInt(a.Start, 10) + ":" + a.Member
+}
 
 // Claim marks the pass id of queue q as handed over: true the first time,
-// false ever after until the pass expires at until (gate.HandOvers).
+// false ever after until the pass expires at until (gate.HandOvers). A
+// hand-over stays single-use per pass, not per admission: the holder's
+// browser is handed a new pass each time it reloads the waiting page, and
+// must still get in. What bounds an admission's hand-overs is Seen: the
+// gate checks a handed-over pass, which counts the network it comes from.
 func (u *Uses) Claim(ctx context.Context, q, id string, until time.Time) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
@@ -107,17 +136,17 @@ func (u *Uses) Claim(ctx context.Context, q, id string, until time.Time) (bool, 
 	return true, nil
 }
 
-// Seen records that the pass id of queue q was used from client and
-// reports whether the pass is now shared: used from more than the
-// allowed number of addresses (IPv6 counted by /64, as a subscriber's
-// devices share one). Only an address this replica has not yet seen for
-// the pass costs a Redis call.
-func (u *Uses) Seen(ctx context.Context, q, id string, client netip.Addr, until time.Time) (shared bool, err error) {
+// Seen records that the pass c was used from client and reports whether
+// its admission is now shared: its passes, whichever of them, used from
+// more than the allowed number of networks (IPv6 counted by /64, as a
+// subscriber's devices share one). Only a network this replica has not
+// yet seen for the admission costs a Redis call.
+func (u *Uses) Seen(ctx context.Context, c pass.Claims, client netip.Addr) (shared bool, err error) {
 	if u.maxClients == 0 {
 		return false, nil
 	}
 	nw := network(client)
-	key := passKey{q, id}
+	key := AdmissionOf(c)
 	u.mu.Lock()
 	s := u.local[key]
 	if s != nil && (s.shared || slices.Contains(s.clients, nw)) {
@@ -129,7 +158,7 @@ func (u *Uses) Seen(ctx context.Context, q, id string, client netip.Addr, until 
 
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	n, err := seenScript.Run(ctx, u.rdb, []string{clientsKey(q, id)}, clientip.Key(client), until.UnixMilli()).Int64()
+	n, err := seenScript.Run(ctx, u.rdb, []string{clientsKey(key)}, clientip.Key(client), c.Expires.UnixMilli(), u.maxClients).Int64()
 	if err != nil {
 		return false, err
 	}
@@ -139,8 +168,11 @@ func (u *Uses) Seen(ctx context.Context, q, id string, client netip.Addr, until 
 	defer u.mu.Unlock()
 	if s = u.local[key]; s == nil {
 		u.makeRoom()
-		s = &seen{until: until}
+		s = &seen{}
 		u.local[key] = s
+	}
+	if c.Expires.After(s.until) {
+		s.until = c.Expires // the latest pass's: the admission's passes slide
 	}
 	if !slices.Contains(s.clients, nw) && len(s.clients) <= u.maxClients {
 		s.clients = append(s.clients, nw)
@@ -149,16 +181,16 @@ func (u *Uses) Seen(ctx context.Context, q, id string, client netip.Addr, until 
 	return s.shared, nil
 }
 
-// Shared reports whether the pass id of queue q was found shared, by any
-// replica: what a gate asks of a pass it refuses as revoked, to tell its
-// holder why.
-func (u *Uses) Shared(ctx context.Context, q, id string) (bool, error) {
+// Shared reports whether the admission of the pass c was found shared, by
+// any replica: what a gate asks of a pass it refuses as revoked, to tell
+// its holder why.
+func (u *Uses) Shared(ctx context.Context, c pass.Claims) (bool, error) {
 	if u.maxClients == 0 {
 		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	n, err := u.rdb.SCard(ctx, clientsKey(q, id)).Result()
+	n, err := u.rdb.SCard(ctx, clientsKey(AdmissionOf(c))).Result()
 	return n > int64(u.maxClients), err
 }
 

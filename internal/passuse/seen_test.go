@@ -6,13 +6,31 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+var queues atomic.Int64
+
+// uniqueQueue is a queue of its own per test and run.
+func uniqueQueue() string {
+	return "passuse-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(queues.Add(1), 10)
+}
+
+// admittedAt is the start of the admissions of these tests (adm, in ms).
+var admittedAt = time.UnixMilli(time.Now().UnixMilli())
+
+// claims is a verified pass of member's admission to q that began at
+// admittedAt, with the given jti, valid for a minute.
+func claims(q, member, jti string) pass.Claims {
+	return pass.Claims{Queue: q, Subject: member, ID: jti, AdmittedAt: admittedAt, NotBefore: admittedAt, Expires: time.Now().Add(time.Minute)}
+}
 
 // Many requests with one pass at once, from the address already seen
 // and from new ones: the race detector checks the local record's locking
@@ -25,10 +43,9 @@ func TestSeenConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, id := "passuse-"+strconv.FormatInt(time.Now().UnixNano(), 10), "jti-1" // a queue of its own per run
-	until := time.Now().Add(time.Minute)
+	c := claims(uniqueQueue(), "a:m1", "jti-1")
 	first := netip.MustParseAddr("192.0.2.1")
-	if shared, err := u.Seen(ctx, q, id, first, until); err != nil || shared {
+	if shared, err := u.Seen(ctx, c, first); err != nil || shared {
 		t.Fatalf("first use: shared %v, %v", shared, err)
 	}
 	var wg sync.WaitGroup
@@ -40,7 +57,7 @@ func TestSeenConcurrent(t *testing.T) {
 			if i%8 == 0 { // 8 new networks beside the first
 				addr = netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})
 			}
-			if _, err := u.Seen(ctx, q, id, addr, until); err != nil {
+			if _, err := u.Seen(ctx, c, addr); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -48,7 +65,7 @@ func TestSeenConcurrent(t *testing.T) {
 	wg.Wait()
 	// Nine networks in all, more than three: shared, for every address.
 	for _, a := range []netip.Addr{first, netip.MustParseAddr("203.0.113.9")} {
-		if shared, err := u.Seen(ctx, q, id, a, until); err != nil || !shared {
+		if shared, err := u.Seen(ctx, c, a); err != nil || !shared {
 			t.Errorf("after nine networks, %v: shared %v, %v", a, shared, err)
 		}
 	}

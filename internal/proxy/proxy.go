@@ -127,7 +127,7 @@ func (c *checker) Check(ctx context.Context, token string) (gate.Claims, bool, e
 		return gate.Claims{}, false, err
 	}
 	if client, ok := clientip.FromContext(ctx); ok && c.uses != nil {
-		shared, err := c.uses.Seen(ctx, pc.Queue, pc.ID, client, pc.Expires)
+		shared, err := c.uses.Seen(ctx, pc, client) // counted per admission (issue 26.4)
 		if err != nil {
 			return gate.Claims{}, false, err
 		}
@@ -168,7 +168,7 @@ func (c *checker) whyRevoked(ctx context.Context, token string) error {
 	if err != nil {
 		return nil
 	}
-	shared, err := c.uses.Shared(ctx, pc.Queue, pc.ID)
+	shared, err := c.uses.Shared(ctx, pc)
 	if err != nil || !shared {
 		return nil // revoked either way; the reason is only a courtesy
 	}
