@@ -134,7 +134,7 @@ func TestGateObservesUpstream(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []seen
-	observe := func(q string, status int, took time.Duration) {
+	observe := func(q, _ string, status int, took time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, seen{q, status, took})
