@@ -125,13 +125,14 @@ func New(o Options) (*Runner, error) {
 }
 
 // Observe records one upstream answer for queue, as the reverse-proxy
-// gate saw it (status 0: none came). It counts from when the request was
-// sent: a judgement after a step looks only at requests sent since, not
-// at the backlog of those sent before, which would make it step again
-// for what the last step already answers.
-func (r *Runner) Observe(queue string, status int, took time.Duration) {
+// gate saw it (status 0: none came), to a request of the admission voice
+// (its sub; proxy.Observe). It counts from when the request was sent:
+// a judgement after a step looks only at requests sent since, not at the
+// backlog of those sent before, which would make it step again for what
+// the last step already answers.
+func (r *Runner) Observe(queue, voice string, status int, took time.Duration) {
 	if on, ok := r.on[queue]; ok && on.Load() {
-		r.window.Observe(queue, status, took, time.Now().Add(-took))
+		r.window.Observe(queue, voice, status, took, time.Now().Add(-took))
 	}
 }
 
@@ -210,9 +211,9 @@ func (r *Runner) probe(ctx context.Context, q, url string) {
 			status = resp.StatusCode
 		}
 	}
-	r.probes.Observe(q, status, time.Since(start), start)
+	r.probes.Observe(q, "", status, time.Since(start), start)
 	// A probe a second: a report of at least a few of them.
-	sig, ok := r.probes.signal(q, time.Now().Add(-Span), 3)
+	sig, ok := r.probes.pooled(q, time.Now().Add(-Span), 3)
 	if !ok {
 		return
 	}
