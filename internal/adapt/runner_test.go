@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/internal/audit"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/safeurl"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -37,7 +38,7 @@ func newRunner(t *testing.T, rdb *redis.Client, q string, client *http.Client) (
 		t.Fatal(err)
 	}
 	r, err := New(Options{Store: store, Redis: rdb, Audit: log, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Client: client, Timeout: 2 * time.Second})
+		Client: client, Timeout: 2 * time.Second, ProbePolicy: safeurl.Policy{AllowLoopback: true, AllowPrivate: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
