@@ -44,37 +44,11 @@ func TestAdaptUnmovedByOneHolder(t *testing.T) {
 	t.Cleanup(up.Close)
 	upURL, _ := url.Parse(up.URL)
 
-	rdb := redistest.Client(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	name := fmt.Sprintf("aa%d", time.Now().UnixNano())
-	store, err := queue.NewStore(rdb, []string{name}, queue.Settings{RefillSize: 20, RefillInterval: time.Second, SessionTTL: time.Hour}, testTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	on, target, maxErr, floor := true, 800*time.Millisecond, 0.05, 2
-	if err := store.UpdateSettings(ctx, name, queue.Update{AdaptEnabled: &on, OriginTargetP95: &target, OriginMaxErrorRate: &maxErr, MinRefillSize: &floor}); err != nil {
-		t.Fatal(err)
-	}
-	runner, err := adapt.New(adapt.Options{Store: store, Redis: rdb, Log: log, Timeout: testTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Go(func() { runner.Run(ctx) })
-	sched, err := scheduler.StartAdapting(store, scheduler.Period(time.Second), log, nil, runner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sched.Stop() }()
-
-	places, passes := newTrust(t, rdb)
-	g := newTestGate(t, rdb, store, name, passes, nil, true)
-	e := newEnvWithStore(t, rdb, store, name, Options{Places: places, Passes: passes, Gate: g, ClientIP: behindProxy(t),
-		Upstream: proxy.NewObserved(upURL, 10*time.Second, log, runner.Observe)})
+	e, store, name := newAdaptingEnv(t, ctx, &wg, upURL)
 	from := func(n int) []string { return []string{"X-Forwarded-For", fmt.Sprintf("198.18.7.%d", n)} }
 	pass := func(n int) []string {
 		tk, _ := e.enterAnon(from(n)...)
@@ -149,11 +123,45 @@ func TestAdaptUnmovedByOneHolder(t *testing.T) {
 			t.Fatalf("refill_effective fell to %d under one holder's drips and aborts, want at least 16 (0.8 × 20)", lowest)
 		}
 	}
+	t.Logf("lowest refill_effective over 15 s of the attacks: %d", lowest)
 	slow.Store(true)
 	waitUntil(t, "a decrease once the page is slow for everybody", func() bool {
 		st, err := store.Adapt(ctx, name)
 		return err == nil && st.RefillEffective < 20
 	})
+}
+
+// newAdaptingEnv is a waitroom in gate mode in front of upURL whose queue
+// (refill 20 a second) has the README's example controller settings on,
+// with a runner and a scheduler running until ctx ends (wg waits for
+// the runner).
+func newAdaptingEnv(t *testing.T, ctx context.Context, wg *sync.WaitGroup, upURL *url.URL) (*env, *queue.Store, string) {
+	t.Helper()
+	rdb := redistest.Client(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	name := fmt.Sprintf("aa%d", time.Now().UnixNano())
+	store, err := queue.NewStore(rdb, []string{name}, queue.Settings{RefillSize: 20, RefillInterval: time.Second, SessionTTL: time.Hour}, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, target, maxErr, floor := true, 800*time.Millisecond, 0.05, 2
+	if err := store.UpdateSettings(ctx, name, queue.Update{AdaptEnabled: &on, OriginTargetP95: &target, OriginMaxErrorRate: &maxErr, MinRefillSize: &floor}); err != nil {
+		t.Fatal(err)
+	}
+	runner, err := adapt.New(adapt.Options{Store: store, Redis: rdb, Log: log, Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { runner.Run(ctx) })
+	sched, err := scheduler.StartAdapting(store, scheduler.Period(time.Second), log, nil, runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sched.Stop() })
+	places, passes := newTrust(t, rdb)
+	g := newTestGate(t, rdb, store, name, passes, nil, true)
+	return newEnvWithStore(t, rdb, store, name, Options{Places: places, Passes: passes, Gate: g, ClientIP: behindProxy(t),
+		Upstream: proxy.NewObserved(upURL, 10*time.Second, log, runner.Observe)}), store, name
 }
 
 // waitUntil polls cond until it holds, for at most 30 s.
