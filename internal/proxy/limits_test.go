@@ -288,3 +288,40 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestRefusedBodyNotWaitedFor: a request refused past the cap whose body
+// is small enough for the server to read out and keep the connection
+// (under 256 KiB) has its connection closed after the 429, not held open
+// while the client drips the rest.
+func TestRefusedBodyNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	up := newBodyUpstream(t)
+	srv, _ := front(t, mustURL(t, up.srv.URL), Limits{BodyGrace: time.Minute, BodyMinRate: 1, PerPass: 1, PerClient: 1}, io.Discard)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	stop := make(chan struct{})
+	defer close(stop)
+	held := make(chan string, 1)
+	go func() { held <- drip(t, addr, 1<<20, false, time.Second, stop) }()
+	waitFor(t, "the first request at the upstream", func() bool { return up.inside.Load() == 1 })
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /upload HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 100\r\n\r\na"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusTooManyRequests || !res.Close {
+		t.Fatalf("status %d, close %v: want 429 and Connection: close", res.StatusCode, res.Close)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("after the 429: %v, want the server to close the connection (EOF)", err)
+	}
+}

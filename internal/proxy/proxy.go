@@ -325,6 +325,12 @@ func (p *reverse) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s, refused := p.inFlight.take(r)
 	if refused != "" {
 		p.o.OnCut(refused)
+		if r.Body != nil && r.Body != http.NoBody {
+			// Nothing of the body is wanted: close rather than read what
+			// is left of it (a drip) to keep the connection.
+			w.Header().Set("Connection", "close")
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
 		tooMany(w, r)
 		return
 	}
