@@ -100,6 +100,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 		hookObserver   webhook.Observer
 		failedOpen     func(queue string) // waitroom_gate_fail_open_total
 	)
+	var proxyCut func(reason string) // waitroom_proxy_cut_total
 	if cfg.MetricsAddr != "" {
 		mets := metrics.New(store)
 		if addr, stop, err := mets.Serve(cfg.MetricsAddr, log); err != nil {
@@ -110,6 +111,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			rdb.AddHook(mets.RedisHook())
 			store.SetObserver(mets)
 			tickObserver, httpMiddleware, hookObserver, failedOpen = mets, mets.Middleware, mets, mets.GateFailOpen
+			proxyCut = mets.ProxyCut
 		}
 	}
 	// An enter that fewer replicas than asked acknowledged in time is
@@ -178,7 +180,8 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	if err != nil {
 		return err
 	}
-	adapter, err := adapt.New(adapt.Options{Store: store, Redis: rdb, Audit: auditLog, Log: log, Timeout: cfg.RequestTimeout})
+	adapter, err := adapt.New(adapt.Options{Store: store, Redis: rdb, Audit: auditLog, Log: log, Timeout: cfg.RequestTimeout,
+		ProbePolicy: cfg.ProbePolicy})
 	if err != nil {
 		return err
 	}
@@ -261,7 +264,11 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	}
 	var upstream http.Handler
 	if cfg.Upstream != nil {
-		upstream = proxy.NewObserved(cfg.Upstream, cfg.UpstreamTimeout, log, adapter.Observe)
+		upstream, err = proxy.NewHandler(proxy.Options{Upstream: cfg.Upstream, Timeout: cfg.UpstreamTimeout, Log: log,
+			Observe: adapter.Observe, Limits: cfg.GateLimits, OnCut: proxyCut})
+		if err != nil {
+			return err
+		}
 		log.Info("gate mode", "upstream", cfg.Upstream.Redacted(), "queue", cfg.GateQueue, "routes", len(cfg.GateRoutes), "bypass", cfg.GateBypass, "bypass_cidrs", len(cfg.GateBypassCIDRs), "fail", cfg.GateFail)
 	}
 
@@ -305,6 +312,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 			Metrics:         httpMiddleware,
 			// a plain http webhook_url anywhere (webhook.CheckURL)
 			WebhookInsecureHTTP: cfg.WebhookInsecureHTTP,
+			ProbePolicy:         cfg.ProbePolicy, // what origin_probe_url may reach
 			FailOpens:           failOpens,
 			Handoffs:            handoffs,
 			Adapt:               adapter,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/audit"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/safeurl"
 )
 
 // Refresh is how often each replica reads every queue's controller
@@ -50,6 +51,13 @@ const MinGapAfterDecrease = 4 * MinStepGap
 // to step again within MinGapAfterDecrease.
 const Worse = 2.0
 
+// probeTimeout bounds one probe, and maxProbeBody what of its answer is
+// read.
+const (
+	probeTimeout = 5 * time.Second
+	maxProbeBody = 1 << 16
+)
+
 // leaseTTL is the probe lease's life: a holder that stops is replaced
 // within it.
 const leaseTTL = 3 * Refresh
@@ -64,8 +72,14 @@ type Options struct {
 	// Audit records each step (nil: not recorded).
 	Audit *audit.Log
 	Log   *slog.Logger
-	// Client polls the probe URLs (nil: a client with a 5 s timeout).
+	// Client polls the probe URLs (nil: safeurl's client under
+	// ProbePolicy, with a 5 s timeout: no redirects, every dial checked).
 	Client *http.Client
+	// ProbePolicy is what a probe URL may reach (issue 26, item 13):
+	// never link-local (cloud metadata), loopback and private ranges only
+	// when allowed (WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE). A stored URL it
+	// refuses is not polled.
+	ProbePolicy safeurl.Policy
 	// Timeout bounds each Redis call.
 	Timeout time.Duration
 }
@@ -111,7 +125,7 @@ func New(o Options) (*Runner, error) {
 		return nil, errors.New("adapt: a runner needs a store, Redis, a logger and a timeout")
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{Timeout: 5 * time.Second}
+		o.Client = safeurl.NewClient(probeTimeout, o.ProbePolicy, 2)
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
@@ -125,13 +139,14 @@ func New(o Options) (*Runner, error) {
 }
 
 // Observe records one upstream answer for queue, as the reverse-proxy
-// gate saw it (status 0: none came). It counts from when the request was
-// sent: a judgement after a step looks only at requests sent since, not
-// at the backlog of those sent before, which would make it step again
-// for what the last step already answers.
-func (r *Runner) Observe(queue string, status int, took time.Duration) {
+// gate saw it (status 0: none came), to a request of the admission voice
+// (its sub; proxy.Observe). It counts from when the request was sent:
+// a judgement after a step looks only at requests sent since, not at the
+// backlog of those sent before, which would make it step again for what
+// the last step already answers.
+func (r *Runner) Observe(queue, voice string, status int, took time.Duration) {
 	if on, ok := r.on[queue]; ok && on.Load() {
-		r.window.Observe(queue, status, took, time.Now().Add(-took))
+		r.window.Observe(queue, voice, status, took, time.Now().Add(-took))
 	}
 }
 
@@ -196,6 +211,10 @@ func (r *Runner) refresh(ctx context.Context, q string) {
 // probe polls url once if this replica holds q's probe lease, and then
 // stores the p95 and error rate of its recent probes as q's report.
 func (r *Runner) probe(ctx context.Context, q, url string) {
+	if err := r.o.ProbePolicy.CheckURL(url); err != nil {
+		r.o.Log.Debug("adapt: probe URL refused", "queue", q, "err", err)
+		return
+	}
 	held, err := r.store.hold(ctx, q, r.token, leaseTTL)
 	if err != nil || !held {
 		return
@@ -205,14 +224,14 @@ func (r *Runner) probe(ctx context.Context, q, url string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err == nil {
 		if resp, err := r.o.Client.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxProbeBody))
 			resp.Body.Close()
 			status = resp.StatusCode
 		}
 	}
-	r.probes.Observe(q, status, time.Since(start), start)
+	r.probes.Observe(q, "", status, time.Since(start), start)
 	// A probe a second: a report of at least a few of them.
-	sig, ok := r.probes.signal(q, time.Now().Add(-Span), 3)
+	sig, ok := r.probes.pooled(q, time.Now().Add(-Span), 3)
 	if !ok {
 		return
 	}

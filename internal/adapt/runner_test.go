@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/internal/audit"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/safeurl"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -37,7 +38,7 @@ func newRunner(t *testing.T, rdb *redis.Client, q string, client *http.Client) (
 		t.Fatal(err)
 	}
 	r, err := New(Options{Store: store, Redis: rdb, Audit: log, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Client: client, Timeout: 2 * time.Second})
+		Client: client, Timeout: 2 * time.Second, ProbePolicy: safeurl.Policy{AllowLoopback: true, AllowPrivate: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,9 +172,9 @@ func TestStepAudited(t *testing.T) {
 	if p := a.Propose(q); p != (queue.Proposal{}) {
 		t.Fatalf("proposal with no answers seen: %+v, want none", p)
 	}
-	for range MinSamples {
-		a.Observe(q, 200, 300*time.Millisecond)
-		b.Observe(q, 200, 300*time.Millisecond)
+	for i := range MinSamples {
+		a.Observe(q, voice(i), 200, 300*time.Millisecond)
+		b.Observe(q, voice(i), 200, 300*time.Millisecond)
 	}
 	pa, pb := a.Propose(q), b.Propose(q)
 	if pa != (queue.Proposal{Refill: 10, Base: 20}) || pb != pa {
@@ -206,8 +207,8 @@ func TestStepAudited(t *testing.T) {
 	}
 	// No step within MinGapAfterDecrease of a decrease, whatever the
 	// answers say.
-	for range MinSamples {
-		a.window.Observe(q, 200, 50*time.Millisecond, time.Now())
+	for i := range MinSamples {
+		a.window.Observe(q, voice(i), 200, 50*time.Millisecond, time.Now())
 	}
 	if p := a.Propose(q); p != (queue.Proposal{}) {
 		t.Fatalf("proposal right after a step: %+v, want none", p)
@@ -217,14 +218,14 @@ func TestStepAudited(t *testing.T) {
 	a.mu.Lock()
 	a.queues[q].stepAt = time.Now().Add(-MinStepGap)
 	a.mu.Unlock()
-	for range MinSamples {
-		a.window.Observe(q, 200, 500*time.Millisecond, time.Now())
+	for i := range MinSamples {
+		a.window.Observe(q, voice(i), 200, 500*time.Millisecond, time.Now())
 	}
 	if p := a.Propose(q); p != (queue.Proposal{}) {
 		t.Fatalf("proposal at a p95 under Worse × the step's: %+v, want none", p)
 	}
-	for range MinSamples {
-		a.window.Observe(q, 200, 600*time.Millisecond, time.Now())
+	for i := range MinSamples {
+		a.window.Observe(q, voice(i), 200, 600*time.Millisecond, time.Now())
 	}
 	if p := a.Propose(q); p != (queue.Proposal{Refill: 5, Base: 10}) {
 		t.Fatalf("proposal at Worse × the step's p95: %+v, want 10 → 5", p)
@@ -237,14 +238,14 @@ func TestStepAudited(t *testing.T) {
 	a.queues[q].stepAt = step
 	a.mu.Unlock()
 	a.window = NewWindow()
-	for range MinSamples {
-		a.window.Observe(q, 200, time.Hour, step.Add(-time.Millisecond))
+	for i := range MinSamples {
+		a.window.Observe(q, voice(i), 200, time.Hour, step.Add(-time.Millisecond))
 	}
 	if p := a.Propose(q); p != (queue.Proposal{}) {
 		t.Fatalf("proposal from answers to requests sent before the step: %+v, want none", p)
 	}
-	for range MinSamples {
-		a.window.Observe(q, 200, 50*time.Millisecond, time.Now()) // sent after the step
+	for i := range MinSamples {
+		a.window.Observe(q, voice(i), 200, 50*time.Millisecond, time.Now()) // sent after the step
 	}
 	if p := a.Propose(q); p != (queue.Proposal{Refill: 11, Base: 10}) {
 		t.Fatalf("healthy proposal %+v, want 10 → 11", p)
@@ -259,10 +260,10 @@ func TestWindowSignal(t *testing.T) {
 		if i%10 == 0 {
 			status = 502
 		}
-		w.Observe("q", status, time.Duration(i+1)*time.Millisecond, now)
+		w.Observe("q", "", status, time.Duration(i+1)*time.Millisecond, now)
 	}
-	w.Observe("q", 0, time.Hour, now.Add(-time.Minute)) // before the window
-	sig, ok := w.Signal("q", now.Add(-time.Second))
+	w.Observe("q", "", 0, time.Hour, now.Add(-time.Minute)) // before the window
+	sig, ok := w.pooled("q", now.Add(-time.Second), MinSamples)
 	if !ok || sig.P95 != 95*time.Millisecond || sig.ErrorRate != 0.1 || sig.Samples != 100 {
 		t.Fatalf("signal %+v %v", sig, ok)
 	}
@@ -271,9 +272,9 @@ func TestWindowSignal(t *testing.T) {
 	}
 	// The ring keeps the last WindowSize answers.
 	for range WindowSize {
-		w.Observe("q", 404, time.Millisecond, now) // a 4xx is the client's: no error
+		w.Observe("q", "", 404, time.Millisecond, now) // a 4xx is the client's: no error
 	}
-	if sig, _ := w.Signal("q", now.Add(-time.Second)); sig.Samples != WindowSize || sig.ErrorRate != 0 {
+	if sig, _ := w.pooled("q", now.Add(-time.Second), MinSamples); sig.Samples != WindowSize || sig.ErrorRate != 0 {
 		t.Fatalf("after wrapping: %+v", sig)
 	}
 }
@@ -297,18 +298,21 @@ func TestSlowerThanSpan(t *testing.T) {
 	r.queues[q].stepAt = now.Add(-3 * Span)
 	r.mu.Unlock()
 	// Sent 2 Span ago (after the step), answered just now, over target.
-	for range MinSamples {
-		r.window.Observe(q, 200, 2*Span, now.Add(-2*Span))
+	for i := range MinSamples {
+		r.window.Observe(q, voice(i), 200, 2*Span, now.Add(-2*Span))
 	}
 	if p := r.Propose(q); p != (queue.Proposal{Refill: 10, Base: 20}) {
 		t.Fatalf("proposal %+v, want 20 → 10", p)
 	}
 	// Answers to requests sent before the step still count for nothing.
 	r.window = NewWindow()
-	for range MinSamples {
-		r.window.Observe(q, 200, 4*Span, now.Add(-4*Span))
+	for i := range MinSamples {
+		r.window.Observe(q, voice(i), 200, 4*Span, now.Add(-4*Span))
 	}
 	if p := r.Propose(q); p != (queue.Proposal{}) {
 		t.Fatalf("proposal from answers to requests sent before the step: %+v, want none", p)
 	}
 }
+
+// voice is a test admission's sub: the i-th of a few.
+func voice(i int) string { return fmt.Sprint("sub-", i%5) }

@@ -24,9 +24,10 @@ type Window struct {
 }
 
 type sample struct {
-	at   time.Time
-	took time.Duration
-	bad  bool
+	at    time.Time
+	took  time.Duration
+	bad   bool
+	voice string // the admission it came with ("": none, a probe)
 }
 
 type ring struct {
@@ -38,11 +39,12 @@ type ring struct {
 // NewWindow returns an empty window.
 func NewWindow() *Window { return &Window{byQueue: map[string]*ring{}} }
 
-// Observe records one answer of queue's origin: its status (0: none came,
-// the proxy gave up), how long it took to start, and when its request was
-// sent. A 5xx or no answer counts as an error; a 4xx is the client's, not
-// the origin's.
-func (w *Window) Observe(queue string, status int, took time.Duration, at time.Time) {
+// Observe records one answer of queue's origin: the admission whose
+// request it answered (its voice; "" for a probe), its status (0: none
+// came, the proxy gave up), how long it took to start, and when its
+// request was sent. A 5xx or no answer counts as an error; a 4xx is the
+// client's, not the origin's.
+func (w *Window) Observe(queue, voice string, status int, took time.Duration, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r := w.byQueue[queue]
@@ -50,35 +52,34 @@ func (w *Window) Observe(queue string, status int, took time.Duration, at time.T
 		r = &ring{}
 		w.byQueue[queue] = r
 	}
-	r.s[r.next] = sample{at: at, took: took, bad: status == 0 || status >= 500}
+	r.s[r.next] = sample{at: at, took: took, bad: status == 0 || status >= 500, voice: voice}
 	r.next = (r.next + 1) % WindowSize
 	r.n = min(r.n+1, WindowSize)
 }
 
-// Signal is the p95 and error rate of queue's answers since since; ok is
-// false with fewer than MinSamples of them.
+// Signal is the p95 and error rate of queue's answers since since, each
+// admission one voice (see byVoice); ok is false with fewer than
+// MinSamples of them, or fewer than MinVoices admissions.
 func (w *Window) Signal(queue string, since time.Time) (Signal, bool) {
-	return w.signal(queue, since, MinSamples)
+	s := w.since(queue, since)
+	if len(s) < MinSamples {
+		return Signal{Samples: len(s)}, false
+	}
+	return byVoice(s)
 }
 
-func (w *Window) signal(queue string, since time.Time, least int) (Signal, bool) {
-	w.mu.Lock()
-	r := w.byQueue[queue]
+// pooled is the p95 and error rate of queue's answers since since, every
+// answer alike: for the probes, which one replica makes.
+func (w *Window) pooled(queue string, since time.Time, least int) (Signal, bool) {
+	s := w.since(queue, since)
 	var took []time.Duration
 	bad := 0
-	if r != nil {
-		for i := range r.n {
-			s := r.s[i]
-			if s.at.Before(since) {
-				continue
-			}
-			took = append(took, s.took)
-			if s.bad {
-				bad++
-			}
+	for _, x := range s {
+		took = append(took, x.took)
+		if x.bad {
+			bad++
 		}
 	}
-	w.mu.Unlock()
 	if len(took) < least {
 		return Signal{Samples: len(took)}, false
 	}
@@ -87,4 +88,21 @@ func (w *Window) signal(queue string, since time.Time, least int) (Signal, bool)
 	// answers are no slower than.
 	rank := (len(took)*95 + 99) / 100
 	return Signal{P95: took[rank-1], ErrorRate: float64(bad) / float64(len(took)), Samples: len(took)}, true
+}
+
+// since returns queue's answers to requests sent since since.
+func (w *Window) since(queue string, since time.Time) []sample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := w.byQueue[queue]
+	if r == nil {
+		return nil
+	}
+	var out []sample
+	for i := range r.n {
+		if s := r.s[i]; !s.at.Before(since) {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -19,8 +19,10 @@ import (
 	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/place"
+	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
+	"github.com/waitroom/waitroom/internal/safeurl"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
@@ -93,6 +95,10 @@ type Config struct {
 	// (WAITROOM_GATE_FAIL): closed (default), open or strict, the names
 	// of gate.FailMode.
 	GateFail string
+	// GateLimits bound what one client holds of the reverse proxy (issue
+	// 26, item 8): WAITROOM_GATE_BODY_TIMEOUT, _BODY_MIN_RATE,
+	// _MAX_PER_PASS, _MAX_PER_CLIENT (proxy.Limits).
+	GateLimits proxy.Limits
 	// PassMaxClients is how many client addresses (IPv6: /64s) one entry
 	// pass may be used from at the gate before it is cancelled as shared
 	// (WAITROOM_PASS_MAX_CLIENTS, default 3; 0 turns the check off).
@@ -103,6 +109,11 @@ type Config struct {
 	// Origins lets the origins in WAITROOM_CORS_ORIGINS call the public
 	// API from their pages; none: only waitroom's own pages.
 	Origins *origin.Policy
+
+	// ProbePolicy is what origin_probe_url may reach: loopback and
+	// private targets only with WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE=true,
+	// link-local never (safeurl; issue 26, item 13).
+	ProbePolicy safeurl.Policy
 
 	// MaxConns caps the connections open at once (WAITROOM_MAX_CONNS);
 	// from 80 % of it, idle keep-alive connections are closed.
@@ -409,6 +420,22 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if p := c.Defaults.Adapt.ProbeURL; p != "" && queue.CheckProbeURL(p) != nil {
 		errs = append(errs, errors.New("WAITROOM_ORIGIN_PROBE_URL: must be an absolute http(s) URL without credentials"))
+	}
+	allowPrivate := boolean("WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE", false)
+	c.ProbePolicy = safeurl.Policy{AllowLoopback: allowPrivate, AllowPrivate: allowPrivate}
+	if p := c.Defaults.Adapt.ProbeURL; p != "" && queue.CheckProbeURL(p) == nil {
+		if err := c.ProbePolicy.CheckURL(p); err != nil {
+			errs = append(errs, fmt.Errorf("WAITROOM_ORIGIN_PROBE_URL: invalid_probe_url: %w (loopback and private targets need WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE=true)", err))
+		}
+	}
+	c.GateLimits = proxy.Limits{
+		BodyGrace:   duration("WAITROOM_GATE_BODY_TIMEOUT", proxy.DefaultBodyGrace.String()),
+		BodyMinRate: integer("WAITROOM_GATE_BODY_MIN_RATE", strconv.Itoa(proxy.DefaultBodyMinRate), 1, proxy.MaxBodyMinRate),
+		PerPass:     integer("WAITROOM_GATE_MAX_PER_PASS", strconv.Itoa(proxy.DefaultPerPass), 1, proxy.MaxInFlight),
+		PerClient:   integer("WAITROOM_GATE_MAX_PER_CLIENT", strconv.Itoa(proxy.DefaultPerClient), 1, proxy.MaxInFlight),
+	}
+	if g := c.GateLimits.BodyGrace; g < time.Millisecond || g > proxy.MaxBodyGrace {
+		errs = append(errs, fmt.Errorf("WAITROOM_GATE_BODY_TIMEOUT: want from 1ms to %s", proxy.MaxBodyGrace))
 	}
 	c.MaxConns = integer("WAITROOM_MAX_CONNS", "10000", 1, MaxMaxConns)
 	c.MaxHeaderBytes = integer("WAITROOM_MAX_HEADER_BYTES", "8192", MinMaxHeaderBytes, MaxMaxHeaderBytes)

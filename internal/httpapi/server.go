@@ -30,6 +30,7 @@ import (
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/safeurl"
 )
 
 // Options are what the server needs; Store, Places, Passes, Logger and
@@ -86,6 +87,9 @@ type Options struct {
 	// WebhookInsecureHTTP lets an operator set a plain http webhook_url
 	// anywhere (WAITROOM_WEBHOOK_INSECURE_HTTP).
 	WebhookInsecureHTTP bool
+	// ProbePolicy is what an origin_probe_url may reach (safeurl; issue
+	// 26, item 13): the zero policy refuses loopback and private targets.
+	ProbePolicy safeurl.Policy
 	// FailOpens is the record of what the gate let through unchecked
 	// while Redis was away, which the admin queue view shows; nil: none.
 	FailOpens *failopen.Recorder
@@ -128,6 +132,7 @@ type Server struct {
 	metrics func(http.Handler) http.Handler
 	// webhookInsecureHTTP: Options.WebhookInsecureHTTP
 	webhookInsecureHTTP bool
+	probePolicy         safeurl.Policy     // Options.ProbePolicy
 	failOpens           *failopen.Recorder // nil: none
 	handoffs            *handoff.Service   // nil: none
 	adapt               *adapt.Runner      // nil: none
@@ -153,6 +158,7 @@ func New(o Options) *Server {
 		gate:              o.Gate,
 		// a plain http webhook_url anywhere (webhook.CheckURL)
 		webhookInsecureHTTP: o.WebhookInsecureHTTP,
+		probePolicy:         o.ProbePolicy,
 	}
 	if s.pages == nil {
 		s.pages = pages.Default()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/i18n"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/safeurl"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
@@ -24,7 +25,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	u, err := parseUpdate(fields, s.webhookInsecureHTTP)
+	u, err := parseUpdate(fields, s.webhookInsecureHTTP, s.probePolicy)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -81,8 +82,9 @@ func (s *Server) applySettings(w http.ResponseWriter, r *http.Request, action st
 
 // parseUpdate reads the settings of a PATCH body; the first field at fault,
 // in name order, is named in the error. insecureHTTP lets webhook_url be
-// plain http anywhere (WAITROOM_WEBHOOK_INSECURE_HTTP, webhook.CheckURL).
-func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool) (queue.Update, error) {
+// plain http anywhere (WAITROOM_WEBHOOK_INSECURE_HTTP, webhook.CheckURL);
+// probes is what origin_probe_url may reach.
+func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool, probes safeurl.Policy) (queue.Update, error) {
 	var u queue.Update
 	for _, name := range slices.Sorted(mapKeys(fields)) {
 		raw := fields[name]
@@ -144,18 +146,9 @@ func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool) (queue.Up
 		case "min_refill_size":
 			u.MinRefillSize, err = intField(raw, 0, queue.MaxRefillSize)
 		case "origin_probe_url":
-			var v *string
-			if json.Unmarshal(raw, &v) != nil {
-				err = fmt.Errorf("must be an absolute http(s) URL, or null or \"\" for none")
-				break
+			if u.OriginProbeURL, err = probeURLField(raw, probes); err != nil {
+				return queue.Update{}, err
 			}
-			if v == nil {
-				v = new(string)
-			}
-			if *v != "" && queue.CheckProbeURL(*v) != nil {
-				err = fmt.Errorf("must be an absolute http(s) URL without credentials, at most %d bytes, or null or \"\" for none", queue.MaxProbeURLBytes)
-			}
-			u.OriginProbeURL = v
 		default:
 			err = fmt.Errorf("is not a setting; settings: refill_size, max_active, max_waiting, challenge_difficulty, abandon_after_ms, paused, opens_at, prequeue_from, webhook_url, title, message, " +
 				"adapt_enabled, origin_target_p95_ms, origin_max_error_rate, min_refill_size, origin_probe_url")
@@ -168,6 +161,29 @@ func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool) (queue.Up
 		return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: "no setting given"}
 	}
 	return u, nil
+}
+
+// probeURLField reads origin_probe_url: an absolute http(s) URL that
+// probes may reach (safeurl.Policy.CheckURL), or null or "" for none. A
+// URL out of bounds is 400 invalid_probe_url (issue 26, item 13).
+func probeURLField(raw json.RawMessage, probes safeurl.Policy) (*string, error) {
+	var v *string
+	if json.Unmarshal(raw, &v) != nil {
+		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_settings", field: "origin_probe_url",
+			message: "origin_probe_url must be an absolute http(s) URL, or null or \"\" for none"}
+	}
+	if v == nil {
+		v = new(string)
+	}
+	if *v == "" {
+		return v, nil
+	}
+	if queue.CheckProbeURL(*v) != nil || probes.CheckURL(*v) != nil {
+		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_probe_url", field: "origin_probe_url",
+			message: fmt.Sprintf("origin_probe_url must be an absolute http(s) URL without credentials, at most %d bytes, to a host that is not link-local, "+
+				"nor loopback or private unless WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE=true, with an IP address in dotted decimal; or null or \"\" for none", queue.MaxProbeURLBytes)}
+	}
+	return v, nil
 }
 
 // textField reads a queue's title or message: an object of texts by

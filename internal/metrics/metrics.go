@@ -43,6 +43,8 @@ type Metrics struct {
 	redis *redisMetrics
 	// webhook: the site's events' deliveries (webhook.go)
 	webhook *webhookMetrics
+	// proxyCuts: the reverse-proxy gate's cut requests by reason (proxy.go)
+	proxyCuts map[string]prometheus.Counter
 
 	queueCollector *queueCollector
 }
@@ -172,6 +174,7 @@ func New(store Store) *Metrics {
 		m.queue[name] = q
 	}
 	m.webhook = newWebhookMetrics(reg, store.Queues())
+	m.proxyCuts = newProxyCuts(reg)
 	m.queueCollector = newQueueCollector(store)
 	reg.MustRegister(m.queueCollector)
 	return m

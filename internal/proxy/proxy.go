@@ -175,87 +175,195 @@ func (c *checker) whyRevoked(ctx context.Context, token string) error {
 	return gate.ErrUsedElsewhere
 }
 
-// New returns a handler that sends requests to upstream. It expects to run
-// behind a gate (gate.FromContext gives the claims whose sub and queue it
-// forwards). timeout bounds the wait for the upstream's response headers;
-// a body may then stream (server-sent events, WebSockets) for as long as
-// both ends keep it open.
+// New returns a handler that sends requests to upstream, with
+// DefaultLimits. It expects to run behind a gate (gate.FromContext gives
+// the claims whose sub and queue it forwards). timeout bounds the wait
+// for the upstream's response headers; a body may then stream
+// (server-sent events, WebSockets) for as long as both ends keep it open.
 func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handler {
 	return NewObserved(upstream, timeout, log, nil)
 }
 
 // Observe hears each upstream answer to a request a pass let through: its
-// room's queue, its status (0: none came, the proxy gave up) and how long
-// it took to start (the response headers). internal/adapt judges the
-// order page's health by it.
-type Observe func(queue string, status int, took time.Duration)
+// room's queue, the admission it came with (its sub: the voice the
+// controller weighs), its status (0: none came, the proxy gave up) and
+// how long the upstream took to start answering (the response headers)
+// from the request body's last byte. internal/adapt judges the order
+// page's health by it. Requests the client broke off are not heard.
+type Observe func(queue, voice string, status int, took time.Duration)
 
 // NewObserved is New telling observe (nil: nobody) of each upstream answer
 // to a request that came with a pass.
 func NewObserved(upstream *url.URL, timeout time.Duration, log *slog.Logger, observe Observe) http.Handler {
+	h, _ := NewHandler(Options{Upstream: upstream, Timeout: timeout, Log: log, Observe: observe, Limits: DefaultLimits()})
+	return h
+}
+
+// Options are what NewHandler is made of.
+type Options struct {
+	Upstream *url.URL
+	// Timeout bounds the wait for the upstream's response headers once
+	// the request (its body too) is sent.
+	Timeout time.Duration
+	Log     *slog.Logger
+	// Observe hears the upstream's answers (nil: nobody).
+	Observe Observe
+	// Limits bound the bodies and the requests in flight.
+	Limits Limits
+	// OnCut counts each request cut short or refused, by a Cut reason
+	// (nil: not counted).
+	OnCut func(reason string)
+}
+
+// upstreamLogBurst lines about failed upstream requests pass per
+// upstreamLogPeriod: a down upstream fails every request, and the log
+// must not grow with them (issue 26, item 14).
+const (
+	upstreamLogBurst  = 5
+	upstreamLogPeriod = 10 * time.Second
+)
+
+// NewHandler returns the reverse proxy o describes.
+func NewHandler(o Options) (http.Handler, error) {
+	if err := o.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	if o.OnCut == nil {
+		o.OnCut = func(string) {}
+	}
+	p := &reverse{o: o, inFlight: newInFlight(o.Limits), log: slog.New(loglimit.Handler(o.Log.Handler(), upstreamLogBurst, upstreamLogPeriod))}
+	p.rp = p.newReverseProxy()
+	return p, nil
+}
+
+// reverse is the proxy: httputil's, with the request's body and count
+// held to Limits around it.
+type reverse struct {
+	o        Options
+	rp       *httputil.ReverseProxy
+	inFlight *inFlight
+	log      *slog.Logger // rate-limited
+}
+
+func (p *reverse) newReverseProxy() *httputil.ReverseProxy {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	transport.ResponseHeaderTimeout = timeout
+	transport.ResponseHeaderTimeout = p.o.Timeout
 	transport.MaxIdleConnsPerHost = 256
 	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(upstream)
-			pr.SetXForwarded()
-			strip(pr.Out.Header)
-			if c, ok := gate.FromContext(pr.In.Context()); ok {
-				if _, bearer := httpin.BearerToken(pr.In); bearer {
-					pr.Out.Header.Del("Authorization") // the pass it came in with
-				}
-				token, _ := gate.PassFromContext(pr.In.Context())
-				// Header.Set three times, in one allocation: strip removed
-				// any a client sent, and the names are canonical.
-				v := []string{c.Subject, c.Queue, token}
-				h := pr.Out.Header
-				h[gate.HeaderSub], h[gate.HeaderQueue], h[gate.HeaderPass] = v[0:1:1], v[1:2:2], v[2:3:3]
-			}
-		},
-		Transport:  transport,
-		BufferPool: buffers{},
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if errors.Is(err, context.Canceled) {
-				return // the client went away
-			}
-			if o, ok := r.Context().Value(sentKey{}).(sent); ok {
-				observe(o.queue, 0, time.Since(o.at))
-			}
-			log.WarnContext(r.Context(), "upstream failed", "err", err, "path", loglimit.String(r.URL.Path))
-			badGateway(w, r)
-		},
+		Rewrite:      p.o.rewrite,
+		Transport:    transport,
+		BufferPool:   buffers{},
+		ErrorHandler: p.failed,
 	}
-	if observe != nil { // else the gate's path pays nothing for it
+	if p.o.Observe != nil { // else the gate's path pays nothing for it
 		rp.ModifyResponse = func(resp *http.Response) error {
-			if o, ok := resp.Request.Context().Value(sentKey{}).(sent); ok {
-				observe(o.queue, resp.StatusCode, time.Since(o.at))
+			if o, ok := resp.Request.Context().Value(sentKey{}).(*sent); ok {
+				if failed, _ := o.body.clientFailed(time.Now()); !failed {
+					p.o.Observe(o.queue, o.voice, resp.StatusCode, time.Since(o.at()))
+				}
 			}
 			return nil
 		}
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The server's deadlines are for waitroom's own short exchanges; a
-		// request that passed the gate may upload or stream for long (a
-		// WebSocket, server-sent events). The upstream timeout bounds the
-		// wait for its answer to start.
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Time{})
-		_ = rc.SetWriteDeadline(time.Time{})
-		if observe != nil {
-			if c, ok := gate.FromContext(r.Context()); ok {
-				r = r.WithContext(context.WithValue(r.Context(), sentKey{}, sent{queue: c.Queue, at: time.Now()}))
-			}
-		}
-		rp.ServeHTTP(w, r)
-	})
+	return rp
 }
 
-// sent is when a request with a pass went upstream, for Observe.
+// rewrite points pr at the upstream and tells it who the pass holder is.
+func (o Options) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(o.Upstream)
+	pr.SetXForwarded()
+	strip(pr.Out.Header)
+	if c, ok := gate.FromContext(pr.In.Context()); ok {
+		if _, bearer := httpin.BearerToken(pr.In); bearer {
+			pr.Out.Header.Del("Authorization") // the pass it came in with
+		}
+		token, _ := gate.PassFromContext(pr.In.Context())
+		// Header.Set three times, in one allocation: strip removed
+		// any a client sent, and the names are canonical.
+		v := []string{c.Subject, c.Queue, token}
+		h := pr.Out.Header
+		h[gate.HeaderSub], h[gate.HeaderQueue], h[gate.HeaderPass] = v[0:1:1], v[1:2:2], v[2:3:3]
+	}
+}
+
+// failed answers a request the upstream did not answer. What the client
+// broke off (it went away, its body stopped or fell behind Limits) is not
+// the upstream's failure: no warning, and the controller does not hear
+// it as the page's error (issue 26, items 9 and 14).
+func (p *reverse) failed(w http.ResponseWriter, r *http.Request, err error) {
+	o, _ := r.Context().Value(sentKey{}).(*sent)
+	var b *body
+	if o != nil {
+		b = o.body
+	}
+	clientFailed, slow := b.clientFailed(time.Now())
+	switch {
+	case slow:
+		p.o.OnCut(CutSlowBody)
+		p.log.DebugContext(r.Context(), "request body too slow", "path", loglimit.String(r.URL.Path))
+		bodyTooSlow(w, r)
+		return
+	case clientFailed:
+		p.o.OnCut(CutClientAbort)
+		p.log.DebugContext(r.Context(), "request body broken off", "err", err, "path", loglimit.String(r.URL.Path))
+		bodyIncomplete(w, r)
+		return
+	case errors.Is(err, context.Canceled):
+		p.o.OnCut(CutClientAbort)
+		p.log.DebugContext(r.Context(), "client went away", "path", loglimit.String(r.URL.Path))
+		return // nobody to answer
+	}
+	if o != nil && o.queue != "" && p.o.Observe != nil {
+		p.o.Observe(o.queue, o.voice, 0, time.Since(o.at()))
+	}
+	p.log.WarnContext(r.Context(), "upstream failed", "err", err, "path", loglimit.String(r.URL.Path))
+	badGateway(w, r)
+}
+
+func (p *reverse) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s, refused := p.inFlight.take(r)
+	if refused != "" {
+		p.o.OnCut(refused)
+		if r.Body != nil && r.Body != http.NoBody {
+			// Nothing of the body is wanted: close rather than read what
+			// is left of it (a drip) to keep the connection.
+			w.Header().Set("Connection", "close")
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
+		tooMany(w, r)
+		return
+	}
+	defer p.inFlight.give(s)
+	now := time.Now()
+	r, b := holdBody(w, r, p.o.Limits, now)
+	if b != nil {
+		defer b.done()
+	}
+	o := &sent{start: now, body: b}
+	if c, ok := gate.FromContext(r.Context()); ok {
+		o.queue, o.voice = c.Queue, c.Subject
+	}
+	if b != nil || (p.o.Observe != nil && o.queue != "") {
+		r = r.WithContext(context.WithValue(r.Context(), sentKey{}, o))
+	}
+	p.rp.ServeHTTP(w, r)
+}
+
+// sent is a request on its way upstream: for Observe, its room and
+// admission and when it was all sent; for the failure's answer, its body.
 type sent struct {
-	queue string
-	at    time.Time
+	queue, voice string
+	start        time.Time
+	body         *body // nil: none
+}
+
+// at is when the request was all sent: its body's last byte, or its start.
+func (s *sent) at() time.Time {
+	if s.body != nil {
+		return s.body.sentAt()
+	}
+	return s.start
 }
 
 type sentKey struct{}
@@ -336,6 +444,45 @@ func ownCookie(name string) bool {
 
 const badGatewayHTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Temporarily unavailable</title></head>` +
 	`<body><h1>Temporarily unavailable</h1><p>The page behind the waiting room is not answering. Please try again in a moment.</p></body></html>`
+
+// bodyTooSlow answers 408 to a request whose body fell behind Limits,
+// and closes the connection: what is left of the body is not waited for.
+func bodyTooSlow(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	answer(w, r, http.StatusRequestTimeout, "0", "body_too_slow", "the request body arrived too slowly")
+}
+
+// bodyIncomplete answers 400 to a request whose body the client broke
+// off, if it still listens.
+func bodyIncomplete(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	answer(w, r, http.StatusBadRequest, "0", "body_incomplete", "the request body ended before it was complete")
+}
+
+// tooMany answers 429 to a request past the in-flight caps.
+func tooMany(w http.ResponseWriter, r *http.Request) {
+	answer(w, r, http.StatusTooManyRequests, "1", "too_many_in_flight", "too many requests in flight for this pass or address; try again shortly")
+}
+
+// answer writes an error with a stable code in the form the client asked
+// for: a short page for a browser, else JSON.
+func answer(w http.ResponseWriter, r *http.Request, status int, retryAfter, code, message string) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	if retryAfter != "0" {
+		h.Set("Retry-After", retryAfter)
+	}
+	if strings.Contains(r.Header.Get("Accept"), "text/html") {
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>` + http.StatusText(status) + `</title></head><body><h1>` +
+			http.StatusText(status) + `</h1><p>` + message + `.</p></body></html>`))
+		return
+	}
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(`{"error":{"code":"` + code + `","message":"` + message + `"}}` + "\n"))
+}
 
 // badGateway answers 502 in the form the client asked for.
 func badGateway(w http.ResponseWriter, r *http.Request) {

@@ -3,13 +3,13 @@ package webhook
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/safeurl"
 )
 
 // MaxURLBytes bounds a webhook URL (queue.MaxWebhookURLBytes too).
@@ -59,38 +59,13 @@ func isLoopback(host string) bool {
 	return err == nil && a.IsLoopback()
 }
 
-// refuseDial refuses a connection to an address no receiver has (see
-// CheckURL), after DNS, so a name that resolves there is refused too.
-func refuseDial(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return err
-	}
-	a := ap.Addr().Unmap()
-	if a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() {
-		return fmt.Errorf("webhook: refusing to dial %s", a)
-	}
-	return nil
-}
+// dialPolicy is what a delivery may reach (see CheckURL): receivers
+// often live on the same machine or a private network, so only what is
+// never a receiver is refused (safeurl.Policy).
+var dialPolicy = safeurl.Policy{AllowLoopback: true, AllowPrivate: true}
 
 // newClient is the delivery client: every request bounded by timeout,
 // no redirects followed (a 3xx is a failed delivery), dials checked.
 func newClient(timeout time.Duration) *http.Client {
-	d := &net.Dialer{Timeout: min(timeout, 5*time.Second), Control: refuseDial}
-	t := &http.Transport{
-		Proxy:                 nil, // a proxy would dial for us, unchecked
-		DialContext:           d.DialContext,
-		TLSHandshakeTimeout:   min(timeout, 5*time.Second),
-		ResponseHeaderTimeout: timeout,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
-	}
-	return &http.Client{
-		Transport: t,
-		Timeout:   timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	return safeurl.NewClient(timeout, dialPolicy, 4)
 }
