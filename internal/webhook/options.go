@@ -3,6 +3,7 @@ package webhook
 // What the workers are given: a Redis client, the options, an observer.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -80,6 +81,18 @@ type Options struct {
 	Log      *slog.Logger
 }
 
+const defaultParallel = 4
+
+// Conns is how many connections the workers' Redis client needs: one per
+// queue for the read that blocks (XREADGROUP BLOCK, up to Poll), and
+// Parallel more for the deliveries of one queue settling at once. Give the
+// workers a client of their own with that many (redisconn.NewBlocking),
+// never the request path's (issue 26.10): there, every queue's blocking
+// read holds a pooled connection, and enough queues take them all.
+func (o Options) Conns() int {
+	return len(o.Queues) + cmp.Or(max(o.Parallel, 0), defaultParallel)
+}
+
 func (o *Options) defaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -88,7 +101,7 @@ func (o *Options) defaults() {
 	}
 	def(&o.Timeout, 10*time.Second)
 	if o.Parallel <= 0 {
-		o.Parallel = 4
+		o.Parallel = defaultParallel
 	}
 	def(&o.MinBackoff, time.Second)
 	def(&o.MaxBackoff, 10*time.Minute)

@@ -75,7 +75,9 @@ type Workers struct {
 	refused sync.Map
 }
 
-// New checks opts and returns workers; Start runs them.
+// New checks opts and returns workers; Start runs them. rdb is the
+// workers' own client, opts.Conns() connections (redisconn.NewBlocking),
+// not the request path's: their reads block.
 func New(rdb Redis, opts Options) (*Workers, error) {
 	if len(opts.Secret) < MinSecretBytes {
 		return nil, fmt.Errorf("webhook: the secret must be at least %d bytes", MinSecretBytes)
