@@ -14,6 +14,9 @@
 --             event "left" for either reason, "removed" as a left of
 --             the operator's, see internal/webhook)
 -- KEYS[9] -> gen     (HASH: the generations of places that moved, keep_current)
+-- KEYS[10] -> bulk   (STREAM: the webhooks' bulk outbox, emit_bulk in
+--             common.lua: a user's own "left", which anyone can repeat at
+--             will, waits behind the other events, issue 26.11)
 -- ARGV[1] -> user id
 -- ARGV[2] -> reason: "left" or "removed"
 -- ARGV[3] -> optional: the generation of the caller's place credential;
@@ -31,6 +34,10 @@ redis.call('HDEL', KEYS[6], ARGV[1])
 if n > 0 then
   local now = now_ms()
   mark_gone(KEYS[4], ARGV[2], {ARGV[1]}, now)
-  emit(KEYS[8], KEYS[7], ARGV[2], {ARGV[1]}, now)
+  if ARGV[2] == 'removed' then
+    emit(KEYS[8], KEYS[7], ARGV[2], {ARGV[1]}, now)
+  else
+    emit_bulk(KEYS[10], KEYS[7], ARGV[2], {ARGV[1]}, now)
+  end
 end
 return n
