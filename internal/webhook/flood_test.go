@@ -32,49 +32,10 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 	ctx := context.Background()
 	s, q, rdb := newQueue(t, 1)
 
-	var (
-		mu       sync.Mutex
-		left     = map[string]int{} // sub -> deliveries
-		lefts    int                // left deliveries answered
-		admitted = map[string]int{} // sub -> lefts answered before it came
-		permits  = make(chan struct{})
-		release  = make(chan struct{})
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if webhook.Verify(secret, r.Header.Get(webhook.SignatureHeader), body, time.Now(), webhook.Tolerance) != nil {
-			t.Errorf("a delivery not signed")
-		}
-		var b webhook.Body
-		if err := json.Unmarshal(body, &b); err != nil || len(b.Events) == 0 {
-			t.Errorf("body %s: %v", body, err)
-			return
-		}
-		if b.Events[0].Type == "left" {
-			select { // a left delivery waits for the test's word
-			case <-permits:
-			case <-release:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, e := range b.Events {
-			switch e.Type {
-			case "left":
-				left[e.Sub]++
-			case "admitted":
-				admitted[e.Sub] = lefts
-			}
-		}
-		if b.Events[0].Type == "left" {
-			lefts++
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
+	site := newFloodSite(t)
+	srv := httptest.NewServer(site)
 	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(release) }) // before srv.Close: no handler waits
+	t.Cleanup(func() { close(site.release) }) // before srv.Close: no handler waits
 
 	var obs countObserver
 	opts := fast(q, srv.URL, "flood", nil)
@@ -96,9 +57,7 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 		}
 	}
 	waitFor(t, 10*time.Second, "first's admitted event", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		_, ok := admitted["first"]
+		_, ok := site.admittedAfter("first")
 		return ok
 	})
 	for i := range cycles {
@@ -117,10 +76,7 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 
 	// One left delivery at a time, until holder's admitted event comes.
 	for given := 0; ; given++ {
-		mu.Lock()
-		n, ok := admitted["holder"]
-		mu.Unlock()
-		if ok {
+		if n, ok := site.admittedAfter("holder"); ok {
 			t.Logf("holder's admitted event came after %d left deliveries, with %d left events written", n, bulkMax)
 			if n > parallel {
 				t.Fatalf("the admitted event came after %d left deliveries, want at most %d", n, parallel)
@@ -130,28 +86,96 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 		if given > parallel {
 			t.Fatalf("no admitted event after %d left deliveries (at most %d may go first)", given, parallel)
 		}
-		permits <- struct{}{}
+		site.permits <- struct{}{}
 		waitFor(t, 10*time.Second, "a left delivery, or the admitted event", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			_, ok := admitted["holder"]
-			return ok || lefts > given
+			_, ok := site.admittedAfter("holder")
+			return ok || site.leftDeliveries() > given
 		})
 	}
 
 	// The rest of the backlog, then the count.
-	close(permits)
+	close(site.permits)
 	waitFor(t, 30*time.Second, "every left event delivered or counted as dropped", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(left)+obs.get("dropped:"+webhook.DropBulkFull) >= cycles
+		return site.leftUsers()+obs.get("dropped:"+webhook.DropBulkFull) >= cycles
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if got, dropped := len(left), obs.get("dropped:"+webhook.DropBulkFull); got != bulkMax || got+dropped != cycles {
+	if got, dropped := site.leftUsers(), obs.get("dropped:"+webhook.DropBulkFull); got != bulkMax || got+dropped != cycles {
 		t.Errorf("left events: %d delivered, %d dropped; want %d (the bulk cap) and %d in all", got, dropped, bulkMax, cycles)
 	}
 	if n := obs.get("dropped:" + webhook.DropOutboxFull); n != 0 {
 		t.Errorf("%d events dropped from the events outbox", n)
 	}
+}
+
+// floodSite is a receiver that answers a delivery of left events only
+// when given a permit (or once released), and notes, for each admitted
+// user, how many left deliveries it had answered before.
+type floodSite struct {
+	t                *testing.T
+	permits, release chan struct{}
+
+	mu       sync.Mutex
+	left     map[string]int // sub -> deliveries
+	lefts    int            // left deliveries answered
+	admitted map[string]int // sub -> lefts answered before it came
+}
+
+func newFloodSite(t *testing.T) *floodSite {
+	return &floodSite{
+		t: t, permits: make(chan struct{}), release: make(chan struct{}),
+		left: map[string]int{}, admitted: map[string]int{},
+	}
+}
+
+func (f *floodSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if webhook.Verify(secret, r.Header.Get(webhook.SignatureHeader), body, time.Now(), webhook.Tolerance) != nil {
+		f.t.Errorf("a delivery not signed")
+	}
+	var b webhook.Body
+	if err := json.Unmarshal(body, &b); err != nil || len(b.Events) == 0 {
+		f.t.Errorf("body %s: %v", body, err)
+		return
+	}
+	isLeft := b.Events[0].Type == "left"
+	if isLeft {
+		select { // a left delivery waits for the test's word
+		case <-f.permits:
+		case <-f.release:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range b.Events {
+		switch e.Type {
+		case "left":
+			f.left[e.Sub]++
+		case "admitted":
+			f.admitted[e.Sub] = f.lefts
+		}
+	}
+	if isLeft {
+		f.lefts++
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (f *floodSite) admittedAfter(sub string) (int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.admitted[sub]
+	return n, ok
+}
+
+func (f *floodSite) leftDeliveries() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lefts
+}
+
+func (f *floodSite) leftUsers() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.left)
 }
