@@ -3,8 +3,8 @@
 # already present, so CI can call it unconditionally.
 #
 #   scripts/install-tools.sh [test|bench|nginx|all]    (default: all)
-#     test  -> redis-server, redis-cli, jq, chromium, a Korean font, nginx (integration,
-#              browser and nginx forward-auth tests)
+#     test  -> redis-server, redis-cli, jq, python3, chromium, a Korean font, nginx
+#              (integration, browser, nginx forward-auth and webhook receiver tests)
 #     bench -> wrk, k6, nginx                       (load tests, scripts/bench-gate.sh)
 #     nginx -> nginx only (scripts/build-images.sh nginx)
 #
@@ -57,6 +57,8 @@ if [ "$mode" = test ] || [ "$mode" = all ]; then
 	need_pkg redis-tools redis-cli
 	# The README's curl examples read answers with jq (TestReadmeExamples).
 	need_pkg jq jq
+	# The README's Python webhook receiver runs in TestReceiversGenerated.
+	need_pkg python3 python3
 	# chromedp finds any of these; a preinstalled Chrome is as good as chromium.
 	need_pkg chromium chromium chromium-browser google-chrome google-chrome-stable
 	# A Hangul font, so the Korean waiting page renders in screenshots.

@@ -203,14 +203,19 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	// The site's events: with a webhook secret, this replica delivers
 	// every queue's outbox (and keeps each queue's webhooks flag).
 	if len(cfg.WebhookSecret) > 0 {
-		hooks, err := webhook.New(rdb, webhook.Options{
+		hookOpts := webhook.Options{
 			Queues:       cfg.Queues,
 			URL:          cfg.WebhookURL,
 			Secret:       cfg.WebhookSecret,
 			InsecureHTTP: cfg.WebhookInsecureHTTP,
 			Observer:     hookObserver,
 			Log:          log,
-		})
+		}
+		// A client of their own: their reads block, and must never hold
+		// the request path's connections (issue 26.10).
+		hookRedis := redisconn.NewBlocking(opts, hookOpts.Conns())
+		defer hookRedis.Close()
+		hooks, err := webhook.New(hookRedis, hookOpts)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 // every series made at once for the configured queues.
 type webhookMetrics struct {
 	deliveries map[[2]string]prometheus.Counter // [queue, result]
+	dropped    map[[2]string]prometheus.Counter // [queue, reason]
 	backlog    *prometheus.GaugeVec
 	lag        *prometheus.GaugeVec
 }
@@ -29,11 +30,18 @@ func newWebhookMetrics(reg prometheus.Registerer, queues []string) *webhookMetri
 		Namespace: namespace, Name: "webhook_lag_seconds",
 		Help: "Age of the oldest outbox entry not yet acknowledged (0: none), as this replica last read it.",
 	}, []string{"queue"})
-	reg.MustRegister(deliveries, backlog, lag)
-	w := &webhookMetrics{deliveries: map[[2]string]prometheus.Counter{}, backlog: backlog, lag: lag}
+	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "webhook_events_dropped_total",
+		Help: "Webhook events the queue's scripts did not write, their outbox full, as this replica took the count: reason=outbox_full (100,000 entries undelivered), bulk_full (the bulk outbox of users' own leaving at its cap).",
+	}, []string{"queue", "reason"})
+	reg.MustRegister(deliveries, backlog, lag, dropped)
+	w := &webhookMetrics{deliveries: map[[2]string]prometheus.Counter{}, dropped: map[[2]string]prometheus.Counter{}, backlog: backlog, lag: lag}
 	for _, q := range queues {
 		for _, r := range []string{webhook.ResultDelivered, webhook.ResultRetry, webhook.ResultDeadLetter} {
 			w.deliveries[[2]string{q, r}] = deliveries.WithLabelValues(q, r)
+		}
+		for _, r := range webhook.DropReasons {
+			w.dropped[[2]string{q, r}] = dropped.WithLabelValues(q, r)
 		}
 	}
 	return w
@@ -53,4 +61,11 @@ func (m *Metrics) WebhookBacklog(q string, entries int64, oldest time.Duration) 
 	}
 	m.webhook.backlog.WithLabelValues(q).Set(float64(entries))
 	m.webhook.lag.WithLabelValues(q).Set(oldest.Seconds())
+}
+
+// WebhookDropped implements webhook.Observer.
+func (m *Metrics) WebhookDropped(q, reason string, n int64) {
+	if c := m.webhook.dropped[[2]string{q, reason}]; c != nil && n > 0 {
+		c.Add(float64(n))
+	}
 }

@@ -15,7 +15,13 @@ import (
 // outbox reads queue q's events stream as "type:sub,sub" per entry.
 func outbox(t *testing.T, rdb *redis.Client, q string) []string {
 	t.Helper()
-	msgs, err := rdb.XRange(context.Background(), EventsKey(q), "-", "+").Result()
+	return stream(t, rdb, EventsKey(q))
+}
+
+// stream reads an outbox as "type:sub,sub" per entry.
+func stream(t *testing.T, rdb *redis.Client, key string) []string {
+	t.Helper()
+	msgs, err := rdb.XRange(context.Background(), key, "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +68,18 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			}
 			got := outbox(t, rdb, q)
 			if !on {
-				if n := rdb.Exists(ctx, EventsKey(q)).Val(); n != 0 || len(got) != 0 {
+				if n := rdb.Exists(ctx, EventsKey(q), BulkEventsKey(q)).Val(); n != 0 || len(got) != 0 {
 					t.Fatalf("no webhooks, yet the outbox holds %v", got)
 				}
 				return
 			}
-			want := []string{"admitted:a", "admitted:b", "done:a", "left:b", "removed:d", "admitted:c", "expired:c", "settings_changed:"}
+			want := []string{"admitted:a", "admitted:b", "done:a", "removed:d", "admitted:c", "expired:c", "settings_changed:"}
 			if !slices.Equal(got, want) {
 				t.Fatalf("outbox\n got %v\nwant %v", got, want)
+			}
+			// A user's own leaving goes to the bulk outbox (issue 26.11).
+			if got, want := stream(t, rdb, BulkEventsKey(q)), []string{"left:b"}; !slices.Equal(got, want) {
+				t.Fatalf("bulk outbox\n got %v\nwant %v", got, want)
 			}
 			last, _ := rdb.XRevRangeN(ctx, EventsKey(q), "+", "-", 1).Result()
 			var settings map[string]string
@@ -125,5 +135,63 @@ func TestEventsAbandoned(t *testing.T) {
 	}
 	if got, want := outbox(t, rdb, q), []string{"abandoned:gone", "admitted:here"}; !slices.Equal(got, want) {
 		t.Fatalf("outbox %v, want %v", got, want)
+	}
+}
+
+// TestEventsBounded (issue 26.11): an outbox at its cap takes no more
+// events; what it drops is counted in the config, by user, and what it
+// holds is never trimmed unread. The bulk outbox's cap is the workers'
+// webhooks_bulk_max; the events outbox's is 100,000 entries.
+func TestEventsBounded(t *testing.T) {
+	ctx := context.Background()
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Minute, SessionTTL: time.Minute})
+	rdb.HSet(ctx, ConfigKey(q), "webhooks", "1", "webhooks_bulk_max", "3")
+	enter(t, s, q, "first") // admitted: the events outbox
+	for i := range 5 {
+		u := fmt.Sprintf("u%d", i)
+		enter(t, s, q, u)
+		if err := s.Leave(ctx, q, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := stream(t, rdb, BulkEventsKey(q)), []string{"left:u0", "left:u1", "left:u2"}; !slices.Equal(got, want) {
+		t.Fatalf("bulk outbox %v, want %v (the first 3)", got, want)
+	}
+	if got := rdb.HGet(ctx, ConfigKey(q), "webhooks_dropped_bulk_full").Val(); got != "2" {
+		t.Fatalf("bulk drops counted %q, want 2", got)
+	}
+
+	// Fill the events outbox to its cap; a tick then admits 2 users
+	// (refill 2): both dropped, counted, the oldest entry still there.
+	const maxlen = 100000
+	first := rdb.XRange(ctx, EventsKey(q), "-", "+").Val()[0].ID
+	for n := rdb.XLen(ctx, EventsKey(q)).Val(); n < maxlen; {
+		pipe := rdb.Pipeline()
+		for range min(maxlen-n, 5000) {
+			pipe.XAdd(ctx, &redis.XAddArgs{Stream: EventsKey(q), Values: []string{"type", "filler", "at", "0", "subs", ""}})
+			n++
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refill := 2
+	if err := s.UpdateSettings(ctx, q, Update{RefillSize: &refill}); err != nil { // itself an event: dropped
+		t.Fatal(err)
+	}
+	rdb.Set(ctx, keysFor(q).tokens, 0, 0) // nobody enters directly
+	enter(t, s, q, "a")
+	enter(t, s, q, "b")
+	if res := tick(t, s, rdb, q); res.Moved != 2 {
+		t.Fatalf("tick %+v", res)
+	}
+	if n := rdb.XLen(ctx, EventsKey(q)).Val(); n != maxlen {
+		t.Fatalf("events outbox holds %d entries, want its cap %d", n, maxlen)
+	}
+	if got := rdb.XRange(ctx, EventsKey(q), "-", "+").Val()[0].ID; got != first {
+		t.Fatalf("the oldest entry %s trimmed (now %s)", first, got)
+	}
+	if got := rdb.HGet(ctx, ConfigKey(q), "webhooks_dropped_outbox_full").Val(); got != "3" {
+		t.Fatalf("drops counted %q, want 3 (settings_changed, admitted a and b)", got)
 	}
 }

@@ -39,6 +39,9 @@ type keys struct {
 	// events: STREAM the webhooks' outbox (EventsKey), written only while
 	// config's webhooks flag is 1 (emit, common.lua).
 	events string
+	// bulk: STREAM the webhooks' bulk outbox (BulkEventsKey), the same
+	// but for a user's own leaving (emit_bulk), read after events.
+	bulk string
 	// admitted: HASH member=user id, value=admission time (ms), for the
 	// sliding sessions renewed since they began (renew.lua): their entered
 	// score is then the last renewal, and a pass names the start.
@@ -91,6 +94,11 @@ func KeyPrefix(queue string) string { return "wr:{" + queue + "}:" }
 // them (emit, common.lua) and delivered by internal/webhook.
 func EventsKey(queue string) string { return KeyPrefix(queue) + "events" }
 
+// BulkEventsKey is the STREAM of queue's events that anyone can cause at
+// will (a user's own "left", emit_bulk in common.lua): the same entries as
+// EventsKey's, bounded apart and delivered after them (issue 26.11).
+func BulkEventsKey(queue string) string { return KeyPrefix(queue) + "events:bulk" }
+
 // ConfigKey is queue's settings HASH, where internal/webhook keeps the
 // queue's webhooks flag (emit, common.lua) and reads its webhook_url.
 func ConfigKey(queue string) string { return KeyPrefix(queue) + "config" }
@@ -129,6 +137,7 @@ func keysFor(queue string) keys {
 		samples:   p + "samples",
 		inside:    p + "inside",
 		events:    EventsKey(queue),
+		bulk:      BulkEventsKey(queue),
 		rate:      p + "rate:",
 		pow:       p + "pow:",
 		unused:    p + "unused",

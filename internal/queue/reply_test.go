@@ -82,7 +82,7 @@ var luaMirror = []struct {
 }
 
 // notReplies are common.lua's numeric constants that describe no reply.
-var notReplies = []string{"DEFAULTS", "GONE_KEEP_MS", "EVENTS_PER_ENTRY", "EVENTS_MAXLEN"}
+var notReplies = []string{"DEFAULTS", "GONE_KEEP_MS", "EVENTS_PER_ENTRY", "EVENTS_MAXLEN", "EVENTS_BULK_MAXLEN"}
 
 // TestRepliesMatchLua fails when reply.go and common.lua disagree on a
 // status code, a reply position or a reason: a Lua list changed without

@@ -177,7 +177,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted, k.gen, k.held},
 			doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events, k.inside},
 			renewKeys:  []string{k.entered, k.config, k.admitted},
-			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen, k.held, k.stale, k.seq},
+			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen, k.held, k.stale, k.seq, k.bulk},
 			tickKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events,
 				k.seq, k.arrivals, k.samples, k.inside, k.held, k.stale},
 			infoKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},

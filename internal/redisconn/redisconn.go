@@ -255,3 +255,20 @@ func Redact(raw string) string {
 }
 
 var sentinelPassword = regexp.MustCompile(`([?&]sentinel_password=)[^&]*`)
+
+// NewBlocking returns a client of its own for commands that hold a
+// connection while they wait (XREADGROUP BLOCK): at most conns
+// connections, none of them the request path's. On the shared client each
+// such reader would hold one of the pool's connections for its whole
+// wait, so enough of them (24 queues' webhook workers with the default
+// pool, issue 26.10) left the requests none: they failed with "connection
+// pool timeout" while Redis was idle. o is not changed.
+func NewBlocking(o *redis.UniversalOptions, conns int) redis.UniversalClient {
+	c := *o
+	c.PoolSize = max(conns, 1)
+	c.MaxActiveConns = c.PoolSize // a hard bound: never a connection more
+	c.MinIdleConns = 0
+	c.MaxIdleConns = c.PoolSize
+	c.PipelinePoolSize = -1 // no pipelines here: no second pool beside the bound
+	return New(&c)
+}

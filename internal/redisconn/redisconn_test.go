@@ -176,3 +176,36 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// NewBlocking's client holds at most the connections it is given, in
+// every topology, and leaves the caller's options as they were.
+func TestNewBlockingBoundsItsPool(t *testing.T) {
+	for _, raw := range []string{
+		"redis://localhost:6379/0",
+		"redis-sentinel://s1:26379,s2:26379?master_name=m",
+		"redis-cluster://n1:7000,n2:7001",
+	} {
+		o, err := Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.PoolSize = 100
+		c := NewBlocking(o, 7)
+		var size, active, pipeline int
+		switch c := c.(type) {
+		case *redis.Client:
+			size, active, pipeline = c.Options().PoolSize, c.Options().MaxActiveConns, c.Options().PipelinePoolSize
+		case *redis.ClusterClient:
+			size, active, pipeline = c.Options().PoolSize, c.Options().MaxActiveConns, c.Options().PipelinePoolSize
+		default:
+			t.Fatalf("%s: a %T", raw, c)
+		}
+		c.Close()
+		if size != 7 || active != 7 || pipeline >= 0 {
+			t.Errorf("%s: pool %d, at most %d, pipeline pool %d; want 7, 7 and none", raw, size, active, pipeline)
+		}
+		if o.PoolSize != 100 {
+			t.Errorf("%s: the caller's options changed (pool %d)", raw, o.PoolSize)
+		}
+	}
+}

@@ -16,7 +16,8 @@ import (
 // Event is one event as the site receives it.
 type Event struct {
 	// ID is unique to this event and the same on every delivery of it:
-	// "<queue>.<outbox entry id>.<index>".
+	// "<queue>.<outbox entry id>.<index>", or "<queue>.bulk.<entry
+	// id>.<index>" for a user's own leaving (the bulk outbox).
 	ID    string `json:"id"`
 	Type  string `json:"type"` // admitted, done, left, abandoned, expired, settings_changed
 	Queue string `json:"queue"`
@@ -36,8 +37,9 @@ type Body struct {
 	Events []Event `json:"events"`
 }
 
-// encode turns outbox entry m of queue q into a delivery's body.
-func encode(q string, m redis.XMessage) ([]byte, error) {
+// encode turns outbox entry m of queue q into a delivery's body; its
+// events' ids begin with idPrefix (outbox).
+func encode(q, idPrefix string, m redis.XMessage) ([]byte, error) {
 	str := func(k string) string { s, _ := m.Values[k].(string); return s }
 	kind := str("type")
 	ms, err := strconv.ParseInt(str("at"), 10, 64)
@@ -47,7 +49,7 @@ func encode(q string, m redis.XMessage) ([]byte, error) {
 	at := time.UnixMilli(ms).UTC()
 	var out Body
 	add := func(sub string) {
-		e := Event{ID: q + "." + m.ID + "." + strconv.Itoa(len(out.Events)), Type: kind, Queue: q, Sub: sub, Time: at}
+		e := Event{ID: idPrefix + m.ID + "." + strconv.Itoa(len(out.Events)), Type: kind, Queue: q, Sub: sub, Time: at}
 		if kind == "left" || kind == "removed" {
 			e.Type, e.Reason = "left", kind
 		}

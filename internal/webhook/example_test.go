@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,23 +28,25 @@ func receiver(secret []byte, handle func(body []byte)) http.HandlerFunc {
 			http.Error(w, "bad body", http.StatusBadRequest)
 			return
 		}
-		var ts, sig string
+		var ts string
+		var sigs []string
 		for _, part := range strings.Split(r.Header.Get("Waitroom-Signature"), ",") {
 			k, v, _ := strings.Cut(part, "=")
 			if k == "t" {
 				ts = v
 			} else if k == "v1" {
-				sig = v
+				sigs = append(sigs, v) // a header may carry several: any may match
 			}
 		}
-		sec, err := strconv.ParseInt(ts, 10, 64)
-		if err != nil || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+		sec, err := strconv.ParseUint(ts, 10, 64) // digits only
+		if err != nil || len(ts) > 12 || time.Since(time.Unix(int64(sec), 0)).Abs() > 5*time.Minute {
 			http.Error(w, "old or missing timestamp", http.StatusUnauthorized)
 			return
 		}
 		mac := hmac.New(sha256.New, secret)
 		fmt.Fprintf(mac, "%s.%s", ts, body)
-		if !hmac.Equal([]byte(sig), []byte(hex.EncodeToString(mac.Sum(nil)))) {
+		want := []byte(hex.EncodeToString(mac.Sum(nil)))
+		if !slices.ContainsFunc(sigs, func(sig string) bool { return hmac.Equal([]byte(sig), want) }) {
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}

@@ -3,6 +3,7 @@ package webhook
 // What the workers are given: a Redis client, the options, an observer.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,17 +22,22 @@ type Observer interface {
 	// WebhookBacklog reports queue's entries not yet acknowledged and the
 	// age of the oldest (0: none).
 	WebhookBacklog(queue string, entries int64, oldest time.Duration)
+	// WebhookDropped counts events of queue the scripts dropped from a
+	// full outbox, by reason (DropReasons).
+	WebhookDropped(queue, reason string, events int64)
 }
 
 type nopObserver struct{}
 
 func (nopObserver) WebhookDelivered(string, string)             {}
 func (nopObserver) WebhookBacklog(string, int64, time.Duration) {}
+func (nopObserver) WebhookDropped(string, string, int64)        {}
 
 // Redis is the part of a go-redis client the workers use; a single node,
 // Sentinel and Cluster client all fit (every key of a queue is in its
 // hash tag).
 type Redis interface {
+	redis.Scripter
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
 	HSet(ctx context.Context, key string, values ...any) *redis.IntCmd
 	XAdd(ctx context.Context, a *redis.XAddArgs) *redis.StringCmd
@@ -65,6 +71,10 @@ type Options struct {
 	// 1 s and 10 min); GiveUpAfter is when an undelivered entry is
 	// dead-lettered (default 1 h).
 	MinBackoff, MaxBackoff, GiveUpAfter time.Duration
+	// BulkMax caps each queue's bulk outbox, in entries (one user's own
+	// leaving each): past it, the scripts drop new ones, counted
+	// (DropBulkFull). Default 10,000, the scripts' own default.
+	BulkMax int
 	// Refresh is how often a worker reads its queue's webhook_url and
 	// sets the webhooks flag (default 5 s); Poll, how long it blocks
 	// waiting for new entries (default 1 s); Trim, how often it trims
@@ -80,6 +90,18 @@ type Options struct {
 	Log      *slog.Logger
 }
 
+const defaultParallel = 4
+
+// Conns is how many connections the workers' Redis client needs: one per
+// queue for the read that blocks (XREADGROUP BLOCK, up to Poll), and
+// Parallel more for the deliveries of one queue settling at once. Give the
+// workers a client of their own with that many (redisconn.NewBlocking),
+// never the request path's (issue 26.10): there, every queue's blocking
+// read holds a pooled connection, and enough queues take them all.
+func (o Options) Conns() int {
+	return len(o.Queues) + cmp.Or(max(o.Parallel, 0), defaultParallel)
+}
+
 func (o *Options) defaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -88,7 +110,10 @@ func (o *Options) defaults() {
 	}
 	def(&o.Timeout, 10*time.Second)
 	if o.Parallel <= 0 {
-		o.Parallel = 4
+		o.Parallel = defaultParallel
+	}
+	if o.BulkMax <= 0 {
+		o.BulkMax = 10000
 	}
 	def(&o.MinBackoff, time.Second)
 	def(&o.MaxBackoff, 10*time.Minute)

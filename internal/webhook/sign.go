@@ -42,34 +42,40 @@ func mac(secret []byte, ts string, body []byte) []byte {
 // wrong or too old.
 var ErrSignature = errors.New("webhook: bad or old signature")
 
+// MaxTimestampDigits bounds a signature's timestamp: enough for any
+// time within tolerance, and a receiver parses no longer number (Python's
+// int() refuses past 4,300 digits: a 500).
+const MaxTimestampDigits = 12
+
 // Verify checks header (a SignatureHeader value) against body: a v1
 // signature by secret, its timestamp within tolerance of now. It is what a
-// receiver does (the README's examples do the same in a few lines) and
-// what the tests check deliveries with.
+// receiver does, and what the README's two receivers do, rule for rule
+// (TestReceiversGenerated): the header is split at commas and each part at
+// its first "=", keys as they are; the last t must be 1 to
+// MaxTimestampDigits ASCII digits; any v1 may match, compared as the
+// lowercase hex string, in constant time, as bytes.
 func Verify(secret []byte, header string, body []byte, now time.Time, tolerance time.Duration) error {
 	var ts string
-	var sigs [][]byte
+	var sigs []string
 	for _, part := range strings.Split(header, ",") {
-		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		k, v, _ := strings.Cut(part, "=")
 		switch k {
 		case "t":
 			ts = v
 		case "v1":
-			if b, err := hex.DecodeString(v); err == nil {
-				sigs = append(sigs, b)
-			}
+			sigs = append(sigs, v)
 		}
 	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil || len(sigs) == 0 {
+	sec, err := strconv.ParseUint(ts, 10, 64) // digits only: no sign
+	if err != nil || len(ts) > MaxTimestampDigits {
 		return ErrSignature
 	}
-	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
+	if d := now.Sub(time.Unix(int64(sec), 0)); d > tolerance || d < -tolerance {
 		return ErrSignature
 	}
-	want := mac(secret, ts, body)
+	want := []byte(hex.EncodeToString(mac(secret, ts, body)))
 	for _, s := range sigs {
-		if hmac.Equal(s, want) {
+		if hmac.Equal([]byte(s), want) {
 			return nil
 		}
 	}

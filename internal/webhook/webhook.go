@@ -3,12 +3,15 @@
 // settings_changed, delivered at least once.
 //
 // The queue scripts write each event, inside the script that causes it,
-// to the queue's outbox, a Redis STREAM (queue.EventsKey; emit in
-// common.lua), while the queue's config holds webhooks = 1. This package
-// owns that flag (set while the queue has a webhook URL) and delivers the
-// outbox: on every replica, one worker per queue reads new entries through
-// the consumer group "webhook" (XREADGROUP), POSTs each (up to Parallel at
-// once), and acknowledges it (XACK) after a 2xx only. An entry not
+// to one of the queue's two outboxes, Redis STREAMs (queue.EventsKey, and
+// queue.BulkEventsKey for a user's own leaving, which anyone can repeat at
+// will: outbox.go), while the queue's config holds webhooks = 1. This
+// package owns that flag (set while the queue has a webhook URL) and
+// delivers the outboxes: on every replica, one worker per queue reads new
+// entries of both through the consumer group "webhook" (XREADGROUP, the
+// events outbox's sent first), POSTs each (up to Parallel at once), and
+// acknowledges it (XACK) after a 2xx only. The workers' reads block: they
+// run on a Redis client of their own (Options.Conns). An entry not
 // acknowledged stays pending in the group; any replica's worker takes it
 // again (XPENDING, then XCLAIM, which only one can win) once it has been
 // idle for its backoff: a failed delivery, or a replica that died
@@ -21,8 +24,10 @@
 // the delivery timeout (so a delivery in flight is never taken from a live
 // worker); an entry still undelivered GiveUpAfter after it was written is
 // dead-lettered: copied to a STREAM of its own (DeadKey, bounded), counted,
-// and acknowledged. Delivered entries are trimmed from the outbox (XTRIM
-// MINID up to the oldest pending one).
+// and acknowledged. Delivered entries are trimmed from the outboxes (XTRIM
+// MINID up to the oldest pending one). A full outbox takes no more: the
+// scripts drop the new events and count them, and the workers report the
+// count (Observer.WebhookDropped).
 //
 // Each entry is one delivery: a JSON body {"events": [...]} of the events
 // of one script call (up to 100 users), each with its own id, stable
@@ -75,7 +80,9 @@ type Workers struct {
 	refused sync.Map
 }
 
-// New checks opts and returns workers; Start runs them.
+// New checks opts and returns workers; Start runs them. rdb is the
+// workers' own client, opts.Conns() connections (redisconn.NewBlocking),
+// not the request path's: their reads block.
 func New(rdb Redis, opts Options) (*Workers, error) {
 	if len(opts.Secret) < MinSecretBytes {
 		return nil, fmt.Errorf("webhook: the secret must be at least %d bytes", MinSecretBytes)
@@ -117,7 +124,7 @@ func (w *Workers) serve(ctx context.Context, q string) {
 		target            string
 		refreshAt, trimAt time.Time
 		failures          int
-		events            = queue.EventsKey(q)
+		events, bulk      = outboxes(q)
 		log               = w.opts.Log.With("queue", q)
 		warnedAt          time.Time
 	)
@@ -134,10 +141,13 @@ func (w *Workers) serve(ctx context.Context, q string) {
 			continue
 		}
 		if err == nil {
-			err = w.retry(ctx, q, target)
+			err = w.retry(ctx, q, target, events)
 		}
 		if err == nil {
-			err = w.readNew(ctx, q, target)
+			err = w.retry(ctx, q, target, bulk)
+		}
+		if err == nil {
+			err = w.readNew(ctx, q, target, events, bulk)
 		}
 		if err == nil && !now.Before(trimAt) {
 			if err = w.trim(ctx, q); err == nil {
@@ -150,7 +160,7 @@ func (w *Workers) serve(ctx context.Context, q string) {
 			// at most once a minute.
 			failures++
 			if time.Since(warnedAt) > time.Minute {
-				log.Warn("webhook: outbox unavailable", "stream", events, "err", err)
+				log.Warn("webhook: outbox unavailable", "stream", events.key, "err", err)
 				warnedAt = time.Now()
 			}
 			refreshAt, target = time.Time{}, "" // refresh, and make the group again if need be
@@ -187,12 +197,14 @@ func (w *Workers) refresh(ctx context.Context, q, was string) (string, error) {
 		flag = "1"
 	}
 	if target != "" && was == "" { // at start, when turned on, and after an error (serve)
-		err := w.rdb.XGroupCreateMkStream(ctx, queue.EventsKey(q), Group, "0").Err()
-		if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
-			return was, err
+		for _, key := range []string{queue.EventsKey(q), queue.BulkEventsKey(q)} {
+			err := w.rdb.XGroupCreateMkStream(ctx, key, Group, "0").Err()
+			if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+				return was, err
+			}
 		}
 	}
-	if err := w.rdb.HSet(ctx, cfg, "webhooks", flag).Err(); err != nil {
+	if err := w.rdb.HSet(ctx, cfg, "webhooks", flag, bulkMaxField, w.opts.BulkMax).Err(); err != nil {
 		return was, err
 	}
 	if target != was {
@@ -202,15 +214,18 @@ func (w *Workers) refresh(ctx context.Context, q, was string) (string, error) {
 }
 
 // readNew delivers the entries no worker has read yet, blocking up to
-// Poll for some to come.
-func (w *Workers) readNew(ctx context.Context, q, target string) error {
+// Poll for some to come in either outbox. One read takes from both, a few
+// of each: the events outbox's are sent first, and a bulk backlog only
+// ever holds them back by the bulk deliveries already in flight.
+func (w *Workers) readNew(ctx context.Context, q, target string, events, bulk outbox) error {
 	res, err := w.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: Group, Consumer: w.opts.Consumer,
-		Streams: []string{queue.EventsKey(q), ">"},
-		// No more than can be in flight at once: an entry read waits for
-		// no other delivery, so it is never idle for its backoff while
-		// this worker holds it (see backoff).
-		Count: int64(w.opts.Parallel), Block: w.opts.Poll,
+		Streams: []string{events.key, bulk.key, ">", ">"},
+		// No more than can be in flight at once (half from each
+		// outbox): an entry read waits for no other delivery, so it is
+		// never idle for its backoff while this worker holds it (see
+		// backoff).
+		Count: int64(max(w.opts.Parallel/2, 1)), Block: w.opts.Poll,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil
@@ -218,29 +233,43 @@ func (w *Workers) readNew(ctx context.Context, q, target string) error {
 	if err != nil {
 		return err
 	}
-	var msgs []redis.XMessage
-	for _, s := range res {
-		msgs = append(msgs, s.Messages...)
+	var msgs []boxed
+	for _, box := range []outbox{events, bulk} { // events first
+		for _, s := range res {
+			if s.Stream != box.key {
+				continue
+			}
+			for _, m := range s.Messages {
+				msgs = append(msgs, boxed{box, m})
+			}
+		}
 	}
 	return w.deliverAll(ctx, q, target, msgs)
+}
+
+// boxed is an entry read from an outbox.
+type boxed struct {
+	box outbox
+	m   redis.XMessage
 }
 
 // deliverAll delivers msgs, up to Parallel at once, so that a slow
 // receiver does not hold the outbox to one delivery per round trip; it
 // returns once all are settled, with the first Redis error.
-func (w *Workers) deliverAll(ctx context.Context, q, target string, msgs []redis.XMessage) error {
+func (w *Workers) deliverAll(ctx context.Context, q, target string, msgs []boxed) error {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
-		slots = make(chan struct{}, w.opts.Parallel)
+		// A read of both outboxes at Parallel 1 holds two: none waits.
+		slots = make(chan struct{}, max(w.opts.Parallel, len(msgs)))
 	)
-	for _, m := range msgs {
+	for _, e := range msgs {
 		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			if err := w.deliver(ctx, q, target, m); err != nil {
+			if err := w.deliver(ctx, q, target, e.box, e.m); err != nil {
 				mu.Lock()
 				first = cmp.Or(first, err)
 				mu.Unlock()
@@ -266,15 +295,14 @@ func (w *Workers) backoff(n int64) time.Duration {
 // retry takes again the pending entries (this replica's and any other's)
 // whose backoff has passed, up to Parallel, and delivers them. XCLAIM with
 // that idle time as its minimum lets one worker only take each.
-func (w *Workers) retry(ctx context.Context, q, target string) error {
-	events := queue.EventsKey(q)
+func (w *Workers) retry(ctx context.Context, q, target string, box outbox) error {
 	pending, err := w.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: events, Group: Group, Idle: w.backoff(1), Start: "-", End: "+", Count: 64,
+		Stream: box.key, Group: Group, Idle: w.backoff(1), Start: "-", End: "+", Count: 64,
 	}).Result()
 	if err != nil {
 		return err
 	}
-	var due []redis.XMessage
+	var due []boxed
 	for _, p := range pending {
 		if len(due) >= w.opts.Parallel {
 			break // as many as go at once (readNew); the rest next time
@@ -284,12 +312,14 @@ func (w *Workers) retry(ctx context.Context, q, target string) error {
 			continue
 		}
 		msgs, err := w.rdb.XClaim(ctx, &redis.XClaimArgs{
-			Stream: events, Group: Group, Consumer: w.opts.Consumer, MinIdle: wait, Messages: []string{p.ID},
+			Stream: box.key, Group: Group, Consumer: w.opts.Consumer, MinIdle: wait, Messages: []string{p.ID},
 		}).Result()
 		if err != nil {
 			return err
 		}
-		due = append(due, msgs...)
+		for _, m := range msgs {
+			due = append(due, boxed{box, m})
+		}
 	}
 	return w.deliverAll(ctx, q, target, due)
 }
@@ -297,9 +327,9 @@ func (w *Workers) retry(ctx context.Context, q, target string) error {
 // deliver POSTs entry m and settles it: acknowledged after a 2xx,
 // dead-lettered once too old, else left pending for a retry. Only a Redis
 // error is returned; a failed POST is a result.
-func (w *Workers) deliver(ctx context.Context, q, target string, m redis.XMessage) error {
-	events := queue.EventsKey(q)
-	body, err := encode(q, m)
+func (w *Workers) deliver(ctx context.Context, q, target string, box outbox, m redis.XMessage) error {
+	events := box.key
+	body, err := encode(q, box.idPrefix, m)
 	ok := false
 	if err == nil {
 		ok = w.post(ctx, q, target, body)
@@ -318,6 +348,9 @@ func (w *Workers) deliver(ctx context.Context, q, target string, m redis.XMessag
 		return nil
 	}
 	values := map[string]any{"entry": m.ID}
+	if box.bulk {
+		values["outbox"] = "bulk"
+	}
 	for k, v := range m.Values {
 		values[k] = v
 	}
@@ -354,14 +387,38 @@ func (w *Workers) post(ctx context.Context, q, target string, body []byte) bool 
 	return true
 }
 
-// trim drops the entries every delivery is done with (those before the
-// oldest pending one, or up to the last one read when none is pending)
-// and reports the backlog.
+// trim drops from both outboxes the entries every delivery is done with
+// (those before the oldest pending one, or up to the last one read when
+// none is pending), and reports the backlog and the events the scripts
+// dropped.
 func (w *Workers) trim(ctx context.Context, q string) error {
-	events := queue.EventsKey(q)
-	groups, err := w.rdb.XInfoGroups(ctx, events).Result()
+	var entries int64
+	var oldest time.Duration
+	for _, key := range []string{queue.EventsKey(q), queue.BulkEventsKey(q)} {
+		n, age, err := w.trimOne(ctx, key)
+		if err != nil {
+			return err
+		}
+		entries, oldest = entries+n, max(oldest, age)
+	}
+	w.opts.Observer.WebhookBacklog(q, entries, oldest)
+	drops, err := w.drops(ctx, q)
 	if err != nil {
 		return err
+	}
+	for reason, n := range drops {
+		w.opts.Observer.WebhookDropped(q, reason, n)
+		w.opts.Log.Warn("webhook: events dropped, their outbox full", "queue", q, "reason", reason, "events", n)
+	}
+	return nil
+}
+
+// trimOne trims one outbox; it returns its entries not yet acknowledged
+// and the age of the oldest.
+func (w *Workers) trimOne(ctx context.Context, events string) (int64, time.Duration, error) {
+	groups, err := w.rdb.XInfoGroups(ctx, events).Result()
+	if err != nil {
+		return 0, 0, err
 	}
 	var g *redis.XInfoGroup
 	for i := range groups {
@@ -370,19 +427,19 @@ func (w *Workers) trim(ctx context.Context, q string) error {
 		}
 	}
 	if g == nil {
-		return nil
+		return 0, 0, nil
 	}
 	upTo, oldest := g.LastDeliveredID, time.Duration(0)
 	if g.Pending > 0 {
 		p, err := w.rdb.XPending(ctx, events, Group).Result()
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		upTo, oldest = p.Lower, time.Since(entryTime(p.Lower))
 	} else if g.Lag != 0 {
 		next, err := w.rdb.XRangeN(ctx, events, "("+g.LastDeliveredID, "+", 1).Result()
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if len(next) > 0 {
 			oldest = time.Since(entryTime(next[0].ID))
@@ -390,11 +447,10 @@ func (w *Workers) trim(ctx context.Context, q string) error {
 	}
 	if upTo != "" && upTo != "0-0" {
 		if err := w.rdb.XTrimMinIDApprox(ctx, events, upTo, 0).Err(); err != nil {
-			return err
+			return 0, 0, err
 		}
 	}
-	w.opts.Observer.WebhookBacklog(q, g.Pending+max(g.Lag, 0), max(oldest, 0))
-	return nil
+	return g.Pending + max(g.Lag, 0), max(oldest, 0), nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -332,6 +332,16 @@ func (o *countObserver) WebhookDelivered(_, result string) {
 
 func (o *countObserver) WebhookBacklog(string, int64, time.Duration) {}
 
+// WebhookDropped counts drops as "dropped:<reason>".
+func (o *countObserver) WebhookDropped(_, reason string, n int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n == nil {
+		o.n = map[string]int{}
+	}
+	o.n["dropped:"+reason] += int(n)
+}
+
 func (o *countObserver) get(r string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()

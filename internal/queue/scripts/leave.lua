@@ -18,6 +18,9 @@
 -- KEYS[11] -> stale  (ZSET member=user, score=the highest arrival number of
 --             its credentials that no longer name its place: snapshot.lua)
 -- KEYS[12] -> seq    (STRING arrival counter, read only)
+-- KEYS[13] -> bulk   (STREAM: the webhooks' bulk outbox, emit_bulk in
+--             common.lua: a user's own "left", which anyone can repeat at
+--             will, waits behind the other events, issue 26.11)
 -- ARGV[1] -> user id
 -- ARGV[2] -> reason: "left" or "removed"
 -- ARGV[3] -> optional: the generation of the caller's place credential;
@@ -42,6 +45,10 @@ redis.call('HDEL', KEYS[6], ARGV[1])
 if n > 0 then
   local now = now_ms()
   mark_gone(KEYS[4], ARGV[2], {ARGV[1]}, now)
-  emit(KEYS[8], KEYS[7], ARGV[2], {ARGV[1]}, now)
+  if ARGV[2] == 'removed' then
+    emit(KEYS[8], KEYS[7], ARGV[2], {ARGV[1]}, now)
+  else
+    emit_bulk(KEYS[13], KEYS[7], ARGV[2], {ARGV[1]}, now)
+  end
 end
 return n
