@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/outage"
 )
 
 // When the waiting room itself cannot decide: what the gate does while its
@@ -242,39 +242,17 @@ func (g *Gate) failedOpen(r *http.Request, rm *room) {
 		"queue", rm.queue, "passed_since_last_line", passed, "err", reason)
 }
 
-// unavailablePage is what a browser gets while the waiting room cannot
-// decide: a page that reloads itself (no script: it works under any CSP)
-// after the Retry-After it is sent with. No inline style either: waitroom's own
-// routes (/gate/refused) send a CSP without 'unsafe-inline'.
-const unavailablePage = `<!doctype html><html lang="en"><head><meta charset="utf-8">` +
-	`<meta name="viewport" content="width=device-width, initial-scale=1">` +
-	`<meta http-equiv="refresh" content="%d"><title>Waiting room unavailable</title></head>` +
-	`<body>` +
-	`<h1>The waiting room is unavailable</h1><p>It cannot check entry passes right now. ` +
-	`This page tries again by itself in a few seconds; please keep it open.</p></body></html>`
-
-// Retry-After of the unavailable page: spread over a few seconds, so the
-// browsers that waited do not all come back in the same second.
-const (
-	pageRetryMin    = 4
-	pageRetrySpread = 5
-)
-
 // unavailable answers 503 while the waiting room cannot decide: to a browser
-// navigating, the page that retries by itself; to anyone else, JSON with
-// code unavailable. Both with Retry-After.
+// navigating, the page that says so in the visitor's language and tries
+// again by itself, with a growing wait (internal/outage); to anyone else
+// (asking for JSON, a script's fetch), JSON with code unavailable. Both
+// with Retry-After.
 func unavailable(w http.ResponseWriter, r *http.Request) {
-	if !navigating(r) {
+	if !outage.WantsPage(r) {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now; try again shortly", "")
 		return
 	}
-	secs := pageRetryMin + rand.IntN(pageRetrySpread)
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Retry-After", strconv.Itoa(secs))
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = fmt.Fprintf(w, unavailablePage, secs)
+	outage.Write(w, r, outage.AtGate)
 }
 
 // navigating reports whether r is a browser loading a page (GET or HEAD,

@@ -27,3 +27,11 @@ var Static embed.FS
 //
 //go:embed pages
 var Pages embed.FS
+
+// Catalogs holds the waiting page's catalogs alone (static/i18n/waiting),
+// for what speaks the page's words without serving the rest of static/:
+// the "briefly unavailable" page (internal/outage), which the gate package
+// shows and so links into every site that imports it.
+//
+//go:embed static/i18n/waiting
+var Catalogs embed.FS

@@ -219,7 +219,7 @@ func (fs *failStack) outcome(a answer, json bool) string {
 		return "refused"
 	case a.status == http.StatusServiceUnavailable && a.header.Get("Retry-After") != "" &&
 		(json && strings.Contains(a.body, `"code":"unavailable"`) ||
-			!json && strings.Contains(a.body, "waiting room is unavailable") && strings.Contains(a.body, `http-equiv="refresh"`)):
+			!json && strings.Contains(a.body, "waiting room is briefly unavailable") && strings.Contains(a.body, `http-equiv="refresh"`)):
 		return "unavailable"
 	}
 	return fmt.Sprintf("%d %q %.80q", a.status, a.header.Get("Location"), a.body)

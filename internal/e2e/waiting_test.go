@@ -665,6 +665,11 @@ func TestReconnectKeepsPlace(t *testing.T) {
 	if got := b.text("#position"); got == "" {
 		t.Error("position vanished while reconnecting")
 	}
+	// The room answers 503: the page says, in the page's language, that
+	// it is briefly unavailable, that the place is kept, and when it
+	// tries again.
+	b.waitJS(10*time.Second, "the Korean unavailable notice",
+		`/^대기열을 잠시 이용할 수 없습니다\. 순번은 그대로 유지되며, \d+초 후 자동으로 다시 시도합니다\.$/.test(document.getElementById('reconnecting-text').textContent)`)
 	b.screenshot("reconnecting")
 	if err := ctr.Unpause(context.Background()); err != nil {
 		t.Fatal(err)

@@ -765,6 +765,11 @@ func TestOpenAPIContract(t *testing.T) {
 		for _, accept := range []string{"text/html", "application/json"} {
 			k.check(t, down, call{method: "GET", path: "/gate/refused", header: []string{"Accept", accept, "X-Original-URI", "/order"}, status: 503})
 		}
+		// The waiting page: the outage page for a browser, JSON for a
+		// client that asks for it.
+		for _, accept := range []string{"text/html", "application/json"} {
+			k.check(t, down, call{method: "GET", path: "/q/" + down.queue, header: []string{"Accept", accept}, status: 503})
+		}
 		k.check(t, down, call{method: "GET", path: "/healthz", status: 200})
 	})
 

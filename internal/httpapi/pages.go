@@ -10,6 +10,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/i18n"
+	"github.com/waitroom/waitroom/internal/outage"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -45,14 +46,10 @@ func (s *Server) waitingPage(w http.ResponseWriter, r *http.Request) {
 	q := chi.URLParam(r, "queue")
 	text, err := s.store.PageText(r.Context(), q)
 	if err != nil {
-		s.fail(w, r, err)
+		s.pageFailed(w, r, q, err)
 		return
 	}
-	var saved string
-	if c, err := r.Cookie(langCookie); err == nil {
-		saved = c.Value
-	}
-	lang := i18n.Choose(r.URL.Query().Get("lang"), saved, r.Header.Get("Accept-Language"))
+	lang := i18n.FromRequest(r)
 	var page bytes.Buffer
 	if err := s.pages.Render(&page, q, lang, pages.Text{Title: text.Title, Message: text.Message}); err != nil {
 		s.fail(w, r, err)
@@ -67,9 +64,22 @@ func (s *Server) waitingPage(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(page.Bytes())
 }
 
-// langCookie keeps the user's last choice of language (set by the pages'
-// switcher, i18n.js), for the server's rendering of the waiting page.
-const langCookie = "wr_lang"
+// pageFailed answers a waiting page the store could not give its text:
+// while Redis is away, a browser gets the page that says so in its
+// language and tries again by itself (internal/outage), not raw JSON;
+// a client that asks for JSON, and every other error, gets fail's answer.
+func (s *Server) pageFailed(w http.ResponseWriter, r *http.Request, q string, err error) {
+	if classify(err) != errUnavailable || !outage.WantsPage(r) {
+		s.fail(w, r, err)
+		return
+	}
+	logger(r, s.log).Error("request failed", "status", http.StatusServiceUnavailable, "err", err)
+	v := outage.Joining
+	if c, err := r.Cookie(s.placeCookiePrefix + q); err == nil && c.Value != "" {
+		v = outage.InLine
+	}
+	outage.Write(w, r, v)
+}
 
 // unknownQueuePage answers /q/{queue} for a queue that does not exist.
 const unknownQueuePage = `<!doctype html><html lang="en"><head><meta charset="utf-8">

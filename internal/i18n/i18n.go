@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"path"
 	"regexp"
 	"sort"
@@ -268,4 +269,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Cookie keeps the user's last choice of language, set by the pages'
+// switcher (i18n.js).
+const Cookie = "wr_lang"
+
+// FromRequest is r's language by Choose: ?lang=, the Cookie, then
+// Accept-Language.
+func FromRequest(r *http.Request) string {
+	var saved string
+	if c, err := r.Cookie(Cookie); err == nil {
+		saved = c.Value
+	}
+	return Choose(r.URL.Query().Get("lang"), saved, r.Header.Get("Accept-Language"))
 }

@@ -7,6 +7,8 @@ const REQUEST_TIMEOUT_MS = 10000;
 const BACKOFF_START_MS = 1000;
 const BACKOFF_CAP_MS = 30000;
 const BACKOFF_JITTER = 0.2; // ±20 %, so clients cut off together do not return together
+const AWAY_START_MS = 4000; // while the room is away (awayWait), as its own page (internal/outage)
+const AWAY_CAP_MS = 60000;
 const CLOCK_JUMP_MS = 3000; // a clock estimate this far below the last one means the local clock moved
 
 let skew = null; // the server's clock is at least Date.now() + skew (from Date headers)
@@ -78,4 +80,22 @@ export function transient(err) {
 export function backoff(n) {
   const raw = Math.min(BACKOFF_CAP_MS, BACKOFF_START_MS * Math.pow(2, n - 1));
   return Math.round(raw * (1 + (Math.random() * 2 - 1) * BACKOFF_JITTER));
+}
+
+// away reports whether an answer says the waiting room itself is away
+// (its Redis, or waitroom behind a proxy): 503 unavailable, or a proxy's
+// 502 or 504. Not a full line (queue_full), which is a 503 with its own
+// answer.
+export function away(err) {
+  return err.status >= 502 && err.status <= 504 && err.code !== 'queue_full';
+}
+
+// awayWait is the wait before the nth try while the room is away: 4 s,
+// 8 s, 16 s ... up to a minute, with jitter, and never sooner than the
+// answer's Retry-After. Longer than backoff: a room that lost its Redis
+// is not back in a second, and every page in line asks it.
+export function awayWait(n, err) {
+  const raw = Math.min(AWAY_CAP_MS, AWAY_START_MS * Math.pow(2, n - 1));
+  const w = raw * (1 + (Math.random() * 2 - 1) * BACKOFF_JITTER);
+  return Math.round(Math.min(AWAY_CAP_MS, Math.max(w, err.retryAfterMs || 0)));
 }

@@ -52,7 +52,7 @@
 
 import { t } from './waiting-messages.js';
 import { page, queue, returnPath, usedElsewhere, storedPlace, readPlace, savePlace, clearPlace } from './waiting-state.js';
-import { api, serverNow, transient, backoff } from './waiting-api.js';
+import { api, serverNow, transient, backoff, away, awayWait } from './waiting-api.js';
 import { solve, stopSolver } from './waiting-pow.js';
 import { turnStep } from './waiting-handoff.js';
 import { render, say, announce, forgetAnnounced, showCheckProgress } from './waiting-render.js';
@@ -262,6 +262,13 @@ async function solveAndEnter() {
       fail(err.code === 'queue_not_found' ? t('errQueue') : t('errChallenge'));
       return;
     }
+    if (away(err)) {
+      // The room is away: no challenge was tried, so none is counted.
+      challengeTries--;
+      page.checking = false;
+      waitOut(err, solveAndEnter);
+      return;
+    }
     // Expired, a failed fetch, a solver error: another challenge, later.
     const wait = err.code === 'rate_limited' ? Math.max(err.retryAfterMs, backoff(challengeTries)) : backoff(challengeTries);
     timer = setTimeout(solveAndEnter, Math.round(wait));
@@ -392,10 +399,30 @@ function onError(err) {
     fail(err.code === 'queue_not_found' ? t('errQueue') : t('errGeneric', { code: err.code }));
     return;
   }
+  if (away(err)) {
+    waitOut(err, () => step('status')); // a status poll, never an enter (see top of file)
+    return;
+  }
   failures++;
+  page.unavailable = false;
   page.retryInMs = backoff(failures);
+  page.retryAt = Date.now() + page.retryInMs;
   render();
   schedule(page.retryInMs); // always a status poll, never an enter (see top of file)
+}
+
+// waitOut waits while the room is away (its Redis, or waitroom behind a
+// proxy: 502-504), saying so, and that the place is kept, with the
+// seconds to the next try; then next. The waits grow to a minute
+// (awayWait): every page in line asks a room that is coming back.
+function waitOut(err, next) {
+  failures++;
+  page.unavailable = true;
+  page.retryInMs = awayWait(failures, err);
+  page.retryAt = Date.now() + page.retryInMs;
+  render();
+  clearTimeout(timer);
+  timer = setTimeout(next, page.retryInMs);
 }
 
 function onTicket(tk, action) {

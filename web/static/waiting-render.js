@@ -10,6 +10,7 @@ import { serverNow } from './waiting-api.js';
 import { fmt, clock, when, hhmm, countdown, waitText } from './waiting-format.js';
 
 let clockTimer = 0; // re-renders a countdown on the second
+let retryTimer = 0; // re-renders the seconds to the next try while reconnecting
 let announced = ''; // what the live region last told: a position, or the draw
 let announcedPaused = false; // the live region last told of a pause
 
@@ -54,8 +55,13 @@ export function render() {
   $('move-btn').hidden = !canMove || !$('move-box').hidden;
   if (!canMove) $('move-box').hidden = true;
 
-  $('reconnecting').hidden = !(active && page.retryInMs > 0);
-  $('reconnecting-text').textContent = t('reconnecting', { s: fmt(Math.max(1, Math.round(page.retryInMs / 1000))) });
+  // Reconnecting: the seconds to the next try, counted down; while the
+  // room says it is away, that it is, and that the place is kept.
+  const retrying = active && page.retryInMs > 0;
+  $('reconnecting').hidden = !retrying;
+  const left = { s: fmt(Math.max(1, Math.ceil((page.retryAt - Date.now()) / 1000))) };
+  $('reconnecting-text').textContent = page.unavailable ? t('unavailableBanner', left) : t('reconnecting', left);
+  tickRetry(retrying ? page.retryAt : NaN);
 
   const noticeEl = $('notice');
   noticeEl.hidden = !((active || notOpen) && page.notice);
@@ -155,6 +161,15 @@ function tickClock(target) {
   const left = target - serverNow();
   if (!(left > -1000)) return; // NaN, or long past: the 0:00 has been shown
   clockTimer = setTimeout(render, left > 0 ? (left % 1000) + 20 : 1000);
+}
+
+// tickRetry renders again when the countdown to the next try (a local
+// time, ms) shows its next second; nothing when there is none.
+function tickRetry(at) {
+  clearTimeout(retryTimer);
+  const left = at - Date.now();
+  if (!(left > 0)) return;
+  retryTimer = setTimeout(render, (left % 1000) + 20);
 }
 
 // How far the user has come since joining. Joining at position P is the

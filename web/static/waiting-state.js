@@ -49,6 +49,8 @@ export const page = {
   errorText: '',
   canRetry: true, // the error panel offers "Join again"
   retryInMs: 0, // >0 while reconnecting
+  retryAt: 0, // while reconnecting: when the next try comes (Date.now() ms)
+  unavailable: false, // while reconnecting: the room answered that it is away (503)
   // A scheduled opening that answered not_open: {from, opens} in ms (NaN
   // when not given).
   opening: null,
