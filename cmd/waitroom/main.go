@@ -165,6 +165,11 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	moves := handoff.NewTracker(rdb, cfg.Queues)
 	store.SetRecentMoves(moves)
 	handoffs := handoff.New(rdb, store, moves, cfg.RequestTimeout)
+	if cfg.PublicURL != "" { // else no QR codes: never a link on the request's Host
+		if err := handoffs.SetPublicURL(cfg.PublicURL); err != nil {
+			return err
+		}
+	}
 	movesDone := make(chan struct{})
 	movesCtx, stopMoves := context.WithCancel(ctx)
 	go func() { defer close(movesDone); moves.Run(movesCtx, log) }()
