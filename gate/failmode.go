@@ -70,6 +70,13 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// ErrBusy, wrapped in a Checker's or a Pinger's error, says the check
+// could not be made because this process is overloaded (its connections
+// to the waiting room all in use, say), not because the waiting room is
+// away: the gate never counts it as away, so it never fails open on it.
+// waitroom's own gate wraps go-redis's pool timeouts in it.
+var ErrBusy = errors.New("gate: this process is too busy to check passes now")
+
 // errRoomAway is the checker's error while the gate knows the waiting
 // room is away and does not ask it.
 var errRoomAway = errors.New("gate: the waiting room cannot check passes now")
@@ -90,9 +97,18 @@ const (
 
 // reach is the gate's view of whether its Checker can tell now, that is
 // whether the waiting room (its Redis) is within reach: away since a check
-// failed, back when a check or a ping answers. Requests never wait for a
-// ping; they go by the last answer. A gate has one, whatever the rooms of
-// its routes: they all ask the same Checker.
+// failed, or with a Pinger since a ping failed; back when a check or a
+// ping answers. Requests never wait for a ping; they go by the last
+// answer. A gate has one, whatever the rooms of its routes: they all ask
+// the same Checker.
+//
+// Away means the waiting room is away, never that this process is busy
+// (issue 26.7): an error wrapping ErrBusy says nothing, and with a Pinger
+// a failed check only asks for a ping. A check fails as well when this
+// process queued too long for a connection or for CPU, which a flood of
+// any endpoint can cause; the Pinger (waitroom's: a PING on a connection
+// of its own, redisconn.Pinger) does not queue behind the requests, so
+// only a waiting room that does not answer it is away.
 type reach struct {
 	ctx     context.Context // bounds the pings (New's)
 	pinger  Pinger          // nil: learned from the checks
@@ -105,25 +121,50 @@ type reach struct {
 	lastErr atomic.Pointer[string]
 }
 
-// learn records what a check said (ok, err) or a ping (true, err). Only a
-// pass that opened, or was refused as shared, proves the waiting room
-// answered: a forged pass is refused without asking it. An error after the
-// request itself went away (its context done) says nothing of the waiting
-// room.
+// learn records what a check said (ok, err). Only a pass that opened, or
+// was refused as shared, proves the waiting room answered: a forged pass
+// is refused without asking it. An error after the request itself went
+// away (its context done) says nothing of the waiting room, nor one
+// wrapping ErrBusy; with a Pinger, no check's error does: it asks for a
+// ping, which decides.
 func (rc *reach) learn(ctx context.Context, ok bool, err error) {
 	switch {
 	case err == nil && ok || errors.Is(err, ErrUsedElsewhere):
-		if rc.away.Load() != 0 {
-			rc.away.Store(0)
-		}
-	case err != nil && ctx.Err() == nil && !errors.Is(err, errRoomAway):
-		msg := err.Error()
-		rc.lastErr.Store(&msg)
-		now := time.Now().UnixNano()
-		rc.failed.Store(now)
-		rc.probed.Store(now) // the failed check was this second's probe
-		rc.away.CompareAndSwap(0, now)
+		rc.back()
+	case err == nil || ctx.Err() != nil || errors.Is(err, errRoomAway) || errors.Is(err, ErrBusy):
+	case rc.pinger != nil:
+		rc.probe()
+	default:
+		rc.gone(err)
+		rc.probed.Store(time.Now().UnixNano()) // the failed check was this second's probe
 	}
+}
+
+// pinged records what a ping said.
+func (rc *reach) pinged(err error) {
+	switch {
+	case err == nil:
+		rc.back()
+	case rc.ctx.Err() != nil || errors.Is(err, ErrBusy):
+	default:
+		rc.gone(err)
+	}
+}
+
+// back records that the waiting room answered.
+func (rc *reach) back() {
+	if rc.away.Load() != 0 {
+		rc.away.Store(0)
+	}
+}
+
+// gone records that the waiting room did not answer, with err.
+func (rc *reach) gone(err error) {
+	msg := err.Error()
+	rc.lastErr.Store(&msg)
+	now := time.Now().UnixNano()
+	rc.failed.Store(now)
+	rc.away.CompareAndSwap(0, now)
 }
 
 // isAway reports whether the waiting room is known to be away now. With a
@@ -159,8 +200,10 @@ func (rc *reach) skip() bool {
 	return now-last < int64(probeEvery) || !rc.probed.CompareAndSwap(last, now)
 }
 
-// probe pings the waiting room in the background, once per probeEvery at most and
-// one ping at a time.
+// probe pings the waiting room in the background, once per probeEvery at
+// most and one ping at a time. A ping that fails is tried once more at
+// once, so that one late answer (this process short of CPU for a moment)
+// does not make the waiting room away: one that is away fails both.
 func (rc *reach) probe() {
 	now := time.Now().UnixNano()
 	last := rc.probed.Load()
@@ -172,18 +215,35 @@ func (rc *reach) probe() {
 	}
 	go func() {
 		defer rc.probing.Store(false)
-		ctx, cancel := context.WithTimeout(rc.ctx, probeTimeout)
-		defer cancel()
-		// rc.ctx, not ctx: a ping that timed out did fail.
-		rc.learn(rc.ctx, true, rc.pinger.Ping(ctx))
+		err := rc.ping()
+		if err != nil && !errors.Is(err, ErrBusy) && rc.ctx.Err() == nil {
+			err = rc.ping()
+		}
+		rc.pinged(err)
 	}()
+}
+
+// ping is one ping, bounded by probeTimeout.
+func (rc *reach) ping() error {
+	ctx, cancel := context.WithTimeout(rc.ctx, probeTimeout)
+	defer cancel()
+	return rc.pinger.Ping(ctx)
+}
+
+// failsOpen reports whether FailOpen lets a request through now: only
+// while the waiting room is known away, never because one check failed
+// (with a Pinger, a failed check may be this process's own overload).
+func (g *Gate) failsOpen() bool {
+	return g.fail == FailOpen && g.reach.isAway()
 }
 
 // cannotTell decides a request for room rm the checker could not tell
 // about, carrying token (or none), by the gate's fail mode. A pass that
 // does not verify offline is refused as when all is well, in every mode:
-// only what needs the waiting room is decided by the mode. So is a valid
-// pass for another room's queue, which never opens rm: FailOpen lets its
+// only what needs the waiting room is decided by the mode. FailOpen
+// applies only while the waiting room is known away (failsOpen): a check
+// that failed while it answers pings is decided as FailClosed decides it.
+// A valid pass for another room's queue never opens rm: FailOpen lets its
 // holder through as it lets everyone, unchecked and without its claims.
 func (g *Gate) cannotTell(r *http.Request, rm *room, token string, fromCookie bool) (Claims, string, verdict) {
 	if token != "" && g.offline != nil {
@@ -193,7 +253,7 @@ func (g *Gate) cannotTell(r *http.Request, rm *room, token string, fromCookie bo
 			return c, token, admitted
 		case ok && c.Queue == rm.queue:
 			return Claims{}, "", unknown
-		case ok && g.fail == FailOpen:
+		case ok && g.failsOpen():
 			// Another room's pass: as if none (below).
 		case fromCookie:
 			return Claims{}, "", badCookie
@@ -201,7 +261,7 @@ func (g *Gate) cannotTell(r *http.Request, rm *room, token string, fromCookie bo
 			return Claims{}, "", noPass
 		}
 	}
-	if g.fail == FailOpen {
+	if g.failsOpen() {
 		g.failedOpen(r, rm)
 		return Claims{}, "", openedUnchecked
 	}

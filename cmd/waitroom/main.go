@@ -167,6 +167,11 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	moves := handoff.NewTracker(rdb, cfg.Queues)
 	store.SetRecentMoves(moves)
 	handoffs := handoff.New(rdb, store, moves, cfg.RequestTimeout)
+	if cfg.PublicURL != "" { // else no QR codes: never a link on the request's Host
+		if err := handoffs.SetPublicURL(cfg.PublicURL); err != nil {
+			return err
+		}
+	}
 	movesDone := make(chan struct{})
 	movesCtx, stopMoves := context.WithCancel(ctx)
 	go func() { defer close(movesDone); moves.Run(movesCtx, log) }()
@@ -240,6 +245,10 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	failOpensCtx, stopFailOpens := context.WithCancel(ctx)
 	go func() { defer close(failOpensDone); failOpens.Run(failOpensCtx, log) }()
 	defer func() { stopFailOpens(); <-failOpensDone }()
+	// The gate's ping has a connection of its own: a flood that takes
+	// the requests' pool must not look like Redis away (issue 26.7).
+	pinger := redisconn.NewPinger(opts)
+	defer pinger.Close()
 	g, err := proxy.NewGate(ctx, proxy.GateOptions{
 		Queue:          cfg.GateQueue,
 		Routes:         cfg.GateRoutes,
@@ -251,7 +260,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 		Uses:           uses,
 		Revoke:         store.Remove,
 		Fail:           gate.FailMode(cfg.GateFail),
-		Ping:           store.Ping,
+		Ping:           pinger.Ping,
 		OnFailOpen:     failOpens.Passed,
 		Logger:         log,
 	})

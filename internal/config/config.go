@@ -61,6 +61,11 @@ type Config struct {
 	SigningKeyFile string
 	// Issuer is the entry passes' iss (WAITROOM_ISSUER).
 	Issuer string
+	// PublicURL is where the public reaches this service, the origin the
+	// hand-overs' QR links start with (WAITROOM_PUBLIC_URL; default
+	// WAITROOM_ISSUER when that is such an origin; "": no QR codes).
+	// Never a request's Host, which the client chooses (issue 26.6).
+	PublicURL string
 	// CookieSecure marks cookies Secure (WAITROOM_COOKIE_SECURE); only
 	// local development over plain http turns it off.
 	CookieSecure bool
@@ -324,6 +329,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	}
 	c.SigningKeyFile = get("WAITROOM_SIGNING_KEY_FILE", "")
 	c.Issuer = get("WAITROOM_ISSUER", "waitroom")
+	c.PublicURL = publicURL(get("WAITROOM_PUBLIC_URL", ""), c.Issuer, &errs)
 	c.CookieSecure = boolean("WAITROOM_COOKIE_SECURE", true)
 	c.InsecureUserIDs = boolean("WAITROOM_INSECURE_USER_IDS", false)
 
@@ -476,6 +482,28 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		errs = append(errs, fmt.Errorf("WAITROOM_REDIS_WAIT_TIMEOUT: want from 1ms to %s, and less than WAITROOM_REQUEST_TIMEOUT", MaxRedisWaitTimeout))
 	}
 	return c, errors.Join(errs...)
+}
+
+// publicURL reads WAITROOM_PUBLIC_URL (raw): an http(s) origin, without
+// a trailing slash; unset, the issuer if it is one, else "".
+func publicURL(raw, issuer string, errs *[]error) string {
+	origin := func(v string) (string, bool) {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(v, " \t\r\n") {
+			return "", false
+		}
+		return u.Scheme + "://" + u.Host, true
+	}
+	if raw == "" {
+		o, _ := origin(issuer)
+		return o
+	}
+	o, ok := origin(raw)
+	if !ok {
+		*errs = append(*errs, errors.New("WAITROOM_PUBLIC_URL: want the origin the public reaches this service at, scheme://host[:port] (e.g. https://waitroom.example)"))
+	}
+	return o
 }
 
 // Redis turns WAITROOM_REDIS_URL into client options (redisconn.New

@@ -167,8 +167,12 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	movesDone := make(chan struct{})
 	go func() { defer close(movesDone); moves.Run(movesCtx, log) }()
 	t.Cleanup(func() { stopMoves(); <-movesDone })
+	handoffs := handoff.New(rdb, store, moves, 5*time.Second)
+	if err := handoffs.SetPublicURL("http://waitroom.test"); err != nil { // the QR codes' links
+		t.Fatal(err)
+	}
 	apiOpts := httpapi.Options{
-		Handoffs: handoff.New(rdb, store, moves, 5*time.Second),
+		Handoffs: handoffs,
 		ClientIP: clientIP,
 		Gate:     g,
 		Upstream: upstream,

@@ -3,10 +3,13 @@ package handoff
 import (
 	"context"
 	"fmt"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/skip2/go-qrcode"
 
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -58,4 +61,65 @@ func BenchmarkFarBackStatus(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The CPU a hand-over's QR code costs per request (issue 26.6), reported
+// as cpu-ns/op (the process's user+system time, steadier than wall time
+// on a shared machine). "before" draws as the handler did before: the
+// link on the request's Host (20 bytes, and the 2,150 bytes that forced a
+// version-40 code). "draw" is a picture drawn now, on the public URL;
+// "cached" a picture asked for again; "limited" a request over the
+// place's limit.
+//
+//	go test -run '^$' -bench BenchmarkQR -benchtime 200x -count 3 ./internal/handoff/
+func BenchmarkQR(b *testing.B) {
+	token := newToken()
+	for _, host := range []string{"waitroom.example.com", strings.Repeat("a", 2150)} {
+		b.Run(fmt.Sprintf("before/host-%dB", len(host)), func(b *testing.B) {
+			link := "https://" + host + Path("default", token)
+			cpu(b, func() {
+				if _, err := qrcode.Encode(link, qrcode.Medium, QRSize); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+	b.Run("draw", func(b *testing.B) {
+		link := "https://waitroom.example.com" + Path("default", token)
+		cpu(b, func() {
+			if _, err := QR(link); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("cached", func(b *testing.B) {
+		c := newQRCache(MaxCachedQRs)
+		fill := func() (qrEntry, error) { return qrEntry{png: []byte("png"), until: time.Now().Add(time.Hour)}, nil }
+		ctx := context.Background()
+		cpu(b, func() {
+			if _, err := c.get(ctx, qrKey("default", "member", token), fill); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("limited", func(b *testing.B) {
+		l := newQRLimits()
+		cpu(b, func() { l.take("default", "member", "client") })
+	})
+}
+
+// cpu runs f b.N times and reports the process's CPU time per run.
+func cpu(b *testing.B, f func()) {
+	b.ReportAllocs()
+	start := cpuTime()
+	for b.Loop() {
+		f()
+	}
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -117,12 +117,13 @@ type Service struct {
 	store   Store
 	tracker *Tracker
 	timeout time.Duration
+	qr      qrs // the hand-overs' QR codes (qr.go)
 }
 
 // New returns the hand-overs of the queues tracker follows, kept in rdb;
 // every call ends within timeout.
 func New(rdb redis.Scripter, store Store, tracker *Tracker, timeout time.Duration) *Service {
-	return &Service{rdb: rdb, store: store, tracker: tracker, timeout: timeout}
+	return &Service{rdb: rdb, store: store, tracker: tracker, timeout: timeout, qr: newQRs()}
 }
 
 // Handoff is a live hand-over: the token for links, the code for typing
@@ -170,17 +171,24 @@ func (s *Service) Check(ctx context.Context, q, member, token string) error {
 	if !s.tracker.has(q) || !isToken(token) {
 		return ErrInvalid
 	}
+	_, err := s.expiry(ctx, q, member, token)
+	return err
+}
+
+// expiry is when token, member's live hand-over in q, expires; ErrInvalid
+// when it is not one.
+func (s *Service) expiry(ctx context.Context, q, member, token string) (time.Time, error) {
 	k := keysFor(q)
 	at, err := queue.WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
 		return peekScript.Run(ctx, s.rdb, []string{k.live}, tokenField(token), member).Int64()
 	})
 	if err != nil {
-		return fmt.Errorf("handoff: check: %w", err)
+		return time.Time{}, fmt.Errorf("handoff: check: %w", err)
 	}
 	if at == 0 {
-		return ErrInvalid
+		return time.Time{}, ErrInvalid
 	}
-	return nil
+	return time.UnixMilli(at), nil
 }
 
 // Moved is a place that moved to the caller: its member, arrival number

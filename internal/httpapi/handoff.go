@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/handoff"
@@ -67,12 +66,11 @@ func (s *Server) createHandoff(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func handoffPath(q, token string) string {
-	return "/q/" + url.PathEscape(q) + "?handoff=" + url.QueryEscape(token)
-}
+func handoffPath(q, token string) string { return handoff.Path(q, token) }
 
 // handoffQR is the QR code of the caller's live hand-over ?token=, a PNG
-// of the link to this host's waiting page. The request log writes paths
+// of the link to the waiting page on the public URL (never this request's
+// Host), limited per place and per client. The request log writes paths
 // only, never queries (logRequests), so the token stays out of the logs.
 func (s *Server) handoffQR(w http.ResponseWriter, r *http.Request) {
 	if s.handoffs == nil {
@@ -83,16 +81,10 @@ func (s *Server) handoffQR(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	token := r.URL.Query().Get("token")
-	if err := s.handoffs.Check(r.Context(), q, p.Member, token); err != nil {
-		s.fail(w, r, err)
-		return
+	png, err := s.handoffs.QR(r.Context(), q, p.Member, r.URL.Query().Get("token"), s.clientKey(r))
+	if errors.Is(err, handoff.ErrNoPublicURL) {
+		err = errHandoffDisabled
 	}
-	scheme := "http"
-	if s.cookieSecure {
-		scheme = "https" // Secure cookies: the site is served over https
-	}
-	png, err := handoff.QR(scheme + "://" + r.Host + handoffPath(q, token))
 	if err != nil {
 		s.fail(w, r, err)
 		return

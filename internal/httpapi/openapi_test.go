@@ -282,6 +282,9 @@ func (k *contract) newEnv(t *testing.T, rdb *redis.Client, settings queue.Settin
 	moves := handoff.NewTracker(rdb, store.Queues())
 	store.SetRecentMoves(moves)
 	opts.Handoffs = handoff.New(rdb, store, moves, testTimeout)
+	if err := opts.Handoffs.SetPublicURL(testPublicURL); err != nil {
+		t.Fatal(err)
+	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if opts.Adapt, err = adapt.New(adapt.Options{Store: store, Redis: rdb, Log: opts.Logger, Timeout: testTimeout}); err != nil {
 		t.Fatal(err)
@@ -701,6 +704,12 @@ func TestOpenAPIContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		k.check(t, ho, call{method: "GET", path: hq + "/handoff/qr?token=" + h.Token, header: bearerHeader(laptop.PlaceToken), status: 200})
+		for range 4 * handoff.QRPerPlace { // the place's burst used up (issue 26.6)
+			if r := ho.do("GET", hq+"/handoff/qr?token="+h.Token, "", bearerHeader(laptop.PlaceToken)...); r.status == 429 {
+				break
+			}
+		}
+		k.check(t, ho, call{method: "GET", path: hq + "/handoff/qr?token=" + h.Token, header: bearerHeader(laptop.PlaceToken), status: 429, code: "rate_limited"})
 		k.check(t, ho, call{method: "GET", path: hq + "/handoff/qr?token=" + h.Token, header: bearerHeader(admitted.PlaceToken), status: 400, code: "invalid_handoff"})
 		k.check(t, ho, call{method: "GET", path: "/api/v1/queues/nope/handoff/qr?token=" + h.Token, header: bearerHeader(laptop.PlaceToken), status: 404, code: "queue_not_found"})
 		phone := ticket(k.check(t, ho, call{method: "POST", path: hq + "/enter", body: `{"handoff":"` + h.Code + `"}`, header: jsonCT, status: 200}))

@@ -78,6 +78,9 @@ func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name s
 		moves := handoff.NewTracker(rdb, store.Queues())
 		store.SetRecentMoves(moves)
 		opts.Handoffs = handoff.New(rdb, store, moves, testTimeout)
+		if err := opts.Handoffs.SetPublicURL(testPublicURL); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

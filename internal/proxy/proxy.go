@@ -7,6 +7,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientip"
@@ -58,9 +61,11 @@ type GateOptions struct {
 	// Fail is what the gate does while Redis cannot be reached
 	// (WAITROOM_GATE_FAIL; gate.Options.Fail).
 	Fail gate.FailMode
-	// Ping tells whether Redis answers (queue.Store.Ping): the gate asks
-	// it at most once a second, so it knows Redis is away before a pass
-	// holder does, and when it is back. nil: it learns from the checks.
+	// Ping tells whether Redis answers (redisconn.Pinger.Ping, on a
+	// connection of its own): the gate asks it at most once a second, so
+	// it knows Redis is away before a pass holder does, and when it is
+	// back; only a failed ping makes Redis away. nil: it learns from the
+	// checks.
 	Ping func(ctx context.Context) error
 	// OnFailOpen counts each request let through unchecked (gate.Options).
 	OnFailOpen func(queue string)
@@ -117,6 +122,11 @@ type checker struct {
 }
 
 func (c *checker) Check(ctx context.Context, token string) (gate.Claims, bool, error) {
+	cl, ok, err := c.check(ctx, token)
+	return cl, ok, busy(err)
+}
+
+func (c *checker) check(ctx context.Context, token string) (gate.Claims, bool, error) {
 	pc, err := c.cache.Check(ctx, token)
 	switch {
 	case errors.Is(err, pass.ErrRevoked) && c.uses != nil:
@@ -158,7 +168,17 @@ type pingingChecker struct {
 	ping func(ctx context.Context) error
 }
 
-func (c pingingChecker) Ping(ctx context.Context) error { return c.ping(ctx) }
+func (c pingingChecker) Ping(ctx context.Context) error { return busy(c.ping(ctx)) }
+
+// busy marks go-redis's pool timeout as gate.ErrBusy: every connection
+// was in use, which says this process is busy, not that Redis is away
+// (issue 26.7).
+func busy(err error) error {
+	if errors.Is(err, redis.ErrPoolTimeout) {
+		return fmt.Errorf("%w: %w", gate.ErrBusy, err)
+	}
+	return err
+}
 
 // whyRevoked tells a pass revoked as shared (gate.ErrUsedElsewhere) from
 // one whose admission ended otherwise (nil): a refusal's one Redis read,

@@ -25,6 +25,8 @@ let expiry = 0; // hides it when it expires
 // bindMove wires the buttons; use(code) takes over a place by its code.
 export function bindMove(use) {
   $('move-btn').addEventListener('click', show);
+  // No QR code without WAITROOM_PUBLIC_URL (404): the code still works.
+  $('move-qr').addEventListener('error', () => { $('move-qr').hidden = true; });
   $('move-close').addEventListener('click', hide);
   $('move-use-form').addEventListener('submit', (e) => {
     e.preventDefault();
@@ -48,6 +50,7 @@ async function show() {
     return;
   }
   shown = { token: h.token, code: h.code, expires: Date.parse(h.expires_at) };
+  $('move-qr').hidden = false;
   $('move-qr').src = base + '/handoff/qr?token=' + encodeURIComponent(h.token);
   $('move-qr').alt = t('moveQrAlt');
   $('move-code').textContent = h.code;
