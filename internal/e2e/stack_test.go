@@ -371,6 +371,9 @@ func (s *stack) fate(user string) string {
 	if _, err := s.rdb.ZScore(ctx, p+"waiting", user).Result(); err == nil {
 		return "waiting"
 	}
+	if _, err := s.rdb.ZScore(ctx, p+"held", user).Result(); err == nil {
+		return "held" // set aside at the head until it confirms (tick.lua)
+	}
 	for _, r := range []string{queue.ReasonAbandoned, queue.ReasonLeft, queue.ReasonExpired, queue.ReasonRemoved, queue.ReasonDone} {
 		if _, err := s.rdb.ZScore(ctx, p+"gone", r+":"+user).Result(); err == nil {
 			return r
