@@ -153,7 +153,7 @@ func TestCheckOneSpelling(t *testing.T) {
 }
 
 // BenchmarkHashRate is what one core hashes a second in native Go, the
-// attacker's side of the price of a place (docs/issue26/bots.md): "solve"
+// attacker's side of the price of a place (docs/attacks/bots.md): "solve"
 // as Solve does (a decimal nonce appended to a fresh string each try),
 // "tuned" with the message built in place in one buffer, as a solver
 // written for speed would. hashes/s is the figure; ns/op one hash.

@@ -13,7 +13,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-// A measurement, not a check (docs/issue26/pages.md): what one gate page
+// A measurement, not a check (docs/attacks/pages.md): what one gate page
 // without a pass and one open waiting page in line ask of the server
 // during 90 s of Redis paused. Runs only with WAITROOM_MEASURE=1:
 //

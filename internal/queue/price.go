@@ -22,7 +22,7 @@ import (
 // queue's own challenge_difficulty, as ever), a second tab 2^Bits hashes,
 // and a network holding 300 places 2^Bits × 90,000 for its next. The
 // curve and what it costs in Go and in a browser are in
-// docs/issue26/bots.md.
+// docs/attacks/bots.md.
 //
 // Which network: the client's /24 (IPv4) or /56 (IPv6), and for IPv6
 // also its /48 counted at a SiteShare-th (a /48 holding 4 × 300 places

@@ -91,7 +91,7 @@ return out`)
 
 // At the default price (13 bits) a network's place after 300 costs 2^30
 // hashes, above 30 CPU-seconds of native SHA-256 on one core (the
-// measured rates are in docs/issue26/bots.md), and a second tab's 2^13.
+// measured rates are in docs/attacks/bots.md), and a second tab's 2^13.
 func TestPriceDefaultBounds(t *testing.T) {
 	if d := PriceDifficulty(13, 300, 0); d != 30 {
 		t.Errorf("301st place: %d bits, want 30", d)
