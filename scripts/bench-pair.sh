@@ -44,6 +44,16 @@
 # (lib.sh): the server limits enter and status per client address, and
 # status per place (loadtest/wrk/clients.lua, status.lua).
 #
+# The price of a place (WAITROOM_POW_NETWORK_BITS, on by default) asks a
+# network's second place for proof of work, which wrk does not solve, so
+# lib.sh starts servers with it off. To measure the secure default with
+# it on, give every enter a network of its own: WR_CLIENTS=v6 (clients.lua)
+# and ENV_B="WAITROOM_POW_NETWORK_BITS=13" (or WR_POW_NETWORK_BITS=13 for
+# both slots). Networks that share a bit in the price's bitmap of networks
+# seen (price.go: about 1 % of first places here) are asked for proof of
+# work all the same: WR_ALLOW_NON2XX=0.02 lets up to that fraction of
+# answers be refusals (counted, said); any other refusal stops the run.
+#
 # Each round runs every scenario once; the line grows with the enter runs
 # (refill interval 1h, refill size 1, as in bench.sh), and status asks for
 # users of the warm-up enter run (plain: its ids; place: the place tokens it
@@ -165,11 +175,12 @@ run() {
 			esac
 		fi
 		[[ $round == w ]] && continue
-		awk -v x="$x" -v mode="${MODE[$x]}" -v name="$name" -v round="$round" -v res="$res" -v clk="$CLK_TCK" \
+		awk -v allow="${WR_ALLOW_NON2XX:-0}" -v x="$x" -v mode="${MODE[$x]}" -v name="$name" -v round="$round" -v res="$res" -v clk="$CLK_TCK" \
 			-v ds="$((s1 - s0[$x]))" -v dr="$((r1 - r0[$x]))" 'BEGIN {
 			n = split(res, kv, " ")
 			for (i = 2; i <= n; i++) { split(kv[i], p, "="); f[p[1]] = p[2] }
-			if (f["non2xx"] + f["socket_errors"] > 0) { printf "errors in %s %s: %d non-2xx (429: over a rate limit?), %d socket errors\n", name, x, f["non2xx"], f["socket_errors"] > "/dev/stderr"; exit 1 }
+			if (f["socket_errors"] > 0 || f["non2xx"] > allow * f["requests"]) { printf "errors in %s %s: %d non-2xx (429: over a rate limit?), %d socket errors\n", name, x, f["non2xx"], f["socket_errors"] > "/dev/stderr"; exit 1 }
+			if (f["non2xx"] > 0) printf "%s %s: %d of %d answers not 2xx (within WR_ALLOW_NON2XX)\n", name, x, f["non2xx"], f["requests"] > "/dev/stderr"
 			us = 1e6 / clk / f["requests"]
 			printf "%s\t%s\t%s\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%s\n", round, name, x, f["rps"], f["p99_us"] / 1000,
 				ds * us, dr * us, (ds + dr) * us, mode

@@ -204,8 +204,10 @@ func (b *batcher) expire() {
 // never read; enterArgs passes only the keys a call uses, and the usual
 // enter (enterAsks) none.
 func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
-	keys = make([]string, 0, len(q.enterKeys)+len(calls))
+	keys = make([]string, 0, len(q.enterKeys)+2+len(calls))
 	keys = append(keys, q.enterKeys...)
+	cur, prev := q.keys.seenKeys(time.Now())
+	keys = append(keys, cur, prev)
 	args = make([]any, 0, len(s.defaultArgs)+len(s.enterLimits)+len(s.networkArgs)+2*len(calls))
 	args = append(args, s.defaultArgs[:]...)
 	args = append(args, s.enterLimits[:]...)
@@ -239,9 +241,11 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 // "" when nothing (no charge to the shared buckets, no proof of work, no
 // place credential, no network to price: an enter without a client),
 // else "<client cost> <network cost> <site cost> <place cost>
-// <difficulty> <expires ms> <gen> <counted>". proved says it brings a
-// proof of work, whose key then follows its bucket keys; counted how many
-// of its Networks' held ZSETs follow that (priced: the price is on).
+// <difficulty> <expires ms> <gen> <counted> <offset 1> <offset 2>".
+// proved says it brings a proof of work, whose key then follows its
+// bucket keys; counted how many of its Networks' held ZSETs follow that
+// (priced: the price is on), and the offsets are those networks' bits in
+// the seen bitmaps (seenOffset; 0 when not counted).
 func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	proved = c.Proof.ID != "" && c.Proof.Difficulty > 0
 	if priced && c.Networks[0] != "" {
@@ -273,6 +277,14 @@ func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	b = strconv.AppendInt(b, c.gen(), 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(counted), 10)
+	for i := range 2 {
+		off := uint32(0)
+		if i < counted {
+			off = seenOffset(c.Networks[i])
+		}
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, uint64(off), 10)
+	}
 	return string(b), proved, counted
 }
 

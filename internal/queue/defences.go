@@ -47,15 +47,18 @@ func (s *Store) Challenge(ctx context.Context, queue string, c Caller) (int, err
 		s.observe(queue, OpChallenge, Ticket{}, err)
 		return 0, err
 	}
+	cur, prev := q.keys.seenKeys(time.Now())
 	keys := []string{q.keys.config, q.keys.waiting, q.keys.draw, q.keys.arriving,
-		q.clientKey(OpChallenge, c), q.netKey(OpChallenge, c, 0), q.netKey(OpChallenge, c, 1)}
+		q.clientKey(OpChallenge, c), q.netKey(OpChallenge, c, 0), q.netKey(OpChallenge, c, 1), cur, prev}
+	var offsets [2]uint32
 	if _, _, counted := enterAsks(c, s.defaults.Price.Bits > 0); counted > 0 {
-		for _, n := range c.Networks[:counted] {
+		for i, n := range c.Networks[:counted] {
 			keys = append(keys, q.keys.netPlacesKey(n))
+			offsets[i] = seenOffset(n)
 		}
 	}
 	args := append(append([]any{s.enterLimits[0], s.enterLimits[1]}, s.networkArgs[:4]...),
-		c.clientCost, c.netCosts[0], c.netCosts[1], s.networkArgs[4], s.networkArgs[5])
+		c.clientCost, c.netCosts[0], c.netCosts[1], s.networkArgs[4], s.networkArgs[5], offsets[0], offsets[1])
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return challengeScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	})

@@ -1,5 +1,10 @@
 package queue
 
+import (
+	"strconv"
+	"time"
+)
+
 // keys holds the Redis keys of one queue. Every key carries the queue name
 // as a hash tag ("wr:{name}:..."), so all of them live in one Cluster slot
 // and a script may touch them together. Scripts get them through KEYS and
@@ -76,6 +81,10 @@ type keys struct {
 	// over a sliding window (HASH w, n, p): the price of a place
 	// (price.go, networks.lua).
 	netPlaces, arriving string
+	// seen prefixes the bitmaps of the networks seen in a window (STRING
+	// of seenBits bits, one key per seenWindow, kept two windows): a
+	// network's first place is only its bit there (price.go).
+	seen string
 	// unused is a key name no script reads or writes, given for a call's
 	// key that does not apply (no client limit, no proof).
 	unused string
@@ -143,6 +152,7 @@ func keysFor(queue string) keys {
 		unused:    p + "unused",
 		gen:       GenKey(queue),
 		netPlaces: p + "netplaces:",
+		seen:      p + "netseen:",
 		arriving:  p + "arrival_rate",
 		moved:     MovedKey(queue),
 	}
@@ -172,6 +182,15 @@ func (q *queueRef) netKey(op string, c Caller, i int) string {
 
 // netPlacesKey is the ZSET of the places network holds in the line.
 func (k keys) netPlacesKey(network string) string { return k.netPlaces + network }
+
+// seenKeys are the bitmaps of the networks seen in the window of now and
+// in the one before. Each replica names the window by its own clock: at a
+// window's edge two replicas may briefly write different bitmaps, which
+// at worst lets a network's second place there pass as a first.
+func (k keys) seenKeys(now time.Time) (cur, prev string) {
+	w := now.UnixMilli() / seenWindow.Milliseconds()
+	return k.seen + strconv.FormatInt(w, 10), k.seen + strconv.FormatInt(w-1, 10)
+}
 
 func (q *queueRef) placeKey(op string, c Caller) string {
 	if c.placeCost == 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 )
 
 // The price of a place (issue 26.2). The rate limits bound how fast a
@@ -26,16 +27,25 @@ import (
 //
 // Which network: the client's /24 (IPv4) or /56 (IPv6), and for IPv6
 // also its /48 counted at a SiteShare-th (a /48 holding 4 × 300 places
-// pays as a /56 holding 300): n is the larger of the two. Each holds a
-// ZSET of its places (keys.netPlaces: member=user, score=arrival number, 0 in
-// a scheduled opening's draw), trimmed of those the head of the line has
-// passed (admitted, or dropped) whenever it is read, capped at heldCap
-// members (beyond which the price is at its ceiling anyway) and expiring
-// heldTTL after the network's last new place: memory is bounded by the
-// line per queue and by heldCap per network. A place that left the line
-// before reaching its head is counted until the head passes its arrival
-// number: the count can only be high, never low, for a network that
-// keeps making places.
+// pays as a /56 holding 300): n is the larger of the two. A network's
+// first place is a bit in a bitmap of the networks seen in the window
+// (keys.seen, seenBits bits at an offset of the network's FNV-1a hash,
+// seenOffset; this window's and the last one's are read), so that a crowd
+// spread over many networks costs Redis no key per person. From its
+// second place on a network holds a ZSET of its places (keys.netPlaces:
+// member=user, score=arrival number, 0 in a scheduled opening's draw,
+// with a stand-in for the first), trimmed of those the head of the line
+// has passed (admitted, or dropped) whenever it is read, capped at
+// heldCap members (beyond which the price is at its ceiling anyway) and
+// expiring a window after the network's last new place: memory is a
+// fixed 2 × seenBits/8 bytes per queue, and for networks that hold more
+// than one place bounded by the line and by heldCap per network. A place
+// that left the line before reaching its head is counted until the head
+// passes its arrival number, and a network whose places all left still
+// counts its bit (one place) for up to two windows: the count can only
+// be high, never low, for a network that keeps making places. Two
+// networks that share a bit make the later one's first place cost a
+// second place's price: with a million networks in a window, 6 % of them.
 //
 // Pressure: while the queue's arrivals (every network's) run above
 // CalmArrivals a second, over a sliding 10-second window, each doubling
@@ -65,7 +75,23 @@ const (
 	SiteShare = 4
 	// heldCap bounds a network's count of places (4096² × 2 > 2^32).
 	heldCap = 4096
+	// seenBits is the size of a window's bitmap of networks (2 MiB).
+	seenBits = 1 << 24
+	// seenWindow is a bitmap's window, and how long a network's ZSET is
+	// kept after its last new place (PRICE_HELD_TTL_MS in networks.lua).
+	seenWindow = 2 * time.Hour
 )
+
+// seenOffset is network's bit in the seen bitmaps: the same on every
+// replica (FNV-1a, not a seeded hash).
+func seenOffset(network string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(network); i++ {
+		h ^= uint32(network[i])
+		h *= 16777619
+	}
+	return h % seenBits
+}
 
 // PriceDifficulty is the proof of work (leading zero bits) the next place
 // of a network holding held places costs at base bits and pressure bits:

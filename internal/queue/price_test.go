@@ -300,3 +300,68 @@ func TestEnterLimitPerNetwork(t *testing.T) {
 	_, err = s().Challenge(ctx, q, callerAt("", "192.0.2.200"))
 	refusedWith(t, err, ErrRateLimited, 2000*time.Second)
 }
+
+// A crowd spread over many networks makes no key per person: a network's
+// first place is a bit in the window's bitmap, and only its second starts
+// the ZSET that counts its places (before, every place made two keys for
+// an IPv6 client, 579 bytes of Redis a waiting place against 137). The
+// bit still prices the network's next place as a second; concurrent first
+// places of many networks, batched together, stay free.
+func TestPriceFirstPlacesMakeNoKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Price: Price{Bits: 13}})
+	enter(t, s, q, "first")
+	addr := func(i int) string {
+		if i%2 == 0 {
+			return fmt.Sprintf("2001:db8:%x:%x00::1", i, i%256) // its own /48 and /56
+		}
+		return fmt.Sprintf("198.%d.%d.1", 18+i/256, i%256) // its own /24
+	}
+	const crowd = 400
+	var wg sync.WaitGroup
+	for i := range crowd {
+		wg.Go(func() {
+			if tk, err := s.EnterAs(ctx, q, callerAt(fmt.Sprintf("c%d", i), addr(i))); err != nil || tk.Status != Waiting {
+				t.Errorf("c%d from %s: %+v, %v", i, addr(i), tk, err)
+			}
+		})
+	}
+	wg.Wait()
+	netKeys, err := rdb.Keys(ctx, KeyPrefix(q)+"netplaces:*").Result()
+	if err != nil || len(netKeys) != 0 {
+		t.Fatalf("%d first places made %d network keys (%v): want none", crowd, len(netKeys), err)
+	}
+	seenKeys, err := rdb.Keys(ctx, KeyPrefix(q)+"netseen:*").Result()
+	if err != nil || len(seenKeys) < 1 || len(seenKeys) > 2 {
+		t.Fatalf("seen bitmaps: %v, %v; want this window's (and at most the last's)", seenKeys, err)
+	}
+	if ttl := rdb.PTTL(ctx, seenKeys[0]).Val(); ttl <= 0 || ttl > 2*seenWindow {
+		t.Fatalf("a seen bitmap kept for %v, want (0, %v]", ttl, 2*seenWindow)
+	}
+	// Each of those networks now holds one place: its next costs a
+	// second place's price, and then counts both.
+	for _, i := range []int{2, 3} {
+		c := callerAt(fmt.Sprintf("again%d", i), addr(i))
+		if d, err := s.Challenge(ctx, q, c); err != nil || d != PriceDifficulty(13, 1, 0) {
+			t.Fatalf("%s's second place: %d, %v, want %d", addr(i), d, err, PriceDifficulty(13, 1, 0))
+		}
+		c.Proof = proofAt(PriceDifficulty(13, 1, 0))
+		if _, err := s.EnterAs(ctx, q, c); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := s.Challenge(ctx, q, callerAt("", addr(i))); err != nil || d != PriceDifficulty(13, 2, 0) {
+			t.Fatalf("%s's third place: %d, %v, want %d", addr(i), d, err, PriceDifficulty(13, 2, 0))
+		}
+	}
+}
+
+// networks.lua keeps a network's ZSET as long as Go names a window.
+func TestSeenWindowMatchesLua(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	v, err := redis.NewScript(commonLua+networksLua+`return PRICE_HELD_TTL_MS`).Run(context.Background(), rdb, nil).Int64()
+	if err != nil || v != seenWindow.Milliseconds() {
+		t.Fatalf("PRICE_HELD_TTL_MS %d, %v; want seenWindow, %d", v, err, seenWindow.Milliseconds())
+	}
+}

@@ -13,13 +13,16 @@
 -- KEYS[5..7] -> the client's, its network's and its site's challenge rate
 --            buckets (STRING, see rate_take), or the unused key for a
 --            bucket not to be charged
--- KEYS[8..] -> the held ZSETs of the caller's network and site (none
+-- KEYS[8], KEYS[9] -> the networks seen in this window and the one
+--            before (STRING bitmaps, networks.lua's SEEN)
+-- KEYS[10..] -> the held ZSETs of the caller's network and site (none
 --            when the caller names no network)
 -- ARGV[1..6] -> the limits per client, network and site: period_ms (the
 --            time one call earns back, fractional; 0: no limit), burst
 -- ARGV[7..9] -> the calls to charge each bucket (0: not asked; the
 --            replica's local stage let the call through, see local.go)
 -- ARGV[10..11] -> the price: bits (0: none), calm arrivals a second
+-- ARGV[12..13] -> the bitmap offsets of the caller's network and site
 -- Returns {ALLOWED, difficulty} (0: no proof of work asked), or {LIMITED,
 -- wait_ms} when the client is over a limit (nothing charged).
 local now = now_ms()
@@ -33,9 +36,10 @@ if wait > 0 then
 end
 local cfg = redis.call('HMGET', KEYS[1], 'challenge_difficulty', 'opens_at_ms')
 local difficulty = tonumber(cfg[1]) or 0
-if #KEYS > 7 then
+if #KEYS > 9 then
+  SEEN.cur, SEEN.prev = KEYS[8], KEYS[9]
   local floor = held_floor(KEYS[2], redis.call('SCARD', KEYS[3]), tonumber(cfg[2]) or 0, now)
   local pressure = arrival_pressure(KEYS[4], now, tonumber(ARGV[11]))
-  difficulty = math.max(difficulty, price_of({KEYS[8], KEYS[9]}, floor, tonumber(ARGV[10]), pressure))
+  difficulty = math.max(difficulty, price_of({{KEYS[10], ARGV[12]}, KEYS[11] and {KEYS[11], ARGV[13]}}, floor, tonumber(ARGV[10]), pressure))
 end
 return {ALLOWED, difficulty}

@@ -35,7 +35,9 @@
 --              its credentials that no longer name its place: a re-entry
 --              from the line records one less than its new number)
 -- KEYS[13] -> arrival rate (HASH w, n, p: arrivals_note, networks.lua)
--- KEYS[14..] -> per call, only the keys it uses, in this order: the
+-- KEYS[14], KEYS[15] -> the networks seen in this window and the one
+--              before (STRING bitmaps, networks.lua's SEEN)
+-- KEYS[16..] -> per call, only the keys it uses, in this order: the
 --              client's rate bucket (if its client cost is above 0), its
 --              network's and its site's (likewise), the place's rate
 --              bucket (if its place cost is above 0), the key that marks
@@ -50,7 +52,8 @@
 --              "" for the usual enter (nothing to charge to the shared
 --              buckets, no proof of work, no place credential, no
 --              network), else "<client cost> <network cost> <site cost>
---              <place cost> <difficulty> <expires> <gen> <counted>":
+--              <place cost> <difficulty> <expires> <gen> <counted>
+--              <offset 1> <offset 2>":
 --              the calls to charge the client's, its networks' and the
 --              place's buckets (0: not asked; see take_all), the
 --              difficulty its proof of work meets (0: none), when that
@@ -58,7 +61,8 @@
 --              credential (-1: none; a stale one is answered NOT_WAITING,
 --              reason moved, and changes nothing), and how many held
 --              ZSETs it brings (0-2): the price of its place is counted
---              on them. An enter without a client so costs one value and
+--              on them, with each network's bit in the SEEN bitmaps. An
+--              enter without a client so costs one value and
 --              no key: a batch's arguments are most of the script's fixed
 --              cost (docs/PERFORMANCE.md, "Enter's per-user cost").
 -- Returns the head (HEAD_*, common.lua), then a status and place per call,
@@ -83,7 +87,8 @@
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
-local FIXED = 13 -- KEYS before the per-call ones
+local FIXED = 15 -- KEYS before the per-call ones
+SEEN.cur, SEEN.prev = KEYS[14], KEYS[15]
 local TIERS = LIMITS + 6 -- ARGV before the per-call ones
 local CALLS = (#ARGV - TIERS) / 2
 local PRICE_BITS, CALM = tonumber(ARGV[LIMITS + 5]), tonumber(ARGV[LIMITS + 6])
@@ -105,6 +110,7 @@ local function finish()
   if PRICE_BITS > 0 and CALM > 0 then
     arrivals_note(KEYS[13], now, arrived)
   end
+  seen_keep()
   for i = 1, CALLS do
     out[HEAD + 2 * CALLS + i] = seqs[i] or 0
   end
@@ -160,7 +166,7 @@ for i = 1, CALLS do
   local asks = ARGV[TIERS + 2 * i]
   local passed, proved, expires, gen = true, 0, 0, -1
   if asks ~= '' then
-    local a = {string.match(asks, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d)$')}
+    local a = {string.match(asks, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+)$')}
     for k = 1, #a do
       a[k] = tonumber(a[k])
     end
@@ -168,9 +174,9 @@ for i = 1, CALLS do
     passed = check_limits(i, a)
     proof_key[i] = next_key(proved)
     if a[8] > 0 then
-      held[i] = {next_key(1)}
+      held[i] = {{next_key(1), a[9]}}
       if a[8] > 1 then
-        held[i][2] = next_key(1)
+        held[i][2] = {next_key(1), a[10]}
       end
     end
   end

@@ -68,23 +68,52 @@ local function held_floor(waiting_key, in_draw, opens_at, now)
   return '(' .. head[2]
 end
 
--- The places each network holds, read once per script call (held_cache)
--- and counted up for the calls already let through in it (held_tally),
--- so that a batch of one network's enters pays as if one after another.
-local held_cache, held_tally = {}, {}
+-- The networks seen lately: a network's first place is a bit in a bitmap
+-- (SEEN.cur, this window's, and SEEN.prev, the one before: STRINGs of
+-- seenBits bits, the bit at an offset Go derives from the network,
+-- price.go), not a member of a ZSET, so that a crowd spread over many
+-- networks costs no key per person (a ZSET per IPv6 /56 and /48 made
+-- 579 bytes of Redis per waiting place, against 137 without). Only a
+-- network's second place starts its ZSET, with a stand-in for the first
+-- ("~": scored as the second, it leaves a little later than the first
+-- did). Two networks that share a bit make the later one's first place
+-- cost a second's price (seenBits makes that rare); a bit outlives the
+-- network's ZSET (each place sets it in this window's bitmap, which is
+-- kept two windows, and a ZSET expires PRICE_HELD_TTL_MS after its last
+-- place, one window).
+local SEEN = {} -- cur, prev: the bitmaps' keys, set by the script
 
-local function network_held(key, floor)
+local function network_seen(off)
+  return redis.call('GETBIT', SEEN.cur, off) == 1 or redis.call('GETBIT', SEEN.prev, off) == 1
+end
+
+-- The places each network holds, read once per script call (held_cache,
+-- with held_base the members its ZSET had) and counted up for the calls
+-- already let through in it (held_tally), so that a batch of one
+-- network's enters pays as if one after another. held_added counts the
+-- places recorded for it in this call.
+local held_cache, held_base, held_tally, held_added = {}, {}, {}, {}
+
+local function network_held(net, floor)
+  local key = net[1]
   if held_cache[key] == nil then
-    if floor then
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
+    local n = 0
+    if network_seen(net[2]) then
+      if floor then
+        redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
+      end
+      n = redis.call('ZCARD', key)
+      held_base[key] = n
+      n = math.max(n, 1) -- its first place left only the bit
     end
-    held_cache[key] = redis.call('ZCARD', key)
+    held_base[key] = held_base[key] or 0
+    held_cache[key] = n
   end
   return held_cache[key] + (held_tally[key] or 0)
 end
 
--- price_of: what the next place costs a caller whose networks' held keys
--- are nets ({network} or {network, site}).
+-- price_of: what the next place costs a caller whose networks are nets
+-- ({network} or {network, site}, each {held ZSET key, bitmap offset}).
 local function price_of(nets, floor, bits, pressure)
   local n = network_held(nets[1], floor)
   if nets[2] then
@@ -96,19 +125,42 @@ end
 -- price_paid counts a call let through against its networks, for the
 -- calls after it in the same script call.
 local function price_paid(nets)
-  for _, k in ipairs(nets) do
-    held_tally[k] = (held_tally[k] or 0) + 1
+  for _, net in ipairs(nets) do
+    held_tally[net[1]] = (held_tally[net[1]] or 0) + 1
   end
 end
 
--- held_add records user's place (its arrival number; 0 in a draw) in the
--- held ZSET of each of nets, keeping the newest PRICE_HELD_CAP.
+-- held_add records user's place (its arrival number; 0 in a draw) for
+-- each of nets: a network's first place as its bit, a later one in its
+-- ZSET (with the stand-in for the first, when the ZSET has none), keeping
+-- the newest PRICE_HELD_CAP.
+local seen_set, held_zadded = false, {}
 local function held_add(nets, user, seq)
-  for _, k in ipairs(nets) do
-    if redis.call('ZADD', k, seq, user) > 0 and (held_cache[k] or 0) + (held_tally[k] or 0) >= PRICE_HELD_CAP then
-      redis.call('ZREMRANGEBYRANK', k, 0, -(PRICE_HELD_CAP + 1))
+  for _, net in ipairs(nets) do
+    local k = net[1]
+    local prior = (held_cache[k] or 0) + (held_added[k] or 0)
+    redis.call('SETBIT', SEEN.cur, net[2], 1)
+    seen_set = true
+    if prior > 0 then
+      local args = {seq, user}
+      if (held_base[k] or 0) == 0 and not held_zadded[k] then
+        args[3], args[4] = seq, '~' -- the first place, which left only its bit
+      end
+      held_zadded[k] = true
+      if redis.call('ZADD', k, unpack(args)) > 0 and prior >= PRICE_HELD_CAP then
+        redis.call('ZREMRANGEBYRANK', k, 0, -(PRICE_HELD_CAP + 1))
+      end
+      redis.call('PEXPIRE', k, PRICE_HELD_TTL_MS)
     end
-    redis.call('PEXPIRE', k, PRICE_HELD_TTL_MS)
+    held_added[k] = (held_added[k] or 0) + 1
+  end
+end
+
+-- seen_keep keeps this window's bitmap two windows, once per call that
+-- set a bit in it.
+local function seen_keep()
+  if seen_set then
+    redis.call('PEXPIRE', SEEN.cur, 2 * PRICE_HELD_TTL_MS)
   end
 end
 
