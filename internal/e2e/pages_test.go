@@ -235,7 +235,11 @@ func TestOperatorTemplate(t *testing.T) {
 		},
 	})
 	s.setText(map[string]string{"en": "Night trains"}, nil)
-	s.fillWaiting("ahead", 5)
+	// Twelve ahead, one admitted a second: the page waits long enough to
+	// poll more than once even when a loaded machine is slow to load it
+	// (with five, a page that took five seconds to start was admitted at
+	// its first poll).
+	s.fillWaiting("ahead", 12)
 
 	b := newBrowser(t, chromium)
 	b.navigate(s.url + "/q/" + s.queue)
@@ -251,7 +255,7 @@ func TestOperatorTemplate(t *testing.T) {
 		t.Error("the operator's page or its logo is not there")
 	}
 	member := s.member(b)
-	b.waitJS(30*time.Second, "the turn on the operator's page", `document.body.dataset.state === 'entered' && !document.getElementById('turn').hidden`)
+	b.waitJS(60*time.Second, "the turn on the operator's page", `document.body.dataset.state === 'entered' && !document.getElementById('turn').hidden`)
 	if n := s.statusCalls(member); n < 2 {
 		t.Errorf("%d status calls before the turn, want the page to poll", n)
 	}
