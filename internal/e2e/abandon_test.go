@@ -113,7 +113,7 @@ func TestAbandonedPlaceIsReleased(t *testing.T) {
 	s.keepPolling(ahead)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 	if p := b.number("#position"); p < 2 {
 		t.Fatalf("position %d; want people ahead", p)
@@ -246,7 +246,7 @@ func TestPollingBackgroundTabKeepsPlace(t *testing.T) {
 	s.keepPolling(append(append([]string(nil), lead...), keep...))
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 	behind := names("behind", 2)
 	s.enterLine(behind...)

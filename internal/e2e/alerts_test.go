@@ -105,7 +105,7 @@ func alertsLine(t *testing.T, targetURL string) (*stack, *browser) {
 	b := newBrowser(t, chromium)
 	b.recordAlerts()
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	return s, b
 }
 

@@ -221,7 +221,7 @@ func TestRateLimitedPageWaitsSilently(t *testing.T) {
 
 	b := newBrowser(t, chromium)
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 
 	statuses := func() []call {

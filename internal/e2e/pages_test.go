@@ -243,7 +243,7 @@ func TestOperatorTemplate(t *testing.T) {
 
 	b := newBrowser(t, chromium)
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(15*time.Second, "a number in line on the operator's page", `document.body.dataset.state === 'waiting' && /^[0-9]+$/.test(document.getElementById('position').textContent.trim())`)
+	b.waitJS(joinDeadline, "a number in line on the operator's page", `document.body.dataset.state === 'waiting' && /^[0-9]+$/.test(document.getElementById('position').textContent.trim())`)
 	if got := b.text("#queue-title"); got != "Night trains" {
 		t.Errorf("#queue-title = %q, want Night trains", got)
 	}

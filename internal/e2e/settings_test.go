@@ -101,7 +101,7 @@ func TestPauseKeepsPlaces(t *testing.T) {
 	}
 
 	user.navigate(s.url + "/q/" + s.queue)
-	user.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	user.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	member := s.member(user)
 	if eta := user.text("#eta"); eta == "" || eta == "–" || eta == "Paused" {
 		t.Errorf("#eta = %q before the pause, want an estimate", eta)

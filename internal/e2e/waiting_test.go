@@ -22,6 +22,13 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
+// joinDeadline bounds the wait for a page to join the line and show it.
+// Alone a page does it in well under a second; with the whole suite's
+// browsers and servers sharing two cores, a page has stayed on "Joining
+// the line…" for 30 s (issue 27 asks why), so the wait is generous: it
+// ends as soon as the page gets there.
+const joinDeadline = 60 * time.Second
+
 // fastTicks admits refill users per second: the tests see ticks quickly.
 func fastTicks(refill int) queue.Settings {
 	return queue.Settings{RefillSize: refill, RefillInterval: time.Second, SessionTTL: time.Minute}
@@ -114,7 +121,7 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 	s.fillWaiting("ahead", 5)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 
 	first := b.number("#position")
@@ -275,7 +282,7 @@ func TestWaitingAtTheFront(t *testing.T) {
 	}
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	if p := progress(b); p.Position != 1 || p.Initial != 1 || p.Percent != 50 {
 		t.Errorf("progress at the front %+v, want position 1 joined at 1 and the bar at 50%%", p)
 	}
@@ -308,7 +315,7 @@ func TestReloadKeepsPlace(t *testing.T) {
 	s.fillWaiting("ahead", 8)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 	if !strings.HasPrefix(member, "a:") {
 		t.Errorf("member %q, want a server-chosen a:... id", member)
@@ -368,7 +375,7 @@ func TestLeaveRemovesUser(t *testing.T) {
 	s.fillWaiting("ahead", 8)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 
 	dialogOpen := `document.getElementById('leave-dialog').open`
@@ -498,7 +505,7 @@ func TestTurnWithoutTargetSaysGoBack(t *testing.T) {
 	s.fillWaiting("ahead", 3)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	b.waitJS(15*time.Second, "the turn", jsState("entered")+` && !document.getElementById('turn').hidden`)
 	member := s.member(b)
 
@@ -570,7 +577,7 @@ func TestJoinTokenOnePlacePerAccount(t *testing.T) {
 
 	phone := newBrowser(t, chromium)
 	phone.navigate(page + url.QueryEscape(token))
-	phone.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	phone.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	member := s.member(phone)
 	if member != "u:"+sub {
 		t.Fatalf("member %q, want u:%s", member, sub)
@@ -599,7 +606,7 @@ func TestJoinTokenOnePlacePerAccount(t *testing.T) {
 	laptop.screenshot("bad-join-token")
 
 	laptop.navigate(page + url.QueryEscape(token))
-	laptop.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	laptop.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	if got := s.member(laptop); got != member {
 		t.Errorf("second browser holds %q, want %q", got, member)
 	}
@@ -644,7 +651,7 @@ func TestReconnectKeepsPlace(t *testing.T) {
 	s.fillWaiting("ahead", 4)
 
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(30*time.Second, "the waiting state", jsState("waiting"))
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
 	member := s.member(b)
 	before := s.status(member)
 	if before.Status != queue.Waiting {
@@ -709,7 +716,7 @@ func TestFarBackPositionSaysAbout(t *testing.T) {
 	s.fillWaiting("ahead", 60)
 	b := newBrowser(t, chromium)
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(20*time.Second, "an estimated position", `document.getElementById('position').textContent.startsWith('about ')`)
+	b.waitJS(joinDeadline, "an estimated position", `document.getElementById('position').textContent.startsWith('about ')`)
 	// The scheduler's first tick may admit one of those ahead while they
 	// join, so the exact position is Redis's, read now: no tick comes for
 	// an hour.
