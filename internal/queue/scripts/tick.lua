@@ -140,7 +140,9 @@ end
 -- entered set is ordered by admission time (a sliding session's by its
 -- last renewal), so the expired ones come first; a bounded batch keeps
 -- each tick short. Each is remembered as expired, for the user who asks.
-local ended = redis.call('ZRANGE', KEYS[2], '-inf', string.format('(%d', now - ttl), 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[6]), 'WITHSCORES')
+-- A session is over at admission + ttl, the moment status.lua and
+-- active_count stop counting it (score <= now - ttl): purged from then.
+local ended = redis.call('ZRANGE', KEYS[2], '-inf', now - ttl, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[6]), 'WITHSCORES')
 local expired, expired_at = {}, {}
 for i = 1, #ended, 2 do
   expired[#expired + 1] = ended[i]
