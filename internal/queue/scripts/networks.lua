@@ -97,17 +97,15 @@ local held_cache, held_base, held_tally, held_added = {}, {}, {}, {}
 local function network_held(net, floor)
   local key = net[1]
   if held_cache[key] == nil then
-    local n = 0
+    local base, n = 0, 0
     if network_seen(net[2]) then
       if floor then
         redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
       end
-      n = redis.call('ZCARD', key)
-      held_base[key] = n
-      n = math.max(n, 1) -- its first place left only the bit
+      base = redis.call('ZCARD', key)
+      n = math.max(base, 1) -- its first place left only the bit
     end
-    held_base[key] = held_base[key] or 0
-    held_cache[key] = n
+    held_base[key], held_cache[key] = base, n
   end
   return held_cache[key] + (held_tally[key] or 0)
 end
