@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/httpin"
-	"github.com/waitroom/waitroom/internal/httpin/pathtest"
+	"github.com/waitroom/waitroom/internal/reqcheck"
+	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
 )
 
 // newPathGate is a gate with Bypass pathtest.Bypass in front of next.
@@ -94,10 +94,10 @@ func TestMiddlewarePathsProperty(t *testing.T) {
 	}
 }
 
-// A hand-over link only ever redirects to a path on this site: generated
+// A pass link only ever redirects to a path on this site: generated
 // links whose path would send a browser elsewhere are 400 invalid_return
 // and set no cookie; every redirect that does happen is a same-site path.
-func TestHandOverRedirectsOnlyToThisSite(t *testing.T) {
+func TestPassLinkRedirectsOnlyToThisSite(t *testing.T) {
 	w := newWaitroom(t)
 	g := newPathGate(t, w)
 	h := g.Handler(http.NotFoundHandler())
@@ -112,7 +112,7 @@ func TestHandOverRedirectsOnlyToThisSite(t *testing.T) {
 			target += "wr_pass=" + url.QueryEscape(w.issue(t, "default", time.Now().Add(time.Hour)))
 			r := get(h, target)
 			loc := r.Header().Get("Location")
-			if r.Code == http.StatusSeeOther && !httpin.SameSitePath(loc) {
+			if r.Code == http.StatusSeeOther && !reqcheck.SameSitePath(loc) {
 				t.Errorf("%q: redirected to %q", target, loc)
 			}
 			if r.Header().Get("Set-Cookie") != "" {
@@ -130,13 +130,13 @@ func TestHandOverRedirectsOnlyToThisSite(t *testing.T) {
 	}
 	// The path as it was asked, cleaned, keeps its query.
 	if r := get(h, "/a/./b?x=1&wr_pass="+url.QueryEscape(w.issue(t, "default", time.Now().Add(time.Hour)))); r.Code != http.StatusSeeOther || r.Header().Get("Location") != "/a/b?x=1" {
-		t.Fatalf("same-site hand-over: %d %q", r.Code, r.Header().Get("Location"))
+		t.Fatalf("same-site pass-link exchange: %d %q", r.Code, r.Header().Get("Location"))
 	}
 }
 
-// One hand-over link, opened by five browsers, admits one: the first
+// One pass link, opened by five browsers, admits one: the first
 // exchange takes it; the rest are treated as if no pass had been given.
-func TestHandOverIsSingleUse(t *testing.T) {
+func TestPassLinkIsSingleUse(t *testing.T) {
 	w := newWaitroom(t)
 	h := newPathGate(t, w).Handler(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.URL.RawQuery, "wr_pass") {

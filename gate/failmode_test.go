@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/httpin/pathtest"
+	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
 )
 
 // flakyVerify stands in front of a waitroom's /api/v1/verify: it passes
@@ -184,8 +184,8 @@ func TestFailModes(t *testing.T) {
 		// holder passes as everyone does, unchecked (TestFailModesTwoRooms).
 		{"another queue's pass", "/order", bearer(other), modes("refused", "order:", "refused")},
 		{"ambiguous path", "/a/%2e%2e/order", bearer(valid), all("invalid_path")},
-		{"hand-over", "/order?a=1&wr_pass=" + url.QueryEscape(valid), browser, modes("unavailable page", "303 to /order?a=1", "unavailable page")},
-		{"forged hand-over", "/order?wr_pass=" + url.QueryEscape(forged), browser, all("waiting")},
+		{"pass-link exchange", "/order?a=1&wr_pass=" + url.QueryEscape(valid), browser, modes("unavailable page", "303 to /order?a=1", "unavailable page")},
+		{"forged pass-link exchange", "/order?wr_pass=" + url.QueryEscape(forged), browser, all("waiting")},
 	}
 	for _, mode := range []gate.FailMode{gate.FailClosed, gate.FailOpen, gate.FailStrict} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -213,10 +213,10 @@ func TestFailModes(t *testing.T) {
 					rec := httptest.NewRecorder()
 					fg.h.ServeHTTP(rec, req)
 					got := what(rec)
-					if rec.Code == 303 && tc.name == "hand-over" {
+					if rec.Code == 303 && tc.name == "pass-link exchange" {
 						got = "303 to " + rec.Header().Get("Location")
 						if rec.Header().Get("Set-Cookie") != "" {
-							t.Errorf("round %d: a hand-over the room could not make set a cookie", round)
+							t.Errorf("round %d: a pass-link exchange the room could not make set a cookie", round)
 						}
 					}
 					if got != tc.want[mode] {
@@ -278,7 +278,7 @@ func TestFailModes(t *testing.T) {
 // Two rooms (/b/ the room of queue b, every other path default's) while
 // the waitroom's verify endpoint fails: a pass for one room never opens
 // the other's paths in any mode, in no door (the middleware, forward auth,
-// a hand-over); failing open, its holder passes as anyone does, unchecked:
+// a pass-link exchange); failing open, its holder passes as anyone does, unchecked:
 // no claims, the pass not handed on, counted under the room of the path.
 func TestFailModesTwoRooms(t *testing.T) {
 	w := newWaitroom(t)

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // Forward auth: the door a proxy in front of the order page asks
@@ -82,7 +82,7 @@ func (g *Gate) ForwardAuth(w http.ResponseWriter, r *http.Request) {
 // catch-all room can stand in for it.
 func (g *Gate) forwardedRoom(r *http.Request) (*room, bool) {
 	p, ok := forwardedPath(r)
-	if ok && !httpin.IsCanonical(p) {
+	if ok && !reqcheck.IsCanonical(p) {
 		return nil, false
 	}
 	if g.bypassClient != nil && g.bypassClient(r) {
@@ -100,7 +100,7 @@ func (g *Gate) forwardedRoom(r *http.Request) (*room, bool) {
 	}
 	// Routes compare the decoded path, as the upstream will read it: an
 	// escaped letter ("/s%61le/") is still under "/sale/".
-	clean, _ := httpin.CleanPath(p) // canonical: cannot fail, and resolves nothing
+	clean, _ := reqcheck.CleanPath(p) // canonical: cannot fail, and resolves nothing
 	return g.roomOf(r, clean)
 }
 
@@ -137,7 +137,7 @@ func (g *Gate) Refused(w http.ResponseWriter, r *http.Request) {
 	}
 	orig := r.Clone(r.Context())
 	orig.URL = &url.URL{Path: "/"}
-	if u, err := url.ParseRequestURI(r.Header.Get(HeaderOriginalURI)); err == nil && httpin.SameSitePath(u.RequestURI()) {
+	if u, err := url.ParseRequestURI(r.Header.Get(HeaderOriginalURI)); err == nil && reqcheck.SameSitePath(u.RequestURI()) {
 		q := u.Query()
 		q.Del("wr_pass")
 		u.RawQuery = q.Encode()

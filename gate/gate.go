@@ -19,11 +19,11 @@
 // how the waiting room hands it over: the gate checks it, moves it into the
 // HttpOnly cookie and redirects to the same path on this site without it,
 // so it does not stay in the address bar, the history or the upstream's
-// logs. Each hand-over link is exchanged once (Options.HandOvers): a shared
+// logs. Each pass link is exchanged once (Options.PassLinks): a shared
 // link admits one browser, not every one it reaches.
 //
 // The gate decides on the path as the upstream will resolve it
-// (httpin.CleanPath: dot segments applied, slashes merged) and passes that
+// (reqcheck.CleanPath: dot segments applied, slashes merged) and passes that
 // same path on; a path servers could read more than one way (an encoded
 // slash or dot, a backslash, a NUL) is refused with 400 invalid_path.
 //
@@ -55,7 +55,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // Checker decides whether a pass opens the gate now: ok = false for a pass
@@ -75,11 +75,11 @@ type Checker interface {
 // answers API clients 401 pass_used_elsewhere.
 var ErrUsedElsewhere = errors.New("gate: the pass was used from too many client addresses")
 
-// HandOvers remembers which passes were handed over in ?wr_pass=, so each
-// hand-over link is exchanged for a cookie once. Claim reports whether the
+// PassLinks remembers which passes were carried in ?wr_pass=, so each
+// pass link is exchanged for a cookie once. Claim reports whether the
 // pass id (jti) of queue is claimed for the first time; until is when the
 // record may be forgotten (the pass's exp). An error answers 503.
-type HandOvers interface {
+type PassLinks interface {
 	Claim(ctx context.Context, queue, id string, until time.Time) (first bool, err error)
 }
 
@@ -121,9 +121,9 @@ type Options struct {
 	// __Host- prefix of its name: for local development over plain http
 	// only, never in production.
 	InsecureCookie bool
-	// HandOvers makes each ?wr_pass= link single-use across every replica
+	// PassLinks makes each ?wr_pass= link single-use across every replica
 	// of the site; nil: within this process only (one replica).
-	HandOvers HandOvers
+	PassLinks PassLinks
 	// Client makes the JWKS and verify requests; default: 5 s timeout.
 	Client *http.Client
 	// Checker replaces the check through JWKSURL and VerifyURL.
@@ -149,7 +149,7 @@ type Gate struct {
 	bypass       []string
 	bypassClient func(*http.Request) bool
 	secure       bool
-	handOvers    HandOvers
+	passLinks    PassLinks
 
 	// While the checker cannot tell (failmode.go).
 	fail       FailMode
@@ -185,7 +185,7 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		bypass:       opts.Bypass,
 		bypassClient: opts.BypassClient,
 		secure:       !opts.InsecureCookie,
-		handOvers:    opts.HandOvers,
+		passLinks:    opts.PassLinks,
 		fail:         opts.Fail,
 		onFailOpen:   opts.OnFailOpen,
 		log:          logger(opts.Logger),
@@ -196,11 +196,11 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 	if _, err := ParseFailMode(string(g.fail)); err != nil {
 		return nil, err
 	}
-	if g.handOvers == nil {
-		g.handOvers = newMemoryHandOvers(MaxCachedPasses)
+	if g.passLinks == nil {
+		g.passLinks = newMemoryPassLinks(MaxCachedPasses)
 	}
 	for _, p := range opts.Bypass {
-		if !strings.HasPrefix(p, "/") || !httpin.IsCanonical(p) {
+		if !strings.HasPrefix(p, "/") || !reqcheck.IsCanonical(p) {
 			return nil, fmt.Errorf("gate: bypass prefix %q must be a clean path starting with /", p)
 		}
 	}
@@ -241,7 +241,7 @@ func CookieName(queue string, secure bool) string {
 func (g *Gate) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sent := r.URL.EscapedPath()
-		clean, err := httpin.CleanPath(sent)
+		clean, err := reqcheck.CleanPath(sent)
 		if err != nil {
 			invalidPath(w)
 			return
@@ -254,7 +254,7 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 			invalidPath(w)
 			return
 		}
-		// A hand-over is taken on any path, bypassed ones too, so a pass
+		// A pass-link exchange is taken on any path, bypassed ones too, so a pass
 		// in a URL never travels on to the upstream or its logs.
 		if r.URL.RawQuery != "" {
 			if q := r.URL.Query(); q.Has("wr_pass") {
@@ -302,7 +302,7 @@ func withPath(r *http.Request, p string) *http.Request {
 // room's, say) as if it had. Cookies stay, as for an admitted request
 // (waitroom's reverse proxy drops its own).
 func withoutPass(r *http.Request) *http.Request {
-	_, bearer := httpin.BearerToken(r)
+	_, bearer := reqcheck.BearerToken(r)
 	if !bearer && r.Header.Values(HeaderPass) == nil {
 		return r
 	}
@@ -398,7 +398,7 @@ func (g *Gate) check(ctx context.Context, token string, rm *room) (Claims, bool,
 // front), else the room's pass cookie (fromCookie); errDuplicateCookie
 // when the header or the cookie comes twice.
 func (g *Gate) token(r *http.Request, rm *room) (token string, fromCookie bool, err error) {
-	if t, ok := httpin.BearerToken(r); ok {
+	if t, ok := reqcheck.BearerToken(r); ok {
 		return t, false, nil
 	}
 	if vs := r.Header.Values(HeaderPass); len(vs) > 0 {

@@ -151,7 +151,7 @@ func TestMiddleware(t *testing.T) {
 	}
 	r := get(h, "/order?a=1&wr_pass="+url.QueryEscape(tok))
 	if r.Code != http.StatusSeeOther || r.Header().Get("Location") != "/order?a=1" || !strings.Contains(r.Header().Get("Set-Cookie"), "HttpOnly") {
-		t.Fatalf("hand-over: %d %v", r.Code, r.Header())
+		t.Fatalf("pass-link exchange: %d %v", r.Code, r.Header())
 	}
 	other := w.issue(t, "other", time.Now().Add(time.Hour))
 	expired := w.issue(t, "default", time.Now().Add(-2*time.Second))

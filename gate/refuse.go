@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // refuse answers a request for room rm the gate does not let through (v):
@@ -31,7 +31,7 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, rm *room, v verdic
 	page := rm.waitingPage
 	if page != "" && g.sameSite {
 		q := url.Values{}
-		if ret := r.URL.RequestURI(); httpin.SameSitePath(ret) {
+		if ret := r.URL.RequestURI(); reqcheck.SameSitePath(ret) {
 			q.Set("return", ret)
 		}
 		if v == usedElsewhere {

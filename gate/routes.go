@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // Several rooms per site: which queue's pass a request needs, by its host
@@ -29,7 +29,7 @@ type Route struct {
 	// with or without its trailing slash and every path below it, on a
 	// segment boundary: "/sale/" (or "/sale") covers "/sale", "/sale/" and
 	// "/sale/a", never "/salex". It is matched against the path the gate
-	// decides on (httpin.CleanPath) with ASCII letters in either case, and
+	// decides on (reqcheck.CleanPath) with ASCII letters in either case, and
 	// with each segment's ";parameters" and trailing dots and spaces
 	// ignored, since some servers read "/SALE/", "/sale;x/" and "/sale./"
 	// as "/sale/": a path under a room in any server's reading is in that
@@ -123,7 +123,7 @@ func checkRoute(r Route) error {
 		return fmt.Errorf("gate: route %q: the host must be a host name (letters, digits, '-' and '.'), without scheme or port", name)
 	}
 	p := r.Prefix
-	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "%?#;") || !httpin.IsCanonical(p) {
+	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "%?#;") || !reqcheck.IsCanonical(p) {
 		return fmt.Errorf("gate: route %q: the prefix must be a clean path starting with / (no dot segments, //, escapes, ';', '?' or '#')", name)
 	}
 	for seg := range strings.SplitSeq(p, "/") {
@@ -238,7 +238,7 @@ func newRouteTable(routes []Route, catchAll, waitingPage string, secure bool) (*
 // others), and neither pass may open it.
 //
 // A server that folds Unicode reads "/ſale/" (U+017F) or "/ｓａｌｅ/" as
-// "/sale/" (httpin.FoldPath): a path whose folded reading is in another
+// "/sale/" (reqcheck.FoldPath): a path whose folded reading is in another
 // room than its bytes, or that folds into a path servers read more than
 // one way, is ambiguous too (issue 26.12).
 func (t *routeTable) match(host, path string) (rm *room, ok bool) {
@@ -251,7 +251,7 @@ func (t *routeTable) match(host, path string) (rm *room, ok bool) {
 	if rm, ok = t.read(host, path); !ok {
 		return nil, false
 	}
-	if folded, changed := httpin.FoldPath(path); changed && !t.foldsInto(host, path, folded, rm) {
+	if folded, changed := reqcheck.FoldPath(path); changed && !t.foldsInto(host, path, folded, rm) {
 		return nil, false
 	}
 	return rm, true
@@ -285,7 +285,7 @@ func (t *routeTable) foldsInto(host, path, folded string, rm *room) bool {
 			return false
 		}
 	}
-	clean, err := httpin.CleanPath(folded)
+	clean, err := reqcheck.CleanPath(folded)
 	if err != nil || clean != folded {
 		return false
 	}

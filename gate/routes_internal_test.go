@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
@@ -115,7 +115,7 @@ func FuzzMatchUnicodeFolds(f *testing.F) {
 	}
 	fold := cases.Fold()
 	f.Fuzz(func(t *testing.T, p string) {
-		clean, err := httpin.CleanPath((&url.URL{Path: p}).EscapedPath())
+		clean, err := reqcheck.CleanPath((&url.URL{Path: p}).EscapedPath())
 		if err != nil || !strings.HasPrefix(p, "/") {
 			return
 		}
@@ -127,7 +127,7 @@ func FuzzMatchUnicodeFolds(f *testing.F) {
 		if strings.ContainsAny(read, "%?#") {
 			return
 		}
-		if c, err := httpin.CleanPath(read); err != nil || c != read {
+		if c, err := reqcheck.CleanPath(read); err != nil || c != read {
 			return
 		}
 		other := table.find("", matchKey(read))

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/httpin/pathtest"
+	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
 )
 
 // The rooms of the tests below: a concert's sale inside the sale, and the
@@ -206,19 +206,19 @@ func TestRoutesPassOpensOnlyItsRoom(t *testing.T) {
 	// Handed over in its room: the cookie of its own queue.
 	r := get(h, "/sale/concert-a/?x=1&wr_pass="+url.QueryEscape(concert))
 	if r.Code != http.StatusSeeOther || r.Header().Get("Location") != "/sale/concert-a/?x=1" || !strings.HasPrefix(r.Header().Get("Set-Cookie"), gate.CookieName("concert-a", true)+"=") {
-		t.Fatalf("hand-over in its room: %d %v", r.Code, r.Header())
+		t.Fatalf("pass-link exchange in its room: %d %v", r.Code, r.Header())
 	}
 	// Handed over in another room: refused like an invalid pass, no cookie,
 	// and not spent.
 	fresh := w.issue(t, "concert-a", time.Now().Add(time.Hour))
 	r = get(h, "/sale/other?wr_pass="+url.QueryEscape(fresh))
 	if r.Code != http.StatusSeeOther || r.Header().Get("Location") != "/q/sale?return=%2Fsale%2Fother" || r.Header().Get("Set-Cookie") != "" {
-		t.Fatalf("hand-over in another room: %d %v", r.Code, r.Header())
+		t.Fatalf("pass-link exchange in another room: %d %v", r.Code, r.Header())
 	}
 	// On a path in no room: dropped, no cookie, the request goes on.
 	r = get(h, "/about?wr_pass="+url.QueryEscape(fresh))
 	if r.Code != 200 || r.Header().Get("Set-Cookie") != "" || r.Body.String() != "" {
-		t.Fatalf("hand-over in no room: %d %v %s", r.Code, r.Header(), r.Body)
+		t.Fatalf("pass-link exchange in no room: %d %v %s", r.Code, r.Header(), r.Body)
 	}
 	if r := get(h, "/sale/concert-a/?wr_pass="+url.QueryEscape(fresh)); !strings.HasPrefix(r.Header().Get("Set-Cookie"), gate.CookieName("concert-a", true)+"=") {
 		t.Fatalf("the link refused elsewhere was spent: %d %v", r.Code, r.Header())

@@ -23,8 +23,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/adapt"
 	"github.com/waitroom/waitroom/internal/audit"
+	"github.com/waitroom/waitroom/internal/autorate"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/connlimit"
@@ -35,7 +35,7 @@ import (
 	"github.com/waitroom/waitroom/internal/metrics"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
-	"github.com/waitroom/waitroom/internal/passuse"
+	"github.com/waitroom/waitroom/internal/passledger"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -185,7 +185,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 	if err != nil {
 		return err
 	}
-	adapter, err := adapt.New(adapt.Options{Store: store, Redis: rdb, Audit: auditLog, Log: log, Timeout: cfg.RequestTimeout,
+	adapter, err := autorate.New(autorate.Options{Store: store, Redis: rdb, Audit: auditLog, Log: log, Timeout: cfg.RequestTimeout,
 		ProbePolicy: cfg.ProbePolicy})
 	if err != nil {
 		return err
@@ -231,7 +231,7 @@ func run(ctx context.Context, lookup func(string) (string, bool), logOut io.Writ
 		defer stopHooks()
 	}
 
-	uses, err := passuse.New(rdb, cfg.PassMaxClients, cfg.RequestTimeout)
+	uses, err := passledger.New(rdb, cfg.PassMaxClients, cfg.RequestTimeout)
 	if err != nil {
 		return err
 	}

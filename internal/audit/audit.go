@@ -47,7 +47,7 @@ type Entry struct {
 	Action string `json:"action"`
 	// Actor is who made the change when it was not an operator through
 	// the admin API: "automatic", the controller that lets the order
-	// page's health drive the rate (internal/adapt), whose Action is
+	// page's health drive the rate (internal/autorate), whose Action is
 	// "automatic" too. Empty for an operator's change.
 	Actor string `json:"actor,omitempty"`
 	// Target is what the action was applied to, beside the queue (the

@@ -16,12 +16,12 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientip"
-	"github.com/waitroom/waitroom/internal/httpin"
-	"github.com/waitroom/waitroom/internal/origin"
+	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 	"github.com/waitroom/waitroom/internal/safeurl"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
@@ -113,7 +113,7 @@ type Config struct {
 	ClientIP *clientip.Resolver
 	// Origins lets the origins in WAITROOM_CORS_ORIGINS call the public
 	// API from their pages; none: only waitroom's own pages.
-	Origins *origin.Policy
+	Origins *crossorigin.Policy
 
 	// ProbePolicy is what origin_probe_url may reach: loopback and
 	// private targets only with WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE=true,
@@ -373,7 +373,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
 		}
-		if !strings.HasPrefix(p, "/") || !httpin.IsCanonical(p) {
+		if !strings.HasPrefix(p, "/") || !reqcheck.IsCanonical(p) {
 			errs = append(errs, fmt.Errorf("WAITROOM_GATE_BYPASS: %q must be a clean path starting with / (no dot segments, // or escapes)", p))
 		}
 		c.GateBypass = append(c.GateBypass, p)
@@ -386,7 +386,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	}
 
 	// Both parsers skip empty entries and trim the others.
-	if c.Origins, err = origin.New(strings.Split(get("WAITROOM_CORS_ORIGINS", ""), ",")); err != nil {
+	if c.Origins, err = crossorigin.New(strings.Split(get("WAITROOM_CORS_ORIGINS", ""), ",")); err != nil {
 		errs = append(errs, fmt.Errorf("WAITROOM_CORS_ORIGINS: %w", err))
 	}
 	if c.ClientIP, err = clientip.New(strings.Split(get("WAITROOM_TRUSTED_PROXIES", ""), ",")); err != nil {
@@ -405,7 +405,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		return n
 	}
 	c.PassMaxClients = integer("WAITROOM_PASS_MAX_CLIENTS", "3", 0, 1000)
-	// The order page's health driving the rate (issue 21, internal/adapt):
+	// The order page's health driving the rate (issue 21, internal/autorate):
 	// the settings a queue is seeded with, off unless asked; each queue's
 	// own are changed live (PATCH /admin/v1/queues/{queue}, back office).
 	c.Defaults.Adapt = queue.Adapt{

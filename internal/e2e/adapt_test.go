@@ -70,7 +70,7 @@ func TestAdminAdapt(t *testing.T) {
 		t.Fatalf("store after the forms: %+v", st)
 	}
 
-	// The controller holds the rate at 1 (as a step of internal/adapt
+	// The controller holds the rate at 1 (as a step of internal/autorate
 	// stores it): the page says so at its next refresh.
 	if err := s.rdb.HSet(ctx, queue.ConfigKey(s.queue), "refill_effective", 1).Err(); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/httpin/pathtest"
+	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
 )
 
 // The shipped nginx config keeps /gate/verify's 204s for a second. These

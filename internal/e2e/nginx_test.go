@@ -21,7 +21,7 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/demo"
-	"github.com/waitroom/waitroom/internal/httpin/pathtest"
+	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
 )
 
 // nginxPath finds nginx or skips the test (fails it on CI).

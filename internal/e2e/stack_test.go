@@ -25,7 +25,7 @@ import (
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/pass"
-	"github.com/waitroom/waitroom/internal/passuse"
+	"github.com/waitroom/waitroom/internal/passledger"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -125,7 +125,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 			t.Fatal(err)
 		}
 	}
-	uses, err := passuse.New(rdb, passuse.DefaultMaxClients, 2*time.Second)
+	uses, err := passledger.New(rdb, passledger.DefaultMaxClients, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/adapt"
+	"github.com/waitroom/waitroom/internal/autorate"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
@@ -148,7 +148,7 @@ func newAdaptingEnv(t *testing.T, ctx context.Context, wg *sync.WaitGroup, upURL
 	if err := store.UpdateSettings(ctx, name, queue.Update{AdaptEnabled: &on, OriginTargetP95: &target, OriginMaxErrorRate: &maxErr, MinRefillSize: &floor}); err != nil {
 		t.Fatal(err)
 	}
-	runner, err := adapt.New(adapt.Options{Store: store, Redis: rdb, Log: log, Timeout: testTimeout})
+	runner, err := autorate.New(autorate.Options{Store: store, Redis: rdb, Log: log, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/waitroom/waitroom/internal/audit"
-	"github.com/waitroom/waitroom/internal/httpin"
+	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/lockout"
-	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // Redis is the part of a go-redis client the admin API uses (the lockout
@@ -87,11 +87,11 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 			s.fail(w, r, errAdminNoRedis)
 			return
 		}
-		if !origin.SameOrigin(r) {
+		if !crossorigin.SameOrigin(r) {
 			s.fail(w, r, errCrossSiteAdmin)
 			return
 		}
-		token, ok := httpin.BearerToken(r)
+		token, ok := reqcheck.BearerToken(r)
 		if !ok || token == "" || r.Method == http.MethodOptions {
 			s.fail(w, r, errUnauthorized)
 			return

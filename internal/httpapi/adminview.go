@@ -50,7 +50,7 @@ type adminQueueResponse struct {
 	// did (0: never).
 	GateFailOpenRequests int64 `json:"gate_fail_open_requests"`
 	GateFailOpenLastAtMS int64 `json:"gate_fail_open_last_at_ms"`
-	// The order page's health driving the rate (internal/adapt): its
+	// The order page's health driving the rate (internal/autorate): its
 	// settings, and what an interval admits now (refill_size while off).
 	AdaptEnabled       bool    `json:"adapt_enabled"`
 	OriginTargetP95MS  int64   `json:"origin_target_p95_ms"`

@@ -11,7 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
-	"github.com/waitroom/waitroom/internal/origin"
+	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
@@ -74,7 +74,7 @@ func TestCrossSiteRequestsRefused(t *testing.T) {
 // WAITROOM_CORS_ORIGINS opens the API to the listed origins only.
 func TestCORSOrigins(t *testing.T) {
 	t.Parallel()
-	policy, err := origin.New([]string{"https://shop.example"})
+	policy, err := crossorigin.New([]string{"https://shop.example"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/adapt"
+	"github.com/waitroom/waitroom/internal/autorate"
 	"net/http"
 	"strings"
 	"time"
@@ -152,7 +152,7 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "max_active"}
 	case errors.Is(err, queue.ErrInvalidAdapt):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err)}
-	case errors.Is(err, adapt.ErrInvalidReport):
+	case errors.Is(err, autorate.ErrInvalidReport):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_origin_report", message: clientMessage(err)}
 	case errors.Is(err, queue.ErrInvalidRefill):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_refill_size", message: fmt.Sprintf("refill_size must be an integer from 1 to %d", queue.MaxRefillSize)}

@@ -93,7 +93,7 @@ func TestGatePassesOfOneAdmissionShareItsLimit(t *testing.T) {
 // hand-over from a new network counts that network for the admission,
 // so new passes handed over elsewhere open the site for two more
 // networks and are refused from the fourth.
-func TestGateHandOverOfNewPassesCountsNetworks(t *testing.T) {
+func TestGatePassLinkOfNewPassesCountsNetworks(t *testing.T) {
 	t.Parallel()
 	a, b := twoGateReplicas(t)
 	tk := a.admittedPass()

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/httpin"
-	"github.com/waitroom/waitroom/internal/httpin/pathtest"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/reqcheck"
+	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
 )
 
 // newRecordingGateEnv is a waitroom in gate mode (bypass /static/) in front
@@ -54,7 +54,7 @@ func TestGatePathsProperty(t *testing.T) {
 	seen := rec.Seen()
 	for _, s := range seen {
 		p, _, _ := strings.Cut(s.Target, "?")
-		if s.Sub != "" && !httpin.IsCanonical(p) {
+		if s.Sub != "" && !reqcheck.IsCanonical(p) {
 			t.Errorf("the upstream got %q, not the clean path the gate checked", s.Target)
 		}
 	}
@@ -119,7 +119,7 @@ func TestGateStripsCredentials(t *testing.T) {
 
 // A hand-over link is exchanged once across replicas: two replicas over
 // one Redis, five browsers with one link, one cookie.
-func TestGateHandOverSingleUseAcrossReplicas(t *testing.T) {
+func TestGatePassLinkSingleUseAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	up := newUpstream(t)
 	u, _ := url.Parse(up.srv.URL)

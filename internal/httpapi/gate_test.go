@@ -178,7 +178,7 @@ func TestGateModeFlow(t *testing.T) {
 		t.Fatalf("pass cookie %+v", cookie)
 	}
 	if up.count() != 0 {
-		t.Fatal("the hand-over reached the upstream, wr_pass and all")
+		t.Fatal("the pass link reached the upstream, wr_pass and all")
 	}
 
 	r = e.do("GET", "/order?event=7", "", append(passCookie(e, tk.Pass),

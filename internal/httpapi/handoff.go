@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/handoff"
-	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // Moving a place to another device (internal/handoff): the holder asks
@@ -131,7 +131,7 @@ func (s *Server) enterHandoff(w http.ResponseWriter, r *http.Request, q string, 
 // browser's cookie holding it is cleared, so the page can join afresh.
 func (s *Server) failPlace(w http.ResponseWriter, r *http.Request, q string, err error) {
 	if errors.Is(err, queue.ErrMoved) {
-		if _, bearer := httpin.BearerToken(r); !bearer {
+		if _, bearer := reqcheck.BearerToken(r); !bearer {
 			http.SetCookie(w, s.placeCookie(q, "", -1))
 		}
 	}

@@ -32,14 +32,14 @@ import (
 
 	"github.com/waitroom/waitroom/api"
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/adapt"
+	"github.com/waitroom/waitroom/internal/autorate"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/handoff"
-	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 	"github.com/waitroom/waitroom/web"
 )
 
@@ -213,7 +213,7 @@ func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) err
 	s := in.SecurityScheme
 	switch {
 	case s.Type == "http" && s.Scheme == "bearer":
-		if _, ok := httpin.BearerToken(r); ok {
+		if _, ok := reqcheck.BearerToken(r); ok {
 			return nil
 		}
 		return errors.New("no bearer token")
@@ -286,7 +286,7 @@ func (k *contract) newEnv(t *testing.T, rdb *redis.Client, settings queue.Settin
 		t.Fatal(err)
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	if opts.Adapt, err = adapt.New(adapt.Options{Store: store, Redis: rdb, Log: opts.Logger, Timeout: testTimeout}); err != nil {
+	if opts.Adapt, err = autorate.New(autorate.Options{Store: store, Redis: rdb, Log: opts.Logger, Timeout: testTimeout}); err != nil {
 		t.Fatal(err)
 	}
 	opts.ClientIP = behindProxy(t)
@@ -579,7 +579,7 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, e, call{method: "GET", path: admin + "/audit?limit=ten", header: auth, status: 400, code: "invalid_limit", docRejects: true})
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/audit", header: auth, status: 404, code: "queue_not_found"})
 
-		// The site's own health (internal/adapt).
+		// The site's own health (internal/autorate).
 		origin := admin + "/origin"
 		k.check(t, e, call{method: "POST", path: origin, body: `{"p95_ms":350.5,"error_rate":0.01}`, header: withJSON(auth...), status: 204})
 		k.check(t, e, call{method: "POST", path: origin, body: `{"p95_ms":350`, header: withJSON(auth...), status: 400, code: "invalid_json", docRejects: true})

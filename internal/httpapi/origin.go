@@ -7,11 +7,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/waitroom/waitroom/internal/adapt"
+	"github.com/waitroom/waitroom/internal/autorate"
 )
 
 // originReportRequest is what a site behind forward auth or the SDK says
-// of its own health, for the controller (internal/adapt): its p95 latency
+// of its own health, for the controller (internal/autorate): its p95 latency
 // (ms) and error rate (0..1) over its own recent window.
 type originReportRequest struct {
 	P95MS     *float64 `json:"p95_ms"`
@@ -48,17 +48,17 @@ func (s *Server) originReport(w http.ResponseWriter, r *http.Request) {
 // originReportOf reads a report's body: invalid_json when it is not one
 // object of the two fields, invalid_origin_report when one is missing or
 // out of range.
-func originReportOf(body []byte) (adapt.Report, error) {
+func originReportOf(body []byte) (autorate.Report, error) {
 	req, err := unmarshal[originReportRequest](body)
 	if err != nil {
-		return adapt.Report{}, err
+		return autorate.Report{}, err
 	}
-	if req.P95MS == nil || req.ErrorRate == nil || !(*req.P95MS >= 0 && *req.P95MS <= float64(adapt.MaxReportP95.Milliseconds())) {
-		return adapt.Report{}, errOriginReport
+	if req.P95MS == nil || req.ErrorRate == nil || !(*req.P95MS >= 0 && *req.P95MS <= float64(autorate.MaxReportP95.Milliseconds())) {
+		return autorate.Report{}, errOriginReport
 	}
-	rep := adapt.Report{P95: time.Duration(*req.P95MS * float64(time.Millisecond)), ErrorRate: *req.ErrorRate}
-	if errors.Is(rep.Validate(), adapt.ErrInvalidReport) {
-		return adapt.Report{}, errOriginReport
+	rep := autorate.Report{P95: time.Duration(*req.P95MS * float64(time.Millisecond)), ErrorRate: *req.ErrorRate}
+	if errors.Is(rep.Validate(), autorate.ErrInvalidReport) {
+		return autorate.Report{}, errOriginReport
 	}
 	return rep, nil
 }

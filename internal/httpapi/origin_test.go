@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/adapt"
+	"github.com/waitroom/waitroom/internal/autorate"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
@@ -28,7 +28,7 @@ func newAdaptEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := adapt.New(adapt.Options{Store: store, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Timeout: testTimeout})
+	r, err := autorate.New(autorate.Options{Store: store, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestOriginReport(t *testing.T) {
 	if r := post(`{"p95_ms":420.5,"error_rate":0.02}`); r.status != 204 {
 		t.Fatalf("report: %d %s", r.status, r.body)
 	}
-	v, err := e.rdb.HGetAll(context.Background(), adapt.OriginKey(e.queue)).Result()
+	v, err := e.rdb.HGetAll(context.Background(), autorate.OriginKey(e.queue)).Result()
 	if err != nil || v["p95_ms"] != "420" || v["error_rate"] != "0.02" || v["source"] != "push" || v["at_ms"] == "" {
 		t.Fatalf("stored report %v, %v", v, err)
 	}
@@ -187,7 +187,7 @@ func FuzzOriginReport(f *testing.F) {
 			}
 			return
 		}
-		if rep.Validate() != nil || rep.P95 < 0 || rep.P95 > adapt.MaxReportP95 || rep.ErrorRate < 0 || rep.ErrorRate > 1 {
+		if rep.Validate() != nil || rep.P95 < 0 || rep.P95 > autorate.MaxReportP95 || rep.ErrorRate < 0 || rep.ErrorRate > 1 {
 			t.Fatalf("body %q: report out of range %+v", body, rep)
 		}
 	})

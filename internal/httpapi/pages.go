@@ -8,11 +8,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/i18n"
 	"github.com/waitroom/waitroom/internal/outage"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // The pages: the waiting page (rendered by Options.Pages), the back
@@ -39,7 +39,7 @@ func (s *Server) waitingPage(w http.ResponseWriter, r *http.Request) {
 	}
 	// The page sends an admitted user to ?return=: only ever a path on
 	// this site (the page checks too).
-	if ret, has := r.URL.Query()["return"]; has && (len(ret) != 1 || !httpin.SameSitePath(ret[0])) {
+	if ret, has := r.URL.Query()["return"]; has && (len(ret) != 1 || !reqcheck.SameSitePath(ret[0])) {
 		s.fail(w, r, errInvalidReturn)
 		return
 	}

@@ -7,10 +7,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/waitroom/waitroom/internal/httpin"
-	"github.com/waitroom/waitroom/internal/origin"
+	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // The public queue API: enter, status, leave, done and a queue's info.
@@ -38,7 +38,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errCrossSite)
 		return
 	}
-	if !origin.JSONBody(r) {
+	if !crossorigin.JSONBody(r) {
 		s.fail(w, r, errNotJSON)
 		return
 	}
@@ -124,7 +124,7 @@ func (s *Server) entry(r *http.Request, q string, req enterRequest) (queue.Entry
 		// the back, as any re-entry does); otherwise this is a new place.
 		p, err := s.placeOf(r, q)
 		if err != nil {
-			if _, sent := httpin.BearerToken(r); sent {
+			if _, sent := reqcheck.BearerToken(r); sent {
 				return queue.Entry{}, false, err // an app that claims a place must prove it
 			}
 			p = place.Place{Member: place.NewMember()} // no cookie, or a stale one
@@ -216,7 +216,7 @@ func (s *Server) done(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	token, ok := httpin.BearerToken(r)
+	token, ok := reqcheck.BearerToken(r)
 	if !ok {
 		s.fail(w, r, errInvalidPass)
 		return

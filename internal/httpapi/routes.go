@@ -71,7 +71,7 @@ func (s *Server) routes() *chi.Mux {
 		r.Put("/queues/{queue}/refill-size", s.setRefillSize)
 		r.Get("/queues/{queue}/history", s.history)
 		r.Get("/queues/{queue}/audit", s.auditLog)                // the admin changes, newest first
-		r.Post("/queues/{queue}/origin", s.originReport)          // the site's own p95 and error rate (internal/adapt)
+		r.Post("/queues/{queue}/origin", s.originReport)          // the site's own p95 and error rate (internal/autorate)
 		r.Delete("/queues/{queue}/users/{user_id}", s.removeUser) // every admin call is logged at info
 	})
 	return r
@@ -97,7 +97,7 @@ func ownPath(path string) bool {
 
 // gatedRoutes is what serves the paths that are not waitroom's own: the
 // gate in front of the upstream, or, without one, in front of a 404 (it
-// then only ever answers ?wr_pass= hand-overs). It logs and recovers like
+// then only ever answers ?wr_pass= pass links). It logs and recovers like
 // the routes, but sets none of waitroom's page headers: the upstream's
 // pages keep their own.
 func (s *Server) gatedRoutes(upstream http.Handler) http.Handler {

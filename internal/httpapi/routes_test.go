@@ -17,12 +17,12 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientip"
-	"github.com/waitroom/waitroom/internal/httpin"
-	"github.com/waitroom/waitroom/internal/httpin/pathtest"
-	"github.com/waitroom/waitroom/internal/passuse"
+	"github.com/waitroom/waitroom/internal/passledger"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/reqcheck"
+	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
 )
 
 // roomsEnv is a waitroom in gate mode with several rooms
@@ -57,7 +57,7 @@ func newRoomsEnv(t *testing.T, o roomsOptions) *roomsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uses, err := passuse.New(rdb, passuse.DefaultMaxClients, testTimeout)
+	uses, err := passledger.New(rdb, passledger.DefaultMaxClients, testTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestGateRoutesProperty(t *testing.T) {
 			byQueue := map[string]int{}
 			for _, s := range seen {
 				byQueue[s.Queue]++
-				if p, _, _ := strings.Cut(s.Target, "?"); s.Sub != "" && !httpin.IsCanonical(p) {
+				if p, _, _ := strings.Cut(s.Target, "?"); s.Sub != "" && !reqcheck.IsCanonical(p) {
 					t.Errorf("the upstream got %q, not the clean path the gate checked", s.Target)
 				}
 			}

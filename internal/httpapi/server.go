@@ -12,7 +12,7 @@ package httpapi
 
 import (
 	"crypto/rand"
-	"github.com/waitroom/waitroom/internal/adapt"
+	"github.com/waitroom/waitroom/internal/autorate"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -23,9 +23,9 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/handoff"
-	"github.com/waitroom/waitroom/internal/origin"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
@@ -63,7 +63,7 @@ type Options struct {
 	// under /_waitroom/site/; nil: the project's template alone.
 	Pages *pages.Pages
 	// Gate checks entry passes for the gate queue: /gate/verify (forward
-	// auth) and the hand-over of ?wr_pass= on paths that are not
+	// auth) and the exchange of ?wr_pass= pass links on paths that are not
 	// waitroom's own. Required.
 	Gate *gate.Gate
 	// Upstream, when set, is the order page behind waitroom (gate mode):
@@ -77,7 +77,7 @@ type Options struct {
 	Challenges *challenge.Challenges
 	// Origins are the other sites allowed to call the public API (CORS);
 	// nil: none.
-	Origins *origin.Policy
+	Origins *crossorigin.Policy
 	// Redis keeps the admin API's lockout of failed attempts and its
 	// audit log. Without it an enabled admin API answers 503.
 	Redis Redis
@@ -99,7 +99,7 @@ type Options struct {
 	// Adapt is the controller that lets the order page's health drive the
 	// rate: it stores what the site pushes (POST .../origin); nil: that
 	// endpoint answers 404.
-	Adapt *adapt.Runner
+	Adapt *autorate.Runner
 }
 
 // Server serves the HTTP API.
@@ -126,7 +126,7 @@ type Server struct {
 	proxying                            bool         // gate mode: gated serves every other path
 	clientIP                            *clientip.Resolver
 	challenges                          *challenge.Challenges
-	origins                             *origin.Policy
+	origins                             *crossorigin.Policy
 	admin                               adminGuard // lockout and audit log of the admin API (admin.go)
 	// metrics wraps the routes (Options.Metrics); nil: none.
 	metrics func(http.Handler) http.Handler
@@ -135,7 +135,7 @@ type Server struct {
 	probePolicy         safeurl.Policy     // Options.ProbePolicy
 	failOpens           *failopen.Recorder // nil: none
 	handoffs            *handoff.Service   // nil: none
-	adapt               *adapt.Runner      // nil: none
+	adapt               *autorate.Runner   // nil: none
 }
 
 // New returns the server with its routes.
@@ -176,7 +176,7 @@ func New(o Options) *Server {
 		s.challenges, _ = challenge.New(key)
 	}
 	if s.origins == nil {
-		s.origins, _ = origin.New(nil) // no origins: cannot fail
+		s.origins, _ = crossorigin.New(nil) // no origins: cannot fail
 	}
 	s.admin = newAdminGuard(o.AdminToken, o.Redis)
 	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt

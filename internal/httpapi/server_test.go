@@ -21,7 +21,7 @@ import (
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/pass"
-	"github.com/waitroom/waitroom/internal/passuse"
+	"github.com/waitroom/waitroom/internal/passledger"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -100,7 +100,7 @@ func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name s
 // newTestGate is waitroom's own gate for queue name, as main builds it.
 func newTestGate(t testing.TB, rdb *redis.Client, store *queue.Store, name string, passes *pass.Passes, bypass []string, insecureCookie bool) *gate.Gate {
 	t.Helper()
-	uses, err := passuse.New(rdb, passuse.DefaultMaxClients, testTimeout)
+	uses, err := passledger.New(rdb, passledger.DefaultMaxClients, testTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}

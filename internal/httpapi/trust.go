@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // placeCookieAge is how long a browser keeps its place cookie: a day, so
@@ -35,7 +35,7 @@ func (s *Server) knownPlace(w http.ResponseWriter, r *http.Request) (q string, p
 }
 
 func (s *Server) placeOf(r *http.Request, q string) (place.Place, error) {
-	token, ok := httpin.BearerToken(r)
+	token, ok := reqcheck.BearerToken(r)
 	if !ok {
 		// Twice is refused, not the first taken: one of them was planted.
 		cs := r.CookiesNamed(place.CookieName(q, s.cookieSecure))
@@ -118,7 +118,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errQueueRequired)
 		return
 	}
-	token, ok := httpin.BearerToken(r)
+	token, ok := reqcheck.BearerToken(r)
 	if !ok {
 		s.fail(w, r, errInvalidPass)
 		return

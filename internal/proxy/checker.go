@@ -13,7 +13,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/pass"
-	"github.com/waitroom/waitroom/internal/passuse"
+	"github.com/waitroom/waitroom/internal/passledger"
 )
 
 // This file is the pass check waitroom's own gate is made of (NewGate):
@@ -43,11 +43,11 @@ type GateOptions struct {
 	BypassCIDRs clientip.Ranges
 	// InsecureCookie: plain-http development only (gate.Options).
 	InsecureCookie bool
-	// Uses makes hand-overs single-use across replicas and, with
+	// Uses makes pass-link exchanges single-use across replicas and, with
 	// MaxClients > 0 in it, cancels a pass used from too many addresses
 	// (the client's address comes from clientip.FromContext). nil: neither
-	// (hand-overs single-use in this process only).
-	Uses *passuse.Uses
+	// (pass-link exchanges single-use in this process only).
+	Uses *passledger.Uses
 	// Revoke ends a member's admission, for a shared pass.
 	Revoke func(ctx context.Context, queue, member string) error
 	// Fail is what the gate does while Redis cannot be reached
@@ -74,9 +74,9 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	var handOvers gate.HandOvers
+	var passLinks gate.PassLinks
 	if o.Uses != nil {
-		handOvers = o.Uses
+		passLinks = o.Uses
 	}
 	var bypassClient func(*http.Request) bool
 	if len(o.BypassCIDRs) > 0 {
@@ -100,7 +100,7 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 		Bypass:         o.Bypass,
 		BypassClient:   bypassClient,
 		InsecureCookie: o.InsecureCookie,
-		HandOvers:      handOvers,
+		PassLinks:      passLinks,
 	})
 }
 
@@ -109,7 +109,7 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 type checker struct {
 	cache    *pass.Cache
 	verifier *pass.Verifier
-	uses     *passuse.Uses // nil: no sharing check
+	uses     *passledger.Uses // nil: no sharing check
 	revoke   func(ctx context.Context, queue, member string) error
 }
 

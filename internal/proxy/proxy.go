@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/loglimit"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // New returns a handler that sends requests to upstream, with
@@ -35,7 +35,7 @@ func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handle
 // room's queue, the admission it came with (its sub: the voice the
 // controller weighs), its status (0: none came, the proxy gave up) and
 // how long the upstream took to start answering (the response headers)
-// from the request body's last byte. internal/adapt judges the order
+// from the request body's last byte. internal/autorate judges the order
 // page's health by it. Requests the client broke off are not heard.
 type Observe func(queue, voice string, status int, took time.Duration)
 
@@ -122,7 +122,7 @@ func (o Options) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetXForwarded()
 	strip(pr.Out.Header)
 	if c, ok := gate.FromContext(pr.In.Context()); ok {
-		if _, bearer := httpin.BearerToken(pr.In); bearer {
+		if _, bearer := reqcheck.BearerToken(pr.In); bearer {
 			pr.Out.Header.Del("Authorization") // the pass it came in with
 		}
 		token, _ := gate.PassFromContext(pr.In.Context())

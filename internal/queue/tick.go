@@ -31,7 +31,7 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 }
 
 // TickWith is Tick with an effective refill proposed for the interval
-// the tick opens (internal/adapt): an applied tick stores it, atomically
+// the tick opens (internal/autorate): an applied tick stores it, atomically
 // with the tick, if the queue's budget is still p.Base and the controller
 // is on (TickResult.Adapted); else it changes nothing. A zero Proposal is
 // none.

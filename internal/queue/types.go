@@ -58,13 +58,13 @@ type Settings struct {
 	// status) before the tick drops the place when it reaches the head,
 	// without spending a token on it (0: never).
 	AbandonAfter time.Duration
-	// Adapt lets the order page's health drive the rate (internal/adapt):
+	// Adapt lets the order page's health drive the rate (internal/autorate):
 	// the defaults a queue is seeded with.
 	Adapt Adapt
 }
 
 // Adapt are a queue's settings for the controller that lets the order
-// page's health drive the rate (issue 21, internal/adapt). Off, the
+// page's health drive the rate (issue 21, internal/autorate). Off, the
 // budget of every interval is refill_size.
 type Adapt struct {
 	Enabled bool // adapt_enabled
@@ -277,7 +277,7 @@ type TickResult struct {
 }
 
 // Proposal is an effective refill proposed for the next tick
-// (internal/adapt): stored only if the queue's budget is still Base when
+// (internal/autorate): stored only if the queue's budget is still Base when
 // the tick is applied (a compare-and-set), and the controller is on.
 type Proposal struct {
 	Refill int // the proposed effective refill; 0: none

@@ -55,7 +55,7 @@ type Observer interface {
 	Tick(queue string, res queue.TickResult, took time.Duration, err error)
 }
 
-// Adapter proposes the effective refill of each tick (internal/adapt, the
+// Adapter proposes the effective refill of each tick (internal/autorate, the
 // order page's health driving the rate) and hears how the tick went, so
 // that this package knows nothing of the controller. It must be safe for
 // concurrent use.

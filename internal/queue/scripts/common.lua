@@ -89,7 +89,7 @@ end
 -- on and has stored an effective refill: then that, clamped to
 -- [min_refill_size, refill_size] (a floor above refill_size gives way,
 -- and never below 1), so an operator's lower refill_size counts at once.
--- internal/adapt's Clamp is the same rule.
+-- internal/autorate's Clamp is the same rule.
 local function interval_budget(refill, enabled, effective, floor)
   if not enabled or not effective then
     return refill

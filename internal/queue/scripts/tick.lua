@@ -52,7 +52,7 @@
 -- ARGV[8] -> max abandoned places dropped per tick
 -- ARGV[9] -> a fresh random seed (52 bits), used if this call starts a draw
 -- ARGV[10] -> max participants placed per call while a draw runs
--- ARGV[11] -> a proposed refill_effective (internal/adapt; "" or 0: none)
+-- ARGV[11] -> a proposed refill_effective (internal/autorate; "" or 0: none)
 -- ARGV[12] -> the refill_effective (the budget, TICK_BUDGET) it was based
 --            on: stored only if that is still the budget, a compare-and-set,
 --            so a proposal from a stale reading, or a second replica's
@@ -191,7 +191,7 @@ emit(KEYS[11], KEYS[4], 'expired', expired, now)
 -- The deadline is abandon_after from now, the time any place is given to
 -- be heard from: a page polling as told asks at least twice in it.
 -- The origin's health drives the rate (issue 21): a replica proposes the
--- effective refill internal/adapt worked out from the budget it read;
+-- effective refill internal/autorate worked out from the budget it read;
 -- stored (within [min_refill_size, refill_size], interval_budget) only
 -- while the controller is on and that reading is still the budget.
 local adapted = 0

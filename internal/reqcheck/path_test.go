@@ -1,11 +1,11 @@
-package httpin
+package reqcheck
 
 import (
 	"math/rand/v2"
 	"net/url"
 	"testing"
 
-	"github.com/waitroom/waitroom/internal/httpin/pathtest"
+	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
 )
 
 func TestCleanPath(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package origin keeps other sites out of the public API's state changes
+// Package crossorigin keeps other sites out of the public API's state changes
 // (CSRF) and lets the operator open it to named origins (CORS).
 //
 // A browser request that changes state (enter, leave) must come from
@@ -8,7 +8,7 @@
 // (an app, curl), which other sites cannot make a visitor send. Enter also
 // requires Content-Type: application/json, which a page on another site
 // cannot send without a CORS preflight, which only listed origins pass.
-package origin
+package crossorigin
 
 import (
 	"fmt"

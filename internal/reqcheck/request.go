@@ -1,4 +1,4 @@
-package httpin
+package reqcheck
 
 import (
 	"net/http"

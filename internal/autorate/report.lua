@@ -1,4 +1,4 @@
--- report.lua: a queue's origin report (internal/adapt, origin.go).
+-- report.lua: a queue's origin report (internal/autorate, origin.go).
 --
 -- KEYS[1] -> the report (HASH p95_ms, error_rate, source, at_ms)
 -- ARGV[1] -> "write" or "read"

@@ -1,4 +1,4 @@
-package passuse
+package passledger
 
 import (
 	"context"

@@ -1,7 +1,7 @@
-// Package httpin reads the parts of an incoming request that cross the
+// Package reqcheck reads the parts of an incoming request that cross the
 // trust boundary and that more than one door checks the same way: the
 // path a gate decides on, a bearer token, a return path.
-package httpin
+package reqcheck
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 // the servers behind a gate (an encoded slash, backslash or dot, a NUL or
 // other control byte, a double encoding, a dot segment with parameters,
 // bytes that are not UTF-8), so no decision made on one reading is safe.
-var ErrAmbiguousPath = errors.New("httpin: ambiguous path")
+var ErrAmbiguousPath = errors.New("reqcheck: ambiguous path")
 
 // CleanPath returns the path a request names as an upstream resolves it:
 // percent-decoded, with "." and ".." segments applied and duplicate slashes

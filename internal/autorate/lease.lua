@@ -1,4 +1,4 @@
--- lease.lua: take or renew a queue's probe lease (internal/adapt), so one
+-- lease.lua: take or renew a queue's probe lease (internal/autorate), so one
 -- replica at a time polls origin_probe_url. The token is the holder's,
 -- from crypto/rand: only it renews the lease; another replica takes it
 -- once it expires (its holder stopped).

@@ -1,4 +1,4 @@
-package passuse
+package passledger
 
 import (
 	"context"
@@ -20,7 +20,7 @@ var queues atomic.Int64
 
 // uniqueQueue is a queue of its own per test and run.
 func uniqueQueue() string {
-	return "passuse-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(queues.Add(1), 10)
+	return "passledger-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(queues.Add(1), 10)
 }
 
 // admittedAt is the start of the admissions of these tests (adm, in ms).

@@ -1,4 +1,4 @@
-package origin
+package crossorigin
 
 import (
 	"net/http"

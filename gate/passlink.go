@@ -8,13 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/httpin"
 	"github.com/waitroom/waitroom/internal/localmap"
+	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
-// The hand-over of a pass in ?wr_pass=: once, and only to this site.
+// The pass-link exchange of a pass in ?wr_pass=: once, and only to this site.
 
-// handOver takes a pass handed over in ?wr_pass= on a request for room rm
+// handOver takes a pass carried in ?wr_pass= on a request for room rm
 // (nil: a path no route covers) whose path was sent as sent (escaped) and
 // is now clean. The first exchange of a valid pass for rm's queue puts it
 // into that queue's cookie and sends the browser to the same path without
@@ -40,8 +40,8 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, rm *room, q url.
 	}
 	// The path as sent, not only as cleaned: "//evil.example/x" cleans to
 	// a path on this site, but a link that says it is not one is refused.
-	if !httpin.SameSitePath(sent) || !httpin.SameSitePath(clean.RequestURI()) {
-		writeError(w, http.StatusBadRequest, "invalid_return", "a hand-over only ever returns to a path on this site", "")
+	if !reqcheck.SameSitePath(sent) || !reqcheck.SameSitePath(clean.RequestURI()) {
+		writeError(w, http.StatusBadRequest, "invalid_return", "a pass-link exchange only ever returns to a path on this site", "")
 		return nil, true
 	}
 	if rm == nil {
@@ -53,15 +53,15 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, rm *room, q url.
 		g.refuse(w, r2, rm, usedElsewhere)
 		return nil, true
 	case err != nil:
-		return g.cannotHandOver(w, r, r2, rm, token)
+		return g.cannotExchange(w, r, r2, rm, token)
 	case !ok:
 		g.refuse(w, r2, rm, noPass)
 		return nil, true
 	}
-	first, err := g.handOvers.Claim(r.Context(), c.Queue, c.ID, c.Expires)
+	first, err := g.passLinks.Claim(r.Context(), c.Queue, c.ID, c.Expires)
 	if err != nil {
 		g.reach.learn(r.Context(), false, err)
-		return g.cannotHandOver(w, r, r2, rm, token)
+		return g.cannotExchange(w, r, r2, rm, token)
 	}
 	if !first {
 		return r2, false
@@ -80,7 +80,7 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, rm *room, q url.
 	return nil, true
 }
 
-// cannotHandOver answers a hand-over of token, on a path of room rm, that
+// cannotExchange answers a pass-link exchange of token, on a path of room rm, that
 // the waiting room cannot make now (r2: the request without it): its
 // exchange is single-use, which only the waiting room can tell. A pass
 // that does not verify offline is refused as ever, and so is one for
@@ -89,7 +89,7 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, rm *room, q url.
 // after it passes unchecked, and the waiting page hands the pass over
 // again once the waiting room is back); the other modes answer
 // unavailable, a page that reloads the same link until it is back.
-func (g *Gate) cannotHandOver(w http.ResponseWriter, r, r2 *http.Request, rm *room, token string) (*http.Request, bool) {
+func (g *Gate) cannotExchange(w http.ResponseWriter, r, r2 *http.Request, rm *room, token string) (*http.Request, bool) {
 	if g.offline != nil {
 		c, ok := g.offline.CheckOffline(token)
 		if !ok || c.Queue != rm.queue && g.fail != FailOpen {
@@ -106,21 +106,21 @@ func (g *Gate) cannotHandOver(w http.ResponseWriter, r, r2 *http.Request, rm *ro
 	return nil, true
 }
 
-// memoryHandOvers is the HandOvers of one process: the pass ids handed
+// memoryPassLinks is the PassLinks of one process: the pass ids handed
 // over, each until its pass expires, at most max of them (when full,
 // expired ones go, then arbitrary ones, which at worst lets such a link be
 // exchanged once more).
-type memoryHandOvers struct {
+type memoryPassLinks struct {
 	max     int
 	mu      sync.Mutex
 	claimed map[string]time.Time
 }
 
-func newMemoryHandOvers(max int) *memoryHandOvers {
-	return &memoryHandOvers{max: max, claimed: make(map[string]time.Time)}
+func newMemoryPassLinks(max int) *memoryPassLinks {
+	return &memoryPassLinks{max: max, claimed: make(map[string]time.Time)}
 }
 
-func (m *memoryHandOvers) Claim(_ context.Context, queue, id string, until time.Time) (bool, error) {
+func (m *memoryPassLinks) Claim(_ context.Context, queue, id string, until time.Time) (bool, error) {
 	key := queue + " " + id
 	now := time.Now()
 	m.mu.Lock()

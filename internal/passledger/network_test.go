@@ -1,4 +1,4 @@
-package passuse
+package passledger
 
 import (
 	"math/rand/v2"

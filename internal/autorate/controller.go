@@ -1,4 +1,4 @@
-// Package adapt lets the order page's health drive a queue's admission
+// Package autorate lets the order page's health drive a queue's admission
 // rate (issue 21): an AIMD controller (this file, pure), the origin's
 // signals it reads (the reverse-proxy gate's view of upstream answers, a
 // probe one replica at a time, or what the site pushes), and the runner
@@ -7,7 +7,7 @@
 // The store applies a proposal atomically with the tick (tick.lua), as a
 // compare-and-set on the effective refill the proposal was based on, so
 // two replicas never step twice in one interval.
-package adapt
+package autorate
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package httpin
+package reqcheck
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ import (
 //
 // The runes and what they become are asciiFolds (foldtable.go), generated
 // from golang.org/x/text and Go's unicode tables by TestFoldTable ("go
-// test ./internal/httpin -run TestFoldTable -args -update"), so a request
+// test ./internal/reqcheck -run TestFoldTable -args -update"), so a request
 // costs a map lookup per non-ASCII rune and no normalisation.
 func FoldPath(p string) (folded string, changed bool) {
 	start := firstFolding(p)

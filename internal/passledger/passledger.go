@@ -1,5 +1,5 @@
-// Package passuse keeps, in Redis and so for every replica, how entry
-// passes are used at the gate: the one exchange of a hand-over link for a
+// Package passledger keeps, in Redis and so for every replica, how entry
+// passes are used at the gate: the one exchange of a pass link for a
 // cookie, and the client networks an admission's passes come from, so
 // that an admission shared with others (its passes posted, sold) is
 // cancelled.
@@ -9,7 +9,7 @@
 // let one place open the site for MaxClients networks per status call
 // (issue 26.4). An admission is what every pass issued for it has in
 // common: its queue (aud), member (sub) and start (adm).
-package passuse
+package passledger
 
 import (
 	"context"
@@ -100,12 +100,12 @@ func network(a netip.Addr) netip.Prefix {
 // Redis call.
 func New(rdb Redis, maxClients int, timeout time.Duration) (*Uses, error) {
 	if rdb == nil || maxClients < 0 || timeout <= 0 {
-		return nil, errors.New("passuse: a client, a limit of clients per admission (0: none) and a positive timeout are required")
+		return nil, errors.New("passledger: a client, a limit of clients per admission (0: none) and a positive timeout are required")
 	}
 	return &Uses{rdb: rdb, maxClients: maxClients, timeout: timeout, local: make(map[Admission]*seen)}, nil
 }
 
-// handOverKey is a pass's hand-over mark (STRING, until the pass's exp).
+// handOverKey is a pass's pass-link exchange mark (STRING, until the pass's exp).
 func handOverKey(q, id string) string { return queue.KeyPrefix(q) + "handover:" + id }
 
 // clientsKey is the client networks an admission's passes were used from
@@ -118,10 +118,10 @@ func clientsKey(a Admission) string {
 }
 
 // Claim marks the pass id of queue q as handed over: true the first time,
-// false ever after until the pass expires at until (gate.HandOvers). A
-// hand-over stays single-use per pass, not per admission: the holder's
+// false ever after until the pass expires at until (gate.PassLinks). A
+// pass-link exchange stays single-use per pass, not per admission: the holder's
 // browser is handed a new pass each time it reloads the waiting page, and
-// must still get in. What bounds an admission's hand-overs is Seen: the
+// must still get in. What bounds an admission's pass-link exchanges is Seen: the
 // gate checks a handed-over pass, which counts the network it comes from.
 func (u *Uses) Claim(ctx context.Context, q, id string, until time.Time) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
