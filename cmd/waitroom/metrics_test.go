@@ -99,7 +99,7 @@ func TestMetricsNamedByAlertsAndDashboardExist(t *testing.T) {
 		{"waitroom_queue_refill_size", []string{"queue", queue}, 3},
 		{"waitroom_queue_refill_interval_seconds", []string{"queue", queue}, 0.2},
 		{"waitroom_queue_paused", []string{"queue", queue}, 0},
-		{"waitroom_abandoned_total", []string{"queue", queue}, 0},
+		{"waitroom_queue_abandoned_total", []string{"queue", queue}, 0},
 		{"waitroom_queue_tick_lateness_seconds", []string{"queue", queue}, applied},
 		{"waitroom_queue_tick_duration_seconds", []string{"queue", queue}, applied},
 		{"waitroom_redis_errors_total", []string{"command", "evalsha"}, 0},

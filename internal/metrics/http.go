@@ -35,11 +35,11 @@ const unmatched = "unmatched"
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	h := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "http_requests_total",
+			Namespace: namespace, Subsystem: "http", Name: "requests_total",
 			Help: "HTTP requests answered, by chi route pattern (unmatched: none of waitroom's own), method and status code.",
 		}, []string{"route", "method", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "http_request_duration_seconds",
+			Namespace: namespace, Subsystem: "http", Name: "request_duration_seconds",
 			Help:    "Time to answer an HTTP request, by chi route pattern and status class (2xx, 3xx, 4xx, 5xx).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route", "class"}),

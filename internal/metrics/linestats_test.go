@@ -44,7 +44,7 @@ func TestLineHistograms(t *testing.T) {
 	store := newStore(t, rdb, q) // refill 1, interval an hour
 	m := New(store)
 	store.SetObserver(m)
-	for _, name := range []string{"waitroom_time_in_line_seconds", "waitroom_eta_error_seconds", "waitroom_time_inside_seconds"} {
+	for _, name := range []string{"waitroom_queue_time_in_line_seconds", "waitroom_queue_eta_error_seconds", "waitroom_queue_time_inside_seconds"} {
 		if n, _ := histogram(t, m, name, q); n != 0 {
 			t.Errorf("%s: %d observations before any", name, n)
 		}
@@ -68,16 +68,16 @@ func TestLineHistograms(t *testing.T) {
 		t.Fatalf("b: %+v %v", b, err)
 	}
 	res := tick() // a waited 0, b a few ms; b was told an hour
-	if n, _ := histogram(t, m, "waitroom_time_in_line_seconds", q); n != 2 {
+	if n, _ := histogram(t, m, "waitroom_queue_time_in_line_seconds", q); n != 2 {
 		t.Errorf("time in line: %d observations, want 2 (%+v)", n, res.Samples)
 	}
-	if n, sum := histogram(t, m, "waitroom_eta_error_seconds", q); n != 1 || sum > -3500 || sum < -3600 {
+	if n, sum := histogram(t, m, "waitroom_queue_eta_error_seconds", q); n != 1 || sum > -3500 || sum < -3600 {
 		t.Errorf("ETA error: %d observations summing %vs, want 1 of about -1h", n, sum)
 	}
 	if ok, err := store.Done(ctx, q, "a", a.AdmittedAt); err != nil || !ok {
 		t.Fatalf("done: %v %v", ok, err)
 	}
-	if n, sum := histogram(t, m, "waitroom_time_inside_seconds", q); n != 1 || sum <= 0 || sum > 60 {
+	if n, sum := histogram(t, m, "waitroom_queue_time_inside_seconds", q); n != 1 || sum <= 0 || sum > 60 {
 		t.Errorf("time inside: %d observations summing %vs, want 1 of a moment", n, sum)
 	}
 }

@@ -49,23 +49,6 @@ type Metrics struct {
 	queueCollector *queueCollector
 }
 
-// queueMetrics are one queue's counters, each child made once in New so
-// that reporting is a map read and an atomic add, and so that every series
-// exists (at 0) from the start: rate() and the alerts work from the first
-// scrape.
-type queueMetrics struct {
-	admittedTick, admittedDirect prometheus.Counter
-	abandoned                    prometheus.Counter
-	ticksApplied, ticksSkipped   prometheus.Counter
-	ticksFailed                  prometheus.Counter
-	tickDuration, tickLateness   prometheus.Observer
-	batchEnter, batchStatus      prometheus.Observer
-	gateFailOpen                 prometheus.Counter
-	// What the line felt like (issue 22), by queue.Sample kind.
-	samples  map[queue.SampleKind]prometheus.Observer
-	rejected map[[2]string]prometheus.Counter // [op, reason]
-}
-
 // InfoTimeout bounds the Redis call that reads one queue's gauges during a
 // scrape, well inside Prometheus's default scrape timeout (10 s).
 const InfoTimeout = 2 * time.Second
@@ -82,96 +65,10 @@ func New(store Store) *Metrics {
 	m.http = newHTTPMetrics(reg)
 	m.redis = newRedisMetrics(reg)
 
-	admitted := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "queue_admitted_total",
-		Help: "Admissions: via=tick, moved from the line by the refill tick; via=direct, an enter admitted at once on the bucket's tokens.",
-	}, []string{"queue", "via"})
-	abandoned := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "abandoned_total",
-		Help: "Places the tick dropped at the head of the line: not heard from for abandon_after.",
-	}, []string{"queue"})
-	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "queue_rejected_total",
-		Help: "Enter, status and challenge calls the defences refused, by op and reason (the API's error code).",
-	}, []string{"queue", "op", "reason"})
-	ticks := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "queue_ticks_total",
-		Help: "This replica's tick calls: result=applied (it applied the interval's tick), skipped (already applied, by any replica), failed.",
-	}, []string{"queue", "result"})
-	tickDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: namespace, Name: "queue_tick_duration_seconds",
-		Help:    "Time of each applied tick call, Redis round trip included.",
-		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
-	}, []string{"queue"})
-	tickLateness := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: namespace, Name: "queue_tick_lateness_seconds",
-		Help:    "How long after it was due (the start of its interval, Redis clock) each applied tick was applied; whole intervals missed count.",
-		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-	}, []string{"queue"})
-	batch := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: namespace, Name: "queue_batch_size",
-		Help:    "Calls carried by each enter or status script call (group commit).",
-		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
-	}, []string{"queue", "op"})
-	waitShort := prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Namespace: namespace, Name: "redis_wait_short_total",
-		Help: "Enters answered although fewer replicas than WAITROOM_REDIS_WAIT_REPLICAS acknowledged them in time: places a failover then could lose.",
-	}, func() float64 { return float64(store.ReplicaWaitShortfalls()) })
-	gateFailOpen := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "gate_fail_open_total",
-		Help: "Requests the gate let through unchecked because Redis could not be reached (WAITROOM_GATE_FAIL=open).",
-	}, []string{"queue"})
-	// What the line felt like (issue 22): the scripts measure each user's
-	// durations at admission, done and expiry (queue.Sample). Buckets
-	// from seconds to the hours a big opening's line can take.
-	timeInLine := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: namespace, Name: "time_in_line_seconds",
-		Help:    "Time from entry to admission of each admitted user (0 for a direct admission; from the line, to within half a refill interval).",
-		Buckets: []float64{0, 1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400},
-	}, []string{"queue"})
-	timeInside := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: namespace, Name: "time_inside_seconds",
-		Help:    "Time from admission to done (the order page's call) or to the session's expiry.",
-		Buckets: []float64{10, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600, 7200},
-	}, []string{"queue"})
-	etaError := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: namespace, Name: "eta_error_seconds",
-		Help:    "Actual admission less the one the waiting page predicted at entry, for each user admitted from the line (positive: later than said).",
-		Buckets: []float64{-600, -300, -120, -60, -30, -10, -5, -1, 0, 1, 5, 10, 30, 60, 120, 300, 600},
-	}, []string{"queue"})
-	reg.MustRegister(admitted, abandoned, rejected, ticks, tickDuration, tickLateness, batch, waitShort, gateFailOpen,
-		timeInLine, timeInside, etaError)
-
+	reg.MustRegister(newWaitShort(store))
+	vecs := newQueueVecs(reg)
 	for _, name := range store.Queues() {
-		q := &queueMetrics{
-			admittedTick:   admitted.WithLabelValues(name, "tick"),
-			admittedDirect: admitted.WithLabelValues(name, "direct"),
-			abandoned:      abandoned.WithLabelValues(name),
-			ticksApplied:   ticks.WithLabelValues(name, "applied"),
-			ticksSkipped:   ticks.WithLabelValues(name, "skipped"),
-			ticksFailed:    ticks.WithLabelValues(name, "failed"),
-			tickDuration:   tickDuration.WithLabelValues(name),
-			tickLateness:   tickLateness.WithLabelValues(name),
-			batchEnter:     batch.WithLabelValues(name, queue.OpEnter),
-			batchStatus:    batch.WithLabelValues(name, queue.OpStatus),
-			gateFailOpen:   gateFailOpen.WithLabelValues(name),
-			rejected:       map[[2]string]prometheus.Counter{},
-			samples: map[queue.SampleKind]prometheus.Observer{
-				queue.TimeInLine: timeInLine.WithLabelValues(name),
-				queue.ETAError:   etaError.WithLabelValues(name),
-				queue.TimeInside: timeInside.WithLabelValues(name),
-			},
-		}
-		for _, r := range [][2]string{
-			{queue.OpEnter, queue.RefusedRateLimited},
-			{queue.OpEnter, queue.RefusedQueueFull},
-			{queue.OpEnter, queue.RefusedChallenge},
-			{queue.OpStatus, queue.RefusedRateLimited},
-			{queue.OpChallenge, queue.RefusedRateLimited},
-		} {
-			q.rejected[r] = rejected.WithLabelValues(name, r[0], r[1])
-		}
-		m.queue[name] = q
+		m.queue[name] = vecs.forQueue(name)
 	}
 	m.webhook = newWebhookMetrics(reg, store.Queues())
 	m.proxyCuts = newProxyCuts(reg)

@@ -435,7 +435,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	}
 }
 
-// waitroom_refill_effective is refill_size while the controller is off,
+// waitroom_queue_refill_effective is refill_size while the controller is off,
 // and the effective refill a step stored while it is on.
 func TestRefillEffectiveGauge(t *testing.T) {
 	rdb := redistest.Client(t)
@@ -444,14 +444,14 @@ func TestRefillEffectiveGauge(t *testing.T) {
 	m := New(store)
 	ctx := context.Background()
 	gauge := func(v int) string {
-		return fmt.Sprintf("# HELP waitroom_refill_effective Users an interval admits now: the effective refill while the order page's health drives the rate (adapt_enabled), else refill_size.\n"+
-			"# TYPE waitroom_refill_effective gauge\nwaitroom_refill_effective{queue=%q} %d\n", q, v)
+		return fmt.Sprintf("# HELP waitroom_queue_refill_effective Users an interval admits now: the effective refill while the order page's health drives the rate (adapt_enabled), else refill_size.\n"+
+			"# TYPE waitroom_queue_refill_effective gauge\nwaitroom_queue_refill_effective{queue=%q} %d\n", q, v)
 	}
 	size, on := 10, true
 	if err := store.UpdateSettings(ctx, q, queue.Update{RefillSize: &size}); err != nil {
 		t.Fatal(err)
 	}
-	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(gauge(10)), "waitroom_refill_effective"); err != nil {
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(gauge(10)), "waitroom_queue_refill_effective"); err != nil {
 		t.Errorf("off: %v", err)
 	}
 	if err := store.UpdateSettings(ctx, q, queue.Update{AdaptEnabled: &on}); err != nil {
@@ -460,7 +460,7 @@ func TestRefillEffectiveGauge(t *testing.T) {
 	if res, err := store.TickWith(ctx, q, queue.Proposal{Refill: 7, Base: 10}); err != nil || !res.Adapted {
 		t.Fatalf("tick with a step: %+v, %v", res, err)
 	}
-	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(gauge(7)), "waitroom_refill_effective"); err != nil {
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(gauge(7)), "waitroom_queue_refill_effective"); err != nil {
 		t.Errorf("after a step: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // once (issue 26, items 8 and 14).
 func newProxyCuts(reg prometheus.Registerer) map[string]prometheus.Counter {
 	cuts := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "proxy_cut_total",
+		Namespace: namespace, Subsystem: "proxy", Name: "cut_total",
 		Help: "Requests the reverse-proxy gate cut short or refused: reason=slow_body (408, the body fell behind its grace and least rate), " +
 			"client_abort (the client broke its body off or went away: not the upstream's failure), pass_busy and client_busy (429, " +
 			"too many requests in flight for one admission or one address without a pass).",

@@ -15,10 +15,7 @@ type queueCollector struct {
 	queues []string
 	errors *prometheus.CounterVec
 
-	waiting, active, tokens, refill, interval, paused, tickAge *prometheus.Desc
-	// effective is waitroom_refill_effective (issue 21 names it so, apart
-	// from the queue_ gauges).
-	effective *prometheus.Desc
+	waiting, active, tokens, refill, effective, interval, paused, tickAge *prometheus.Desc
 }
 
 func newQueueCollector(store Store) *queueCollector {
@@ -29,19 +26,18 @@ func newQueueCollector(store Store) *queueCollector {
 		store:  store,
 		queues: store.Queues(),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "queue_info_errors_total",
+			Namespace: namespace, Subsystem: "queue", Name: "info_errors_total",
 			Help: "Scrapes that could not read a queue's state from Redis (its gauges were left out).",
 		}, []string{"queue"}),
-		waiting:  desc("waiting", "People in the line (a scheduled opening's draw included)."),
-		active:   desc("active", "Active users: admissions that have not ended."),
-		tokens:   desc("tokens", "Tokens left in the bucket: direct admissions possible before the next tick."),
-		refill:   desc("refill_size", "Users admitted per refill interval (refill_size)."),
+		waiting: desc("waiting", "People in the line (a scheduled opening's draw included)."),
+		active:  desc("active", "Active users: admissions that have not ended."),
+		tokens:  desc("tokens", "Tokens left in the bucket: direct admissions possible before the next tick."),
+		refill:  desc("refill_size", "Users admitted per refill interval (refill_size)."),
+		effective: desc("refill_effective",
+			"Users an interval admits now: the effective refill while the order page's health drives the rate (adapt_enabled), else refill_size."),
 		interval: desc("refill_interval_seconds", "Time between ticks (refill_interval)."),
 		paused:   desc("paused", "1 while the operator holds admissions, else 0."),
 		tickAge:  desc("last_tick_age_seconds", "Time since the last applied tick, on the Redis clock; absent before the first."),
-		effective: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "refill_effective"),
-			"Users an interval admits now: the effective refill while the order page's health drives the rate (adapt_enabled), else refill_size.",
-			[]string{"queue"}, nil),
 	}
 	for _, q := range c.queues {
 		c.errors.WithLabelValues(q) // every series from the start, at 0
@@ -50,7 +46,7 @@ func newQueueCollector(store Store) *queueCollector {
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.waiting, c.active, c.tokens, c.refill, c.interval, c.paused, c.tickAge, c.effective} {
+	for _, d := range []*prometheus.Desc{c.waiting, c.active, c.tokens, c.refill, c.effective, c.interval, c.paused, c.tickAge} {
 		ch <- d
 	}
 	c.errors.Describe(ch)

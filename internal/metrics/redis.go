@@ -31,17 +31,17 @@ var knownCommands = []string{"evalsha", "eval", "hget", "hset", "hsetnx", "lrang
 func newRedisMetrics(reg prometheus.Registerer) *redisMetrics {
 	r := &redisMetrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "redis_command_duration_seconds",
+			Namespace: namespace, Subsystem: "redis", Name: "command_duration_seconds",
 			Help: "Time of each Redis command (a pipeline: command=pipeline), failed ones included. " +
 				"A script is one evalsha, however many users it carries.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"command"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "redis_errors_total",
+			Namespace: namespace, Subsystem: "redis", Name: "errors_total",
 			Help: "Redis commands that failed, timeouts included (not: a missing key, a script Redis did not have cached yet, a caller that gave up).",
 		}, []string{"command"}),
 		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "redis_timeouts_total",
+			Namespace: namespace, Subsystem: "redis", Name: "timeouts_total",
 			Help: "Redis commands that failed because no answer came in time (also in redis_errors_total).",
 		}, []string{"command"}),
 	}
@@ -92,6 +92,15 @@ func timedOut(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		(errors.As(err, &ne) && ne.Timeout())
+}
+
+// newWaitShort is waitroom_redis_wait_short_total, read from the store at
+// scrape time.
+func newWaitShort(store Store) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "redis", Name: "wait_short_total",
+		Help: "Enters answered although fewer replicas than WAITROOM_REDIS_WAIT_REPLICAS acknowledged them in time: places a failover then could lose.",
+	}, func() float64 { return float64(store.ReplicaWaitShortfalls()) })
 }
 
 // RedisHook returns the go-redis hook that times and counts every command

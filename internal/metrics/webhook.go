@@ -19,19 +19,19 @@ type webhookMetrics struct {
 
 func newWebhookMetrics(reg prometheus.Registerer, queues []string) *webhookMetrics {
 	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "webhook_deliveries_total",
+		Namespace: namespace, Subsystem: "webhook", Name: "deliveries_total",
 		Help: "Webhook delivery attempts by this replica: result=delivered (a 2xx), retry (failed, tried again after a backoff), dead_letter (failed for an hour, kept aside).",
 	}, []string{"queue", "result"})
 	backlog := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "webhook_backlog",
+		Namespace: namespace, Subsystem: "webhook", Name: "backlog",
 		Help: "Outbox entries (deliveries of up to 100 events) not yet acknowledged, as this replica last read them.",
 	}, []string{"queue"})
 	lag := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "webhook_lag_seconds",
+		Namespace: namespace, Subsystem: "webhook", Name: "lag_seconds",
 		Help: "Age of the oldest outbox entry not yet acknowledged (0: none), as this replica last read it.",
 	}, []string{"queue"})
 	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "webhook_events_dropped_total",
+		Namespace: namespace, Subsystem: "webhook", Name: "events_dropped_total",
 		Help: "Webhook events the queue's scripts did not write, their outbox full, as this replica took the count: reason=outbox_full (100,000 entries undelivered), bulk_full (the bulk outbox of users' own leaving at its cap).",
 	}, []string{"queue", "reason"})
 	reg.MustRegister(deliveries, backlog, lag, dropped)
