@@ -7,6 +7,12 @@
 // chi's patterns, never raw paths; queues only the configured ones; no user
 // ids anywhere.
 //
+// Names follow one scheme (prometheus.io's naming practices), which
+// names_test.go checks on every family: waitroom_<subsystem>_<name>[_<unit>],
+// the subsystem one of queue (a queue's state and what the engine did to
+// its line), http, redis, webhook, gate, proxy; counters end in _total,
+// times are _seconds.
+//
 // The engine does not import Prometheus: Metrics implements
 // queue.Observer and scheduler.Observer, and the per-queue gauges are read
 // from Redis (Store.Info) at scrape time, so they cost nothing between
