@@ -20,7 +20,6 @@ require (
 	github.com/testcontainers/testcontainers-go v0.44.0
 	github.com/testcontainers/testcontainers-go/modules/redis v0.44.0
 	go.yaml.in/yaml/v3 v3.0.5
-	golang.org/x/image v0.33.0
 	golang.org/x/text v0.42.0
 	golang.org/x/time v0.15.0
 )

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # adapt.sh: the order page's health drives the rate (issue 21), measured.
-# A private redis-server, cmd/wr-orders (an order page serving CAPACITY
+# A private redis-server, lab/cmd/wr-orders (an order page serving CAPACITY
 # orders at once, ORDER_TIME each: CAPACITY / ORDER_TIME orders a second,
 # more wait, so latency grows past it) behind waitroom's reverse-proxy
-# gate, and cmd/wr-adapt keeping the line full of users who poll as told
+# gate, and lab/cmd/wr-adapt keeping the line full of users who poll as told
 # and order once admitted. Two bounded runs, each on a fresh Redis and
 # server: a fixed refill of twice the page's capacity, then the
 # controller on (adapt_enabled, origin_target_p95_ms TARGET, floor FLOOR,
@@ -35,7 +35,7 @@ RUNS=${RUNS:-fixed adapt}
 
 wr_init
 wr_build
-(cd "$WR_ROOT" && go build -o "$WR_TMP/wr-orders" ./cmd/wr-orders && go build -o "$WR_TMP/wr-adapt" ./cmd/wr-adapt) ||
+(cd "$WR_ROOT/lab" && go build -o "$WR_TMP/wr-orders" ./cmd/wr-orders && go build -o "$WR_TMP/wr-adapt" ./cmd/wr-adapt) ||
 	wr_die "go build failed"
 
 # Orders a second the page serves, and the fixed refill: twice that per interval.

@@ -35,7 +35,8 @@
 # Env: STACK (start | running; start), DURATION (30s), CONNECTIONS (64),
 # THREADS (1, wrk's), STATUS_PER_ENTER (10, at most 20), QUEUE (default),
 # BENCH_KEEP (0), WRK (wrk binary; default: installed by
-# scripts/install-tools.sh bench), and up.sh's WAITROOM_PORT (8080),
+# scripts/install-tools.sh bench), and up.sh's WAITROOM_PORT (a free port
+# for a stack of its own, 8080 with STACK=running),
 # WAITROOM_SUBNET (here 172.30.76.0/24), COMPOSE_PROJECT_NAME (here
 # waitroom-bench).
 set -euo pipefail
@@ -49,6 +50,11 @@ THREADS=${THREADS:-1}
 STATUS_PER_ENTER=${STATUS_PER_ENTER:-10}
 QUEUE=${QUEUE:-default}
 BENCH_KEEP=${BENCH_KEEP:-0}
+# A stack of its own listens on a free port, so one of yours on 8080 can
+# stay up; a running stack is where up.sh put it.
+if [[ $STACK == start && -z ${WAITROOM_PORT:-} ]]; then
+	WAITROOM_PORT=$(wr_free_port)
+fi
 export WAITROOM_PORT=${WAITROOM_PORT:-8080}
 base=http://localhost:$WAITROOM_PORT
 
@@ -94,7 +100,7 @@ start)
 	# temp dir, not in the checkout's .waitroom.
 	export WAITROOM_STATE_DIR=$work/state
 	if (exec 3<>"/dev/tcp/127.0.0.1/$WAITROOM_PORT") 2>/dev/null; then
-		wr_die "something already listens on port $WAITROOM_PORT (a stack of yours? scripts/up.sh down); or set WAITROOM_PORT"
+		wr_die "something already listens on port $WAITROOM_PORT: set WAITROOM_PORT to a free one, or leave it unset for any free port"
 	fi
 	wr_log "starting the stack (project $COMPOSE_PROJECT_NAME, port $WAITROOM_PORT, per-client limits raised: loadtest/compose-bench.yml)"
 	started=1

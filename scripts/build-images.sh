@@ -233,8 +233,12 @@ DOCKERFILE
 build_app() {
 	local ctx=$workdir/app
 	mkdir -p "$ctx"
-	# golang base images cannot be pulled everywhere, so compile on the host.
-	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/" ./cmd/waitroom ./cmd/demo-order)
+	# golang base images cannot be pulled everywhere, so compile on the host,
+	# always for Linux on the Docker engine's architecture: on a Mac the
+	# host's own GOOS would put a macOS binary into a Linux image.
+	local arch
+	arch=$(docker version --format '{{.Server.Arch}}' 2>/dev/null || true)
+	(cd "$root" && GOOS=linux GOARCH="${arch:-$(go env GOARCH)}" CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/" ./cmd/waitroom ./cmd/demo-order)
 	# CA roots for TLS to Redis (rediss://) or other HTTPS endpoints.
 	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
 		cp /etc/ssl/certs/ca-certificates.crt "$ctx/ca-certificates.crt"

@@ -18,7 +18,7 @@
 # all on loopback, can speak for many clients: the server limits enter and
 # status per client address (WAITROOM_LIMIT_*), and a crowd comes from many
 # addresses. Each virtual client sends its own X-Forwarded-For
-# (loadtest/wrk/clients.lua, loadtest/lib.js, cmd/wr-million, wr_client_addr
+# (loadtest/wrk/clients.lua, loadtest/lib.js, lab/cmd/wr-million, wr_client_addr
 # here); a request without one is the loopback client, as before.
 
 # Set here, read by the scripts that source this file.

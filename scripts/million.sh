@@ -2,7 +2,7 @@
 # million.sh: "holding a million" (issue 11). One queue at the defaults
 # (refill 10 every 5 s, abandon after 2 min) is filled with USERS places
 # through the HTTP API, and every place then polls its status as the poll
-# policy tells it (cmd/wr-million: open loop, next call at the last answer
+# policy tells it (lab/cmd/wr-million: open loop, next call at the last answer
 # plus its poll_after_ms). After SETTLE it measures for DURATION: status
 # rate against the rate the policy implies, p50/p99/max, 503s, the
 # generator's own schedule lag, how late admitted users learned of their
@@ -33,7 +33,7 @@
 # arrival number its credential carries, or admitted; none twice; FIFO
 # among enters that did not overlap). Targets: enter p99 250 ms, no 503.
 #
-# Connections are modelled as a browser's (cmd/wr-million -idle-timeout):
+# Connections are modelled as a browser's (lab/cmd/wr-million -idle-timeout):
 # a user's call reuses its connection when it comes within the server's
 # idle timeout (IDLE_TIMEOUT, default the server's 75s) of its last one,
 # and opens a new one otherwise.
@@ -74,8 +74,8 @@ command -v redis-cli >/dev/null || wr_die "redis-cli not found"
 
 wr_init
 wr_build
-wr_log "building ./cmd/wr-million"
-(cd "$WR_ROOT" && go build -o "$WR_TMP/wr-million" ./cmd/wr-million) || wr_die "go build failed"
+wr_log "building lab/cmd/wr-million"
+(cd "$WR_ROOT/lab" && go build -o "$WR_TMP/wr-million" ./cmd/wr-million) || wr_die "go build failed"
 wr_start_redis
 # The defaults of the service (refill, interval, abandon_after, the rate
 # limits) on purpose: the poll policy's load is what is measured. Place

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # snapload.sh: what many replicas' snapshot reads cost one queue's Redis
 # (issue 20, docs/SCALE.md). A private redis-server (lib.sh) gets a line of
-# LINE places written directly, then cmd/wr-snapload runs REPLICAS stores,
+# LINE places written directly, then lab/cmd/wr-snapload runs REPLICAS stores,
 # each reading the queue's snapshot (queue.Store.RefreshSnapshot, force)
 # once a second, their seconds spread evenly, for DURATION, and reports
 # redis-server's CPU over the run as a share of one core. Target: under
@@ -23,8 +23,8 @@ DURATION=${DURATION:-60s}
 TICK=${TICK:-0}
 
 wr_init
-wr_log "building ./cmd/wr-snapload"
-(cd "$WR_ROOT" && go build -o "$WR_TMP/wr-snapload" ./cmd/wr-snapload) || wr_die "go build failed"
+wr_log "building lab/cmd/wr-snapload"
+(cd "$WR_ROOT/lab" && go build -o "$WR_TMP/wr-snapload" ./cmd/wr-snapload) || wr_die "go build failed"
 wr_start_redis
 tick=false
 [[ $TICK == 1 ]] && tick=true

@@ -24,7 +24,7 @@ case "${DOCKER_HOST:-unix://}" in
 unix://*) export TESTCONTAINERS_HOST_OVERRIDE="${TESTCONTAINERS_HOST_OVERRIDE:-localhost}" ;;
 esac
 
-unformatted=$(gofmt -l cmd internal web gate api scripts)
+unformatted=$(gofmt -l cmd internal web gate api scripts lab)
 if [ -n "$unformatted" ]; then
 	echo "test.sh: gofmt would change:" >&2
 	echo "$unformatted" >&2
@@ -36,3 +36,6 @@ fi
 # cache; docs/PERFORMANCE.md, "Cold start").
 go vet -race ./...
 go test -race -count=1 -timeout 30m "$@" ./...
+# The lab (benchmark and experiment tools) is a module of its own, so the
+# service's go.mod lists only what the service and its tests need.
+(cd lab && go vet -race ./... && go test -race -count=1 -timeout 10m "$@" ./...)

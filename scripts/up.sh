@@ -60,7 +60,10 @@ if [ "${1:-}" = token ]; then
 		echo "$WAITROOM_ADMIN_TOKEN"
 	else
 		new_admin_token && echo "made a new admin token in $token_file" >&2
+		# The file holds the token alone, with no newline; a terminal
+		# wants one after it, and $(...) drops it again.
 		cat "$token_file"
+		echo
 	fi
 	exit 0
 fi

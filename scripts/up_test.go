@@ -30,6 +30,11 @@ func upToken(t *testing.T, dir string, env ...string) (stdout, stderr string) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("up.sh token: %v\n%s", err, errOut.String())
 	}
+	// One line: the token and a newline, so a terminal's prompt starts
+	// on the next line.
+	if s := out.String(); !strings.HasSuffix(s, "\n") || strings.Count(s, "\n") != 1 {
+		t.Fatalf("up.sh token printed %q, want one line ending in a newline", s)
+	}
 	return strings.TrimSpace(out.String()), errOut.String()
 }
 

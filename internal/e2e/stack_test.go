@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -34,7 +35,16 @@ import (
 	"github.com/waitroom/waitroom/web"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+// The page, nginx and stack tests take minutes: the -short tier
+// (go test -short ./...) leaves them to the whole suite.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped under -short (Chromium, nginx and whole-stack tests)")
+		os.Exit(0)
+	}
+	os.Exit(redistest.Main(m))
+}
 
 const (
 	adminToken = "e2e-test-admin-token-0123456789abcdef" // config.MinAdminTokenBytes or more

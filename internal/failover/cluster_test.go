@@ -14,6 +14,9 @@ import (
 // recovers by itself on the promoted replica. Run twice on one cluster:
 // WAIT off on one queue's primary, then WAIT 1 on another's.
 func TestClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("failover: a whole Redis topology and its failover; not under -short")
+	}
 	t.Parallel()
 	c := newCluster(t)
 

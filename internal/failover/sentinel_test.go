@@ -18,6 +18,9 @@ import (
 // Run twice: WAIT off, then WAIT 1 on the promoted primary and the
 // replica left.
 func TestSentinelFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("failover: a whole Redis topology and its failover; not under -short")
+	}
 	t.Parallel()
 	set := newSentinelSet(t)
 	for _, wait := range []int{0, 1} {
