@@ -119,7 +119,7 @@ func TestAPIExamples(t *testing.T) {
 				"localhost:8080", host,
 				"/queues/default", "/queues/"+q,
 				"queue=default", "queue="+q,
-				"$(scripts/up.sh token)", adminToken,
+				`$("$WR"/scripts/up.sh token)`, adminToken,
 				// The reader's scratch directory: here the test's own, which
 				// the next block must find enter.json in.
 				`cd "$(mktemp -d)"`, "cd .",
