@@ -16,12 +16,18 @@ import (
 	"github.com/waitroom/waitroom/api"
 )
 
-// docPath is the API reference made from the document.
+// docPath is the API document: a guide written by hand, then the
+// reference made from openapi.yaml between refBegin and refEnd.
 const docPath = "../docs/API.md"
 
-// TestAPIDoc keeps docs/API.md what the document says: the reference is
+const (
+	refBegin = "<!-- BEGIN REFERENCE: made from api/openapi.yaml by api/doc_test.go; edit the document, then WAITROOM_UPDATE_DOCS=1 go test ./api/ -->\n"
+	refEnd   = "<!-- END REFERENCE -->\n"
+)
+
+// TestAPIDoc keeps docs/API.md's reference what the document says: it is
 // rendered from openapi.yaml, never written by hand, so it cannot drift.
-// WAITROOM_UPDATE_DOCS=1 writes it anew.
+// WAITROOM_UPDATE_DOCS=1 writes it anew between the marks.
 func TestAPIDoc(t *testing.T) {
 	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPI)
 	if err != nil {
@@ -30,17 +36,27 @@ func TestAPIDoc(t *testing.T) {
 	if err := doc.Validate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := render(doc, pathOrder(api.OpenAPI))
+	file, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, rest, ok := bytes.Cut(file, []byte(refBegin))
+	_, after, ok2 := bytes.Cut(rest, []byte(refEnd))
+	if !ok || !ok2 {
+		t.Fatalf("docs/API.md: no reference between %q and %q", refBegin, refEnd)
+	}
+	want := render(doc, pathOrder(api.OpenAPI))
+	if bytes.Equal(rest[:len(rest)-len(after)-len(refEnd)], want) {
+		return
+	}
 	if os.Getenv("WAITROOM_UPDATE_DOCS") == "1" {
-		if err := os.WriteFile(docPath, got, 0o644); err != nil {
+		out := slices.Concat(before, []byte(refBegin), want, []byte(refEnd), after)
+		if err := os.WriteFile(docPath, out, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	want, err := os.ReadFile(docPath)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("docs/API.md is not what api/openapi.yaml says (%v); run: WAITROOM_UPDATE_DOCS=1 go test ./api/", err)
-	}
+	t.Fatal("docs/API.md's reference is not what api/openapi.yaml says; run: WAITROOM_UPDATE_DOCS=1 go test ./api/")
 }
 
 // pathOrder is the paths in the order the document lists them, which
@@ -68,21 +84,19 @@ var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS
 func render(doc *openapi3.T, order []string) []byte {
 	var b bytes.Buffer
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	p("# waitroom HTTP API\n\n")
-	p("<!-- Made from api/openapi.yaml by api/doc_test.go: edit the document, then run\n")
-	p("     WAITROOM_UPDATE_DOCS=1 go test ./api/ -->\n\n")
-	p("The reference of every endpoint, rendered from the OpenAPI 3.1 document\n")
+	p("## Reference\n\n")
+	p("Every endpoint, rendered from the OpenAPI 3.1 document\n")
 	p("[`api/openapi.yaml`](../api/openapi.yaml), which the service serves at\n")
 	p("`GET /api/openapi.yaml` and `internal/httpapi`'s contract test checks\n")
-	p("against the real server. The README walks through the common calls.\n\n")
+	p("against the real server.\n\n")
 	p("%s\n", strings.TrimSpace(doc.Info.Description))
-	p("\n## Contents\n\n")
+	p("\n")
 	for _, tag := range doc.Tags {
 		p("- [%s](#%s): %s\n", tag.Name, tag.Name, tag.Description)
 	}
 	p("- [Error codes](#error-codes)\n")
 	for _, tag := range doc.Tags {
-		p("\n## %s\n\n%s\n", tag.Name, tag.Description)
+		p("\n### %s\n\n%s\n", tag.Name, tag.Description)
 		for _, path := range order {
 			item := doc.Paths.Value(path)
 			for _, m := range methods {
@@ -95,14 +109,14 @@ func render(doc *openapi3.T, order []string) []byte {
 		}
 	}
 	if s := doc.Components.Schemas["ErrorCode"]; s != nil {
-		p("\n## Error codes\n\n%s\n", strings.TrimSpace(s.Value.Description))
+		p("\n### Error codes\n\n%s\n", strings.TrimSpace(s.Value.Description))
 	}
 	return b.Bytes()
 }
 
 func renderOp(b *bytes.Buffer, method, path string, item *openapi3.PathItem, op *openapi3.Operation) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("\n### `%s %s`\n\n%s\n", method, path, op.Summary)
+	p("\n#### `%s %s`\n\n%s\n", method, path, op.Summary)
 	if d := strings.TrimSpace(op.Description); d != "" {
 		p("\n%s\n", d)
 	}

@@ -55,9 +55,9 @@ need_pkg() { # need_pkg <package> <command>...: queue <package> unless one of th
 if [ "$mode" = test ] || [ "$mode" = all ]; then
 	need_pkg redis-server redis-server
 	need_pkg redis-tools redis-cli
-	# The README's curl examples read answers with jq (TestReadmeExamples).
+	# docs/API.md's curl examples read answers with jq (TestAPIExamples).
 	need_pkg jq jq
-	# The README's Python webhook receiver runs in TestReceiversGenerated.
+	# docs/WEBHOOKS.md's Python webhook receiver runs in TestReceiversGenerated.
 	need_pkg python3 python3
 	# chromedp finds any of these; a preinstalled Chrome is as good as chromium.
 	need_pkg chromium chromium chromium-browser google-chrome google-chrome-stable

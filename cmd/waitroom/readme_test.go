@@ -13,33 +13,37 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
-// readmeMark precedes the README's shell blocks that run as pasted.
-const readmeMark = "<!-- TestReadmeExamples runs this block -->"
+// apiDoc holds the shell blocks that run as pasted, each after apiMark.
+const (
+	apiDoc  = "../../docs/API.md"
+	apiMark = "<!-- TestAPIExamples runs this block -->"
+)
 
-// A step of a README block: one command (continuation lines joined) and
-// the example answer the README shows under it, if any.
+// A step of a docs/API.md block: one command (continuation lines joined) and
+// the example answer the doc shows under it, if any.
 type readmeStep struct {
 	cmd     string
 	example string // the JSON of the "# {...}" comment lines after cmd
 }
 
-// readmeBlocks returns the steps of the marked blocks, in order.
+// readmeBlocks returns the steps of docs/API.md's marked blocks, in order.
 func readmeBlocks(t *testing.T) [][]readmeStep {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(apiDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var blocks [][]readmeStep
 	lines := strings.Split(string(b), "\n")
 	for i := 0; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != readmeMark {
+		if strings.TrimSpace(lines[i]) != apiMark {
 			continue
 		}
 		if i+1 >= len(lines) || lines[i+1] != "```sh" {
-			t.Fatalf("README line %d: the mark is not followed by a sh block", i+1)
+			t.Fatalf("docs/API.md line %d: the mark is not followed by a sh block", i+1)
 		}
 		var steps []readmeStep
 		inExample := false
@@ -78,12 +82,12 @@ func keys(s string) []string {
 	return slices.Compact(ks)
 }
 
-// The README's marked curl examples run as pasted against a real service,
-// one after another in one shell (so PLACE_TOKEN and PASS carry over),
-// every call answers 2xx, and every example answer under a call names
-// only fields the service answers and, but for tickets, every top-level
-// field it answers.
-func TestReadmeExamples(t *testing.T) {
+// docs/API.md's marked curl examples run as pasted against a real
+// service, one after another in one directory (so enter.json carries
+// over; PLACE_TOKEN and PASS are read within a block), every call answers
+// 2xx, and every example answer under a call names only fields the service
+// answers and, but for tickets, every top-level field it answers.
+func TestAPIExamples(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
@@ -115,7 +119,10 @@ func TestReadmeExamples(t *testing.T) {
 				"localhost:8080", host,
 				"/queues/default", "/queues/"+q,
 				"queue=default", "queue="+q,
-				"$(scripts/up.sh token)", adminToken,
+				`$("$WR"/scripts/up.sh token)`, adminToken,
+				// The reader's scratch directory: here the test's own, which
+				// the next block must find enter.json in.
+				`cd "$(mktemp -d)"`, "cd .",
 				// As pasted, plus: fail the step on an HTTP error, and say it.
 				"curl -s ", "curl -sS --fail-with-body ",
 			).Replace(st.cmd)
@@ -125,7 +132,7 @@ func TestReadmeExamples(t *testing.T) {
 		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("README block %d: %v\n%s", bi+1, err, out)
+			t.Fatalf("docs/API.md block %d: %v\n%s", bi+1, err, out)
 		}
 		outputs := strings.Split(string(out), "@@step ")
 		for si, st := range steps {
@@ -138,13 +145,13 @@ func TestReadmeExamples(t *testing.T) {
 			}
 			var top map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(strings.TrimSpace(got)), &top); err != nil {
-				t.Errorf("README block %d, %q: the answer is not a JSON object: %q", bi+1, st.cmd, got)
+				t.Errorf("docs/API.md block %d, %q: the answer is not a JSON object: %q", bi+1, st.cmd, got)
 				continue
 			}
 			shown, answered := keys(st.example), keys(got)
 			for _, k := range shown {
 				if !slices.Contains(answered, k) {
-					t.Errorf("README block %d, %q: the example shows %q, which the service does not answer (%s)", bi+1, st.cmd, k, strings.TrimSpace(got))
+					t.Errorf("docs/API.md block %d, %q: the example shows %q, which the service does not answer (%s)", bi+1, st.cmd, k, strings.TrimSpace(got))
 				}
 			}
 			for k := range top {
@@ -154,17 +161,20 @@ func TestReadmeExamples(t *testing.T) {
 					break
 				}
 				if !slices.Contains(shown, k) {
-					t.Errorf("README block %d, %q: the service answers %q, which the example leaves out", bi+1, st.cmd, k)
+					t.Errorf("docs/API.md block %d, %q: the service answers %q, which the example leaves out", bi+1, st.cmd, k)
 				}
 			}
 		}
 	}
 	if len(readmeBlocks(t)) < 2 {
-		t.Fatal("the README has fewer marked blocks than the users' and the admin's")
+		t.Fatal("docs/API.md has fewer marked blocks than the users' and the admin's")
 	}
 }
 
-// diagramMark precedes the README's package diagram.
+// archDoc holds the package diagram, after diagramMark.
+const archDoc = "../../docs/ARCHITECTURE.md"
+
+// diagramMark precedes docs/ARCHITECTURE.md's package diagram.
 const diagramMark = "<!-- TestArchitectureDiagram checks this block: WAITROOM_UPDATE_DOCS=1 go test -run TestArchitectureDiagram ./cmd/waitroom/ rewrites it -->"
 
 // packageImports is each package of the module (by its path in the
@@ -237,31 +247,149 @@ func packageImports(t *testing.T) []string {
 	return lines
 }
 
-// The README's package diagram is the code's: every package, and the
-// module's packages each imports, lower layers first.
+// docs/ARCHITECTURE.md's package diagram is the code's: every package,
+// and the module's packages each imports, lower layers first.
 func TestArchitectureDiagram(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(archDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
 	start := strings.Index(readme, diagramMark+"\n```\n")
 	if start < 0 {
-		t.Fatal("README: no package diagram after the mark")
+		t.Fatal("docs/ARCHITECTURE.md: no package diagram after the mark")
 	}
 	start += len(diagramMark + "\n```\n")
 	end := strings.Index(readme[start:], "```\n")
 	if end < 0 {
-		t.Fatal("README: the package diagram's block does not end")
+		t.Fatal("docs/ARCHITECTURE.md: the package diagram's block does not end")
 	}
 	want := strings.Join(packageImports(t), "\n") + "\n"
 	if got := readme[start : start+end]; got != want {
 		if os.Getenv("WAITROOM_UPDATE_DOCS") == "1" {
-			if err := os.WriteFile("../../README.md", []byte(readme[:start]+want+readme[start+end:]), 0o644); err != nil {
+			if err := os.WriteFile(archDoc, []byte(readme[:start]+want+readme[start+end:]), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			return
 		}
-		t.Fatalf("README's package diagram is not the code's; run WAITROOM_UPDATE_DOCS=1 go test -run TestArchitectureDiagram ./cmd/waitroom/\nwant:\n%s", want)
+		t.Fatalf("docs/ARCHITECTURE.md's package diagram is not the code's; run WAITROOM_UPDATE_DOCS=1 go test -run TestArchitectureDiagram ./cmd/waitroom/\nwant:\n%s", want)
+	}
+}
+
+// mdLink is an inline Markdown link's target: [text](target).
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// htmlAnchor is an explicit anchor: <a id="..."> or <a name="...">.
+var htmlAnchor = regexp.MustCompile(`<a (?:id|name)="([^"]+)"`)
+
+// docLines are a Markdown file's lines with fenced code blocks and
+// inline code spans blanked, so a link is only what a reader can click.
+func docLines(text string) []string {
+	var out []string
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			line = ""
+		}
+		if fenced {
+			out = append(out, "")
+			continue
+		}
+		parts := strings.Split(line, "`")
+		for i := 1; i < len(parts); i += 2 {
+			parts[i] = ""
+		}
+		out = append(out, strings.Join(parts, "``"))
+	}
+	return out
+}
+
+// anchors are the fragments a Markdown file answers to on GitHub: each
+// heading's slug (lower case, punctuation dropped, spaces to hyphens, a
+// repeated one numbered) and each explicit <a id>.
+func anchors(text string) map[string]bool {
+	set := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+		}
+		for _, m := range htmlAnchor.FindAllStringSubmatch(line, -1) {
+			set[m[1]] = true
+		}
+		if fenced || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var slug strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case r == ' ':
+				slug.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				slug.WriteRune(r)
+			}
+		}
+		s := slug.String()
+		if n := seen[s]; n > 0 {
+			set[fmt.Sprintf("%s-%d", s, n)] = true
+		} else {
+			set[s] = true
+		}
+		seen[s]++
+	}
+	return set
+}
+
+// Every relative link in the README and docs/ leads to a file or
+// directory of the repository, and a link to a Markdown heading to one
+// that exists: the docs move often, and a dead link is found here, not
+// by a reader.
+func TestDocLinks(t *testing.T) {
+	files := []string{"../../README.md"}
+	err := filepath.WalkDir("../../docs", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, line := range docLines(string(b)) {
+			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				path, frag, _ := strings.Cut(target, "#")
+				resolved := file
+				if path != "" {
+					resolved = filepath.Join(filepath.Dir(file), filepath.FromSlash(path))
+				}
+				where := fmt.Sprintf("%s (line %d): %s", strings.TrimPrefix(file, "../../"), n+1, target)
+				if _, err := os.Stat(resolved); err != nil {
+					t.Errorf("%s: no such file", where)
+					continue
+				}
+				if frag == "" || !strings.HasSuffix(resolved, ".md") {
+					continue
+				}
+				doc, err := os.ReadFile(resolved)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !anchors(string(doc))[frag] {
+					t.Errorf("%s: no heading #%s there", where, frag)
+				}
+			}
+		}
 	}
 }

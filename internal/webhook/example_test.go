@@ -18,7 +18,7 @@ import (
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
-// receiver is the README's Go receiver ("Events for your site"): it
+// receiver is docs/WEBHOOKS.md's Go receiver ("Events for your site"): it
 // checks the signature in constant time, refuses a timestamp more than
 // five minutes away, and hands the body on. Keep the two the same.
 func receiver(secret []byte, handle func(body []byte)) http.HandlerFunc {
@@ -84,14 +84,14 @@ func Example_receiver() {
 	// replayed: 401
 }
 
-// TestReadmeReceiverIsTheExample: the README shows the receiver this file
-// runs, word for word.
-func TestReadmeReceiverIsTheExample(t *testing.T) {
+// TestDocReceiverIsTheExample: docs/WEBHOOKS.md shows the receiver this
+// file runs, word for word.
+func TestDocReceiverIsTheExample(t *testing.T) {
 	src, err := os.ReadFile("example_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile(webhooksDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestReadmeReceiverIsTheExample(t *testing.T) {
 	if start < 0 || end < 0 {
 		t.Fatal("no receiver in example_test.go")
 	}
-	if fn := string(src)[start : start+end+3]; !strings.Contains(string(readme), "```go\n"+fn+"```") {
-		t.Fatalf("README's Go receiver is not example_test.go's:\n%s", fn)
+	if fn := string(src)[start : start+end+3]; !strings.Contains(string(doc), "```go\n"+fn+"```") {
+		t.Fatalf("%s's Go receiver is not example_test.go's:\n%s", webhooksDoc, fn)
 	}
 }

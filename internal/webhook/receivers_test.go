@@ -23,9 +23,9 @@ import (
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
-// TestReceiversGenerated (issue 26.15): the README's two receivers, the Go
-// one (example_test.go, which TestReadmeReceiverIsTheExample keeps equal
-// to the README's) and the Python one (run as python3 from the README's
+// TestReceiversGenerated (issue 26.15): docs/WEBHOOKS.md's two receivers, the Go
+// one (example_test.go, which TestDocReceiverIsTheExample keeps equal
+// to the doc's) and the Python one (run as python3 from the doc's
 // block itself), each take generated signature headers: valid ones, wrong
 // and uppercase MACs, non-ASCII bytes (v1=é, whose str comparison made the
 // Python receiver answer 500), malformed and missing parts, old, signed,
@@ -224,14 +224,14 @@ func post(url string, c sigCase) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// goReceiver serves the README's Go receiver (example_test.go).
+// goReceiver serves docs/WEBHOOKS.md's Go receiver (example_test.go).
 func goReceiver(t *testing.T) string {
 	srv := httptest.NewServer(receiver(secret, func([]byte) {}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/your/hook"
 }
 
-// pythonReceiver runs the README's Python receiver, as the README shows
+// pythonReceiver runs docs/WEBHOOKS.md's Python receiver, as the doc shows
 // it, on a port it picks, and returns its URL.
 func pythonReceiver(t *testing.T) string {
 	t.Helper()
@@ -243,7 +243,7 @@ func pythonReceiver(t *testing.T) string {
 		}
 		t.Skip(msg)
 	}
-	src := readmePython(t)
+	src := docPython(t)
 	file := filepath.Join(t.TempDir(), "receiver.py")
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
@@ -285,21 +285,24 @@ func pythonReceiver(t *testing.T) string {
 	return ""
 }
 
-// readmePython is the README's Python receiver: the python block after
+// webhooksDoc is where the receivers are shown to the sites' developers.
+const webhooksDoc = "../../docs/WEBHOOKS.md"
+
+// docPython is docs/WEBHOOKS.md's Python receiver: the python block after
 // "**In Python**".
-func readmePython(t *testing.T) string {
+func docPython(t *testing.T) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile(webhooksDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(readme), "**In Python**")
+	_, after, ok := strings.Cut(string(doc), "**In Python**")
 	if ok {
 		_, after, ok = strings.Cut(after, "```python\n")
 	}
 	src, _, closed := strings.Cut(after, "```\n")
 	if !ok || !closed || !strings.Contains(src, "def verified(") {
-		t.Fatal("no Python receiver in the README after **In Python**")
+		t.Fatal("no Python receiver in " + webhooksDoc + " after **In Python**")
 	}
 	return src
 }

@@ -74,7 +74,7 @@ func (t tagTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestEveryEventArrives: the receiver fails for a while, then recovers;
 // meanwhile the replica delivering dies in the middle of a delivery the
-// receiver had already handled. Every event arrives, signed (the README's
+// receiver had already handled. Every event arrives, signed (docs/WEBHOOKS.md's
 // receiver checks each), and an event that comes twice has the same id.
 func TestEveryEventArrives(t *testing.T) {
 	ctx := context.Background()
