@@ -104,7 +104,9 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		queues = append(queues, name+"-b")
 		routes = []gate.Route{{Prefix: "/b/", Queue: name + "-b"}}
 	}
-	store, err := queue.NewStore(rdb, queues, o.settings, 5*time.Second)
+	// Places moved to another device, as main wires them.
+	moves := handoff.NewTracker(rdb, queues)
+	store, err := queue.NewStore(rdb, queues, o.settings, 5*time.Second, queue.WithRecentMoves(moves))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,9 +172,6 @@ func newStack(t *testing.T, o stackOptions) *stack {
 			t.Fatal(err)
 		}
 	}
-	// Places moved to another device, as main wires them.
-	moves := handoff.NewTracker(rdb, queues)
-	store.SetRecentMoves(moves)
 	movesCtx, stopMoves := context.WithCancel(context.Background())
 	movesDone := make(chan struct{})
 	go func() { defer close(movesDone); moves.Run(movesCtx, log) }()

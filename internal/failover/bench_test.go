@@ -87,11 +87,9 @@ func BenchmarkEnterReplicaWait(b *testing.B) {
 					rdb := redisconn.New(opts)
 					defer rdb.Close()
 					q := fmt.Sprintf("bench-%d-%d-%d", callers, wait, time.Now().UnixNano())
-					s, err := queue.NewStore(rdb, []string{q}, queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, 2*time.Second)
+					s, err := queue.NewStore(rdb, []string{q}, queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, 2*time.Second,
+						queue.WithReplicaWait(queue.ReplicaWait{Replicas: wait, Timeout: 100 * time.Millisecond}))
 					if err != nil {
-						b.Fatal(err)
-					}
-					if err := s.SetReplicaWait(queue.ReplicaWait{Replicas: wait, Timeout: 100 * time.Millisecond}); err != nil {
 						b.Fatal(err)
 					}
 					cpu0 := cpuNow(b, primary, replica)

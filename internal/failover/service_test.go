@@ -76,11 +76,8 @@ func startService(t testing.TB, redisURL string, queues []string, waitReplicas i
 	}
 	rdb := redisconn.New(opts)
 	t.Cleanup(func() { rdb.Close() })
-	store, err := queue.NewStore(rdb, cfg.Queues, cfg.Defaults, cfg.RequestTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = store.SetReplicaWait(queue.ReplicaWait{Replicas: cfg.RedisWaitReplicas, Timeout: cfg.RedisWaitTimeout})
+	store, err := queue.NewStore(rdb, cfg.Queues, cfg.Defaults, cfg.RequestTimeout,
+		queue.WithReplicaWait(queue.ReplicaWait{Replicas: cfg.RedisWaitReplicas, Timeout: cfg.RedisWaitTimeout}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,12 +39,9 @@ func BenchmarkFarBackStatus(b *testing.B) {
 		moves queue.RecentMoves
 	}{{"none", nil}, {"tracker", e.tracker}} {
 		b.Run(c.name, func(b *testing.B) {
-			store, err := queue.NewStore(e.rdb, e.queues, hour, e.svc.timeout)
+			store, err := queue.NewStore(e.rdb, e.queues, hour, e.svc.timeout, queue.WithRecentMoves(c.moves))
 			if err != nil {
 				b.Fatal(err)
-			}
-			if c.moves != nil {
-				store.SetRecentMoves(c.moves)
 			}
 			if err := store.RefreshSnapshot(ctx, q, true); err != nil {
 				b.Fatal(err)

@@ -39,12 +39,11 @@ func newEnv(t testing.TB, n int) *env {
 		name := fmt.Sprintf("h%d-%d-%s", time.Now().UnixNano(), i, strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()))
 		queues = append(queues, name[:min(len(name), 64)])
 	}
-	store, err := queue.NewStore(rdb, queues, hour, 5*time.Second)
+	tr := NewTracker(rdb, queues)
+	store, err := queue.NewStore(rdb, queues, hour, 5*time.Second, queue.WithRecentMoves(tr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := NewTracker(rdb, queues)
-	store.SetRecentMoves(tr)
 	return &env{rdb: rdb, store: store, tracker: tr, svc: New(rdb, store, tr, 5*time.Second), queues: queues}
 }
 
@@ -375,12 +374,11 @@ func TestFarBackPathRefusesTheOldCredential(t *testing.T) {
 	}
 	seqs := e.line(t, q, users...)
 	// Another replica: its own store and tracker on the same Redis.
-	other, err := queue.NewStore(e.rdb, e.queues, hour, 5*time.Second)
+	otherMoves := NewTracker(e.rdb, e.queues)
+	other, err := queue.NewStore(e.rdb, e.queues, hour, 5*time.Second, queue.WithRecentMoves(otherMoves))
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherMoves := NewTracker(e.rdb, e.queues)
-	other.SetRecentMoves(otherMoves)
 	for _, s := range []*queue.Store{e.store, other} {
 		if err := s.RefreshSnapshot(ctx, q, true); err != nil {
 			t.Fatal(err)

@@ -272,19 +272,15 @@ func routesOf(t *testing.T, h http.Handler) []string {
 func (k *contract) newEnv(t *testing.T, rdb *redis.Client, settings queue.Settings, opts Options) *env {
 	t.Helper()
 	name := fmt.Sprintf("oa%d", time.Now().UnixNano())
-	store, err := queue.NewStore(rdb, []string{name}, settings, testTimeout)
+	moves := handoff.NewTracker(rdb, []string{name})
+	store, err := queue.NewStore(rdb, []string{name}, settings, testTimeout, queue.WithRecentMoves(moves))
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.Store, opts.Redis = store, rdb
 	opts.Places, opts.Passes = newTrust(t, rdb)
 	opts.Gate = newTestGate(t, rdb, store, name, opts.Passes, nil, true)
-	moves := handoff.NewTracker(rdb, store.Queues())
-	store.SetRecentMoves(moves)
-	opts.Handoffs = handoff.New(rdb, store, moves, testTimeout)
-	if err := opts.Handoffs.SetPublicURL(testPublicURL); err != nil {
-		t.Fatal(err)
-	}
+	opts.Handoffs = newHandoffs(t, rdb, store, moves)
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if opts.Adapt, err = autorate.New(autorate.Options{Store: store, Redis: rdb, Log: opts.Logger, Timeout: testTimeout}); err != nil {
 		t.Fatal(err)

@@ -55,11 +55,27 @@ const testTimeout = 2 * time.Second
 func newEnv(t testing.TB, rdb *redis.Client, settings queue.Settings, timeout time.Duration, opts Options) *env {
 	t.Helper()
 	name := fmt.Sprintf("h%d", time.Now().UnixNano())
-	store, err := queue.NewStore(rdb, []string{name}, settings, timeout)
+	// Places moved to another device, as main wires them.
+	moves := handoff.NewTracker(rdb, []string{name})
+	store, err := queue.NewStore(rdb, []string{name}, settings, timeout, queue.WithRecentMoves(moves))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if opts.Handoffs == nil {
+		opts.Handoffs = newHandoffs(t, rdb, store, moves)
+	}
 	return newEnvWithStore(t, rdb, store, name, opts)
+}
+
+// newHandoffs is the hand-over service of store with the public URL the
+// tests use.
+func newHandoffs(t testing.TB, rdb *redis.Client, store *queue.Store, moves *handoff.Tracker) *handoff.Service {
+	t.Helper()
+	h := handoff.New(rdb, store, moves, testTimeout)
+	if err := h.SetPublicURL(testPublicURL); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // newEnvWithStore serves the real router over store, whose one queue is
@@ -75,12 +91,9 @@ func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name s
 		opts.Gate = newTestGate(t, rdb, store, name, opts.Passes, nil, !opts.CookieSecure)
 	}
 	if opts.Handoffs == nil {
-		moves := handoff.NewTracker(rdb, store.Queues())
-		store.SetRecentMoves(moves)
-		opts.Handoffs = handoff.New(rdb, store, moves, testTimeout)
-		if err := opts.Handoffs.SetPublicURL(testPublicURL); err != nil {
-			t.Fatal(err)
-		}
+		// A store built without WithRecentMoves answers far-back statuses
+		// from its snapshot: such tests move no place (newEnv's store does).
+		opts.Handoffs = newHandoffs(t, rdb, store, handoff.NewTracker(rdb, store.Queues()))
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -41,9 +41,12 @@ func TestLineHistograms(t *testing.T) {
 	ctx := context.Background()
 	q := uniq("line")
 	rdb := redistest.Client(t)
-	store := newStore(t, rdb, q) // refill 1, interval an hour
-	m := New(store)
-	store.SetObserver(m)
+	var m *Metrics // hears the store it reads, as main wires them
+	store, err := queue.NewStore(rdb, []string{q}, queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, 2*time.Second,
+		queue.WithObserver(func(s *queue.Store) queue.Observer { m = New(s); return m }))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"waitroom_queue_time_in_line_seconds", "waitroom_queue_eta_error_seconds", "waitroom_queue_time_inside_seconds"} {
 		if n, _ := histogram(t, m, name, q); n != 0 {
 			t.Errorf("%s: %d observations before any", name, n)

@@ -73,5 +73,5 @@ var (
 )
 
 // errWaitClient refuses a replica WAIT on a client that cannot pipeline
-// to one node (SetReplicaWait).
+// to one node (WithReplicaWait).
 var errWaitClient = errors.New("queue: replica WAIT needs a *redis.Client or a *redis.ClusterClient")

@@ -40,15 +40,6 @@ const (
 	RefusedChallenge   = "challenge_required"
 )
 
-// SetObserver makes o hear what the store does from now on; nil stops it.
-// Call it before the store serves anything: it is not synchronized.
-func (s *Store) SetObserver(o Observer) {
-	if o == nil {
-		o = nopObserver{}
-	}
-	s.observer = o
-}
-
 // observe reports how an enter, status or challenge call (op) ended.
 func (s *Store) observe(queue, op string, t Ticket, err error) {
 	switch {
@@ -65,7 +56,7 @@ func (s *Store) observe(queue, op string, t Ticket, err error) {
 	}
 }
 
-// nopObserver is the store's observer until SetObserver.
+// nopObserver is the observer of a store built without one (WithObserver).
 type nopObserver struct{}
 
 func (nopObserver) DirectAdmission(string)               {}

@@ -55,9 +55,9 @@ type slotPrimary interface {
 	ReloadState(ctx context.Context)
 }
 
-// SetReplicaWait turns the replica WAIT of enters on (w.Replicas > 0) or
-// off. Call it before the store serves anything: it is not synchronized.
-func (s *Store) SetReplicaWait(w ReplicaWait) error {
+// checkReplicaWait says why w cannot be the store's replica WAIT
+// (WithReplicaWait), if it cannot.
+func (s *Store) checkReplicaWait(w ReplicaWait) error {
 	if w.Replicas < 0 {
 		return errors.New("queue: replica WAIT: replicas must not be negative")
 	}
@@ -74,7 +74,6 @@ func (s *Store) SetReplicaWait(w ReplicaWait) error {
 			return errWaitClient
 		}
 	}
-	s.replica.wait = w
 	return nil
 }
 
@@ -153,7 +152,7 @@ func (s *Store) primaryFor(ctx context.Context, q *queueRef) (pipeliner, error) 
 	if cluster, ok := s.rdb.(slotPrimary); ok {
 		return cluster.MasterForKey(ctx, q.keys.waiting)
 	}
-	return s.rdb.(pipeliner), nil // checked by SetReplicaWait
+	return s.rdb.(pipeliner), nil // checked by WithReplicaWait
 }
 
 func errCmd(ctx context.Context, err error) *redis.Cmd {

@@ -39,11 +39,9 @@ func (l *shortLog) short(queue string, acked, calls int) {
 // down. Every such enter is counted and reported.
 func TestReplicaWaitShortfallAnswersAsUsual(t *testing.T) {
 	t.Parallel()
-	s, q, _ := newStore(t, Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour})
 	var log shortLog
-	if err := s.SetReplicaWait(ReplicaWait{Replicas: 1, Timeout: 20 * time.Millisecond, Short: log.short}); err != nil {
-		t.Fatal(err)
-	}
+	s, q, _ := newStore(t, Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour},
+		WithReplicaWait(ReplicaWait{Replicas: 1, Timeout: 20 * time.Millisecond, Short: log.short}))
 	ctx := context.Background()
 	const n = 40
 	var wg sync.WaitGroup
@@ -84,10 +82,7 @@ func TestReplicaWaitShortfallAnswersAsUsual(t *testing.T) {
 // followed by a WAIT either way.
 func TestReplicaWaitOff(t *testing.T) {
 	t.Parallel()
-	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
-	if err := s.SetReplicaWait(ReplicaWait{}); err != nil {
-		t.Fatal(err)
-	}
+	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, WithReplicaWait(ReplicaWait{}))
 	ctx := context.Background()
 	for _, u := range []string{"a", "b"} {
 		if _, err := s.Enter(ctx, q, u); err != nil {
@@ -109,11 +104,9 @@ func TestReplicaWaitOnClusterClient(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.NewClusterNode(t)
 	ctx := context.Background()
-	s, err := NewStore(rdb, []string{"wait-a", "wait-b"}, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, 5*time.Second)
+	s, err := NewStore(rdb, []string{"wait-a", "wait-b"}, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, 5*time.Second,
+		WithReplicaWait(ReplicaWait{Replicas: 1, Timeout: 5 * time.Millisecond}))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetReplicaWait(ReplicaWait{Replicas: 1, Timeout: 5 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
@@ -135,9 +128,9 @@ func TestReplicaWaitOnClusterClient(t *testing.T) {
 	}
 }
 
-func TestSetReplicaWaitRefuses(t *testing.T) {
+func TestWithReplicaWaitRefuses(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	rdb := redistest.Client(t)
 	for _, w := range []ReplicaWait{
 		{Replicas: -1},
 		{Replicas: 1}, // no timeout: WAIT 0 blocks for ever
@@ -145,7 +138,9 @@ func TestSetReplicaWaitRefuses(t *testing.T) {
 		{Replicas: 1, Timeout: 5 * time.Second},        // not below the store's timeout
 		{Replicas: 1, Timeout: 10 * time.Second},       // far above it
 	} {
-		if err := s.SetReplicaWait(w); err == nil {
+		s, err := NewStore(rdb, []string{"refused"}, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, 5*time.Second,
+			WithReplicaWait(w))
+		if err == nil || s != nil {
 			t.Errorf("%+v accepted", w)
 		}
 	}
@@ -228,11 +223,9 @@ func TestReplicaWaitFencedPrimaryRefuses(t *testing.T) {
 		goodReplicas("0")
 	}}
 	rdb.AddHook(hook)
-	s, err := NewStore(rdb, []string{"fenced"}, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, 5*time.Second)
+	s, err := NewStore(rdb, []string{"fenced"}, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, 5*time.Second,
+		WithReplicaWait(ReplicaWait{Replicas: 1, Timeout: 20 * time.Millisecond}))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetReplicaWait(ReplicaWait{Replicas: 1, Timeout: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	// Slow replica: answered, counted.

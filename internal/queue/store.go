@@ -78,7 +78,7 @@ type Store struct {
 	// replica is the replica WAIT of enters (replica.go).
 	replica replicaState
 	// moves says which places moved to another device lately: their
-	// status is never answered from the snapshot (SetRecentMoves).
+	// status is never answered from the snapshot (WithRecentMoves).
 	moves RecentMoves
 	// texts are the queues' titles and messages as the waiting page last
 	// read them (textcache.go).
@@ -100,11 +100,6 @@ type RecentMoves interface {
 type noMoves struct{}
 
 func (noMoves) Recent(string, string) bool { return false }
-
-// SetRecentMoves sets what the far-back status path asks before it
-// answers from the snapshot. Call it before the store serves anything:
-// it is not synchronized.
-func (s *Store) SetRecentMoves(m RecentMoves) { s.moves = m }
 
 // queueRef holds one queue's keys, and the KEYS list of each script, built
 // once so the request path allocates nothing for them.
@@ -132,8 +127,9 @@ type queueRef struct {
 // NewStore returns a store for the named queues. defaults are the settings
 // a queue has until its config is stored in Redis (see Seed). Every call of
 // the store ends within timeout, with ErrTimeout (or ctx's error, when ctx
-// ends first) if Redis has not answered.
-func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Duration) (*Store, error) {
+// ends first) if Redis has not answered. opts (options.go) are applied in
+// order, once the store is built, and fixed from then on.
+func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Duration, opts ...Option) (*Store, error) {
 	if err := ValidateSettings(defaults); err != nil {
 		return nil, err
 	}
@@ -196,6 +192,11 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		}}
 		s.queues[name] = q
 		s.names = append(s.names, name)
+	}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

@@ -21,14 +21,14 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 // newStore returns a store with one queue of its own, named after the test,
 // so tests can share one Redis and run in parallel.
-func newStore(t *testing.T, settings Settings) (*Store, string, *redis.Client) {
+func newStore(t *testing.T, settings Settings, opts ...Option) (*Store, string, *redis.Client) {
 	t.Helper()
 	rdb := redistest.Client(t)
 	name := fmt.Sprintf("t%d-%s", time.Now().UnixNano(), strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()))
 	if len(name) > 64 {
 		name = name[:64]
 	}
-	s, err := NewStore(rdb, []string{name}, settings, 5*time.Second)
+	s, err := NewStore(rdb, []string{name}, settings, 5*time.Second, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,115 +218,154 @@ func Check(run Record) Report {
 // (an Unknown enter keeps that promise: it either moved the place to the
 // back or changed nothing).
 func checkMember(rep *Report, run Record, m string, ops []Op, admissions map[string][]int64) []*epoch {
-	var (
-		epochs         []*epoch
-		cur            *epoch
-		mustHold       bool
-		uncertainUntil time.Time
-		seenWaiting    bool // the current epoch was seen WAITING after its admission was seen
-		lostReported   bool
-	)
-	admitted := func(adm int64) {
-		if !slices.Contains(admissions[m], adm) {
-			admissions[m] = append(admissions[m], adm)
-		}
-	}
+	w := &memberWalk{rep: rep, run: run, m: m, admissions: admissions}
 	for _, op := range ops {
-		certain := !op.Sent.Before(uncertainUntil)
+		certain := !op.Sent.Before(w.uncertainUntil)
 		switch op.Kind {
 		case Enter:
-			if op.Outcome == Refused {
-				continue
-			}
-			if cur != nil && cur.adm == 0 {
-				cur.endedEarly = true
-			}
-			cur = &epoch{member: m, sent: op.Sent, ack: op.Ended, clean: op.Outcome == OK && certain}
-			epochs = append(epochs, cur)
-			seenWaiting = false
-			if op.Outcome == OK {
-				mustHold = true
-				if op.Status == "ENTERED" {
-					cur.adm = op.Adm
-					admitted(op.Adm)
-				}
-			} else {
-				uncertainUntil = settledAfter(run, op)
-			}
+			w.enter(op, certain)
 		case Status:
-			if op.Outcome != OK {
-				continue
-			}
-			if op.Status == "ENTERED" {
-				admitted(op.Adm)
-			}
-			if !certain {
-				continue
-			}
-			if cur == nil {
-				cur = &epoch{member: m, sent: op.Sent, ack: op.Ended}
-				epochs = append(epochs, cur)
-			}
-			if op.Status != "NOT_WAITING" {
-				// Nothing is in flight: the place is there, and
-				// must stay until a leave or done.
-				mustHold = true
-			}
-			switch op.Status {
-			case "ENTERED":
-				if cur.clean && op.Adm < cur.sent.UnixMilli()-1 {
-					// Admitted before the enter was even sent (Redis
-					// and the clients share the host's clock): the
-					// admission is the earlier place's, and the
-					// acknowledged enter was rolled back.
-					rep.add("lost", &rep.Lost, "%s: the enter acknowledged at %s was rolled back: admitted at %d, before it was sent",
-						m, cur.ack.Format(time.RFC3339Nano), op.Adm)
-					cur.clean = false
-				}
-				if cur.adm == 0 {
-					cur.adm = op.Adm
-				} else if cur.adm != op.Adm {
-					rep.add("duplicated", &rep.Duplicated, "%s admitted at %d and again at %d for one enter", m, cur.adm, op.Adm)
-					cur.adm = op.Adm
-				} else if seenWaiting {
-					rep.add("both", &rep.Both, "%s seen ENTERED, then WAITING, then ENTERED again for one enter", m)
-				}
-			case "WAITING":
-				if cur.adm != 0 && !seenWaiting {
-					seenWaiting = true
-					rep.add("both", &rep.Both, "%s seen WAITING after its admission at %d, with no enter since", m, cur.adm)
-				}
-			case "NOT_WAITING":
-				if mustHold && !lostReported {
-					lostReported = true
-					rep.add("lost", &rep.Lost, "%s held a place (enter acknowledged, never left) but is NOT_WAITING", m)
-				}
-				mustHold = false
-			}
+			w.status(op, certain)
 		case Leave, Done:
-			if op.Outcome == Refused {
-				continue
-			}
-			mustHold = false
-			if cur != nil && cur.adm == 0 {
-				cur.endedEarly = true
-			}
-			if op.Outcome == Unknown {
-				uncertainUntil = settledAfter(run, op)
-			}
+			w.end(op)
 		}
 	}
-	if cur != nil {
-		cur.last = true
+	w.finish()
+	return w.epochs
+}
+
+// memberWalk is what checkMember knows of one member at each of its calls.
+type memberWalk struct {
+	rep        *Report
+	run        Record
+	m          string
+	admissions map[string][]int64 // shared by every member's walk
+
+	epochs         []*epoch
+	cur            *epoch
+	mustHold       bool      // the member holds a place it must still hold
+	uncertainUntil time.Time // answers to calls sent before it are not held against the service
+	seenWaiting    bool      // the current epoch was seen WAITING after its admission was seen
+	lostReported   bool
+}
+
+// admitted notes an admission seen of the member, once.
+func (w *memberWalk) admitted(adm int64) {
+	if !slices.Contains(w.admissions[w.m], adm) {
+		w.admissions[w.m] = append(w.admissions[w.m], adm)
 	}
-	// Redis has the last word on a member still holding a place.
-	if adm, ok := run.Snap.Entered[m]; ok {
-		admitted(adm)
-		if cur != nil && cur.clean && !cur.endedEarly && cur.adm == 0 {
-			cur.adm = adm
+}
+
+// enter begins an epoch, unless the enter was refused: acknowledged, it
+// made a place the member must hold; Unknown, the member's state is
+// uncertain until it settles.
+func (w *memberWalk) enter(op Op, certain bool) {
+	if op.Outcome == Refused {
+		return
+	}
+	if w.cur != nil && w.cur.adm == 0 {
+		w.cur.endedEarly = true
+	}
+	w.cur = &epoch{member: w.m, sent: op.Sent, ack: op.Ended, clean: op.Outcome == OK && certain}
+	w.epochs = append(w.epochs, w.cur)
+	w.seenWaiting = false
+	if op.Outcome != OK {
+		w.uncertainUntil = settledAfter(w.run, op)
+		return
+	}
+	w.mustHold = true
+	if op.Status == "ENTERED" {
+		w.cur.adm = op.Adm
+		w.admitted(op.Adm)
+	}
+}
+
+// status checks an answered status call against what the member holds;
+// an admission counts even while uncertain, the rest only once certain.
+func (w *memberWalk) status(op Op, certain bool) {
+	if op.Outcome != OK {
+		return
+	}
+	if op.Status == "ENTERED" {
+		w.admitted(op.Adm)
+	}
+	if !certain {
+		return
+	}
+	if w.cur == nil {
+		w.cur = &epoch{member: w.m, sent: op.Sent, ack: op.Ended}
+		w.epochs = append(w.epochs, w.cur)
+	}
+	if op.Status != "NOT_WAITING" {
+		// Nothing is in flight: the place is there, and must stay until a
+		// leave or done.
+		w.mustHold = true
+	}
+	switch op.Status {
+	case "ENTERED":
+		w.entered(op)
+	case "WAITING":
+		if w.cur.adm != 0 && !w.seenWaiting {
+			w.seenWaiting = true
+			w.rep.add("both", &w.rep.Both, "%s seen WAITING after its admission at %d, with no enter since", w.m, w.cur.adm)
+		}
+	case "NOT_WAITING":
+		if w.mustHold && !w.lostReported {
+			w.lostReported = true
+			w.rep.add("lost", &w.rep.Lost, "%s held a place (enter acknowledged, never left) but is NOT_WAITING", w.m)
+		}
+		w.mustHold = false
+	}
+}
+
+// entered checks a certain ENTERED answer against the current epoch: one
+// admission per enter, never before the enter was sent, never put back.
+func (w *memberWalk) entered(op Op) {
+	cur := w.cur
+	if cur.clean && op.Adm < cur.sent.UnixMilli()-1 {
+		// Admitted before the enter was even sent (Redis and the clients
+		// share the host's clock): the admission is the earlier place's,
+		// and the acknowledged enter was rolled back.
+		w.rep.add("lost", &w.rep.Lost, "%s: the enter acknowledged at %s was rolled back: admitted at %d, before it was sent",
+			w.m, cur.ack.Format(time.RFC3339Nano), op.Adm)
+		cur.clean = false
+	}
+	if cur.adm == 0 {
+		cur.adm = op.Adm
+	} else if cur.adm != op.Adm {
+		w.rep.add("duplicated", &w.rep.Duplicated, "%s admitted at %d and again at %d for one enter", w.m, cur.adm, op.Adm)
+		cur.adm = op.Adm
+	} else if w.seenWaiting {
+		w.rep.add("both", &w.rep.Both, "%s seen ENTERED, then WAITING, then ENTERED again for one enter", w.m)
+	}
+}
+
+// end is a leave or done that may have ended the place, unless refused.
+func (w *memberWalk) end(op Op) {
+	if op.Outcome == Refused {
+		return
+	}
+	w.mustHold = false
+	if w.cur != nil && w.cur.adm == 0 {
+		w.cur.endedEarly = true
+	}
+	if op.Outcome == Unknown {
+		w.uncertainUntil = settledAfter(w.run, op)
+	}
+}
+
+// finish marks the member's last epoch; Redis has the last word on a
+// member still holding a place.
+func (w *memberWalk) finish() {
+	if w.cur != nil {
+		w.cur.last = true
+	}
+	if adm, ok := w.run.Snap.Entered[w.m]; ok {
+		w.admitted(adm)
+		if w.cur != nil && w.cur.clean && !w.cur.endedEarly && w.cur.adm == 0 {
+			w.cur.adm = adm
 		}
 	}
-	return epochs
 }
 
 // settledAfter is when an Unknown call can no longer take effect: Settle

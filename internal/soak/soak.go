@@ -193,6 +193,9 @@ func stopped(stop <-chan struct{}) bool {
 	}
 }
 
+// runPhase runs one phase: the load, with the fault a third of the way
+// in; then, once every Unknown call has landed or never will, each
+// member's last word from the service, Redis's state, and the checks.
 func runPhase(ctx context.Context, o Options, fault string, seed uint64, dir string) PhaseResult {
 	res := PhaseResult{Fault: fault, WaitShort: -1}
 	e, err := startEnv(ctx, o, dir, sentinelFault(fault))
@@ -203,64 +206,23 @@ func runPhase(ctx context.Context, o Options, fault string, seed uint64, dir str
 	defer e.close()
 
 	p := &phase{o: o, stop: make(chan struct{})}
-	transport := &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 30 * time.Second}
-	defer transport.CloseIdleConnections()
-	// The client's own bound is well past the longest a call may take,
-	// so a call that hangs shows as too long instead of being cut short
-	// at the limit.
-	hc := &http.Client{Transport: transport, Timeout: 3*o.RequestTimeout + 5*time.Second}
-
-	// The replicas sign place credentials with o.secret (replicaEnv), so
-	// the soak checks each one it is handed.
-	places, err := place.New([]byte(o.secret))
+	users, transport, err := p.newUsers(e, seed)
 	if err != nil {
 		res.Err = err
 		return res
 	}
+	defer transport.CloseIdleConnections()
 	start := time.Now()
-	users := make([]*user, o.Users)
-	var wg sync.WaitGroup
-	for i := range users {
-		rng := mrand.New(mrand.NewPCG(seed, uint64(i)))
-		users[i] = &user{p: p, rng: rng, c: &caller{http: hc, urls: e.urls, addr: clientAddr(i), pick: rng.IntN, places: places}}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			users[i].run(ctx, o.Duration)
-		}()
-	}
-
-	// The fault, a third of the way in.
-	var window Window
-	faultDone := make(chan error, 1)
-	go func() {
-		sleep(ctx, o.Duration/3)
-		p.faultOn.Store(true)
-		w, err := e.inject(ctx, fault, mrand.New(mrand.NewPCG(seed, 1<<40)))
-		window = w
-		p.healed.Store(w.End.UnixNano())
-		p.faultOn.Store(false)
-		faultDone <- err
-	}()
-
-	sleep(ctx, o.Duration)
-	close(p.stop)
-	wg.Wait()
-	fmt.Fprintf(o.Log, "soak: load ended after %s\n", time.Since(start).Round(time.Millisecond))
-	if err := <-faultDone; err != nil {
+	window, err := p.load(ctx, e, users, fault, seed)
+	if err != nil {
 		res.Err = fmt.Errorf("%s: %w", fault, err)
 	} else {
-		res.Injected = true
+		res.Injected = fault != FaultNone
 		res.At = window.Start.Sub(start)
 		res.Lasted = window.End.Sub(window.Start)
 	}
-	if fault == FaultNone {
-		res.Injected = false
-	}
 	fmt.Fprintf(o.Log, "soak: the fault healed after %s; settling, then asking every user where they stand\n", time.Since(start).Round(time.Millisecond))
 
-	// Every Unknown call has landed or never will; then each member's
-	// last word, from the service.
 	sleep(ctx, time.Until(window.End.Add(p.settle())))
 	if e.sentinel {
 		if n, err := e.waitShort(ctx); err == nil {
@@ -269,6 +231,74 @@ func runPhase(ctx context.Context, o Options, fault string, seed uint64, dir str
 			fmt.Fprintf(o.Log, "soak: the replicas' WAIT shortfalls: %v\n", err)
 		}
 	}
+	run, err := p.record(ctx, e, users, window)
+	if err != nil {
+		res.Err = errors.Join(res.Err, err)
+		return res
+	}
+	res.Report, res.Record = Check(run), run
+	return res
+}
+
+// newUsers makes the phase's users, each with a random source of its own
+// and one client address, sharing one HTTP transport (the caller closes
+// its idle connections).
+func (p *phase) newUsers(e *env, seed uint64) ([]*user, *http.Transport, error) {
+	// The replicas sign place credentials with o.secret (replicaEnv), so
+	// the soak checks each one it is handed.
+	places, err := place.New([]byte(p.o.secret))
+	if err != nil {
+		return nil, nil, err
+	}
+	transport := &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 30 * time.Second}
+	// The client's own bound is well past the longest a call may take,
+	// so a call that hangs shows as too long instead of being cut short
+	// at the limit.
+	hc := &http.Client{Transport: transport, Timeout: 3*p.o.RequestTimeout + 5*time.Second}
+	users := make([]*user, p.o.Users)
+	for i := range users {
+		rng := mrand.New(mrand.NewPCG(seed, uint64(i)))
+		users[i] = &user{p: p, rng: rng, c: &caller{http: hc, urls: e.urls, addr: clientAddr(i), pick: rng.IntN, places: places}}
+	}
+	return users, transport, nil
+}
+
+// load runs the users for the phase's duration with the fault a third of
+// the way in, and returns the fault's window (start, heal) once both are
+// over.
+func (p *phase) load(ctx context.Context, e *env, users []*user, fault string, seed uint64) (Window, error) {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, u := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u.run(ctx, p.o.Duration)
+		}()
+	}
+	var window Window
+	faultDone := make(chan error, 1)
+	go func() {
+		sleep(ctx, p.o.Duration/3)
+		p.faultOn.Store(true)
+		w, err := e.inject(ctx, fault, mrand.New(mrand.NewPCG(seed, 1<<40)))
+		window = w
+		p.healed.Store(w.End.UnixNano())
+		p.faultOn.Store(false)
+		faultDone <- err
+	}()
+
+	sleep(ctx, p.o.Duration)
+	close(p.stop)
+	wg.Wait()
+	fmt.Fprintf(p.o.Log, "soak: load ended after %s\n", time.Since(start).Round(time.Millisecond))
+	err := <-faultDone
+	return window, err
+}
+
+// record gathers what the checks look at: every user's calls, each
+// member's last word from the service, and Redis's state.
+func (p *phase) record(ctx context.Context, e *env, users []*user, window Window) (Record, error) {
 	var ops []Op
 	anonymous := 0
 	for _, u := range users {
@@ -279,12 +309,11 @@ func runPhase(ctx context.Context, o Options, fault string, seed uint64, dir str
 
 	snap, err := snapshot(ctx, e)
 	if err != nil {
-		res.Err = errors.Join(res.Err, fmt.Errorf("snapshot: %w", err))
-		return res
+		return Record{}, fmt.Errorf("snapshot: %w", err)
 	}
 	run := Record{
-		RefillSize: o.RefillSize,
-		MaxRequest: o.RequestTimeout + o.Slack,
+		RefillSize: p.o.RefillSize,
+		MaxRequest: p.o.RequestTimeout + p.o.Slack,
 		Settle:     p.settle(),
 		Ops:        ops,
 		Snap:       snap,
@@ -293,8 +322,7 @@ func runPhase(ctx context.Context, o Options, fault string, seed uint64, dir str
 	if !window.Start.IsZero() {
 		run.Faults = []Window{window}
 	}
-	res.Report, res.Record = Check(run), run
-	return res
+	return run, nil
 }
 
 // finalStatus asks, for every member a user ever held, where it stands,
