@@ -3,6 +3,7 @@ module github.com/waitroom/waitroom
 go 1.26.8
 
 require (
+	github.com/DataDog/datadog-agent/pkg/template v0.85.4
 	github.com/MicahParks/keyfunc/v3 v3.9.1
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
