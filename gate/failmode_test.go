@@ -80,25 +80,30 @@ func (c *records) count() int {
 	return len(c.msgs)
 }
 
+// failRecheck is how often a fail-mode test's gate asks again whether a
+// pass is current: a test steps its clock over it instead of sleeping.
+const failRecheck = 50 * time.Millisecond
+
 type failGate struct {
 	g      *gate.Gate
 	h      http.Handler
+	clock  *gate.Clock  // the pass cache's
 	opened atomic.Int64 // OnFailOpen calls
 	log    *records
 }
 
 func newFailGate(t *testing.T, w *waitroom, f *flakyVerify, mode gate.FailMode) *failGate {
 	t.Helper()
-	fg := &failGate{log: &records{}}
+	fg := &failGate{log: &records{}, clock: &gate.Clock{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	g, err := gate.New(ctx, gate.Options{
+	opts := gate.Options{
 		Queue:           "default",
 		Issuer:          "https://waitroom.test",
 		JWKSURL:         w.srv.URL + "/.well-known/jwks.json",
 		VerifyURL:       f.srv.URL + "/api/v1/verify",
 		WaitingPage:     "/q/default",
-		RecheckInterval: 50 * time.Millisecond,
+		RecheckInterval: failRecheck,
 		Client:          &http.Client{Timeout: 300 * time.Millisecond},
 		Fail:            mode,
 		OnFailOpen: func(q string) {
@@ -108,7 +113,9 @@ func newFailGate(t *testing.T, w *waitroom, f *flakyVerify, mode gate.FailMode) 
 			fg.opened.Add(1)
 		},
 		Logger: slog.New(fg.log),
-	})
+	}
+	gate.WithPassClock(&opts, fg.clock)
+	g, err := gate.New(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +205,7 @@ func TestFailModes(t *testing.T) {
 				t.Fatalf("up, no pass: %s", got)
 			}
 			f.down.Store(true)
-			time.Sleep(60 * time.Millisecond) // the pass's recheck is due
+			fg.clock.Step(failRecheck) // the pass's recheck is due
 			opened := 0
 			for round := range 3 {
 				for _, tc := range cases {
@@ -206,12 +213,7 @@ func TestFailModes(t *testing.T) {
 					if tc.name == "no pass, POST" {
 						method = "POST"
 					}
-					req := httptest.NewRequest(method, tc.target, nil)
-					for i := 0; i+1 < len(tc.header); i += 2 {
-						req.Header.Set(tc.header[i], tc.header[i+1])
-					}
-					rec := httptest.NewRecorder()
-					fg.h.ServeHTTP(rec, req)
+					rec := send(fg.h, method, tc.target, tc.header...)
 					got := what(rec)
 					if rec.Code == 303 && tc.name == "pass-link exchange" {
 						got = "303 to " + rec.Header().Get("Location")
@@ -236,13 +238,7 @@ func TestFailModes(t *testing.T) {
 					{"valid", bearer(valid), modes("204:a:holder", "204:a:holder", "unavailable")},
 					{"forged", cookie(forged), all("refused")},
 				} {
-					req := httptest.NewRequest("GET", "/gate/verify", nil)
-					req.Header.Set(gate.HeaderOriginalURI, "/order")
-					for i := 0; i+1 < len(fc.header); i += 2 {
-						req.Header.Set(fc.header[i], fc.header[i+1])
-					}
-					rec := httptest.NewRecorder()
-					fg.g.ForwardAuth(rec, req)
+					rec := get(http.HandlerFunc(fg.g.ForwardAuth), "/gate/verify", append([]string{gate.HeaderOriginalURI, "/order"}, fc.header...)...)
 					if got := what(rec); got != fc.want[mode] {
 						t.Errorf("round %d, forward auth, %s: %s, want %s", round, fc.name, got, fc.want[mode])
 					}
@@ -340,11 +336,13 @@ func TestFailModesTwoRooms(t *testing.T) {
 			f := newFlakyVerify(t, w)
 			var mu sync.Mutex
 			opened := map[string]int{}
+			clock := &gate.Clock{}
 			g := newRoutesGate(t, w, "default", func(o *gate.Options) {
 				o.Routes = []gate.Route{{Prefix: "/b/", Queue: "b"}}
 				o.Bypass = nil
 				o.VerifyURL = f.srv.URL + "/api/v1/verify"
-				o.RecheckInterval = 50 * time.Millisecond
+				o.RecheckInterval = failRecheck
+				gate.WithPassClock(o, clock)
 				o.Client = &http.Client{Timeout: 300 * time.Millisecond}
 				o.Fail = mode
 				o.OnFailOpen = func(q string) { mu.Lock(); opened[q]++; mu.Unlock() }
@@ -372,7 +370,7 @@ func TestFailModesTwoRooms(t *testing.T) {
 				}
 			}
 			f.down.Store(true)
-			time.Sleep(60 * time.Millisecond) // the passes' rechecks are due
+			clock.Step(failRecheck) // the passes' rechecks are due
 			wantOpened := map[string]int{}
 			for round := range 3 {
 				for _, tc := range cases {
@@ -401,11 +399,7 @@ func TestFailModesTwoRooms(t *testing.T) {
 					{"B's pass on B's path", "/b/order", passB, modes("204 a:holder/b", "204 a:holder/b", "503")},
 					{"A's pass on A's path", "/order", passA, modes("204 a:holder/default", "204 a:holder/default", "503")},
 				} {
-					req := httptest.NewRequest("GET", "/gate/verify", nil)
-					req.Header.Set(gate.HeaderOriginalURI, fc.uri)
-					req.Header.Set("Authorization", "Bearer "+fc.tok)
-					rec := httptest.NewRecorder()
-					g.ForwardAuth(rec, req)
+					rec := get(http.HandlerFunc(g.ForwardAuth), "/gate/verify", gate.HeaderOriginalURI, fc.uri, "Authorization", "Bearer "+fc.tok)
 					got := fmt.Sprint(rec.Code)
 					if rec.Code == 204 {
 						got += " " + rec.Header().Get(gate.HeaderSub) + "/" + rec.Header().Get(gate.HeaderQueue)
@@ -438,7 +432,7 @@ func TestFailModeBounded(t *testing.T) {
 		t.Fatalf("up: %s", got)
 	}
 	f.stalled.Store(true)
-	time.Sleep(60 * time.Millisecond)
+	fg.clock.Step(failRecheck) // the pass's recheck is due
 	start := time.Now()
 	if got := what(get(fg.h, "/order", "Authorization", "Bearer "+valid)); got != "order:a:holder" {
 		t.Fatalf("first while stalled: %s", got)
@@ -515,7 +509,7 @@ func TestFailOpenGenerated(t *testing.T) {
 		fg := newFailGate(t, w, f, m)
 		h := fg.g.Handler(next)
 		f.down.Store(true)
-		time.Sleep(60 * time.Millisecond)
+		fg.clock.Step(failRecheck)    // the pass's recheck is due
 		serve(h, "/order", bearer...) // the failed check: away
 		aways = append(aways, away{m, h})
 	}
