@@ -1,6 +1,7 @@
 package gate_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,25 +81,30 @@ func (c *records) count() int {
 	return len(c.msgs)
 }
 
+// failRecheck is how often a fail-mode test's gate asks again whether a
+// pass is current: a test steps its clock over it instead of sleeping.
+const failRecheck = 50 * time.Millisecond
+
 type failGate struct {
 	g      *gate.Gate
 	h      http.Handler
+	clock  *gate.Clock  // the pass cache's
 	opened atomic.Int64 // OnFailOpen calls
 	log    *records
 }
 
 func newFailGate(t *testing.T, w *waitroom, f *flakyVerify, mode gate.FailMode) *failGate {
 	t.Helper()
-	fg := &failGate{log: &records{}}
+	fg := &failGate{log: &records{}, clock: &gate.Clock{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	g, err := gate.New(ctx, gate.Options{
+	opts := gate.Options{
 		Queue:           "default",
 		Issuer:          "https://waitroom.test",
 		JWKSURL:         w.srv.URL + "/.well-known/jwks.json",
 		VerifyURL:       f.srv.URL + "/api/v1/verify",
 		WaitingPage:     "/q/default",
-		RecheckInterval: 50 * time.Millisecond,
+		RecheckInterval: failRecheck,
 		Client:          &http.Client{Timeout: 300 * time.Millisecond},
 		Fail:            mode,
 		OnFailOpen: func(q string) {
@@ -108,7 +114,9 @@ func newFailGate(t *testing.T, w *waitroom, f *flakyVerify, mode gate.FailMode) 
 			fg.opened.Add(1)
 		},
 		Logger: slog.New(fg.log),
-	})
+	}
+	gate.WithPassClock(&opts, fg.clock)
+	g, err := gate.New(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +155,22 @@ func what(r *httptest.ResponseRecorder) string {
 	return r.Result().Status + " " + body
 }
 
+// byMode is what a request is answered in each fail mode.
+type byMode map[gate.FailMode]string
+
+func all(s string) byMode { return byMode{gate.FailClosed: s, gate.FailOpen: s, gate.FailStrict: s} }
+
+func modes(closed, open, strict string) byMode {
+	return byMode{gate.FailClosed: closed, gate.FailOpen: open, gate.FailStrict: strict}
+}
+
+// failCase is one request while the waitroom is away and its answers.
+type failCase struct {
+	name, method, target string // method "": GET
+	header               []string
+	want                 byMode
+}
+
 // Each fail mode, while the waitroom's verify endpoint fails: exactly
 // who passes; bad passes and ambiguous paths refused as ever; fail-opens
 // counted and logged once; and all as before once it answers again.
@@ -160,32 +184,27 @@ func TestFailModes(t *testing.T) {
 	api := []string{"Accept", "application/json"}
 	cookie := func(tok string) []string { return []string{"Cookie", gate.CookieName("default", true) + "=" + tok} }
 	bearer := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
-	type c struct {
-		name, target string
-		header       []string
-		want         map[gate.FailMode]string
-	}
-	all := func(s string) map[gate.FailMode]string {
-		return map[gate.FailMode]string{gate.FailClosed: s, gate.FailOpen: s, gate.FailStrict: s}
-	}
-	modes := func(closed, open, strict string) map[gate.FailMode]string {
-		return map[gate.FailMode]string{gate.FailClosed: closed, gate.FailOpen: open, gate.FailStrict: strict}
-	}
-	cases := []c{
-		{"valid cookie", "/order", append(cookie(valid), browser...), modes("order:a:holder", "order:a:holder", "unavailable page")},
-		{"valid bearer", "/order", bearer(valid), modes("order:a:holder", "order:a:holder", "unavailable")},
-		{"no pass, browser", "/order", browser, modes("unavailable page", "order:", "unavailable page")},
-		{"no pass, API", "/order", api, modes("unavailable", "order:", "unavailable")},
-		{"no pass, POST", "/order", nil, modes("unavailable", "order:", "unavailable")},
-		{"forged cookie", "/order", append(cookie(forged), browser...), all("waiting")},
-		{"forged bearer", "/order", bearer(forged), all("refused")},
-		{"expired bearer", "/order", bearer(expired), all("refused")},
+	cases := []failCase{
+		{"valid cookie", "", "/order", append(cookie(valid), browser...), modes("order:a:holder", "order:a:holder", "unavailable page")},
+		{"valid bearer", "", "/order", bearer(valid), modes("order:a:holder", "order:a:holder", "unavailable")},
+		{"no pass, browser", "", "/order", browser, modes("unavailable page", "order:", "unavailable page")},
+		{"no pass, API", "", "/order", api, modes("unavailable", "order:", "unavailable")},
+		{"no pass, POST", "POST", "/order", nil, modes("unavailable", "order:", "unavailable")},
+		{"forged cookie", "", "/order", append(cookie(forged), browser...), all("waiting")},
+		{"forged bearer", "", "/order", bearer(forged), all("refused")},
+		{"expired bearer", "", "/order", bearer(expired), all("refused")},
 		// Another queue's pass never opens this room; failing open, its
 		// holder passes as everyone does, unchecked (TestFailModesTwoRooms).
-		{"another queue's pass", "/order", bearer(other), modes("refused", "order:", "refused")},
-		{"ambiguous path", "/a/%2e%2e/order", bearer(valid), all("invalid_path")},
-		{"pass-link exchange", "/order?a=1&wr_pass=" + url.QueryEscape(valid), browser, modes("unavailable page", "303 to /order?a=1", "unavailable page")},
-		{"forged pass-link exchange", "/order?wr_pass=" + url.QueryEscape(forged), browser, all("waiting")},
+		{"another queue's pass", "", "/order", bearer(other), modes("refused", "order:", "refused")},
+		{"ambiguous path", "", "/a/%2e%2e/order", bearer(valid), all("invalid_path")},
+		{"pass-link exchange", "", "/order?a=1&wr_pass=" + url.QueryEscape(valid), browser, modes("unavailable page", "303 to /order?a=1", "unavailable page")},
+		{"forged pass-link exchange", "", "/order?wr_pass=" + url.QueryEscape(forged), browser, all("waiting")},
+	}
+	// Forward auth (X-Original-URI: the target), the same decisions.
+	auth := []failCase{
+		{"no pass", "", "/order", nil, modes("unavailable", "204:", "unavailable")},
+		{"valid", "", "/order", bearer(valid), modes("204:a:holder", "204:a:holder", "unavailable")},
+		{"forged", "", "/order", cookie(forged), all("refused")},
 	}
 	for _, mode := range []gate.FailMode{gate.FailClosed, gate.FailOpen, gate.FailStrict} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -198,58 +217,10 @@ func TestFailModes(t *testing.T) {
 				t.Fatalf("up, no pass: %s", got)
 			}
 			f.down.Store(true)
-			time.Sleep(60 * time.Millisecond) // the pass's recheck is due
+			fg.clock.Step(failRecheck) // the pass's recheck is due
 			opened := 0
 			for round := range 3 {
-				for _, tc := range cases {
-					method := "GET"
-					if tc.name == "no pass, POST" {
-						method = "POST"
-					}
-					req := httptest.NewRequest(method, tc.target, nil)
-					for i := 0; i+1 < len(tc.header); i += 2 {
-						req.Header.Set(tc.header[i], tc.header[i+1])
-					}
-					rec := httptest.NewRecorder()
-					fg.h.ServeHTTP(rec, req)
-					got := what(rec)
-					if rec.Code == 303 && tc.name == "pass-link exchange" {
-						got = "303 to " + rec.Header().Get("Location")
-						if rec.Header().Get("Set-Cookie") != "" {
-							t.Errorf("round %d: a pass-link exchange the room could not make set a cookie", round)
-						}
-					}
-					if got != tc.want[mode] {
-						t.Errorf("round %d, %s: %s, want %s", round, tc.name, got, tc.want[mode])
-					}
-					if got == "order:" {
-						opened++
-					}
-				}
-				// Forward auth, the same decisions.
-				for _, fc := range []struct {
-					name   string
-					header []string
-					want   map[gate.FailMode]string
-				}{
-					{"no pass", nil, modes("unavailable", "204:", "unavailable")},
-					{"valid", bearer(valid), modes("204:a:holder", "204:a:holder", "unavailable")},
-					{"forged", cookie(forged), all("refused")},
-				} {
-					req := httptest.NewRequest("GET", "/gate/verify", nil)
-					req.Header.Set(gate.HeaderOriginalURI, "/order")
-					for i := 0; i+1 < len(fc.header); i += 2 {
-						req.Header.Set(fc.header[i], fc.header[i+1])
-					}
-					rec := httptest.NewRecorder()
-					fg.g.ForwardAuth(rec, req)
-					if got := what(rec); got != fc.want[mode] {
-						t.Errorf("round %d, forward auth, %s: %s, want %s", round, fc.name, got, fc.want[mode])
-					}
-					if fc.want[mode] == "204:" {
-						opened++
-					}
-				}
+				opened += failRound(t, fg, mode, round, cases, auth)
 			}
 			if n := int(fg.opened.Load()); n != opened {
 				t.Errorf("OnFailOpen called %d times, %d requests failed open", n, opened)
@@ -275,6 +246,106 @@ func TestFailModes(t *testing.T) {
 	}
 }
 
+// failRound sends fg each case through the middleware and each of auth
+// through forward auth, checks what mode answers, and returns how many
+// failed open.
+func failRound(t *testing.T, fg *failGate, mode gate.FailMode, round int, cases, auth []failCase) (opened int) {
+	t.Helper()
+	for _, tc := range cases {
+		method := cmp.Or(tc.method, "GET")
+		rec := send(fg.h, method, tc.target, tc.header...)
+		got := what(rec)
+		if rec.Code == 303 && tc.name == "pass-link exchange" {
+			got = "303 to " + rec.Header().Get("Location")
+			if rec.Header().Get("Set-Cookie") != "" {
+				t.Errorf("round %d: a pass-link exchange the room could not make set a cookie", round)
+			}
+		}
+		if got != tc.want[mode] {
+			t.Errorf("round %d, %s: %s, want %s", round, tc.name, got, tc.want[mode])
+		}
+		if got == "order:" {
+			opened++
+		}
+	}
+	for _, fc := range auth {
+		rec := get(http.HandlerFunc(fg.g.ForwardAuth), "/gate/verify", append([]string{gate.HeaderOriginalURI, fc.target}, fc.header...)...)
+		if got := what(rec); got != fc.want[mode] {
+			t.Errorf("round %d, forward auth, %s: %s, want %s", round, fc.name, got, fc.want[mode])
+		}
+		if fc.want[mode] == "204:" {
+			opened++
+		}
+	}
+	return opened
+}
+
+// roomWhat names an answer in TestFailModesTwoRooms:
+// "order:<sub>/<queue>/<pass it got>", "waiting <queue>", "refused
+// <queue>", "unavailable", "303 <location>".
+func roomWhat(r *httptest.ResponseRecorder) string {
+	loc := r.Header().Get("Location")
+	body := r.Body.String()
+	switch {
+	case r.Code == 200:
+		return body
+	case r.Code == 303 && strings.HasPrefix(loc, "/q/"):
+		q, _, _ := strings.Cut(strings.TrimPrefix(loc, "/q/"), "?")
+		return "waiting " + q
+	case r.Code == 303:
+		return "303 " + loc
+	case r.Code == 401 && strings.Contains(body, `"pass_required"`):
+		var e struct {
+			Error struct {
+				WaitingPage string `json:"waiting_page"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal([]byte(body), &e)
+		q, _, _ := strings.Cut(strings.TrimPrefix(e.Error.WaitingPage, "/q/"), "?")
+		return "refused " + q
+	case r.Code == 503 && r.Header().Get("Retry-After") != "":
+		return "unavailable"
+	}
+	return r.Result().Status + " " + body
+}
+
+// roomsRound sends h each case and g's forward auth each of auth, checks
+// what mode answers, and counts in wantOpened, by queue, those that
+// failed open.
+func roomsRound(t *testing.T, h http.Handler, g *gate.Gate, mode gate.FailMode, round int, passA string, cases, auth []failCase, wantOpened map[string]int) {
+	t.Helper()
+	for _, tc := range cases {
+		rec := get(h, tc.target, tc.header...)
+		got := roomWhat(rec)
+		if got != tc.want[mode] {
+			t.Errorf("round %d, %s: %s, want %s", round, tc.name, got, tc.want[mode])
+		}
+		if rec.Code == 303 && strings.Contains(rec.Header().Get("Set-Cookie"), passA) {
+			t.Errorf("round %d, %s: A's pass set as a cookie: %s", round, tc.name, rec.Header().Get("Set-Cookie"))
+		}
+		if got == "order://" {
+			q := "default"
+			if strings.HasPrefix(tc.target, "/b/") {
+				q = "b"
+			}
+			wantOpened[q]++
+		}
+	}
+	for _, fc := range auth {
+		rec := get(http.HandlerFunc(g.ForwardAuth), "/gate/verify", append([]string{gate.HeaderOriginalURI, fc.target}, fc.header...)...)
+		got := fmt.Sprint(rec.Code)
+		if rec.Code == 204 {
+			got += " " + rec.Header().Get(gate.HeaderSub) + "/" + rec.Header().Get(gate.HeaderQueue)
+		}
+		if got != fc.want[mode] {
+			t.Errorf("round %d, forward auth, %s: %s, want %s", round, fc.name, got, fc.want[mode])
+		}
+		if got == "204 /" {
+			wantOpened["b"]++
+		}
+	}
+}
+
 // Two rooms (/b/ the room of queue b, every other path default's) while
 // the waitroom's verify endpoint fails: a pass for one room never opens
 // the other's paths in any mode, in no door (the middleware, forward auth,
@@ -289,62 +360,35 @@ func TestFailModesTwoRooms(t *testing.T) {
 		return []string{"Cookie", gate.CookieName("b", true) + "=" + tok, "Accept", "text/html"}
 	}
 	bearer := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
-	// what names an answer: "order:<sub>/<queue>/<pass it got>", "waiting
-	// <queue>", "refused <queue>", "unavailable", "303 <location>".
-	what := func(r *httptest.ResponseRecorder) string {
-		loc := r.Header().Get("Location")
-		body := r.Body.String()
-		switch {
-		case r.Code == 200:
-			return body
-		case r.Code == 303 && strings.HasPrefix(loc, "/q/"):
-			q, _, _ := strings.Cut(strings.TrimPrefix(loc, "/q/"), "?")
-			return "waiting " + q
-		case r.Code == 303:
-			return "303 " + loc
-		case r.Code == 401 && strings.Contains(body, `"pass_required"`):
-			var e struct {
-				Error struct {
-					WaitingPage string `json:"waiting_page"`
-				} `json:"error"`
-			}
-			_ = json.Unmarshal([]byte(body), &e)
-			q, _, _ := strings.Cut(strings.TrimPrefix(e.Error.WaitingPage, "/q/"), "?")
-			return "refused " + q
-		case r.Code == 503 && r.Header().Get("Retry-After") != "":
-			return "unavailable"
-		}
-		return r.Result().Status + " " + body
+	cases := []failCase{
+		{"A's pass on A's path", "", "/order", bearer(passA), modes("order:a:holder/default/"+passA, "order:a:holder/default/"+passA, "unavailable")},
+		{"B's pass on B's path", "", "/b/order", bearer(passB), modes("order:a:holder/b/"+passB, "order:a:holder/b/"+passB, "unavailable")},
+		{"A's pass on B's path", "", "/b/order", bearer(passA), modes("refused b", "order://", "refused b")},
+		{"B's pass on A's path", "", "/order", bearer(passB), modes("refused default", "order://", "refused default")},
+		{"A's pass in B's cookie", "", "/b/order", cookieB(passA), modes("waiting b", "order://", "waiting b")},
+		{"A's pass in X-Waitroom-Pass on B's path", "", "/b/order", []string{gate.HeaderPass, passA}, modes("waiting b", "order://", "waiting b")},
+		{"A's pass handed over on B's path", "", "/b/order?wr_pass=" + url.QueryEscape(passA), browser, modes("waiting b", "303 /b/order", "waiting b")},
+		{"no pass on B's path", "", "/b/order", browser, modes("unavailable", "order://", "unavailable")},
+		{"A's pass on /bx (A's: B's route ends at /b/)", "", "/bx", bearer(passA), modes("order:a:holder/default/"+passA, "order:a:holder/default/"+passA, "unavailable")},
 	}
-	type c struct {
-		name, target string
-		header       []string
-		want         map[gate.FailMode]string
-	}
-	modes := func(closed, open, strict string) map[gate.FailMode]string {
-		return map[gate.FailMode]string{gate.FailClosed: closed, gate.FailOpen: open, gate.FailStrict: strict}
-	}
-	cases := []c{
-		{"A's pass on A's path", "/order", bearer(passA), modes("order:a:holder/default/"+passA, "order:a:holder/default/"+passA, "unavailable")},
-		{"B's pass on B's path", "/b/order", bearer(passB), modes("order:a:holder/b/"+passB, "order:a:holder/b/"+passB, "unavailable")},
-		{"A's pass on B's path", "/b/order", bearer(passA), modes("refused b", "order://", "refused b")},
-		{"B's pass on A's path", "/order", bearer(passB), modes("refused default", "order://", "refused default")},
-		{"A's pass in B's cookie", "/b/order", cookieB(passA), modes("waiting b", "order://", "waiting b")},
-		{"A's pass in X-Waitroom-Pass on B's path", "/b/order", []string{gate.HeaderPass, passA}, modes("waiting b", "order://", "waiting b")},
-		{"A's pass handed over on B's path", "/b/order?wr_pass=" + url.QueryEscape(passA), browser, modes("waiting b", "303 /b/order", "waiting b")},
-		{"no pass on B's path", "/b/order", browser, modes("unavailable", "order://", "unavailable")},
-		{"A's pass on /bx (A's: B's route ends at /b/)", "/bx", bearer(passA), modes("order:a:holder/default/"+passA, "order:a:holder/default/"+passA, "unavailable")},
+	// Forward auth: the room from X-Original-URI (the target).
+	auth := []failCase{
+		{"A's pass on B's path", "", "/b/order", bearer(passA), modes("401", "204 /", "401")},
+		{"B's pass on B's path", "", "/b/order", bearer(passB), modes("204 a:holder/b", "204 a:holder/b", "503")},
+		{"A's pass on A's path", "", "/order", bearer(passA), modes("204 a:holder/default", "204 a:holder/default", "503")},
 	}
 	for _, mode := range []gate.FailMode{gate.FailClosed, gate.FailOpen, gate.FailStrict} {
 		t.Run(string(mode), func(t *testing.T) {
 			f := newFlakyVerify(t, w)
 			var mu sync.Mutex
 			opened := map[string]int{}
+			clock := &gate.Clock{}
 			g := newRoutesGate(t, w, "default", func(o *gate.Options) {
 				o.Routes = []gate.Route{{Prefix: "/b/", Queue: "b"}}
 				o.Bypass = nil
 				o.VerifyURL = f.srv.URL + "/api/v1/verify"
-				o.RecheckInterval = 50 * time.Millisecond
+				o.RecheckInterval = failRecheck
+				gate.WithPassClock(o, clock)
 				o.Client = &http.Client{Timeout: 300 * time.Millisecond}
 				o.Fail = mode
 				o.OnFailOpen = func(q string) { mu.Lock(); opened[q]++; mu.Unlock() }
@@ -367,56 +411,15 @@ func TestFailModesTwoRooms(t *testing.T) {
 				{"/b/order", passA, "refused b"},
 				{"/order", passB, "refused default"},
 			} {
-				if got := what(get(h, tc.target, bearer(tc.tok)...)); got != tc.want {
+				if got := roomWhat(get(h, tc.target, bearer(tc.tok)...)); got != tc.want {
 					t.Fatalf("up, %s: %s, want %s", tc.target, got, tc.want)
 				}
 			}
 			f.down.Store(true)
-			time.Sleep(60 * time.Millisecond) // the passes' rechecks are due
+			clock.Step(failRecheck) // the passes' rechecks are due
 			wantOpened := map[string]int{}
 			for round := range 3 {
-				for _, tc := range cases {
-					rec := get(h, tc.target, tc.header...)
-					got := what(rec)
-					if got != tc.want[mode] {
-						t.Errorf("round %d, %s: %s, want %s", round, tc.name, got, tc.want[mode])
-					}
-					if rec.Code == 303 && strings.Contains(rec.Header().Get("Set-Cookie"), passA) {
-						t.Errorf("round %d, %s: A's pass set as a cookie: %s", round, tc.name, rec.Header().Get("Set-Cookie"))
-					}
-					if got == "order://" {
-						q := "default"
-						if strings.HasPrefix(tc.target, "/b/") {
-							q = "b"
-						}
-						wantOpened[q]++
-					}
-				}
-				// Forward auth: the room from X-Original-URI.
-				for _, fc := range []struct {
-					name, uri, tok string
-					want           map[gate.FailMode]string
-				}{
-					{"A's pass on B's path", "/b/order", passA, modes("401", "204 /", "401")},
-					{"B's pass on B's path", "/b/order", passB, modes("204 a:holder/b", "204 a:holder/b", "503")},
-					{"A's pass on A's path", "/order", passA, modes("204 a:holder/default", "204 a:holder/default", "503")},
-				} {
-					req := httptest.NewRequest("GET", "/gate/verify", nil)
-					req.Header.Set(gate.HeaderOriginalURI, fc.uri)
-					req.Header.Set("Authorization", "Bearer "+fc.tok)
-					rec := httptest.NewRecorder()
-					g.ForwardAuth(rec, req)
-					got := fmt.Sprint(rec.Code)
-					if rec.Code == 204 {
-						got += " " + rec.Header().Get(gate.HeaderSub) + "/" + rec.Header().Get(gate.HeaderQueue)
-					}
-					if got != fc.want[mode] {
-						t.Errorf("round %d, forward auth, %s: %s, want %s", round, fc.name, got, fc.want[mode])
-					}
-					if got == "204 /" {
-						wantOpened["b"]++
-					}
-				}
+				roomsRound(t, h, g, mode, round, passA, cases, auth, wantOpened)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -438,7 +441,7 @@ func TestFailModeBounded(t *testing.T) {
 		t.Fatalf("up: %s", got)
 	}
 	f.stalled.Store(true)
-	time.Sleep(60 * time.Millisecond)
+	fg.clock.Step(failRecheck) // the pass's recheck is due
 	start := time.Now()
 	if got := what(get(fg.h, "/order", "Authorization", "Bearer "+valid)); got != "order:a:holder" {
 		t.Fatalf("first while stalled: %s", got)
@@ -473,6 +476,27 @@ func TestFailModeNames(t *testing.T) {
 	if _, err := gate.New(context.Background(), gate.Options{Queue: "q", Issuer: "i", JWKSURL: w.srv.URL + "/.well-known/jwks.json", Fail: "opne"}); err == nil {
 		t.Error("New took a fail mode that does not exist")
 	}
+}
+
+// nearPass is a pass near valid, by how: 0 a character changed, 1 cut,
+// 2 added to, 3 a part swapped for other's.
+func nearPass(rng *rand.Rand, how int, valid, other string) []byte {
+	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	tok := []byte(valid)
+	switch how {
+	case 0:
+		tok[rng.IntN(len(tok))] = b64[rng.IntN(len(b64))]
+	case 1:
+		tok = tok[:rng.IntN(len(tok))]
+	case 2:
+		tok = append(tok, b64[rng.IntN(len(b64))])
+	case 3:
+		p, o := strings.Split(valid, "."), strings.Split(other, ".")
+		k := rng.IntN(3)
+		p[k] = o[k]
+		tok = []byte(strings.Join(p, "."))
+	}
+	return tok
 }
 
 // Generated paths and passes while the room is away, in FailOpen: a path
@@ -515,7 +539,7 @@ func TestFailOpenGenerated(t *testing.T) {
 		fg := newFailGate(t, w, f, m)
 		h := fg.g.Handler(next)
 		f.down.Store(true)
-		time.Sleep(60 * time.Millisecond)
+		fg.clock.Step(failRecheck)    // the pass's recheck is due
 		serve(h, "/order", bearer...) // the failed check: away
 		aways = append(aways, away{m, h})
 	}
@@ -558,26 +582,11 @@ func TestFailOpenGenerated(t *testing.T) {
 	// Passes near the valid one: a character changed, cut, added to, a
 	// part swapped for another pass's.
 	other := w.issue(t, "other", time.Now().Add(time.Hour))
-	parts, otherParts := strings.Split(valid, "."), strings.Split(other, ".")
-	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	for i := range 600 {
 		if i%200 == 0 {
 			keepAway()
 		}
-		tok := []byte(valid)
-		switch i % 4 {
-		case 0:
-			tok[rng.IntN(len(tok))] = b64[rng.IntN(len(b64))]
-		case 1:
-			tok = tok[:rng.IntN(len(tok))]
-		case 2:
-			tok = append(tok, b64[rng.IntN(len(b64))])
-		case 3:
-			p := append([]string(nil), parts...)
-			k := rng.IntN(3)
-			p[k] = otherParts[k]
-			tok = []byte(strings.Join(p, "."))
-		}
+		tok := nearPass(rng, i%4, valid, other)
 		if string(tok) == valid || len(tok) == 0 { // none is no pass: through, failing open
 			continue
 		}

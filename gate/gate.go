@@ -138,6 +138,10 @@ type Options struct {
 	// Logger gets the line, at most once a minute, that says the gate
 	// fails open; nil: slog.Default().
 	Logger *slog.Logger
+
+	// passClock is the time the remote check's pass cache reads (nil:
+	// time.Now): set by the package's tests only (export_test.go).
+	passClock func() time.Time
 }
 
 // Gate is the middleware. Build it with New.
@@ -197,7 +201,11 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		return nil, err
 	}
 	if g.passLinks == nil {
-		g.passLinks = newMemoryPassLinks(MaxCachedPasses)
+		links, err := newMemoryPassLinks(MaxCachedPasses)
+		if err != nil {
+			return nil, err
+		}
+		g.passLinks = links
 	}
 	for _, p := range opts.Bypass {
 		if !strings.HasPrefix(p, "/") || !reqcheck.IsCanonical(p) {

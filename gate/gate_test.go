@@ -123,8 +123,15 @@ func newGate(t *testing.T, w *waitroom, verify bool) http.Handler {
 	}))
 }
 
+// get sends h a GET of target with the header pairs given (name, value).
 func get(h http.Handler, target string, header ...string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest("GET", target, nil)
+	return send(h, "GET", target, header...)
+}
+
+// send sends h a request of method for target with the header pairs
+// given (name, value).
+func send(h http.Handler, method, target string, header ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, target, nil)
 	for i := 0; i+1 < len(header); i += 2 {
 		r.Header.Set(header[i], header[i+1])
 	}

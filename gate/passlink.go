@@ -3,12 +3,14 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/localmap"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
@@ -107,17 +109,20 @@ func (g *Gate) cannotExchange(w http.ResponseWriter, r, r2 *http.Request, rm *ro
 }
 
 // memoryPassLinks is the PassLinks of one process: the pass ids handed
-// over, each until its pass expires, at most max of them (when full,
-// expired ones go, then arbitrary ones, which at worst lets such a link be
-// exchanged once more).
+// over, each until its pass expires, at most max of them. When full, the
+// one claimed first goes (passes live alike, so it is the next to expire,
+// or expired already); at worst such a link can be exchanged once more.
 type memoryPassLinks struct {
-	max     int
 	mu      sync.Mutex
-	claimed map[string]time.Time
+	claimed *simplelru.LRU[string, time.Time] // queue+" "+id: until
 }
 
-func newMemoryPassLinks(max int) *memoryPassLinks {
-	return &memoryPassLinks{max: max, claimed: make(map[string]time.Time)}
+func newMemoryPassLinks(max int) (*memoryPassLinks, error) {
+	claimed, err := simplelru.NewLRU[string, time.Time](max, nil)
+	if err != nil {
+		return nil, fmt.Errorf("gate: pass links: %w", err)
+	}
+	return &memoryPassLinks{claimed: claimed}, nil
 }
 
 func (m *memoryPassLinks) Claim(_ context.Context, queue, id string, until time.Time) (bool, error) {
@@ -125,12 +130,9 @@ func (m *memoryPassLinks) Claim(_ context.Context, queue, id string, until time.
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if exp, ok := m.claimed[key]; ok && now.Before(exp) {
+	if exp, ok := m.claimed.Peek(key); ok && now.Before(exp) {
 		return false, nil
 	}
-	if len(m.claimed) >= m.max {
-		localmap.Evict(m.claimed, m.max*9/10+1, func(exp time.Time) bool { return !now.Before(exp) })
-	}
-	m.claimed[key] = until
+	m.claimed.Add(key, until)
 	return true, nil
 }

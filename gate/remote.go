@@ -49,7 +49,11 @@ func newRemoteChecker(ctx context.Context, opts Options) (Checker, error) {
 		}
 		current = verifyFunc(client, opts.VerifyURL)
 	}
-	cache, err := pass.NewCache(pass.NewVerifier(opts.Issuer, kf.Keyfunc), current, recheck, MaxCachedPasses)
+	var cacheOpts []pass.CacheOption
+	if opts.passClock != nil {
+		cacheOpts = append(cacheOpts, pass.WithClock(opts.passClock))
+	}
+	cache, err := pass.NewCache(pass.NewVerifier(opts.Issuer, kf.Keyfunc), current, recheck, MaxCachedPasses, cacheOpts...)
 	if err != nil {
 		return nil, err
 	}

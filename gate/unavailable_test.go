@@ -24,19 +24,17 @@ func awayGate(t *testing.T) http.Handler {
 		t.Fatalf("up: %s", got)
 	}
 	f.down.Store(true)
-	// The pass's recheck (every 50 ms) finds the waitroom away; until
-	// then a browser without a pass is still sent to the waiting page.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		get(fg.h, "/order", "Authorization", "Bearer "+valid)
-		if get(fg.h, "/order", "Accept", "text/html").Code == http.StatusServiceUnavailable {
-			return fg.h
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the gate never saw the waitroom away")
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Until the pass's recheck is due, a browser without a pass is still
+	// sent to the waiting page; the recheck finds the waitroom away.
+	if got := what(get(fg.h, "/order", "Accept", "text/html")); got != "waiting" {
+		t.Fatalf("before the recheck: %s", got)
 	}
+	fg.clock.Step(failRecheck)
+	get(fg.h, "/order", "Authorization", "Bearer "+valid)
+	if got := get(fg.h, "/order", "Accept", "text/html"); got.Code != http.StatusServiceUnavailable {
+		t.Fatalf("the gate did not see the waitroom away: %s", what(got))
+	}
+	return fg.h
 }
 
 // While the waitroom cannot check passes, a browser without one gets the
@@ -78,12 +76,7 @@ func TestUnavailablePage(t *testing.T) {
 		{"a script's fetch", "GET", []string{"Accept", "*/*", "Sec-Fetch-Mode", "cors"}},
 		{"POST", "POST", []string{"Accept", "text/html"}},
 	} {
-		req := httptest.NewRequest(c.method, "/order", nil)
-		for i := 0; i+1 < len(c.header); i += 2 {
-			req.Header.Set(c.header[i], c.header[i+1])
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec := send(h, c.method, "/order", c.header...)
 		var body struct {
 			Error struct{ Code string } `json:"error"`
 		}

@@ -162,8 +162,8 @@ func TestQRBounded(t *testing.T) {
 		k := string(rune(i)) + "-" + time.Duration(i).String()
 		l.take("q", k, k)
 	}
-	if len(l.places.m) > MaxQRLimited || len(l.clients.m) > MaxQRLimited {
-		t.Fatalf("%d places, %d clients kept, want at most %d", len(l.places.m), len(l.clients.m), MaxQRLimited)
+	if l.places.m.Len() > MaxQRLimited || l.clients.m.Len() > MaxQRLimited {
+		t.Fatalf("%d places, %d clients kept, want at most %d", l.places.m.Len(), l.clients.m.Len(), MaxQRLimited)
 	}
 	c := newQRCache(10)
 	until := time.Now().Add(time.Hour)

@@ -5,18 +5,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/localmap"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // qrCache keeps each hand-over's picture until the hand-over expires,
 // drawn once however many ask for it at the same time. An entry is a
 // picture of a link its holder already has, so serving it after the
 // hand-over was used (from a replica that did not see the use) tells
-// nobody anything new.
+// nobody anything new. When full, the picture asked for least recently
+// goes (drawn again if asked for again).
 type qrCache struct {
 	mu      sync.Mutex
-	max     int
-	entries map[string]qrEntry
+	entries *simplelru.LRU[string, qrEntry]
 	filling map[string]*qrFill
 }
 
@@ -34,7 +34,7 @@ type qrFill struct {
 }
 
 func newQRCache(max int) *qrCache {
-	return &qrCache{max: max, entries: map[string]qrEntry{}, filling: map[string]*qrFill{}}
+	return &qrCache{entries: newLRU[qrEntry](max), filling: map[string]*qrFill{}}
 }
 
 // get returns the picture of key, from the cache or from fill, which
@@ -43,7 +43,7 @@ func newQRCache(max int) *qrCache {
 func (c *qrCache) get(ctx context.Context, key string, fill func() (qrEntry, error)) ([]byte, error) {
 	now := time.Now()
 	c.mu.Lock()
-	if e, ok := c.entries[key]; ok && now.Before(e.until) {
+	if e, ok := c.entries.Get(key); ok && now.Before(e.until) {
 		c.mu.Unlock()
 		return e.png, nil
 	}
@@ -65,10 +65,7 @@ func (c *qrCache) get(ctx context.Context, key string, fill func() (qrEntry, err
 	c.mu.Lock()
 	delete(c.filling, key)
 	if f.err == nil {
-		if len(c.entries) >= c.max {
-			localmap.Evict(c.entries, c.max*3/4, func(e qrEntry) bool { return !now.Before(e.until) })
-		}
-		c.entries[key] = f.entry
+		c.entries.Add(key, f.entry)
 	}
 	c.mu.Unlock()
 	close(f.done)
@@ -79,5 +76,5 @@ func (c *qrCache) get(ctx context.Context, key string, fill func() (qrEntry, err
 func (c *qrCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.entries)
+	return c.entries.Len()
 }

@@ -4,9 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/time/rate"
-
-	"github.com/waitroom/waitroom/internal/localmap"
 )
 
 // The QR codes' limits (issue 26.6). They are this process's, not shared
@@ -26,8 +25,9 @@ const (
 	QRPerClient   = 30
 	QRClientEvery = 500 * time.Millisecond
 	// MaxQRLimited bounds the places and the clients whose limits are
-	// kept (each); past it, those whose bucket has filled up again go
-	// first, then any.
+	// kept (each); past it, the one that asked least recently goes: its
+	// bucket has filled up again unless MaxQRLimited others asked within
+	// a few seconds, and a full bucket is what a new one would be.
 	MaxQRLimited = 1 << 16
 	// MaxCachedQRs bounds the pictures kept (qrcache.go): at most a few
 	// kB each.
@@ -43,9 +43,19 @@ type qrLimits struct {
 
 func newQRLimits() *qrLimits {
 	return &qrLimits{
-		places:  keyedLimits{m: map[string]*rate.Limiter{}, every: QRPlaceEvery, burst: QRPerPlace},
-		clients: keyedLimits{m: map[string]*rate.Limiter{}, every: QRClientEvery, burst: QRPerClient},
+		places:  keyedLimits{m: newLRU[*rate.Limiter](MaxQRLimited), every: QRPlaceEvery, burst: QRPerPlace},
+		clients: keyedLimits{m: newLRU[*rate.Limiter](MaxQRLimited), every: QRClientEvery, burst: QRPerClient},
 	}
+}
+
+// newLRU returns an LRU of at most size entries, size one of the
+// package's constants: simplelru refuses only a size below 1.
+func newLRU[V any](size int) *simplelru.LRU[string, V] {
+	l, err := simplelru.NewLRU[string, V](size, nil)
+	if err != nil {
+		panic(err) // a constant below 1: a programming error every test meets
+	}
+	return l
 }
 
 // take takes one picture from member's place in q and from client ("":
@@ -74,21 +84,16 @@ func (l *qrLimits) take(q, member, client string) time.Duration {
 
 // keyedLimits is one token bucket per key, at most MaxQRLimited of them.
 type keyedLimits struct {
-	m     map[string]*rate.Limiter
+	m     *simplelru.LRU[string, *rate.Limiter]
 	every time.Duration
 	burst int
 }
 
 func (k *keyedLimits) reserve(key string, now time.Time) *rate.Reservation {
-	lim, ok := k.m[key]
+	lim, ok := k.m.Get(key)
 	if !ok {
-		if len(k.m) >= MaxQRLimited {
-			// A full bucket is what a new one would be: dropping it
-			// forgets nothing.
-			localmap.Evict(k.m, MaxQRLimited*3/4, func(l *rate.Limiter) bool { return l.TokensAt(now) >= float64(k.burst) })
-		}
 		lim = rate.NewLimiter(rate.Every(k.every), k.burst)
-		k.m[key] = lim
+		k.m.Add(key, lim)
 	}
 	return lim.ReserveN(now, 1)
 }

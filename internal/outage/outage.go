@@ -24,13 +24,16 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+
+	// html/template without method calls, as internal/pages uses: the
+	// standard one makes the linker keep every exported method.
+	template "github.com/DataDog/datadog-agent/pkg/template/html"
 
 	"github.com/waitroom/waitroom/internal/i18n"
 	"github.com/waitroom/waitroom/web"

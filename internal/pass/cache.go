@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/localmap"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // CurrentFunc reports whether the admission a verified pass names is still
@@ -27,14 +26,20 @@ var ErrExpired = fmt.Errorf("%w: expired", ErrInvalid)
 // revoked pass stops opening within recheck (plus the time one check
 // takes); meanwhile only one request per pass and recheck period pays for
 // the check.
+//
+// The passes are held in golang-lru's Cache, not its expirable LRU: that
+// one gives every entry the same time to live and reads time.Now itself,
+// where a pass expires at its own exp on the cache's clock. Entries are
+// read with Peek, under a read lock, so that the requests of many passes
+// never wait on one another; when full, the cache drops the pass cached
+// first (most often the next to expire, or expired already), which costs
+// it one verification more if it comes again: never a wrong answer.
 type Cache struct {
 	verify  func(string) (Claims, error)
 	current CurrentFunc
 	recheck time.Duration
-	max     int
-
-	mu      sync.RWMutex
-	entries map[string]*cacheEntry
+	now     func() time.Time
+	entries *lru.Cache[string, *cacheEntry]
 }
 
 type cacheEntry struct {
@@ -42,23 +47,39 @@ type cacheEntry struct {
 	checked atomic.Int64 // UnixNano of the last current answer
 }
 
+// CacheOption configures NewCache.
+type CacheOption func(*Cache)
+
+// WithClock makes the cache read the time from now instead of time.Now:
+// for tests that step over a recheck period or a pass's exp instead of
+// sleeping through it.
+func WithClock(now func() time.Time) CacheOption {
+	return func(c *Cache) { c.now = now }
+}
+
 // NewCache returns a cache over v of at most max passes. current may be
 // nil: passes then open until their exp (offline verification).
-func NewCache(v *Verifier, current CurrentFunc, recheck time.Duration, max int) (*Cache, error) {
+func NewCache(v *Verifier, current CurrentFunc, recheck time.Duration, max int, opts ...CacheOption) (*Cache, error) {
 	if v == nil || max < 1 || (current != nil && recheck <= 0) {
 		return nil, errors.New("pass: a cache needs a verifier, a positive size and, with current, a positive recheck")
 	}
-	return &Cache{verify: v.Verify, current: current, recheck: recheck, max: max, entries: make(map[string]*cacheEntry)}, nil
+	entries, err := lru.New[string, *cacheEntry](max)
+	if err != nil {
+		return nil, fmt.Errorf("pass: %w", err)
+	}
+	c := &Cache{verify: v.Verify, current: current, recheck: recheck, now: time.Now, entries: entries}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // Check returns the claims of token if it opens now: ErrInvalid (with its
 // reason), ErrExpired or ErrRevoked when not, or current's error when the
 // revocation check could not be made.
 func (c *Cache) Check(ctx context.Context, token string) (Claims, error) {
-	now := time.Now()
-	c.mu.RLock()
-	e := c.entries[token]
-	c.mu.RUnlock()
+	now := c.now()
+	e, _ := c.entries.Peek(token)
 	if e == nil {
 		claims, err := c.verify(token)
 		if err != nil {
@@ -106,40 +127,27 @@ func (c *Cache) Check(ctx context.Context, token string) (Claims, error) {
 // issuer and validity verify. It asks nothing (no revocation check): it
 // is for a gate whose revocation check cannot be made now (gate.FailClosed).
 func (c *Cache) Offline(token string) (Claims, error) {
-	c.mu.RLock()
-	e := c.entries[token]
-	c.mu.RUnlock()
+	e, _ := c.entries.Peek(token)
 	if e == nil {
 		return c.verify(token)
 	}
-	if !time.Now().Before(e.claims.Expires) {
+	if !c.now().Before(e.claims.Expires) {
 		return Claims{}, ErrExpired
 	}
 	return e.claims, nil
 }
 
-// add caches e under token, making room first when the cache is full:
-// expired entries go, and if that is not enough, arbitrary ones (which
-// costs them one verification more).
+// add caches e under token; when the cache is full, the pass cached first
+// goes.
 func (c *Cache) add(token string, e *cacheEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
-		now := time.Now()
-		localmap.Evict(c.entries, c.max*9/10+1, func(old *cacheEntry) bool { return !now.Before(old.claims.Expires) })
-	}
-	c.entries[token] = e
+	c.entries.Add(token, e)
 }
 
 func (c *Cache) drop(token string) {
-	c.mu.Lock()
-	delete(c.entries, token)
-	c.mu.Unlock()
+	c.entries.Remove(token)
 }
 
 // Len is the number of cached passes.
 func (c *Cache) Len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.entries)
+	return c.entries.Len()
 }

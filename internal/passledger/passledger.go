@@ -21,10 +21,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/clientip"
-	"github.com/waitroom/waitroom/internal/localmap"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/queue"
 )
@@ -47,7 +47,11 @@ type Redis interface {
 // and mobile data is two or three; a pass posted for others is more.
 const DefaultMaxClients = 3
 
-// maxLocal bounds the admissions whose networks a replica remembers.
+// maxLocal bounds the admissions whose networks a replica remembers: past
+// it, the one seen least recently is forgotten, which costs it a Redis
+// call more if it comes again (an admission found shared is found so
+// again there), never a wrong answer. An admission whose passes expired is
+// seen no more, so it is the first to go.
 const maxLocal = 100000
 
 // Uses is what passes were used for. Build it with New.
@@ -57,7 +61,7 @@ type Uses struct {
 	timeout    time.Duration
 
 	mu    sync.Mutex
-	local map[Admission]*seen // the networks this replica sent to Redis, per admission
+	local *simplelru.LRU[Admission, *seen] // the networks this replica sent to Redis, per admission
 }
 
 // Admission names one admission, the same for every pass issued for it
@@ -75,7 +79,6 @@ func AdmissionOf(c pass.Claims) Admission {
 }
 
 type seen struct {
-	until   time.Time
 	clients []netip.Prefix // network of each (clientip.Key, unformatted)
 	shared  bool
 }
@@ -102,7 +105,11 @@ func New(rdb Redis, maxClients int, timeout time.Duration) (*Uses, error) {
 	if rdb == nil || maxClients < 0 || timeout <= 0 {
 		return nil, errors.New("passledger: a client, a limit of clients per admission (0: none) and a positive timeout are required")
 	}
-	return &Uses{rdb: rdb, maxClients: maxClients, timeout: timeout, local: make(map[Admission]*seen)}, nil
+	local, err := simplelru.NewLRU[Admission, *seen](maxLocal, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Uses{rdb: rdb, maxClients: maxClients, timeout: timeout, local: local}, nil
 }
 
 // handOverKey is a pass's pass-link exchange mark (STRING, until the pass's exp).
@@ -148,7 +155,7 @@ func (u *Uses) Seen(ctx context.Context, c pass.Claims, client netip.Addr) (shar
 	nw := network(client)
 	key := AdmissionOf(c)
 	u.mu.Lock()
-	s := u.local[key]
+	s, _ := u.local.Get(key)
 	if s != nil && (s.shared || slices.Contains(s.clients, nw)) {
 		shared := s.shared // read under the lock: another call may set it
 		u.mu.Unlock()
@@ -166,13 +173,9 @@ func (u *Uses) Seen(ctx context.Context, c pass.Claims, client netip.Addr) (shar
 
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if s = u.local[key]; s == nil {
-		u.makeRoom()
+	if s, _ = u.local.Get(key); s == nil {
 		s = &seen{}
-		u.local[key] = s
-	}
-	if c.Expires.After(s.until) {
-		s.until = c.Expires // the latest pass's: the admission's passes slide
+		u.local.Add(key, s)
 	}
 	if !slices.Contains(s.clients, nw) && len(s.clients) <= u.maxClients {
 		s.clients = append(s.clients, nw)
@@ -192,14 +195,4 @@ func (u *Uses) Shared(ctx context.Context, c pass.Claims) (bool, error) {
 	defer cancel()
 	n, err := u.rdb.SCard(ctx, clientsKey(AdmissionOf(c))).Result()
 	return n > int64(u.maxClients), err
-}
-
-// makeRoom drops expired entries when the local map is full, then
-// arbitrary ones (which costs them a Redis call more). u.mu is held.
-func (u *Uses) makeRoom() {
-	if len(u.local) < maxLocal {
-		return
-	}
-	now := time.Now()
-	localmap.Evict(u.local, maxLocal*9/10, func(s *seen) bool { return !now.Before(s.until) })
 }

@@ -68,6 +68,17 @@ func KindOf(o *redis.UniversalOptions) Kind {
 
 // Parse returns the client options raw names. Its errors never repeat the
 // URL, which may hold a password.
+//
+// It is ours, not go-redis's ParseURL, ParseFailoverURL and
+// ParseClusterURL (v9.23), because those read other forms and refuse less:
+// their errors are url.Parse's, which quote the whole URL, password
+// included; they list further hosts as ?addr=, not host,host (a cluster's
+// "n1,n2" becomes the one host "n1,n2:6379"); in a Sentinel URL the user
+// and password are the Sentinels', not the data nodes'; Sentinels default
+// to port 6379; and they accept what is refused here: no host (localhost),
+// ports 0 and 70000, database -1, a #fragment, a database on a cluster,
+// and some forty tuning parameters (a typo in one fails; a value given
+// twice takes the last).
 func Parse(raw string) (*redis.UniversalOptions, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
