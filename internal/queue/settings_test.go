@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -133,5 +134,31 @@ func TestEnvDiff(t *testing.T) {
 		"origin_target_p95=800ms (env: 0s)", "origin_max_error_rate=0.1 (env: 0)"}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("EnvDiff = %q %v\nwant %q", got, err, want)
+	}
+}
+
+// TestCatalogMatchesLua: the fields common.lua's queue_config reads from
+// the config HASH are settings of Catalog (or the effective refill the
+// tick keeps beside them), and the defaults every script gets in
+// ARGV[1..DEFAULTS], in order, are the settings Seed always seeds.
+func TestCatalogMatchesLua(t *testing.T) {
+	body := regexp.MustCompile(`(?s)local function queue_config\(key\)\s*local v = redis.call\('HMGET', key, (.*?)\)`).FindStringSubmatch(commonLua)
+	if body == nil {
+		t.Fatal("common.lua: queue_config's HMGET not found")
+	}
+	for _, m := range regexp.MustCompile(`'([a-z0-9_]+)'`).FindAllStringSubmatch(body[1], -1) {
+		if !slices.ContainsFunc(Catalog, func(st Setting) bool { return st.Hash == m[1] }) && m[1] != "refill_effective" {
+			t.Errorf("queue_config reads %s, which is no setting of Catalog", m[1])
+		}
+	}
+	var seeded []string
+	for _, st := range Catalog {
+		if st.Seed == SeedAlways {
+			seeded = append(seeded, st.Hash)
+		}
+	}
+	// The order of Store.defaultArgs (store.go) and of the scripts' headers.
+	if want := []string{"refill_size", "refill_interval_ms", "session_ttl_ms", "max_active", "abandon_after_ms"}; !slices.Equal(seeded, want) {
+		t.Errorf("seeded always %v, the scripts' defaults %v", seeded, want)
 	}
 }
