@@ -270,20 +270,16 @@ func (st Setting) textError() *FieldError {
 // knows (a URL's target, the languages).
 func (st Setting) Decode(raw json.RawMessage) (any, error) {
 	null := strings.TrimSpace(string(raw)) == "null"
-	var v any
-	var bad bool
 	switch st.Kind {
 	case KindInt, KindMillis:
 		var n int
-		bad = json.Unmarshal(raw, &n) != nil || null || st.checkNumber(int64(n)) != nil
-		v = n
-		if st.Kind == KindMillis {
-			v = time.Duration(n) * time.Millisecond
-		}
-		if bad {
+		if json.Unmarshal(raw, &n) != nil || null || st.checkNumber(int64(n)) != nil {
 			return nil, st.rangeError()
 		}
-		return v, nil
+		if st.Kind == KindMillis {
+			return time.Duration(n) * time.Millisecond, nil
+		}
+		return n, nil
 	case KindBool:
 		var b bool
 		if json.Unmarshal(raw, &b) != nil || null {
@@ -292,10 +288,10 @@ func (st Setting) Decode(raw json.RawMessage) (any, error) {
 		return b, nil
 	case KindRate:
 		var f float64
-		if json.Unmarshal(raw, &f) != nil || null {
+		if json.Unmarshal(raw, &f) != nil || null || st.Check(f) != nil {
 			return nil, fieldError(st.Name, "must be a number from 0 to 1")
 		}
-		return f, st.Check(f)
+		return f, nil
 	case KindTime:
 		return st.decodeTime(raw)
 	case KindURL, KindString:
@@ -306,7 +302,10 @@ func (st Setting) Decode(raw json.RawMessage) (any, error) {
 		if s == nil {
 			return "", nil
 		}
-		return *s, st.Check(*s)
+		if err := st.Check(*s); err != nil {
+			return nil, err
+		}
+		return *s, nil
 	default: // texts
 		var m map[string]string
 		if json.Unmarshal(raw, &m) != nil {
