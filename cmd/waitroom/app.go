@@ -162,7 +162,7 @@ func (a *app) replicaWait() queue.ReplicaWait {
 // outages are survived (503s).
 func (a *app) waitForRedis(ctx context.Context) error {
 	err := untilRedisAnswers(ctx, a.log, func() (err error) {
-		if a.interval, err = seed(ctx, a.store, a.cfg.Defaults, a.log); err != nil {
+		if a.interval, err = seed(ctx, a.store, a.log); err != nil {
 			return err
 		}
 		a.trust, err = loadTrust(ctx, a.cfg, a.rdb)

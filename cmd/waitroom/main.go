@@ -84,8 +84,11 @@ func (e errFatal) Error() string { return e.err.Error() }
 
 // seed stores the default settings where none are stored yet and returns
 // the refill interval in force (the smallest over the queues, so every
-// queue is checked often enough).
-func seed(ctx context.Context, store *queue.Store, env queue.Settings, log *slog.Logger) (time.Duration, error) {
+// queue is checked often enough). It warns of every stored setting that
+// differs from the environment's (queue.Store.EnvDiff, which compares
+// with the defaults the store was built with; the third argument, those
+// defaults, is kept for run's call).
+func seed(ctx context.Context, store *queue.Store, log *slog.Logger) (time.Duration, error) {
 	if err := store.Seed(ctx); err != nil {
 		return 0, err
 	}
@@ -95,7 +98,11 @@ func seed(ctx context.Context, store *queue.Store, env queue.Settings, log *slog
 		if err != nil {
 			return 0, err
 		}
-		if differ := seededDiff(env, info.Settings); len(differ) > 0 {
+		differ, err := store.EnvDiff(ctx, q)
+		if err != nil {
+			return 0, err
+		}
+		if len(differ) > 0 {
 			// The environment only seeds a queue Redis does not know yet;
 			// an operator who changed it and restarted would otherwise
 			// wonder why nothing changed.
@@ -108,24 +115,6 @@ func seed(ctx context.Context, store *queue.Store, env queue.Settings, log *slog
 		}
 	}
 	return interval, nil
-}
-
-// seededDiff names the settings the environment seeds (queue.Store.Seed)
-// whose stored value differs from the environment's, as "field=stored
-// (env: value)".
-func seededDiff(env, stored queue.Settings) []string {
-	var d []string
-	add := func(field string, s, e any) {
-		if s != e {
-			d = append(d, fmt.Sprintf("%s=%v (env: %v)", field, s, e))
-		}
-	}
-	add("refill_size", stored.RefillSize, env.RefillSize)
-	add("refill_interval", stored.RefillInterval, env.RefillInterval)
-	add("session_ttl", stored.SessionTTL, env.SessionTTL)
-	add("max_active", stored.MaxActive, env.MaxActive)
-	add("abandon_after", stored.AbandonAfter, env.AbandonAfter)
-	return d
 }
 
 // redisLogger sends go-redis's internal messages (failed dials and the

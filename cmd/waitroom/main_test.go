@@ -326,7 +326,8 @@ func TestSeedSaysWhenTheEnvironmentDiffers(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Client(t)
 	q := fmt.Sprintf("seed%d", time.Now().UnixNano())
-	first := queue.Settings{RefillSize: 10, RefillInterval: 5 * time.Second, SessionTTL: 10 * time.Minute}
+	first := queue.Settings{RefillSize: 10, RefillInterval: 5 * time.Second, SessionTTL: 10 * time.Minute,
+		Adapt: queue.Adapt{Enabled: true, TargetP95: 800 * time.Millisecond}}
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	for i, env := range []queue.Settings{first, first, {RefillSize: 1, RefillInterval: 20 * time.Second, SessionTTL: 10 * time.Minute}} {
@@ -335,14 +336,15 @@ func TestSeedSaysWhenTheEnvironmentDiffers(t *testing.T) {
 			t.Fatal(err)
 		}
 		logs.Reset()
-		if _, err := seed(context.Background(), store, env, log); err != nil {
+		if _, err := seed(context.Background(), store, log); err != nil {
 			t.Fatal(err)
 		}
 		warned, want := strings.Contains(logs.String(), "differ"), i == 2
 		if warned != want {
 			t.Fatalf("start %d: warned %v, want %v: %s", i, warned, want, logs.String())
 		}
-		if want && (!strings.Contains(logs.String(), "refill_size=10 (env: 1)") || !strings.Contains(logs.String(), "refill_interval=5s (env: 20s)")) {
+		if want && (!strings.Contains(logs.String(), "refill_size=10 (env: 1)") || !strings.Contains(logs.String(), "refill_interval=5s (env: 20s)") ||
+			!strings.Contains(logs.String(), "adapt_enabled=true (env: false)") || !strings.Contains(logs.String(), "origin_target_p95=800ms (env: 0s)")) {
 			t.Fatalf("the line does not name the settings: %s", logs.String())
 		}
 	}

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/waitroom/waitroom/internal/audit"
+	"github.com/waitroom/waitroom/internal/backoffice"
 	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/lockout"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -159,14 +158,8 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 // the entry is logged at error level instead, so it is not lost. Entries
 // hold setting values and user ids, never a token.
 func (s *Server) record(r *http.Request, q, action, target string, changes []audit.Change) {
-	e := audit.Entry{
-		ClientIP:  s.clientIP.Addr(r).String(),
-		Queue:     q,
-		Action:    action,
-		Target:    target,
-		RequestID: middleware.GetReqID(r.Context()),
-		Changes:   changes,
-	}
+	e := s.auditWho(r)
+	e.Queue, e.Action, e.Target, e.Changes = q, action, target, changes
 	// The change is made: record it even if the client has gone.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), adminRedisTimeout)
 	defer cancel()
@@ -176,50 +169,16 @@ func (s *Server) record(r *http.Request, q, action, target string, changes []aud
 	}
 }
 
-// settingChanges are the settings a request named, each with its value in
-// the queue's admin view before and after the change (after nil: the view
-// could not be read, and the values requested stand for it). It knows no
-// setting by name, so a new setting is audited as soon as the view shows
-// it; one the view does not show is recorded with the value requested and
-// an unknown (null) old value.
+// auditWho is who makes the change r asks for, as the audit log records
+// it.
+func (s *Server) auditWho(r *http.Request) audit.Entry {
+	return audit.Entry{ClientIP: s.clientIP.Addr(r).String(), RequestID: middleware.GetReqID(r.Context())}
+}
+
+// settingChanges are the audit log's changes of a settings request
+// (backoffice.Changes over the admin view).
 func settingChanges(requested map[string]json.RawMessage, before adminQueueResponse, after *adminQueueResponse) []audit.Change {
-	old, cur := viewFields(&before), viewFields(after)
-	changes := make([]audit.Change, 0, len(requested))
-	for _, name := range slices.Sorted(mapKeys(requested)) {
-		c := audit.Change{Field: name, Old: old[name], New: cur[name]}
-		if after == nil || c.Old == nil && c.New == nil {
-			c.New = requested[name]
-		}
-		if name == "webhook_url" {
-			// Its query may hold the receiver's token: the log says
-			// where events go, by host.
-			c.New = webhookHost(requested[name])
-		}
-		changes = append(changes, c)
-	}
-	return changes
-}
-
-// webhookHost is a requested webhook_url as the audit log shows it: its
-// host ("" for the default).
-func webhookHost(raw json.RawMessage) json.RawMessage {
-	var v string
-	_ = json.Unmarshal(raw, &v)
-	if u, err := url.Parse(v); err == nil && v != "" {
-		return audit.Value(u.Host)
-	}
-	return audit.Value("")
-}
-
-// viewFields is the admin view as its JSON fields; a field left out
-// (omitempty) is absent, which the audit shows as null.
-func viewFields(v *adminQueueResponse) map[string]json.RawMessage {
-	var m map[string]json.RawMessage
-	if v != nil {
-		b, _ := json.Marshal(v) // plain fields: cannot fail
-		_ = json.Unmarshal(b, &m)
-	}
-	return m
+	return backoffice.Changes(requested, before, after)
 }
 
 // requestedRefill is PUT .../refill-size as the PATCH field it stands for.

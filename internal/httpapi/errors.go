@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"github.com/waitroom/waitroom/internal/autorate"
 	"net/http"
 	"strings"
@@ -103,9 +102,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 func classify(err error) *apiError {
 	var ae *apiError
 	var ce *queue.ChallengeError
+	var fe *queue.FieldError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &fe):
+		// A setting refused, by the parser or the store: named.
+		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: fe.Field}
 	case errors.As(err, &ce):
 		// A proof too weak for what the caller's network must pay now:
 		// the page solves one as hard (a new challenge is issued at it).
@@ -120,10 +123,6 @@ func classify(err error) *apiError {
 			retryAfter: storeWait(err)}
 	case errors.Is(err, queue.ErrChallengeRequired), errors.Is(err, challenge.ErrInvalid):
 		return errChallengeRequired
-	case errors.Is(err, queue.ErrInvalidMaxWaiting):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "max_waiting"}
-	case errors.Is(err, queue.ErrInvalidDifficulty):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "challenge_difficulty"}
 	case errors.Is(err, queue.ErrMoved):
 		return errPlaceMoved
 	case errors.Is(err, handoff.ErrInvalid):
@@ -138,24 +137,8 @@ func classify(err error) *apiError {
 		return errInvalidJoinToken
 	case errors.Is(err, pass.ErrInvalid):
 		return errInvalidPass
-	case errors.Is(err, queue.ErrInvalidOpening):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "prequeue_from"}
-	case errors.Is(err, queue.ErrInvalidTitle):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "title"}
-	case errors.Is(err, queue.ErrInvalidMessage):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "message"}
-	case errors.Is(err, queue.ErrInvalidWebhookURL):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "webhook_url"}
-	case errors.Is(err, queue.ErrInvalidAbandon):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "abandon_after_ms"}
-	case errors.Is(err, queue.ErrInvalidMaxActive):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: "max_active"}
-	case errors.Is(err, queue.ErrInvalidAdapt):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err)}
 	case errors.Is(err, autorate.ErrInvalidReport):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_origin_report", message: clientMessage(err)}
-	case errors.Is(err, queue.ErrInvalidRefill):
-		return &apiError{status: http.StatusBadRequest, code: "invalid_refill_size", message: fmt.Sprintf("refill_size must be an integer from 1 to %d", queue.MaxRefillSize)}
 	case storeUnavailable(err):
 		return errUnavailable
 	default:

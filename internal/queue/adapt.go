@@ -74,76 +74,12 @@ func (s *Store) Adapt(ctx context.Context, queue string) (AdaptState, error) {
 	return st, nil
 }
 
-// update is a as an Update of every field that is set (the defaults a
-// queue is seeded with).
-func (a Adapt) update() Update {
-	var u Update
-	if a.Enabled {
-		u.AdaptEnabled = &a.Enabled
-	}
-	if a.TargetP95 > 0 {
-		u.OriginTargetP95 = &a.TargetP95
-	}
-	if a.MaxErrorRate > 0 {
-		u.OriginMaxErrorRate = &a.MaxErrorRate
-	}
-	if a.MinRefill > 0 {
-		u.MinRefillSize = &a.MinRefill
-	}
-	if a.ProbeURL != "" {
-		u.OriginProbeURL = &a.ProbeURL
-	}
-	return u
-}
-
-// adaptFields are the controller's fields of u that are set, as HSET
-// arguments.
-func (u Update) adaptFields() []any {
-	var f []any
-	if u.AdaptEnabled != nil {
-		f = append(f, "adapt_enabled", boolInt(*u.AdaptEnabled))
-	}
-	if u.OriginTargetP95 != nil {
-		f = append(f, "origin_target_p95_ms", u.OriginTargetP95.Milliseconds())
-	}
-	if u.OriginMaxErrorRate != nil {
-		f = append(f, "origin_max_error_rate", strconv.FormatFloat(*u.OriginMaxErrorRate, 'g', -1, 64))
-	}
-	if u.MinRefillSize != nil {
-		f = append(f, "min_refill_size", *u.MinRefillSize)
-	}
-	if u.OriginProbeURL != nil {
-		f = append(f, "origin_probe_url", *u.OriginProbeURL)
-	}
-	return f
-}
-
-// validateAdapt checks the controller's fields of u.
-func (u Update) validateAdapt() error {
-	if u.OriginTargetP95 != nil && (*u.OriginTargetP95 < 0 || *u.OriginTargetP95 > MaxOriginTargetP95) {
-		return ErrInvalidAdapt
-	}
-	if r := u.OriginMaxErrorRate; r != nil && !(*r >= 0 && *r <= 1) {
-		return ErrInvalidAdapt
-	}
-	if u.MinRefillSize != nil && (*u.MinRefillSize < 0 || *u.MinRefillSize > MaxRefillSize) {
-		return ErrInvalidAdapt
-	}
-	if u.OriginProbeURL != nil && *u.OriginProbeURL != "" {
-		return CheckProbeURL(*u.OriginProbeURL)
-	}
-	return nil
-}
-
 // CheckProbeURL reports whether s can be origin_probe_url: an absolute
 // http or https URL with a host, at most MaxProbeURLBytes.
 func CheckProbeURL(s string) error {
-	if len(s) > MaxProbeURLBytes {
-		return ErrInvalidAdapt
-	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return ErrInvalidAdapt
+	if len(s) > MaxProbeURLBytes || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return fieldError("origin_probe_url", "must be an absolute http(s) URL without credentials, at most %d bytes", MaxProbeURLBytes)
 	}
 	return nil
 }

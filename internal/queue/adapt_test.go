@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -180,18 +181,22 @@ func TestEffectiveRefillStaysInBounds(t *testing.T) {
 }
 
 func TestValidateAdapt(t *testing.T) {
-	for name, u := range map[string]Update{
-		"negative target":  {OriginTargetP95: ptr(-time.Millisecond)},
-		"target too long":  {OriginTargetP95: ptr(MaxOriginTargetP95 + time.Millisecond)},
-		"error rate > 1":   {OriginMaxErrorRate: ptr(1.01)},
-		"error rate < 0":   {OriginMaxErrorRate: ptr(-0.1)},
-		"floor too high":   {MinRefillSize: ptr(MaxRefillSize + 1)},
-		"relative url":     {OriginProbeURL: ptr("/healthz")},
-		"ftp url":          {OriginProbeURL: ptr("ftp://shop.example/")},
-		"url with a login": {OriginProbeURL: ptr("https://a:b@shop.example/")},
+	for _, tc := range []struct {
+		name, field string
+		u           Update
+	}{
+		{"negative target", "origin_target_p95_ms", Update{OriginTargetP95: ptr(-time.Millisecond)}},
+		{"target too long", "origin_target_p95_ms", Update{OriginTargetP95: ptr(MaxOriginTargetP95 + time.Millisecond)}},
+		{"error rate > 1", "origin_max_error_rate", Update{OriginMaxErrorRate: ptr(1.01)}},
+		{"error rate < 0", "origin_max_error_rate", Update{OriginMaxErrorRate: ptr(-0.1)}},
+		{"floor too high", "min_refill_size", Update{MinRefillSize: ptr(MaxRefillSize + 1)}},
+		{"relative url", "origin_probe_url", Update{OriginProbeURL: ptr("/healthz")}},
+		{"ftp url", "origin_probe_url", Update{OriginProbeURL: ptr("ftp://shop.example/")}},
+		{"url with a login", "origin_probe_url", Update{OriginProbeURL: ptr("https://a:b@shop.example/")}},
 	} {
-		if err := u.Validate(); err != ErrInvalidAdapt {
-			t.Errorf("%s: %v, want ErrInvalidAdapt", name, err)
+		var fe *FieldError
+		if err := tc.u.Validate(); !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: %v, want a FieldError for %s", tc.name, err, tc.field)
 		}
 	}
 	ok := Update{OriginTargetP95: ptr(time.Second), OriginMaxErrorRate: ptr(0.5), MinRefillSize: ptr(1),

@@ -10,23 +10,12 @@ import (
 // The store's errors. The HTTP layer maps each sentinel to a status and a
 // stable code (internal/httpapi errors.go); compare with errors.Is.
 
-// Inputs the store refuses (validate.go).
+// Inputs the store refuses (validate.go); a setting out of its range is
+// a *FieldError (settings.go).
 var (
-	ErrUnknownQueue      = errors.New("queue: unknown queue")
-	ErrInvalidQueueName  = errors.New("queue: queue name must be 1-64 of A-Z a-z 0-9 _ -")
-	ErrInvalidUserID     = errors.New("queue: user id must be 1-128 bytes of UTF-8 without control characters")
-	ErrInvalidRefill     = fmt.Errorf("queue: refill size must be between 1 and %d", MaxRefillSize)
-	ErrInvalidMaxActive  = fmt.Errorf("queue: max_active must be an integer from 0 (no cap) to %d", MaxMaxActive)
-	ErrInvalidMaxWaiting = fmt.Errorf("queue: max_waiting must be 0 (no cap) to %d", MaxMaxWaiting)
-	ErrInvalidDifficulty = fmt.Errorf("queue: challenge_difficulty must be 0 (off) to %d", MaxChallengeDifficulty)
-	ErrInvalidAbandon    = fmt.Errorf("queue: abandon_after_ms must be an integer from 0 (off) to %d", MaxAbandonAfter.Milliseconds())
-	ErrInvalidOpening    = errors.New("queue: prequeue_from must not be after opens_at, and needs one")
-	ErrInvalidWebhookURL = fmt.Errorf("queue: webhook_url must be at most %d bytes", MaxWebhookURLBytes)
-	// ErrInvalidAdapt: a setting of the controller out of its range
-	// (origin_target_p95_ms, origin_max_error_rate, min_refill_size,
-	// origin_probe_url).
-	ErrInvalidAdapt = errors.New("queue: origin_target_p95_ms must be 0 to 600000, origin_max_error_rate 0 to 1, " +
-		"min_refill_size 0 to 100000, origin_probe_url an absolute http(s) URL")
+	ErrUnknownQueue     = errors.New("queue: unknown queue")
+	ErrInvalidQueueName = errors.New("queue: queue name must be 1-64 of A-Z a-z 0-9 _ -")
+	ErrInvalidUserID    = errors.New("queue: user id must be 1-128 bytes of UTF-8 without control characters")
 )
 
 // Refusals of the defences (defences.go): the call changed nothing, and

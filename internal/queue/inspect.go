@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -11,14 +12,19 @@ import (
 // user's hot path.
 
 // Seed stores the default settings of every queue in Redis where none are
-// stored yet, so the first replica to start decides and later replicas, and
-// later restarts, keep what operators set.
+// stored yet (the rows of Catalog the environment seeds), so the first
+// replica to start decides and later replicas, and later restarts, keep
+// what operators set.
 func (s *Store) Seed(ctx context.Context) error {
+	var defaults []any
+	for _, st := range Catalog {
+		v, ok := st.Of(s.defaults)
+		if ok && (st.Seed == SeedAlways || st.Seed == SeedIfSet && !isZero(v)) {
+			defaults = append(defaults, st.Hash, st.encode(v))
+		}
+	}
 	for _, name := range s.names {
 		cfg := s.queues[name].keys.config
-		defaults := []any{"refill_size", s.defaultArgs[0], "refill_interval_ms", s.defaultArgs[1],
-			"session_ttl_ms", s.defaultArgs[2], "max_active", s.defaultArgs[3], "abandon_after_ms", s.defaultArgs[4]}
-		defaults = append(defaults, s.defaults.Adapt.update().adaptFields()...)
 		for i := 0; i < len(defaults); i += 2 {
 			_, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (bool, error) {
 				return s.rdb.HSetNX(ctx, cfg, defaults[i].(string), defaults[i+1]).Result()
@@ -29,6 +35,40 @@ func (s *Store) Seed(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// EnvDiff names the settings the environment seeds whose value stored for
+// queue differs from the environment's, as "name=stored (env: value)"
+// ("refill_interval=5s (env: 20s)"). The environment only seeds a queue
+// Redis does not know yet: these are the environment's settings that do
+// not apply. A setting seeded only when set (SeedIfSet) and not stored is
+// the environment's, so it never differs.
+func (s *Store) EnvDiff(ctx context.Context, queue string) ([]string, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	var rows []Setting
+	var fields []string
+	for _, st := range Catalog {
+		if _, ok := st.Of(s.defaults); ok && st.Seed != SeedNever {
+			rows, fields = append(rows, st), append(fields, st.Hash)
+		}
+	}
+	stored, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]any, error) {
+		return s.rdb.HMGet(ctx, q.keys.config, fields...).Result()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: env diff: %w", err)
+	}
+	var d []string
+	for i, st := range rows {
+		v, _ := st.Of(s.defaults)
+		if got, ok := stored[i].(string); ok && got != st.encode(v) {
+			d = append(d, fmt.Sprintf("%s=%s (env: %s)", st.label(), st.show(got), st.show(st.encode(v))))
+		}
+	}
+	return d, nil
 }
 
 // Info returns counts and settings of a queue.
@@ -89,48 +129,25 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	if err := u.Validate(); err != nil {
 		return err
 	}
+	// The HASH fields to store, and those the site is told of.
 	var fields []any
-	if u.RefillSize != nil {
-		fields = append(fields, "refill_size", *u.RefillSize)
+	told := map[string]string{}
+	for _, st := range Catalog {
+		if v, ok := u.Get(st.Name); ok {
+			fields = append(fields, st.Hash, st.encode(v))
+			if !st.Private {
+				told[st.Hash] = st.encode(v)
+			}
+		}
 	}
-	if u.MaxActive != nil {
-		fields = append(fields, "max_active", *u.MaxActive)
-	}
-	if u.MaxWaiting != nil {
-		fields = append(fields, "max_waiting", *u.MaxWaiting)
-	}
-	if u.ChallengeDifficulty != nil {
-		fields = append(fields, "challenge_difficulty", *u.ChallengeDifficulty)
-	}
-	if u.AbandonAfter != nil {
-		fields = append(fields, "abandon_after_ms", u.AbandonAfter.Milliseconds())
-	}
-	if u.OpensAt != nil {
-		fields = append(fields, "opens_at_ms", unixMilliOrZero(*u.OpensAt))
-	}
-	if u.PrequeueFrom != nil {
-		fields = append(fields, "prequeue_from_ms", unixMilliOrZero(*u.PrequeueFrom))
-	}
-	if u.WebhookURL != nil {
-		fields = append(fields, "webhook_url", *u.WebhookURL)
-	}
-	if u.Title != nil {
-		fields = append(fields, "title", encodeText(*u.Title))
-	}
-	if u.Message != nil {
-		fields = append(fields, "message", encodeText(*u.Message))
-	}
-	if u.Paused != nil {
-		fields = append(fields, "paused", boolInt(*u.Paused))
-	}
-	fields = append(fields, u.adaptFields()...)
 	if len(fields) == 0 {
 		return nil
 	}
+	event, _ := json.Marshal(told) // strings always encode
 	// One script stores them and writes the settings_changed event, if
 	// the queue has webhooks (settings.lua).
 	_, err = WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
-		return settingsScript.Run(ctx, s.rdb, []string{q.keys.config, q.keys.events}, fields...).Int64()
+		return settingsScript.Run(ctx, s.rdb, []string{q.keys.config, q.keys.events}, append([]any{string(event)}, fields...)...).Int64()
 	})
 	if err != nil {
 		return fmt.Errorf("queue: update settings: %w", err)

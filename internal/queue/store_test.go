@@ -552,8 +552,9 @@ func TestRefillSizeChangeTakesEffectAtNextTick(t *testing.T) {
 		t.Fatalf("second newcomer with refill size 1: %s, want WAITING", tk.Status)
 	}
 	for _, bad := range []int{0, -1, MaxRefillSize + 1} {
-		if err := s.SetRefillSize(ctx, q, bad); err != ErrInvalidRefill {
-			t.Fatalf("SetRefillSize(%d) = %v, want ErrInvalidRefill", bad, err)
+		var fe *FieldError
+		if err := s.SetRefillSize(ctx, q, bad); !errors.As(err, &fe) || fe.Field != "refill_size" {
+			t.Fatalf("SetRefillSize(%d) = %v, want a FieldError for refill_size", bad, err)
 		}
 	}
 }

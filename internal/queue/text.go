@@ -24,11 +24,6 @@ const (
 	MaxTextLangs    = 16
 )
 
-var (
-	ErrInvalidTitle   = fmt.Errorf("queue: title must be, per language tag, at most %d characters of one line, without control or direction-override characters", MaxTitleRunes)
-	ErrInvalidMessage = fmt.Errorf("queue: message must be, per language tag, at most %d characters, without control (but line breaks) or direction-override characters", MaxMessageRunes)
-)
-
 // langTag is the form of a language tag key: "en", "zh-Hant".
 var langTag = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,2}$`)
 

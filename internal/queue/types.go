@@ -33,9 +33,9 @@ const (
 
 // Settings are one queue's admission settings.
 type Settings struct {
-	RefillSize     int           // users admitted per interval
-	RefillInterval time.Duration // time between ticks
-	SessionTTL     time.Duration // how long an admission stays valid
+	RefillSize     int           `setting:"refill_size"`        // users admitted per interval
+	RefillInterval time.Duration `setting:"refill_interval_ms"` // time between ticks
+	SessionTTL     time.Duration `setting:"session_ttl_ms"`     // how long an admission stays valid
 	// SessionMax turns on sliding sessions (0: off): each successful pass
 	// check (Current) renews the admission for SessionTTL from then, never
 	// beyond SessionMax after it began. At least SessionTTL.
@@ -47,17 +47,17 @@ type Settings struct {
 	// proof of work (price.go; a replica's setting; zero: no price).
 	Price Price
 	// MaxActive caps the admissions that have not ended (0: no cap).
-	MaxActive int
+	MaxActive int `setting:"max_active"`
 	// MaxWaiting caps the line: beyond it a newcomer's enter is refused
 	// with ErrQueueFull (0: no cap). Set live (Update), not a default.
-	MaxWaiting int
+	MaxWaiting int `setting:"max_waiting"`
 	// ChallengeDifficulty is the proof of work asked before entering, in
 	// leading zero bits (0: none). Set live (Update), not a default.
-	ChallengeDifficulty int
+	ChallengeDifficulty int `setting:"challenge_difficulty"`
 	// AbandonAfter is how long a waiting user may go unheard (no enter or
 	// status) before the tick drops the place when it reaches the head,
 	// without spending a token on it (0: never).
-	AbandonAfter time.Duration
+	AbandonAfter time.Duration `setting:"abandon_after_ms"`
 	// Adapt lets the order page's health drive the rate (internal/autorate):
 	// the defaults a queue is seeded with.
 	Adapt Adapt
@@ -67,18 +67,18 @@ type Settings struct {
 // page's health drive the rate (issue 21, internal/autorate). Off, the
 // budget of every interval is refill_size.
 type Adapt struct {
-	Enabled bool // adapt_enabled
+	Enabled bool `setting:"adapt_enabled"`
 	// TargetP95 is origin_target_p95_ms: over it the effective refill
 	// drops (0: latency not checked).
-	TargetP95 time.Duration
+	TargetP95 time.Duration `setting:"origin_target_p95_ms"`
 	// MaxErrorRate is origin_max_error_rate, 0..1 (0: errors not checked).
-	MaxErrorRate float64
+	MaxErrorRate float64 `setting:"origin_max_error_rate"`
 	// MinRefill is min_refill_size, the floor of the effective refill
 	// (0: 1).
-	MinRefill int
+	MinRefill int `setting:"min_refill_size"`
 	// ProbeURL is origin_probe_url, polled by one replica at a time for a
 	// forward-auth or SDK deployment ("": none).
-	ProbeURL string
+	ProbeURL string `setting:"origin_probe_url"`
 }
 
 // AdaptState is a queue's controller settings with what it steers: the
@@ -340,30 +340,32 @@ type Overview struct {
 }
 
 // Update holds the settings an operator changes live; nil fields stay as
-// they are.
+// they are. Each field is tagged with its setting's name (Catalog).
 type Update struct {
-	RefillSize          *int
-	MaxActive           *int
-	MaxWaiting          *int
-	ChallengeDifficulty *int
-	Paused              *bool
-	AbandonAfter        *time.Duration
+	RefillSize          *int           `setting:"refill_size"`
+	MaxActive           *int           `setting:"max_active"`
+	MaxWaiting          *int           `setting:"max_waiting"`
+	ChallengeDifficulty *int           `setting:"challenge_difficulty"`
+	Paused              *bool          `setting:"paused"`
+	AbandonAfter        *time.Duration `setting:"abandon_after_ms"`
 	// OpensAt and PrequeueFrom schedule an opening; a zero time clears it.
-	OpensAt, PrequeueFrom *time.Time
+	OpensAt      *time.Time `setting:"opens_at"`
+	PrequeueFrom *time.Time `setting:"prequeue_from"`
 	// WebhookURL is where the queue's events go instead of
 	// WAITROOM_WEBHOOK_URL; "" returns to it. Its form is checked by the
 	// caller (webhook.CheckURL, which knows the insecure switch); the
 	// store checks only its length.
-	WebhookURL *string
+	WebhookURL *string `setting:"webhook_url"`
 	// Title and Message are the queue's text on its waiting page, by
 	// language tag (Text); an empty map clears one.
-	Title, Message *map[string]string
+	Title   *map[string]string `setting:"title"`
+	Message *map[string]string `setting:"message"`
 	// The controller's settings (Adapt). Switching it off drops the
 	// effective refill at once: refill_size is the budget again.
-	AdaptEnabled       *bool
-	OriginTargetP95    *time.Duration
-	OriginMaxErrorRate *float64
-	MinRefillSize      *int
+	AdaptEnabled       *bool          `setting:"adapt_enabled"`
+	OriginTargetP95    *time.Duration `setting:"origin_target_p95_ms"`
+	OriginMaxErrorRate *float64       `setting:"origin_max_error_rate"`
+	MinRefillSize      *int           `setting:"min_refill_size"`
 	// OriginProbeURL: an absolute http(s) URL, or "" for none.
-	OriginProbeURL *string
+	OriginProbeURL *string `setting:"origin_probe_url"`
 }

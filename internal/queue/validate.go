@@ -51,33 +51,23 @@ func ValidateUserID(id string) error {
 	return nil
 }
 
-// ValidateSettings checks settings before they are used or stored.
+// ValidateSettings checks settings before they are used or stored: every
+// setting of Catalog it holds, then what no row says.
 func ValidateSettings(s Settings) error {
-	if err := checkRefillSize(s.RefillSize); err != nil {
-		return err
-	}
-	if s.RefillInterval < time.Millisecond {
-		return errors.New("queue: refill interval must be at least 1ms")
-	}
-	if s.SessionTTL < time.Millisecond {
-		return errors.New("queue: session TTL must be at least 1ms")
+	for _, st := range Catalog {
+		if v, ok := st.Of(s); ok {
+			if err := st.Check(v); err != nil {
+				return err
+			}
+		}
 	}
 	if s.SessionMax != 0 && s.SessionMax < s.SessionTTL {
 		return errors.New("queue: a sliding session's maximum (WAITROOM_SESSION_MAX) must be at least the session TTL")
 	}
-	if err := checkMaxActive(s.MaxActive); err != nil {
-		return err
-	}
 	if err := s.Limits.Validate(); err != nil {
 		return err
 	}
-	if err := s.Price.Validate(); err != nil {
-		return err
-	}
-	if err := s.Adapt.update().validateAdapt(); err != nil {
-		return err
-	}
-	return checkAbandonAfter(s.AbandonAfter)
+	return s.Price.Validate()
 }
 
 // Validate checks that every limit is off or sane.
@@ -94,85 +84,19 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// Validate checks every field, so an update is applied whole or not at all.
+// Validate checks every field, so an update is applied whole or not at
+// all; the first at fault, in Catalog order, is a *FieldError.
 func (u Update) Validate() error {
-	if u.RefillSize != nil {
-		if err := checkRefillSize(*u.RefillSize); err != nil {
-			return err
+	for _, st := range Catalog {
+		if v, ok := u.Get(st.Name); ok {
+			if err := st.Check(v); err != nil {
+				return err
+			}
 		}
-	}
-	if u.MaxActive != nil {
-		if err := checkMaxActive(*u.MaxActive); err != nil {
-			return err
-		}
-	}
-	if u.MaxWaiting != nil {
-		if err := checkMaxWaiting(*u.MaxWaiting); err != nil {
-			return err
-		}
-	}
-	if u.ChallengeDifficulty != nil {
-		if err := checkDifficulty(*u.ChallengeDifficulty); err != nil {
-			return err
-		}
-	}
-	if u.AbandonAfter != nil {
-		if err := checkAbandonAfter(*u.AbandonAfter); err != nil {
-			return err
-		}
-	}
-	if err := u.validateAdapt(); err != nil {
-		return err
-	}
-	if u.WebhookURL != nil && len(*u.WebhookURL) > MaxWebhookURLBytes {
-		return ErrInvalidWebhookURL
-	}
-	if u.Title != nil && !checkText(*u.Title, MaxTitleRunes, false) {
-		return ErrInvalidTitle
-	}
-	if u.Message != nil && !checkText(*u.Message, MaxMessageRunes, true) {
-		return ErrInvalidMessage
 	}
 	if u.OpensAt != nil && u.PrequeueFrom != nil && !u.PrequeueFrom.IsZero() &&
 		(u.OpensAt.IsZero() || u.PrequeueFrom.After(*u.OpensAt)) {
-		return ErrInvalidOpening
-	}
-	return nil
-}
-
-// The bounds of the settings an operator changes live, checked the same
-// way for the defaults (ValidateSettings) and for an Update.
-func checkRefillSize(n int) error {
-	if n < 1 || n > MaxRefillSize {
-		return ErrInvalidRefill
-	}
-	return nil
-}
-
-func checkMaxActive(n int) error {
-	if n < 0 || n > MaxMaxActive {
-		return ErrInvalidMaxActive
-	}
-	return nil
-}
-
-func checkMaxWaiting(n int) error {
-	if n < 0 || n > MaxMaxWaiting {
-		return ErrInvalidMaxWaiting
-	}
-	return nil
-}
-
-func checkDifficulty(n int) error {
-	if n < 0 || n > MaxChallengeDifficulty {
-		return ErrInvalidDifficulty
-	}
-	return nil
-}
-
-func checkAbandonAfter(d time.Duration) error {
-	if d < 0 || d > MaxAbandonAfter {
-		return ErrInvalidAbandon
+		return fieldError("prequeue_from", "must not be after opens_at, and needs one")
 	}
 	return nil
 }

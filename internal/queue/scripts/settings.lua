@@ -4,22 +4,20 @@
 --
 -- KEYS[1] -> config (HASH)
 -- KEYS[2] -> events (STREAM: the webhooks' outbox, emit in common.lua)
--- ARGV -> field, value, field, value, ... (validated by the caller)
+-- ARGV[1] -> the event's settings, JSON {field: value}: the fields the site
+--            is told of (the caller leaves out the private ones, such as
+--            webhook_url, which may carry the receiver's token)
+-- ARGV[2..] -> field, value, field, value, ... (validated by the caller,
+--            the fields of queue.Catalog)
 -- Returns HSET's count of fields new to the HASH.
-local n = redis.call('HSET', KEYS[1], unpack(ARGV))
-local changed = {}
-for i = 1, #ARGV, 2 do
+local n = redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+for i = 2, #ARGV, 2 do
   -- The controller switched off (issue 21): its effective refill goes, so
   -- refill_size is the budget from this moment (interval_budget, common.lua), and
   -- a later switch on starts again from refill_size.
   if ARGV[i] == 'adapt_enabled' and ARGV[i + 1] == '0' then
     redis.call('HDEL', KEYS[1], 'refill_effective')
   end
-  -- The webhook URL itself is not told: it may carry the receiver's
-  -- token, and the site knows where it listens.
-  if ARGV[i] ~= 'webhook_url' then
-    changed[ARGV[i]] = ARGV[i + 1]
-  end
 end
-emit(KEYS[2], KEYS[1], 'settings_changed', {}, now_ms(), cjson.encode(changed))
+emit(KEYS[2], KEYS[1], 'settings_changed', {}, now_ms(), ARGV[1])
 return n

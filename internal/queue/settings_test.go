@@ -1,0 +1,164 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestCatalogMatchesTheTypes: every row names an Update field (an
+// operator's setting) or a Settings field (the environment's), of its
+// Kind's Go type, and every tagged field has a row.
+func TestCatalogMatchesTheTypes(t *testing.T) {
+	goType := map[Kind]reflect.Type{
+		KindInt: reflect.TypeFor[int](), KindMillis: reflect.TypeFor[time.Duration](), KindBool: reflect.TypeFor[bool](),
+		KindRate: reflect.TypeFor[float64](), KindURL: reflect.TypeFor[string](), KindString: reflect.TypeFor[string](),
+		KindTime: reflect.TypeFor[time.Time](), KindLine: reflect.TypeFor[map[string]string](), KindText: reflect.TypeFor[map[string]string](),
+	}
+	names := map[string]bool{}
+	for _, st := range Catalog {
+		if names[st.Name] || st.Hash == "" {
+			t.Errorf("%s: named twice, or no HASH field", st.Name)
+		}
+		names[st.Name] = true
+		want := goType[st.Kind]
+		if idx, ok := updateFields[st.Name]; ok != (st.Role == RoleOperator) {
+			t.Errorf("%s: an Update field %v, role %d", st.Name, ok, st.Role)
+		} else if ok && reflect.TypeFor[Update]().FieldByIndex(idx).Type.Elem() != want {
+			t.Errorf("%s: Update's field is not a *%v", st.Name, want)
+		}
+		if idx, ok := settingsFields[st.Name]; ok && reflect.TypeFor[Settings]().FieldByIndex(idx).Type != want {
+			t.Errorf("%s: Settings' field is not a %v", st.Name, want)
+		} else if !ok && (st.Env != "" || st.Seed != SeedNever) {
+			t.Errorf("%s: the environment sets it, but Settings has no field", st.Name)
+		}
+	}
+	for name := range updateFields {
+		if !names[name] {
+			t.Errorf("Update's field %s has no row in Catalog", name)
+		}
+	}
+	for name := range settingsFields {
+		if !names[name] {
+			t.Errorf("Settings' field %s has no row in Catalog", name)
+		}
+	}
+}
+
+// TestUpdateSetGet: what Set puts in an Update, Get and Validate read.
+func TestUpdateSetGet(t *testing.T) {
+	var u Update
+	u.Set("max_waiting", 7)
+	u.Set("abandon_after_ms", time.Minute)
+	if v, ok := u.Get("max_waiting"); !ok || v != 7 || *u.MaxWaiting != 7 || *u.AbandonAfter != time.Minute {
+		t.Fatalf("Get = %v %v; update %+v", v, ok, u)
+	}
+	if _, ok := u.Get("paused"); ok {
+		t.Fatal("paused is set, never having been")
+	}
+	u.Set("challenge_difficulty", MaxChallengeDifficulty+1)
+	var fe *FieldError
+	if err := u.Validate(); !errors.As(err, &fe) || fe.Field != "challenge_difficulty" ||
+		err.Error() != "queue: challenge_difficulty must be an integer from 0 to 32" {
+		t.Fatalf("Validate = %v", err)
+	}
+}
+
+// TestDecode reads PATCH fields the way the API documents them.
+func TestDecode(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw string
+		want      any
+		err       string
+	}{
+		{"max_waiting", `12`, 12, ""},
+		{"max_waiting", `-1`, nil, "queue: max_waiting must be an integer from 0 to 100000000"},
+		{"max_waiting", `null`, nil, "queue: max_waiting must be an integer from 0 to 100000000"},
+		{"abandon_after_ms", `1500`, 1500 * time.Millisecond, ""},
+		{"paused", `true`, true, ""},
+		{"paused", `1`, nil, "queue: paused must be true or false"},
+		{"origin_max_error_rate", `0.25`, 0.25, ""},
+		{"origin_max_error_rate", `2`, nil, "queue: origin_max_error_rate must be a number from 0 to 1"},
+		{"opens_at", `null`, time.Time{}, ""},
+		{"opens_at", `"soon"`, nil, "queue: opens_at must be an RFC 3339 time (2026-12-24T09:00:00+09:00) or null"},
+		{"origin_probe_url", `null`, "", ""},
+	} {
+		st, _ := Lookup(tc.name)
+		v, err := st.Decode(json.RawMessage(tc.raw))
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%s %s: %v, want %q", tc.name, tc.raw, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(v, tc.want) {
+			t.Errorf("%s %s: %v %v, want %v", tc.name, tc.raw, v, err, tc.want)
+		}
+	}
+}
+
+// TestEnvDiff: a replica started with other settings than those stored
+// names every one that differs, the automatic rate's included, and none
+// the environment decides (not stored).
+func TestEnvDiff(t *testing.T) {
+	ctx := context.Background()
+	first := Settings{RefillSize: 10, RefillInterval: 5 * time.Second, SessionTTL: time.Minute,
+		Adapt: Adapt{Enabled: true, TargetP95: 800 * time.Millisecond}}
+	s, q, rdb := newStore(t, first)
+	if err := s.Seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.EnvDiff(ctx, q); err != nil || len(d) != 0 {
+		t.Fatalf("just seeded: %v %v", d, err)
+	}
+	if err := s.UpdateSettings(ctx, q, Update{OriginMaxErrorRate: ptr(0.1)}); err != nil {
+		t.Fatal(err)
+	}
+	later := first
+	later.RefillInterval = 20 * time.Second
+	later.Adapt = Adapt{MinRefill: 3} // switched off, another floor; the rate not set
+	s2, err := NewStore(rdb, []string{q}, later, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s2.EnvDiff(ctx, q)
+	want := []string{"refill_interval=5s (env: 20s)", "adapt_enabled=true (env: false)",
+		"origin_target_p95=800ms (env: 0s)", "origin_max_error_rate=0.1 (env: 0)"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("EnvDiff = %q %v\nwant %q", got, err, want)
+	}
+}
+
+// TestCatalogMatchesLua: the fields common.lua's queue_config reads from
+// the config HASH are settings of Catalog (or the effective refill the
+// tick keeps beside them), and the defaults every script gets in
+// ARGV[1..DEFAULTS], in order, are the settings Seed always seeds.
+func TestCatalogMatchesLua(t *testing.T) {
+	body := regexp.MustCompile(`(?s)local function queue_config\(key\)\s*local v = redis.call\('HMGET', key, (.*?)\)`).FindStringSubmatch(commonLua)
+	if body == nil {
+		t.Fatal("common.lua: queue_config's HMGET not found")
+	}
+	for _, m := range regexp.MustCompile(`'([a-z0-9_]+)'`).FindAllStringSubmatch(body[1], -1) {
+		if !slices.ContainsFunc(Catalog, func(st Setting) bool { return st.Hash == m[1] }) && m[1] != "refill_effective" {
+			t.Errorf("queue_config reads %s, which is no setting of Catalog", m[1])
+		}
+	}
+	var seeded []string
+	for _, st := range Catalog {
+		if st.Seed == SeedAlways {
+			seeded = append(seeded, st.Hash)
+		}
+	}
+	// The order of Store.defaultArgs (store.go) and of the scripts' headers.
+	if want := []string{"refill_size", "refill_interval_ms", "session_ttl_ms", "max_active", "abandon_after_ms"}; !slices.Equal(seeded, want) {
+		t.Errorf("seeded always %v, the scripts' defaults %v", seeded, want)
+	}
+}
