@@ -485,7 +485,7 @@ func seededDiff(env, stored queue.Settings) []string {
 	return d
 }
 
-// Fields of secrets.Key that hold what replicas share when the operator
+// Fields of rediskeys.Secrets that hold what replicas share when the operator
 // configured none.
 const (
 	placeSecretField = "place_secret"

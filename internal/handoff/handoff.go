@@ -45,6 +45,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // The contract of a hand-over.
@@ -147,7 +148,7 @@ func (s *Service) Create(ctx context.Context, q, member string, gen int64) (Hand
 	// is drawn again.
 	for range 3 {
 		h := Handoff{Token: newToken(), Code: newCode()}
-		v, err := run(ctx, s, createScript, []string{k.live, k.expires, queue.GenKey(q), queue.WaitingKey(q), queue.DrawKey(q)},
+		v, err := run(ctx, s, createScript, []string{k.live, k.expires, rediskeys.Gen(q), rediskeys.Waiting(q), rediskeys.Draw(q)},
 			member, gen, tokenField(h.Token), codeField(h.Code), TTL.Milliseconds())
 		if err != nil {
 			return Handoff{}, fmt.Errorf("handoff: create: %w", err)
@@ -239,7 +240,7 @@ func (s *Service) claim(ctx context.Context, q, input, client string) (Moved, er
 		perClient = 0 // the service's own calls, tests: no client to count
 	}
 	v, err := run(ctx, s, claimScript,
-		[]string{k.live, k.expires, queue.GenKey(q), queue.MovedKey(q), queue.WaitingKey(q), queue.DrawKey(q), k.clientTries(client), k.queueTries},
+		[]string{k.live, k.expires, rediskeys.Gen(q), rediskeys.Moved(q), rediskeys.Waiting(q), rediskeys.Draw(q), k.clientTries(client), k.queueTries},
 		field, perClient, ClientWindow.Milliseconds(), QueueAttempts, QueueWindow.Milliseconds(),
 		movedKeep.Milliseconds(), genKeep.Milliseconds())
 	if err != nil {
@@ -274,19 +275,17 @@ func run(ctx context.Context, s *Service, script *redis.Script, keys []string, a
 	return v, err
 }
 
-// keys are a queue's hand-over keys, beside the queue's own (its hash tag).
+// keys are a queue's hand-over keys (rediskeys.Handoff*), beside the
+// queue's own (its hash tag).
 type keys struct {
-	live    string // HASH the live hand-overs (scripts/common.lua)
-	expires string // ZSET member=user, score=when its hand-over expires (ms)
-	// queueTries: STRING failed attempts by code in the queue's window;
-	// tries prefixes the clients' (STRING, failed attempts per window).
-	queueTries, tries string
-	unused            string
+	q                  string
+	live, expires      string
+	queueTries, unused string
 }
 
 func keysFor(q string) keys {
-	p := queue.KeyPrefix(q) + "handoff:"
-	return keys{live: p + "live", expires: p + "expires", queueTries: p + "tries:q", tries: p + "tries:c:", unused: p + "unused"}
+	return keys{q: q, live: rediskeys.HandoffLive(q), expires: rediskeys.HandoffExpires(q),
+		queueTries: rediskeys.HandoffQueueTries(q), unused: rediskeys.HandoffUnused(q)}
 }
 
 // clientTries is the counter of client's failed attempts ("" no client:
@@ -295,7 +294,7 @@ func (k keys) clientTries(client string) string {
 	if client == "" {
 		return k.unused
 	}
-	return k.tries + client
+	return rediskeys.HandoffClientTries(k.q, client)
 }
 
 // newToken is 256 random bits, base64url: 43 characters.

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // Tracker is a replica's view of the places that moved lately
@@ -127,7 +128,7 @@ func (t *Tracker) Refresh(ctx context.Context, q string) error {
 	}
 	started := time.Now()
 	reply, err := queue.WaitFor(ctx, 2*time.Second, func(ctx context.Context) ([]any, error) {
-		return movedScript.Run(ctx, t.rdb, []string{queue.MovedKey(q)}, since).Slice()
+		return movedScript.Run(ctx, t.rdb, []string{rediskeys.Moved(q)}, since).Slice()
 	})
 	if err != nil {
 		return err
