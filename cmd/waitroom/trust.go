@@ -26,7 +26,7 @@ type trust struct {
 	join       *place.Join
 }
 
-// Fields of secrets.Key that hold what replicas share when the operator
+// Fields of rediskeys.Secrets that hold what replicas share when the operator
 // configured none.
 const (
 	placeSecretField = "place_secret"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	queuepkg "github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
@@ -48,7 +48,7 @@ func TestWebhooksThroughTheService(t *testing.T) {
 	api := "/api/v1/queues/" + queue
 	// The worker turns the queue's events on at its first refresh.
 	rdb := redistest.Client(t)
-	for deadline := time.Now().Add(10 * time.Second); rdb.HGet(context.Background(), queuepkg.ConfigKey(queue), "webhooks").Val() != "1"; {
+	for deadline := time.Now().Add(10 * time.Second); rdb.HGet(context.Background(), rediskeys.Config(queue), "webhooks").Val() != "1"; {
 		if time.Now().After(deadline) {
 			t.Fatal("the webhooks flag never set")
 		}

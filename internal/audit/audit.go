@@ -16,7 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // MaxEntries is how many entries each queue's log keeps.
@@ -74,10 +74,6 @@ func New(rdb Redis) (*Log, error) {
 	return &Log{rdb: rdb}, nil
 }
 
-// Key is the Redis key (LIST of JSON entries, newest first) of the log of
-// the queue name, in the queue's hash tag like the queue's own keys.
-func Key(name string) string { return queue.KeyPrefix(name) + "audit" }
-
 // Record adds e to the log of e.Queue, stamped with the Redis clock, and
 // returns e as stored.
 func (l *Log) Record(ctx context.Context, e Entry) (Entry, error) {
@@ -99,7 +95,7 @@ func (l *Log) Record(ctx context.Context, e Entry) (Entry, error) {
 	if err != nil {
 		return e, fmt.Errorf("audit: %w", err)
 	}
-	at, err := recordScript.Run(ctx, l.rdb, []string{Key(e.Queue)}, b, MaxEntries).Int64()
+	at, err := recordScript.Run(ctx, l.rdb, []string{rediskeys.Audit(e.Queue)}, b, MaxEntries).Int64()
 	if err != nil {
 		return e, fmt.Errorf("audit: record: %w", err)
 	}
@@ -114,7 +110,7 @@ func (l *Log) List(ctx context.Context, queue string, n int) ([]Entry, error) {
 	if n <= 0 || n > MaxEntries {
 		n = MaxEntries
 	}
-	raw, err := l.rdb.LRange(ctx, Key(queue), 0, int64(n-1)).Result()
+	raw, err := l.rdb.LRange(ctx, rediskeys.Audit(queue), 0, int64(n-1)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("audit: list: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/audit"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -87,7 +88,7 @@ func TestBounded(t *testing.T) {
 	if len(got) != audit.MaxEntries {
 		t.Fatalf("%d entries kept, want %d", len(got), audit.MaxEntries)
 	}
-	if n := redistest.Client(t).LLen(ctx, audit.Key(q)).Val(); n != audit.MaxEntries {
+	if n := redistest.Client(t).LLen(ctx, rediskeys.Audit(q)).Val(); n != audit.MaxEntries {
 		t.Fatalf("LLEN %d, want %d", n, audit.MaxEntries)
 	}
 	newest, oldest := string(got[0].Changes[0].New), string(got[len(got)-1].Changes[0].New)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // A queue's origin report, shared by every replica in Redis: what the
@@ -49,14 +49,6 @@ func (r Report) Validate() error {
 	return nil
 }
 
-// OriginKey is queue's origin report: a HASH p95_ms, error_rate, source,
-// at_ms (Redis clock), expiring a minute after it was written.
-func OriginKey(q string) string { return queue.KeyPrefix(q) + "origin" }
-
-// LeaseKey is the probe's lease of queue: a STRING holding the holder's
-// token, expiring (PX) unless renewed.
-func LeaseKey(q string) string { return queue.KeyPrefix(q) + "origin:lease" }
-
 //go:embed report.lua
 var reportLua string
 
@@ -83,7 +75,7 @@ type store struct {
 func (s store) write(ctx context.Context, q string, r Report, source string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	err := reportScript.Run(ctx, s.rdb, []string{OriginKey(q)}, "write", r.P95.Milliseconds(),
+	err := reportScript.Run(ctx, s.rdb, []string{rediskeys.Origin(q)}, "write", r.P95.Milliseconds(),
 		strconv.FormatFloat(r.ErrorRate, 'g', -1, 64), source).Err()
 	if err != nil {
 		return fmt.Errorf("adapt: write report: %w", err)
@@ -95,7 +87,7 @@ func (s store) write(ctx context.Context, q string, r Report, source string) err
 func (s store) read(ctx context.Context, q string) (Report, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	v, err := reportScript.Run(ctx, s.rdb, []string{OriginKey(q)}, "read").StringSlice()
+	v, err := reportScript.Run(ctx, s.rdb, []string{rediskeys.Origin(q)}, "read").StringSlice()
 	if err != nil || len(v) != 4 {
 		return Report{}, false, fmt.Errorf("adapt: read report: %v %w", v, err)
 	}
@@ -114,7 +106,7 @@ func (s store) read(ctx context.Context, q string) (Report, bool, error) {
 func (s store) hold(ctx context.Context, q, token string, ttl time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	n, err := leaseScript.Run(ctx, s.rdb, []string{LeaseKey(q)}, token, ttl.Milliseconds()).Int64()
+	n, err := leaseScript.Run(ctx, s.rdb, []string{rediskeys.OriginLease(q)}, token, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, fmt.Errorf("adapt: lease: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/safeurl"
 )
@@ -53,7 +54,7 @@ func TestProbeFollowsNoRedirect(t *testing.T) {
 		if err := store.UpdateSettings(ctx, q, queue.Update{OriginProbeURL: ptr(u)}); err != nil {
 			t.Fatal(err)
 		}
-		_ = rdb.Del(ctx, LeaseKey(q)).Err() // the first runner's lease
+		_ = rdb.Del(ctx, rediskeys.OriginLease(q)).Err() // the first runner's lease
 		strict.refresh(ctx, q)
 		if n := siteHits.Load(); n != 1 {
 			t.Fatalf("%s: polled under the default policy (%d requests)", u, n)

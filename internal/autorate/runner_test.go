@@ -17,6 +17,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/audit"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/safeurl"
 )
@@ -186,7 +187,7 @@ func TestStepAudited(t *testing.T) {
 	}
 	a.Ticked(q, pa, res)
 	// b's tick of the next interval brings a proposal from a stale reading.
-	if err := rdb.HDel(ctx, queue.KeyPrefix(q)+"tick", "next_at_ms").Err(); err != nil {
+	if err := rdb.HDel(ctx, rediskeys.Tick(q), "next_at_ms").Err(); err != nil {
 		t.Fatal(err)
 	}
 	res, err = store.TickWith(ctx, q, pb)

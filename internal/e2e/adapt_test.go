@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // The operator turns the automatic rate on in the back office, sets its
@@ -72,7 +73,7 @@ func TestAdminAdapt(t *testing.T) {
 
 	// The controller holds the rate at 1 (as a step of internal/autorate
 	// stores it): the page says so at its next refresh.
-	if err := s.rdb.HSet(ctx, queue.ConfigKey(s.queue), "refill_effective", 1).Err(); err != nil {
+	if err := s.rdb.HSet(ctx, rediskeys.Config(s.queue), "refill_effective", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
 	b.waitJS(5*time.Second, "the effective refill", fmt.Sprintf(`%s === '1 (automatic)'`, jsText(effective)))

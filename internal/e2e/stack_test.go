@@ -30,6 +30,7 @@ import (
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/scheduler"
 	"github.com/waitroom/waitroom/web"
@@ -373,18 +374,18 @@ func (s *stack) verify(token string) verifyAnswer {
 // "entered", "waiting", the reason it ended ("abandoned", …), or "".
 func (s *stack) fate(user string) string {
 	s.t.Helper()
-	ctx, p := context.Background(), queue.KeyPrefix(s.queue)
-	if _, err := s.rdb.ZScore(ctx, p+"entered", user).Result(); err == nil {
+	ctx, q := context.Background(), s.queue
+	if _, err := s.rdb.ZScore(ctx, rediskeys.Entered(q), user).Result(); err == nil {
 		return "entered"
 	}
-	if _, err := s.rdb.ZScore(ctx, p+"waiting", user).Result(); err == nil {
+	if _, err := s.rdb.ZScore(ctx, rediskeys.Waiting(q), user).Result(); err == nil {
 		return "waiting"
 	}
-	if _, err := s.rdb.ZScore(ctx, p+"held", user).Result(); err == nil {
+	if _, err := s.rdb.ZScore(ctx, rediskeys.Held(q), user).Result(); err == nil {
 		return "held" // set aside at the head until it confirms (tick.lua)
 	}
 	for _, r := range []string{queue.ReasonAbandoned, queue.ReasonLeft, queue.ReasonExpired, queue.ReasonRemoved, queue.ReasonDone} {
-		if _, err := s.rdb.ZScore(ctx, p+"gone", r+":"+user).Result(); err == nil {
+		if _, err := s.rdb.ZScore(ctx, rediskeys.Gone(q), r+":"+user).Result(); err == nil {
 			return r
 		}
 	}

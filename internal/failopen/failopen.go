@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 //go:embed record.lua
@@ -26,10 +26,6 @@ var recordScript = redis.NewScript(recordLua)
 // FlushEvery is how often the counts are written to Redis, while there
 // are any and Redis answers.
 const FlushEvery = 5 * time.Second
-
-// Key is the Redis key of queue's record (HASH: requests, the count in
-// all; last_at_ms, when the last one passed), in the queue's hash tag.
-func Key(name string) string { return queue.KeyPrefix(name) + "gate_fail_open" }
 
 // Record is what a queue's gate let through unchecked, over every replica.
 type Record struct {
@@ -115,7 +111,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 func (r *Recorder) write(ctx context.Context, q string, p *pending) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	return recordScript.Run(ctx, r.rdb, []string{Key(q)}, p.n, p.last.UnixMilli()).Err()
+	return recordScript.Run(ctx, r.rdb, []string{rediskeys.GateFailOpen(q)}, p.n, p.last.UnixMilli()).Err()
 }
 
 // Run flushes every FlushEvery until ctx ends, then once more (bounded by
@@ -144,7 +140,7 @@ func (r *Recorder) Run(ctx context.Context, log *slog.Logger) {
 func (r *Recorder) Read(ctx context.Context, name string) (Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	v, err := r.rdb.HMGet(ctx, Key(name), "requests", "last_at_ms").Result()
+	v, err := r.rdb.HMGet(ctx, rediskeys.GateFailOpen(name), "requests", "last_at_ms").Result()
 	if err != nil {
 		return Record{}, err
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // A Redis Cluster of three primaries and three replicas: queues spread
@@ -37,14 +37,14 @@ func TestClusterFailover(t *testing.T) {
 			for _, q := range queues {
 				s.checkScripts(q)
 			}
-			victim := c.nodes[c.primaryOf(t, queue.KeyPrefix(queues[0])+"waiting")]
+			victim := c.nodes[c.primaryOf(t, rediskeys.Waiting(queues[0]))]
 			o := killUnderLoad(t, s, queues[0], prefix, victim)
 			t.Logf("cluster, WAIT %d, primary %s of %s killed: %s", wait, victim.addr, queues[0], o)
 			o.checkWait(t, wait)
 			// The promoted replica serves the killed primary's slots, and
 			// every script runs there, on a fresh queue of its own.
 			promoted := c.replicas[victim.addr]
-			if p := c.primaryOf(t, queue.KeyPrefix(queues[0])+"waiting"); p != promoted {
+			if p := c.primaryOf(t, rediskeys.Waiting(queues[0])); p != promoted {
 				t.Errorf("%s served by %s, want its replica %s", queues[0], p, promoted)
 			}
 			after := c.queueOn(t, promoted, prefix+"-after")

@@ -17,7 +17,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -264,7 +264,7 @@ func (c *cluster) queueOn(t testing.TB, primary, prefix string) string {
 	t.Helper()
 	for i := range 1000 {
 		q := fmt.Sprintf("%s-%d", prefix, i)
-		if c.primaryOf(t, queue.KeyPrefix(q)+"waiting") == primary {
+		if c.primaryOf(t, rediskeys.Waiting(q)) == primary {
 			return q
 		}
 	}

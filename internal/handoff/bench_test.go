@@ -12,6 +12,7 @@ import (
 	"github.com/skip2/go-qrcode"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // What the hand-overs add to a status answered from the replica's
@@ -30,7 +31,7 @@ func BenchmarkFarBackStatus(b *testing.B) {
 	}
 	seqs := e.line(b, q, users...)
 	for i := range 1000 {
-		e.rdb.ZAdd(ctx, queue.MovedKey(q), redis.Z{Score: float64(time.Now().UnixMilli()), Member: fmt.Sprintf("moved-%d", i)})
+		e.rdb.ZAdd(ctx, rediskeys.Moved(q), redis.Z{Score: float64(time.Now().UnixMilli()), Member: fmt.Sprintf("moved-%d", i)})
 	}
 	far := holder("u300", 0)
 	far.Seq = seqs["u300"]

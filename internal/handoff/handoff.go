@@ -2,14 +2,15 @@
 // a place asks for a hand-over (Create), shown as a link with a long
 // token (in a QR code) and a short code to type; the other device uses
 // one of them once (Enter) and gets the place, the same member at the
-// same position, with a fresh credential. The place's generation goes up
-// in Redis (queue.GenKey), so every credential issued before it stops
-// working at once in the queue's scripts (enter, status, leave: ErrMoved),
-// and the move is recorded for the replicas' far-back status path, which
-// answers without Redis (Tracker).
+// same position, with a fresh credential. The move is the queue's
+// (queue.Store.MovePlace): the place's generation goes up, so every
+// credential issued before it stops working at once in the queue's
+// scripts (enter, status, leave: ErrMoved), and the move is recorded for
+// the replicas' far-back status path, which answers without Redis
+// (Tracker). This package writes only its own keys (rediskeys.Handoff*).
 //
 // A hand-over lives TTL (two minutes), is used at most once (the claim
-// script deletes it before anything else), belongs to one queue (its keys
+// script deletes it before the place moves), belongs to one queue (its keys
 // carry the queue's hash tag) and to one member (a new one replaces the
 // member's last). Tokens and codes are kept as SHA-256 hashes.
 //
@@ -45,6 +46,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // The contract of a hand-over.
@@ -65,12 +67,6 @@ const (
 	ClientWindow   = 10 * time.Minute
 	// tokenBytes is the randomness of a token: 256 bits.
 	tokenBytes = 32
-	// movedKeep is how long a move stays in the moved ZSET, which the
-	// replicas read (Tracker): a page that still polls with the older
-	// credential far back in the line learns of the move within it.
-	movedKeep = time.Hour
-	// genKeep is how long a queue's gen HASH is kept after its last move.
-	genKeep = 7 * 24 * time.Hour
 )
 
 // Errors. ErrInvalid is the one answer for a token or code that is
@@ -103,10 +99,11 @@ var (
 	movedScript  = redis.NewScript(commonLua + movedLua)
 )
 
-// Store is what a hand-over asks of the queue store once the place has
-// moved: the ticket of its new holder, and to give up a place the new
-// device held before.
+// Store is what a hand-over asks of the queue store: to move the place
+// once the hand-over is used, the ticket of its new holder, and to give up
+// a place the new device held before.
 type Store interface {
+	MovePlace(ctx context.Context, queue, user string, gen int64) (queue.Move, error)
 	StatusAs(ctx context.Context, queue string, c queue.Caller) (queue.Ticket, error)
 	LeaveAs(ctx context.Context, queue, user string, gen int64) error
 }
@@ -147,7 +144,7 @@ func (s *Service) Create(ctx context.Context, q, member string, gen int64) (Hand
 	// is drawn again.
 	for range 3 {
 		h := Handoff{Token: newToken(), Code: newCode()}
-		v, err := run(ctx, s, createScript, []string{k.live, k.expires, queue.GenKey(q), queue.WaitingKey(q), queue.DrawKey(q)},
+		v, err := run(ctx, s, createScript, []string{k.live, k.expires, rediskeys.Gen(q), rediskeys.Waiting(q), rediskeys.Draw(q)},
 			member, gen, tokenField(h.Token), codeField(h.Code), TTL.Milliseconds())
 		if err != nil {
 			return Handoff{}, fmt.Errorf("handoff: create: %w", err)
@@ -238,28 +235,39 @@ func (s *Service) claim(ctx context.Context, q, input, client string) (Moved, er
 	if client == "" {
 		perClient = 0 // the service's own calls, tests: no client to count
 	}
-	v, err := run(ctx, s, claimScript,
-		[]string{k.live, k.expires, queue.GenKey(q), queue.MovedKey(q), queue.WaitingKey(q), queue.DrawKey(q), k.clientTries(client), k.queueTries},
-		field, perClient, ClientWindow.Milliseconds(), QueueAttempts, QueueWindow.Milliseconds(),
-		movedKeep.Milliseconds(), genKeep.Milliseconds())
+	v, err := run(ctx, s, claimScript, []string{k.live, k.expires, k.clientTries(client), k.queueTries},
+		field, perClient, ClientWindow.Milliseconds(), QueueAttempts, QueueWindow.Milliseconds())
 	if err != nil {
 		return Moved{}, fmt.Errorf("handoff: claim: %w", err)
 	}
 	switch code, _ := v[0].(int64); code {
 	case 1:
-		if len(v) != 4 {
+		if len(v) != 3 {
 			return Moved{}, fmt.Errorf("handoff: claim: reply of %d values", len(v))
 		}
 		member, _ := v[1].(string)
 		gen, _ := v[2].(int64)
-		seq, _ := v[3].(int64)
-		return Moved{Member: member, Gen: gen, Seq: seq}, nil
+		return s.move(ctx, q, member, gen)
 	case -1:
 		wait, _ := v[1].(int64)
 		return Moved{}, &queue.Retry{Err: queue.ErrRateLimited, After: time.Duration(wait) * time.Millisecond}
 	default:
 		return Moved{}, ErrInvalid
 	}
+}
+
+// move asks the queue to move member's place, the hand-over just used
+// having been made at generation gen. A place that moved since or no
+// longer waits gets the answer of a used hand-over (ErrInvalid).
+func (s *Service) move(ctx context.Context, q, member string, gen int64) (Moved, error) {
+	m, err := s.store.MovePlace(ctx, q, member, gen)
+	switch {
+	case errors.Is(err, queue.ErrMoved), errors.Is(err, queue.ErrNotWaiting):
+		return Moved{}, ErrInvalid
+	case err != nil:
+		return Moved{}, fmt.Errorf("handoff: move: %w", err)
+	}
+	return Moved{Member: member, Gen: m.Gen, Seq: m.Seq}, nil
 }
 
 // run runs script within the service's timeout and returns its reply as
@@ -274,19 +282,17 @@ func run(ctx context.Context, s *Service, script *redis.Script, keys []string, a
 	return v, err
 }
 
-// keys are a queue's hand-over keys, beside the queue's own (its hash tag).
+// keys are a queue's hand-over keys (rediskeys.Handoff*), beside the
+// queue's own (its hash tag).
 type keys struct {
-	live    string // HASH the live hand-overs (scripts/common.lua)
-	expires string // ZSET member=user, score=when its hand-over expires (ms)
-	// queueTries: STRING failed attempts by code in the queue's window;
-	// tries prefixes the clients' (STRING, failed attempts per window).
-	queueTries, tries string
-	unused            string
+	q                  string
+	live, expires      string
+	queueTries, unused string
 }
 
 func keysFor(q string) keys {
-	p := queue.KeyPrefix(q) + "handoff:"
-	return keys{live: p + "live", expires: p + "expires", queueTries: p + "tries:q", tries: p + "tries:c:", unused: p + "unused"}
+	return keys{q: q, live: rediskeys.HandoffLive(q), expires: rediskeys.HandoffExpires(q),
+		queueTries: rediskeys.HandoffQueueTries(q), unused: rediskeys.HandoffUnused(q)}
 }
 
 // clientTries is the counter of client's failed attempts ("" no client:
@@ -295,7 +301,7 @@ func (k keys) clientTries(client string) string {
 	if client == "" {
 		return k.unused
 	}
-	return k.tries + client
+	return rediskeys.HandoffClientTries(k.q, client)
 }
 
 // newToken is 256 random bits, base64url: 43 characters.

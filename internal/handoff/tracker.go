@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // Tracker is a replica's view of the places that moved lately
@@ -39,6 +40,13 @@ const MaxAge = 2500 * time.Millisecond
 
 // Every is how often Run reads each queue's moves.
 const Every = 900 * time.Millisecond
+
+// movedPage is how many moves one read of the moved ZSET returns at most
+// (moved.lua's LIMIT). A read once a second sees the last overlap's
+// moves, far fewer; only a replica's first read (the hour's moves) or a
+// burst takes several pages, each a bounded call (about a millisecond of
+// Redis) rather than one as long as the hour's moves.
+const movedPage = 1000
 
 // overlap is how far back each read looks before the latest move seen,
 // for moves whose Redis time is a little behind it (a failover to a
@@ -126,29 +134,19 @@ func (t *Tracker) Refresh(ctx context.Context, q string) error {
 		since = max(0, old.latest-overlap.Milliseconds())
 	}
 	started := time.Now()
-	reply, err := queue.WaitFor(ctx, 2*time.Second, func(ctx context.Context) ([]any, error) {
-		return movedScript.Run(ctx, t.rdb, []string{queue.MovedKey(q)}, since).Slice()
-	})
+	now, fresh, err := t.readMoves(ctx, q, since)
 	if err != nil {
 		return err
 	}
-	now, _ := reply[0].(int64)
 	s := &movedSet{read: started}
 	if old != nil {
 		s.latest = old.latest
 	}
-	fresh := make(map[string]int64, (len(reply)-1)/2)
-	for i := 1; i+1 < len(reply); i += 2 {
-		member, _ := reply[i].(string)
-		at, err := strconv.ParseInt(asString(reply[i+1]), 10, 64)
-		if err != nil {
-			continue
-		}
-		fresh[member] = at
+	for _, at := range fresh {
 		s.latest = max(s.latest, at)
 	}
 	// Copy the view only when it changes: new moves, or old ones to drop.
-	horizon := now - movedKeep.Milliseconds()
+	horizon := now - queue.MovedKeep.Milliseconds()
 	changed := old == nil
 	if old != nil {
 		for m, at := range fresh {
@@ -190,6 +188,49 @@ func (t *Tracker) Refresh(ctx context.Context, q string) error {
 	v.nlocal.Store(int32(len(v.local)))
 	v.mu.Unlock()
 	return nil
+}
+
+// readMoves reads q's moves since (ms, inclusive), movedPage at a time:
+// member -> when it moved (Redis ms), and Redis's time of the last page.
+// A page starts at the last one's latest time, past the moves of that
+// time it already held: moves that share a millisecond are neither
+// skipped nor read twice, however many (a move made meanwhile may shift
+// them, which the next read's overlap catches).
+func (t *Tracker) readMoves(ctx context.Context, q string, since int64) (int64, map[string]int64, error) {
+	moves := make(map[string]int64)
+	offset := 0
+	for {
+		reply, err := queue.WaitFor(ctx, 2*time.Second, func(ctx context.Context) ([]any, error) {
+			return movedScript.Run(ctx, t.rdb, []string{rediskeys.Moved(q)}, since, offset, movedPage).Slice()
+		})
+		if err != nil {
+			return 0, nil, err
+		}
+		now, _ := reply[0].(int64)
+		n, last, tie := 0, since, 0
+		for i := 1; i+1 < len(reply); i += 2 {
+			n++
+			member, _ := reply[i].(string)
+			at, err := strconv.ParseInt(asString(reply[i+1]), 10, 64)
+			if err != nil {
+				continue
+			}
+			moves[member] = at
+			if at == last {
+				tie++
+			} else {
+				last, tie = at, 1
+			}
+		}
+		if n < movedPage {
+			return now, moves, nil
+		}
+		if last == since {
+			offset += n // the whole page at since: skip it too
+		} else {
+			since, offset = last, tie
+		}
+	}
 }
 
 func asString(v any) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/internal/audit"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/lockout"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -318,7 +319,7 @@ func TestAuditLogBounded(t *testing.T) {
 	// Older entries written straight to Redis, to keep the test short.
 	pipe := rdb.Pipeline()
 	for i := range audit.MaxEntries {
-		pipe.LPush(context.Background(), audit.Key(e.queue), fmt.Sprintf(`{"at_ms":1,"client_ip":"x","queue":%q,"action":"old %d","changes":[]}`, e.queue, i))
+		pipe.LPush(context.Background(), rediskeys.Audit(e.queue), fmt.Sprintf(`{"at_ms":1,"client_ip":"x","queue":%q,"action":"old %d","changes":[]}`, e.queue, i))
 	}
 	if _, err := pipe.Exec(context.Background()); err != nil {
 		t.Fatal(err)
@@ -326,7 +327,7 @@ func TestAuditLogBounded(t *testing.T) {
 	if r := e.patch(`{"max_active":5}`); r.status != 200 {
 		t.Fatalf("patch: %d %s", r.status, r.body)
 	}
-	if n := rdb.LLen(context.Background(), audit.Key(e.queue)).Val(); n != audit.MaxEntries {
+	if n := rdb.LLen(context.Background(), rediskeys.Audit(e.queue)).Val(); n != audit.MaxEntries {
 		t.Fatalf("LLEN %d, want %d", n, audit.MaxEntries)
 	}
 	got := e.auditEntries("?limit=1000")

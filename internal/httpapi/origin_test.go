@@ -16,6 +16,7 @@ import (
 	"github.com/waitroom/waitroom/internal/autorate"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -49,7 +50,7 @@ func TestOriginReport(t *testing.T) {
 	if r := post(`{"p95_ms":420.5,"error_rate":0.02}`); r.status != 204 {
 		t.Fatalf("report: %d %s", r.status, r.body)
 	}
-	v, err := e.rdb.HGetAll(context.Background(), autorate.OriginKey(e.queue)).Result()
+	v, err := e.rdb.HGetAll(context.Background(), rediskeys.Origin(e.queue)).Result()
 	if err != nil || v["p95_ms"] != "420" || v["error_rate"] != "0.02" || v["source"] != "push" || v["at_ms"] == "" {
 		t.Fatalf("stored report %v, %v", v, err)
 	}
@@ -101,7 +102,7 @@ func TestPatchAdaptSettings(t *testing.T) {
 		wantError(t, e.patch(body), 400, "invalid_probe_url")
 	}
 	// Switched off: refill_effective is refill_size at once, in the view.
-	if err := e.rdb.HSet(context.Background(), queue.ConfigKey(e.queue), "refill_effective", 1).Err(); err != nil {
+	if err := e.rdb.HSet(context.Background(), rediskeys.Config(e.queue), "refill_effective", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if aq := e.adminQueue(); aq.RefillEffective != 1 {

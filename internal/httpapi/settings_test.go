@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -230,7 +231,7 @@ func TestScheduledOpeningAPI(t *testing.T) {
 func TestPatchWebhookURL(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
-	cfg := queue.ConfigKey(e.queue)
+	cfg := rediskeys.Config(e.queue)
 	for _, tc := range []struct{ body, want string }{
 		{`{"webhook_url":"https://hooks.example/w?token=s3cret"}`, "https://hooks.example/w?token=s3cret"},
 		{`{"webhook_url":"http://127.0.0.1:9/w"}`, "http://127.0.0.1:9/w"},

@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 //go:embed attempt.lua
@@ -141,7 +142,7 @@ func (l *Lockout) Attempt(ctx context.Context, client netip.Addr, presented, exp
 // client as the rate limits count clients (clientip.Key), so an IPv6
 // client is its /64 and walking the block does not buy fresh budgets.
 func Key(client netip.Addr) string {
-	return "wr:lockout:" + clientip.Key(client)
+	return rediskeys.Lockout(clientip.Key(client))
 }
 
 // Digester turns secrets into digests keyed with a random key of this

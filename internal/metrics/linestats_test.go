@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -54,7 +55,7 @@ func TestLineHistograms(t *testing.T) {
 	}
 	tick := func() queue.TickResult {
 		t.Helper()
-		rdb.HDel(ctx, queue.KeyPrefix(q)+"tick", "next_at_ms") // as if the hour had passed
+		rdb.HDel(ctx, rediskeys.Tick(q), "next_at_ms") // as if the hour had passed
 		res, err := store.Tick(ctx, q)
 		if err != nil || !res.Applied {
 			t.Fatalf("tick: %+v %v", res, err)

@@ -26,7 +26,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/pass"
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 //go:embed seen.lua
@@ -112,16 +112,13 @@ func New(rdb Redis, maxClients int, timeout time.Duration) (*Uses, error) {
 	return &Uses{rdb: rdb, maxClients: maxClients, timeout: timeout, local: local}, nil
 }
 
-// handOverKey is a pass's pass-link exchange mark (STRING, until the pass's exp).
-func handOverKey(q, id string) string { return queue.KeyPrefix(q) + "handover:" + id }
-
 // clientsKey is the client networks an admission's passes were used from
 // (SET, until the latest exp of its passes): the start first, which has
 // no ':', so no two admissions share a key whatever their member ids.
 // (The per-pass sets of old, "passclients:{jti}", are no longer written
 // and expire with their passes.)
 func clientsKey(a Admission) string {
-	return queue.KeyPrefix(a.Queue) + "admclients:" + strconv.FormatInt(a.Start, 10) + ":" + a.Member
+	return rediskeys.AdmissionClients(a.Queue, strconv.FormatInt(a.Start, 10), a.Member)
 }
 
 // Claim marks the pass id of queue q as handed over: true the first time,
@@ -133,7 +130,7 @@ func clientsKey(a Admission) string {
 func (u *Uses) Claim(ctx context.Context, q, id string, until time.Time) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	err := u.rdb.SetArgs(ctx, handOverKey(q, id), 1, redis.SetArgs{Mode: "NX", ExpireAt: until}).Err()
+	err := u.rdb.SetArgs(ctx, rediskeys.PassLinkUsed(q, id), 1, redis.SetArgs{Mode: "NX", ExpireAt: until}).Err()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return false, nil

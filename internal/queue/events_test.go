@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // outbox reads queue q's events stream as "type:sub,sub" per entry.
 func outbox(t *testing.T, rdb *redis.Client, q string) []string {
 	t.Helper()
-	return stream(t, rdb, EventsKey(q))
+	return stream(t, rdb, rediskeys.Events(q))
 }
 
 // stream reads an outbox as "type:sub,sub" per entry.
@@ -42,7 +44,7 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 		t.Run(fmt.Sprint("webhooks_", on), func(t *testing.T) {
 			s, q, rdb := newStore(t, Settings{RefillSize: 2, RefillInterval: time.Minute, SessionTTL: time.Minute})
 			if on {
-				rdb.HSet(ctx, ConfigKey(q), "webhooks", "1")
+				rdb.HSet(ctx, rediskeys.Config(q), "webhooks", "1")
 			}
 			enter(t, s, q, "a")  // direct: admitted
 			enter(t, s, q, "b")  // direct: admitted
@@ -68,7 +70,7 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			}
 			got := outbox(t, rdb, q)
 			if !on {
-				if n := rdb.Exists(ctx, EventsKey(q), BulkEventsKey(q)).Val(); n != 0 || len(got) != 0 {
+				if n := rdb.Exists(ctx, rediskeys.Events(q), rediskeys.BulkEvents(q)).Val(); n != 0 || len(got) != 0 {
 					t.Fatalf("no webhooks, yet the outbox holds %v", got)
 				}
 				return
@@ -78,10 +80,10 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 				t.Fatalf("outbox\n got %v\nwant %v", got, want)
 			}
 			// A user's own leaving goes to the bulk outbox (issue 26.11).
-			if got, want := stream(t, rdb, BulkEventsKey(q)), []string{"left:b"}; !slices.Equal(got, want) {
+			if got, want := stream(t, rdb, rediskeys.BulkEvents(q)), []string{"left:b"}; !slices.Equal(got, want) {
 				t.Fatalf("bulk outbox\n got %v\nwant %v", got, want)
 			}
-			last, _ := rdb.XRevRangeN(ctx, EventsKey(q), "+", "-", 1).Result()
+			last, _ := rdb.XRevRangeN(ctx, rediskeys.Events(q), "+", "-", 1).Result()
 			var settings map[string]string
 			if err := json.Unmarshal([]byte(last[0].Values["settings"].(string)), &settings); err != nil || settings["refill_size"] != "3" {
 				t.Fatalf("settings_changed carries %v (%v)", last[0].Values, err)
@@ -95,7 +97,7 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 func TestEventsChunked(t *testing.T) {
 	ctx := context.Background()
 	s, q, rdb := newStore(t, Settings{RefillSize: 250, RefillInterval: time.Minute, SessionTTL: time.Minute})
-	rdb.HSet(ctx, ConfigKey(q), "webhooks", "1")
+	rdb.HSet(ctx, rediskeys.Config(q), "webhooks", "1")
 	rdb.Set(ctx, keysFor(q).tokens, 0, 0) // nobody enters directly
 	var want []string
 	for i := range 250 {
@@ -112,7 +114,7 @@ func TestEventsChunked(t *testing.T) {
 		}
 		got = append(got, strings.Split(subs, ",")...)
 	}
-	if n := rdb.XLen(ctx, EventsKey(q)).Val(); n != 3 {
+	if n := rdb.XLen(ctx, rediskeys.Events(q)).Val(); n != 3 {
 		t.Errorf("%d entries for 250 users, want 3 (100 a piece)", n)
 	}
 	if !slices.Equal(got, want) {
@@ -125,7 +127,7 @@ func TestEventsChunked(t *testing.T) {
 func TestEventsAbandoned(t *testing.T) {
 	ctx := context.Background()
 	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Minute, SessionTTL: time.Minute, AbandonAfter: time.Minute})
-	rdb.HSet(ctx, ConfigKey(q), "webhooks", "1")
+	rdb.HSet(ctx, rediskeys.Config(q), "webhooks", "1")
 	rdb.Set(ctx, keysFor(q).tokens, 0, 0) // nobody enters directly
 	enter(t, s, q, "gone")
 	enter(t, s, q, "here")
@@ -145,7 +147,7 @@ func TestEventsAbandoned(t *testing.T) {
 func TestEventsBounded(t *testing.T) {
 	ctx := context.Background()
 	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Minute, SessionTTL: time.Minute})
-	rdb.HSet(ctx, ConfigKey(q), "webhooks", "1", "webhooks_bulk_max", "3")
+	rdb.HSet(ctx, rediskeys.Config(q), "webhooks", "1", "webhooks_bulk_max", "3")
 	enter(t, s, q, "first") // admitted: the events outbox
 	for i := range 5 {
 		u := fmt.Sprintf("u%d", i)
@@ -154,21 +156,21 @@ func TestEventsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := stream(t, rdb, BulkEventsKey(q)), []string{"left:u0", "left:u1", "left:u2"}; !slices.Equal(got, want) {
+	if got, want := stream(t, rdb, rediskeys.BulkEvents(q)), []string{"left:u0", "left:u1", "left:u2"}; !slices.Equal(got, want) {
 		t.Fatalf("bulk outbox %v, want %v (the first 3)", got, want)
 	}
-	if got := rdb.HGet(ctx, ConfigKey(q), "webhooks_dropped_bulk_full").Val(); got != "2" {
+	if got := rdb.HGet(ctx, rediskeys.Config(q), "webhooks_dropped_bulk_full").Val(); got != "2" {
 		t.Fatalf("bulk drops counted %q, want 2", got)
 	}
 
 	// Fill the events outbox to its cap; a tick then admits 2 users
 	// (refill 2): both dropped, counted, the oldest entry still there.
 	const maxlen = 100000
-	first := rdb.XRange(ctx, EventsKey(q), "-", "+").Val()[0].ID
-	for n := rdb.XLen(ctx, EventsKey(q)).Val(); n < maxlen; {
+	first := rdb.XRange(ctx, rediskeys.Events(q), "-", "+").Val()[0].ID
+	for n := rdb.XLen(ctx, rediskeys.Events(q)).Val(); n < maxlen; {
 		pipe := rdb.Pipeline()
 		for range min(maxlen-n, 5000) {
-			pipe.XAdd(ctx, &redis.XAddArgs{Stream: EventsKey(q), Values: []string{"type", "filler", "at", "0", "subs", ""}})
+			pipe.XAdd(ctx, &redis.XAddArgs{Stream: rediskeys.Events(q), Values: []string{"type", "filler", "at", "0", "subs", ""}})
 			n++
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -185,13 +187,13 @@ func TestEventsBounded(t *testing.T) {
 	if res := tick(t, s, rdb, q); res.Moved != 2 {
 		t.Fatalf("tick %+v", res)
 	}
-	if n := rdb.XLen(ctx, EventsKey(q)).Val(); n != maxlen {
+	if n := rdb.XLen(ctx, rediskeys.Events(q)).Val(); n != maxlen {
 		t.Fatalf("events outbox holds %d entries, want its cap %d", n, maxlen)
 	}
-	if got := rdb.XRange(ctx, EventsKey(q), "-", "+").Val()[0].ID; got != first {
+	if got := rdb.XRange(ctx, rediskeys.Events(q), "-", "+").Val()[0].ID; got != first {
 		t.Fatalf("the oldest entry %s trimmed (now %s)", first, got)
 	}
-	if got := rdb.HGet(ctx, ConfigKey(q), "webhooks_dropped_outbox_full").Val(); got != "3" {
+	if got := rdb.HGet(ctx, rediskeys.Config(q), "webhooks_dropped_outbox_full").Val(); got != "3" {
 		t.Fatalf("drops counted %q, want 3 (settings_changed, admitted a and b)", got)
 	}
 }

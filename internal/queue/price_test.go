@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -328,11 +329,11 @@ func TestPriceFirstPlacesMakeNoKeys(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	netKeys, err := rdb.Keys(ctx, KeyPrefix(q)+"netplaces:*").Result()
+	netKeys, err := rdb.Keys(ctx, rediskeys.NetPlaces(q, "*")).Result()
 	if err != nil || len(netKeys) != 0 {
 		t.Fatalf("%d first places made %d network keys (%v): want none", crowd, len(netKeys), err)
 	}
-	seenKeys, err := rdb.Keys(ctx, KeyPrefix(q)+"netseen:*").Result()
+	seenKeys, err := rdb.Keys(ctx, rediskeys.NetSeen(q, "*")).Result()
 	if err != nil || len(seenKeys) < 1 || len(seenKeys) > 2 {
 		t.Fatalf("seen bitmaps: %v, %v; want this window's (and at most the last's)", seenKeys, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -136,7 +137,7 @@ func TestRepliesMatchLua(t *testing.T) {
 	// interval, ttl, paused, abandon_after, opens_at, prequeue_from; the
 	// tick key holds next_at_ms 99, so until_next_tick_ms is 99 - now = 102,
 	// and until_open_ms opens_at - now = 110.
-	key := KeyPrefix(fmt.Sprintf("t%d-replies", time.Now().UnixNano())) + "tick"
+	key := rediskeys.Tick(fmt.Sprintf("t%d-replies", time.Now().UnixNano()))
 	if err := rdb.HSet(ctx, key, "next_at_ms", 99).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -378,7 +379,7 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		held, err := rdb.ZCard(ctx, queue.KeyPrefix(name)+"held").Result()
+		held, err := rdb.ZCard(ctx, rediskeys.Held(name)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,10 +396,10 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 			continue
 		}
 		user := fmt.Sprintf("u%d", i)
-		if _, err := rdb.ZScore(ctx, queue.KeyPrefix(name)+"entered", user).Result(); err == nil {
+		if _, err := rdb.ZScore(ctx, rediskeys.Entered(name), user).Result(); err == nil {
 			t.Errorf("silent %s, far back, was admitted", user)
 		}
-		_, err := rdb.ZScore(ctx, queue.KeyPrefix(name)+"gone", queue.ReasonAbandoned+":"+user).Result()
+		_, err := rdb.ZScore(ctx, rediskeys.Gone(name), queue.ReasonAbandoned+":"+user).Result()
 		if err != nil {
 			t.Errorf("silent %s, far back, was not dropped as abandoned: %v", user, err)
 		}

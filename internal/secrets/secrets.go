@@ -1,7 +1,8 @@
 // Package secrets keeps the values that every replica must share when the
 // operator has not configured them (the place credential key, the entry
 // pass signing key): the first replica to need one generates it and stores
-// it in Redis, and every replica, then and later, uses that one. Anyone who
+// it in Redis (one HASH, a field each: rediskeys.Secrets), and every
+// replica, then and later, uses that one. Anyone who
 // can read Redis can read them, so production sets its own (README).
 package secrets
 
@@ -11,11 +12,9 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// Key is the HASH that holds the generated values, one field each. It is
-// not a queue's key, so it carries no hash tag; it is only ever used alone.
-const Key = "wr:secrets"
+	"github.com/waitroom/waitroom/internal/rediskeys"
+)
 
 // Redis is the part of a go-redis client this package uses.
 type Redis interface {
@@ -27,7 +26,7 @@ type Redis interface {
 // first if there is none. Replicas racing at start-up all get the value of
 // the one whose HSETNX landed.
 func Shared(ctx context.Context, rdb Redis, field string, generate func() ([]byte, error)) ([]byte, error) {
-	v, err := rdb.HGet(ctx, Key, field).Bytes()
+	v, err := rdb.HGet(ctx, rediskeys.Secrets, field).Bytes()
 	if err == nil {
 		return v, nil
 	}
@@ -38,10 +37,10 @@ func Shared(ctx context.Context, rdb Redis, field string, generate func() ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("secrets: generate %s: %w", field, err)
 	}
-	if err := rdb.HSetNX(ctx, Key, field, fresh).Err(); err != nil {
+	if err := rdb.HSetNX(ctx, rediskeys.Secrets, field, fresh).Err(); err != nil {
 		return nil, fmt.Errorf("secrets: store %s: %w", field, err)
 	}
-	v, err = rdb.HGet(ctx, Key, field).Bytes()
+	v, err = rdb.HGet(ctx, rediskeys.Secrets, field).Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("secrets: read %s: %w", field, err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/place"
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // Options configure a soak run.
@@ -367,10 +367,9 @@ func snapshot(ctx context.Context, e *env) (Snapshot, error) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
-	prefix := queue.KeyPrefix(Queue)
 	s := Snapshot{Waiting: map[string]int64{}, Entered: map[string]int64{}}
-	for key, into := range map[string]map[string]int64{"waiting": s.Waiting, "entered": s.Entered} {
-		zs, err := rdb.ZRangeWithScores(ctx, prefix+key, 0, -1).Result()
+	for key, into := range map[string]map[string]int64{rediskeys.Waiting(Queue): s.Waiting, rediskeys.Entered(Queue): s.Entered} {
+		zs, err := rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
 		if err != nil {
 			return s, err
 		}
@@ -378,7 +377,7 @@ func snapshot(ctx context.Context, e *env) (Snapshot, error) {
 			into[z.Member.(string)] = int64(z.Score)
 		}
 	}
-	hist, err := rdb.LRange(ctx, prefix+"history", 0, -1).Result()
+	hist, err := rdb.LRange(ctx, rediskeys.History(Queue), 0, -1).Result()
 	if err != nil {
 		return s, err
 	}
@@ -396,7 +395,7 @@ func snapshot(ctx context.Context, e *env) (Snapshot, error) {
 	}
 	// The interval in progress: the last tick's moves and the direct
 	// admissions since.
-	tick, err := rdb.HMGet(ctx, prefix+"tick", "at_ms", "moved", "direct").Result()
+	tick, err := rdb.HMGet(ctx, rediskeys.Tick(Queue), "at_ms", "moved", "direct").Result()
 	if err != nil {
 		return s, err
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
@@ -47,7 +47,7 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 	stop := hooks.Start(ctx)
 	t.Cleanup(stop)
 	waitFor(t, 10*time.Second, "the webhooks flag", func() bool {
-		return rdb.HGet(ctx, queue.ConfigKey(q), "webhooks").Val() == "1"
+		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1"
 	})
 
 	// "first" takes the interval's one token; "holder" waits behind it.
@@ -69,7 +69,7 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rdb.HDel(ctx, queue.KeyPrefix(q)+"tick", "next_at_ms")
+	rdb.HDel(ctx, rediskeys.Tick(q), "next_at_ms")
 	if res, err := s.Tick(ctx, q); err != nil || res.Moved != 1 {
 		t.Fatalf("tick %+v, %v: want holder admitted", res, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // outbox is one of a queue's two outbox STREAMs (emit and emit_bulk in
@@ -28,8 +28,8 @@ type outbox struct {
 }
 
 func outboxes(q string) (events, bulk outbox) {
-	return outbox{key: queue.EventsKey(q), idPrefix: q + "."},
-		outbox{key: queue.BulkEventsKey(q), idPrefix: q + ".bulk.", bulk: true}
+	return outbox{key: rediskeys.Events(q), idPrefix: q + "."},
+		outbox{key: rediskeys.BulkEvents(q), idPrefix: q + ".bulk.", bulk: true}
 }
 
 // Why the scripts drop an event, the metric's reason label: its outbox
@@ -63,7 +63,7 @@ func (w *Workers) drops(ctx context.Context, q string) (map[string]int64, error)
 	for i, r := range DropReasons {
 		fields[i] = "webhooks_dropped_" + r
 	}
-	v, err := dropsScript.Run(ctx, w.rdb, []string{queue.ConfigKey(q)}, fields...).Int64Slice()
+	v, err := dropsScript.Run(ctx, w.rdb, []string{rediskeys.Config(q)}, fields...).Int64Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}

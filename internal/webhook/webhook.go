@@ -3,8 +3,8 @@
 // settings_changed, delivered at least once.
 //
 // The queue scripts write each event, inside the script that causes it,
-// to one of the queue's two outboxes, Redis STREAMs (queue.EventsKey, and
-// queue.BulkEventsKey for a user's own leaving, which anyone can repeat at
+// to one of the queue's two outboxes, Redis STREAMs (rediskeys.Events, and
+// rediskeys.BulkEvents for a user's own leaving, which anyone can repeat at
 // will: outbox.go), while the queue's config holds webhooks = 1. This
 // package owns that flag (set while the queue has a webhook URL) and
 // delivers the outboxes: on every replica, one worker per queue reads new
@@ -23,7 +23,7 @@
 // The backoff doubles from MinBackoff up to MaxBackoff, never less than
 // the delivery timeout (so a delivery in flight is never taken from a live
 // worker); an entry still undelivered GiveUpAfter after it was written is
-// dead-lettered: copied to a STREAM of its own (DeadKey, bounded), counted,
+// dead-lettered: copied to a STREAM of its own (rediskeys.DeadEvents, bounded), counted,
 // and acknowledged. Delivered entries are trimmed from the outboxes (XTRIM
 // MINID up to the oldest pending one). A full outbox takes no more: the
 // scripts drop the new events and count them, and the workers report the
@@ -51,15 +51,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // Group is the consumer group of every queue's outbox.
 const Group = "webhook"
-
-// DeadKey is the STREAM that keeps queue's dead-lettered deliveries (the
-// entry's fields, with "entry" its outbox id), at most about DeadMax.
-func DeadKey(q string) string { return queue.KeyPrefix(q) + "events:dead" }
 
 // DeadMax bounds each queue's dead letters (MAXLEN ~).
 const DeadMax = 10000
@@ -68,7 +64,7 @@ const DeadMax = 10000
 const (
 	ResultDelivered  = "delivered"   // a 2xx: acknowledged
 	ResultRetry      = "retry"       // failed; pending, tried again after its backoff
-	ResultDeadLetter = "dead_letter" // failed for GiveUpAfter: kept in DeadKey, acknowledged
+	ResultDeadLetter = "dead_letter" // failed for GiveUpAfter: kept in rediskeys.DeadEvents, acknowledged
 )
 
 // Workers deliver the outboxes of a set of queues.
@@ -177,7 +173,7 @@ func (w *Workers) serve(ctx context.Context, q string) {
 // so that no event is written before it could be read. An invalid stored
 // URL (one set before the rules tightened) counts as none, with a warning.
 func (w *Workers) refresh(ctx context.Context, q, was string) (string, error) {
-	cfg := queue.ConfigKey(q)
+	cfg := rediskeys.Config(q)
 	own, err := w.rdb.HGet(ctx, cfg, "webhook_url").Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return was, err
@@ -197,7 +193,7 @@ func (w *Workers) refresh(ctx context.Context, q, was string) (string, error) {
 		flag = "1"
 	}
 	if target != "" && was == "" { // at start, when turned on, and after an error (serve)
-		for _, key := range []string{queue.EventsKey(q), queue.BulkEventsKey(q)} {
+		for _, key := range []string{rediskeys.Events(q), rediskeys.BulkEvents(q)} {
 			err := w.rdb.XGroupCreateMkStream(ctx, key, Group, "0").Err()
 			if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
 				return was, err
@@ -354,11 +350,11 @@ func (w *Workers) deliver(ctx context.Context, q, target string, box outbox, m r
 	for k, v := range m.Values {
 		values[k] = v
 	}
-	if err := w.rdb.XAdd(ctx, &redis.XAddArgs{Stream: DeadKey(q), MaxLen: DeadMax, Approx: true, Values: values}).Err(); err != nil {
+	if err := w.rdb.XAdd(ctx, &redis.XAddArgs{Stream: rediskeys.DeadEvents(q), MaxLen: DeadMax, Approx: true, Values: values}).Err(); err != nil {
 		return err
 	}
 	w.opts.Observer.WebhookDelivered(q, ResultDeadLetter)
-	w.opts.Log.Warn("webhook: delivery given up, kept as a dead letter", "queue", q, "entry", m.ID, "dead", DeadKey(q))
+	w.opts.Log.Warn("webhook: delivery given up, kept as a dead letter", "queue", q, "entry", m.ID, "dead", rediskeys.DeadEvents(q))
 	return w.rdb.XAck(ctx, events, Group, m.ID).Err()
 }
 
@@ -394,7 +390,7 @@ func (w *Workers) post(ctx context.Context, q, target string, body []byte) bool 
 func (w *Workers) trim(ctx context.Context, q string) error {
 	var entries int64
 	var oldest time.Duration
-	for _, key := range []string{queue.EventsKey(q), queue.BulkEventsKey(q)} {
+	for _, key := range []string{rediskeys.Events(q), rediskeys.BulkEvents(q)} {
 		n, age, err := w.trimOne(ctx, key)
 		if err != nil {
 			return err

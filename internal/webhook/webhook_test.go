@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
@@ -143,7 +144,7 @@ func TestEveryEventArrives(t *testing.T) {
 	stopA := a.Start(ctx)
 	defer stopA()
 	waitFor(t, 5*time.Second, "the webhooks flag", func() bool {
-		return rdb.HGet(ctx, queue.ConfigKey(q), "webhooks").Val() == "1"
+		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1"
 	})
 
 	// 20 users: 5 admitted at once, 15 by three ticks; then done, left,
@@ -157,7 +158,7 @@ func TestEveryEventArrives(t *testing.T) {
 		want["admitted:"+u+":"] = true
 	}
 	for range 3 {
-		rdb.HDel(ctx, queue.KeyPrefix(q)+"tick", "next_at_ms")
+		rdb.HDel(ctx, rediskeys.Tick(q), "next_at_ms")
 		if _, err := s.Tick(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +211,7 @@ func TestEveryEventArrives(t *testing.T) {
 		return true
 	})
 	waitFor(t, 10*time.Second, "every entry acknowledged", func() bool {
-		p, err := rdb.XPending(ctx, queue.EventsKey(q), webhook.Group).Result()
+		p, err := rdb.XPending(ctx, rediskeys.Events(q), webhook.Group).Result()
 		return err == nil && p.Count == 0
 	})
 
@@ -254,18 +255,18 @@ func TestDeadLetter(t *testing.T) {
 	stop := w.Start(ctx)
 	defer stop()
 	waitFor(t, 5*time.Second, "the webhooks flag", func() bool {
-		return rdb.HGet(ctx, queue.ConfigKey(q), "webhooks").Val() == "1"
+		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1"
 	})
 	if _, err := s.Enter(ctx, q, "u1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "a dead letter", func() bool { return rdb.XLen(ctx, webhook.DeadKey(q)).Val() == 1 })
-	dead := rdb.XRange(ctx, webhook.DeadKey(q), "-", "+").Val()[0]
+	waitFor(t, 10*time.Second, "a dead letter", func() bool { return rdb.XLen(ctx, rediskeys.DeadEvents(q)).Val() == 1 })
+	dead := rdb.XRange(ctx, rediskeys.DeadEvents(q), "-", "+").Val()[0]
 	if dead.Values["type"] != "admitted" || dead.Values["subs"] != "u1" || dead.Values["entry"] == "" {
 		t.Fatalf("dead letter %v", dead.Values)
 	}
 	waitFor(t, 5*time.Second, "the entry acknowledged", func() bool {
-		return rdb.XPending(ctx, queue.EventsKey(q), webhook.Group).Val().Count == 0
+		return rdb.XPending(ctx, rediskeys.Events(q), webhook.Group).Val().Count == 0
 	})
 	if obs.get(webhook.ResultDeadLetter) != 1 || obs.get(webhook.ResultRetry) == 0 {
 		t.Fatalf("observed %v", obs.counts())
@@ -288,12 +289,12 @@ func TestNoURLNoEvents(t *testing.T) {
 	stop := w.Start(ctx)
 	defer stop()
 	waitFor(t, 5*time.Second, "the flag off", func() bool {
-		return rdb.HGet(ctx, queue.ConfigKey(q), "webhooks").Val() == "0"
+		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "0"
 	})
 	if _, err := s.Enter(ctx, q, "u1"); err != nil {
 		t.Fatal(err)
 	}
-	if n := rdb.Exists(ctx, queue.EventsKey(q)).Val(); n != 0 {
+	if n := rdb.Exists(ctx, rediskeys.Events(q)).Val(); n != 0 {
 		t.Fatal("an outbox without a URL")
 	}
 	own := srv.URL + "/hooks?token=x"
@@ -301,7 +302,7 @@ func TestNoURLNoEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the flag on", func() bool {
-		return rdb.HGet(ctx, queue.ConfigKey(q), "webhooks").Val() == "1"
+		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1"
 	})
 	if _, err := s.Enter(ctx, q, "u2"); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,7 @@
 --
 -- KEYS[1] -> live    (HASH: the live hand-overs, common.lua)
 -- KEYS[2] -> expires (ZSET member=user, score=when its hand-over expires)
--- KEYS[3] -> gen     (HASH member=user, value=generation: queue.GenKey)
+-- KEYS[3] -> gen     (HASH member=user, value=generation: rediskeys.Gen)
 -- KEYS[4] -> waiting (ZSET: the queue's line)
 -- KEYS[5] -> draw    (SET: a scheduled opening's participants)
 -- ARGV[1] -> member (user id)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 // runBurst is the opening burst: cfg.burst new users (index users+i) each
@@ -234,8 +234,8 @@ func (g *gen) checkBurst(ctx context.Context) (burstCheck, error) {
 	}
 	rc := redis.NewClient(&redis.Options{Addr: g.cfg.redisAddr})
 	defer rc.Close()
-	waitingKey := queue.KeyPrefix(g.cfg.queue) + "waiting"
-	enteredKey := queue.KeyPrefix(g.cfg.queue) + "entered"
+	waitingKey := rediskeys.Waiting(g.cfg.queue)
+	enteredKey := rediskeys.Entered(g.cfg.queue)
 	bc.minSeq, bc.maxSeq = recs[0].seq, recs[0].seq
 	for _, r := range recs {
 		bc.minSeq, bc.maxSeq = min(bc.minSeq, r.seq), max(bc.maxSeq, r.seq)

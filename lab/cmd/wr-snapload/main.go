@@ -35,6 +35,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
 func main() {
@@ -183,8 +184,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // i+1, as enter.lua numbers arrivals) and its arrival counter, unless the
 // line already holds that many.
 func fill(ctx context.Context, rdb *redis.Client, name string, line int) error {
-	p := queue.KeyPrefix(name)
-	n, err := rdb.ZCard(ctx, p+"waiting").Result()
+	n, err := rdb.ZCard(ctx, rediskeys.Waiting(name)).Result()
 	if err != nil {
 		return err
 	}
@@ -196,11 +196,11 @@ func fill(ctx context.Context, rdb *redis.Client, name string, line int) error {
 		for i := lo; i < min(lo+10_000, line); i++ {
 			zs = append(zs, redis.Z{Score: float64(i + 1), Member: "m" + strconv.Itoa(i)})
 		}
-		if err := rdb.ZAdd(ctx, p+"waiting", zs...).Err(); err != nil {
+		if err := rdb.ZAdd(ctx, rediskeys.Waiting(name), zs...).Err(); err != nil {
 			return err
 		}
 	}
-	return rdb.Set(ctx, p+"seq", line, 0).Err()
+	return rdb.Set(ctx, rediskeys.Seq(name), line, 0).Err()
 }
 
 type scriptStats struct{ calls, usec int64 }

@@ -1,0 +1,217 @@
+// Package rediskeys is the one place that names waitroom's Redis keys.
+//
+// Each key has one small builder below, with its Redis type, its owner
+// (the one package whose scripts or calls write it; others may read it)
+// and what it holds. Every other package asks this one for a key name and
+// passes it to its scripts through KEYS: no script and no other package
+// spells a key. All lists every key as data, from which the key table of
+// docs/ARCHITECTURE.md is generated (docs_test.go).
+//
+// Every key of a queue begins "wr:{q}:", the queue's name as a Cluster
+// hash tag, so that all of a queue's keys live in one slot and a script
+// may touch them together. The strings are the stored data's names: they
+// never change (keys_test.go pins each one byte for byte), or a deployed
+// waitroom would lose its state on upgrade.
+//
+// This package imports nothing of waitroom's, so that any package can
+// ask it.
+package rediskeys
+
+// prefix begins the name of every key of queue q: "wr:{q}:".
+func prefix(q string) string { return "wr:{" + q + "}:" }
+
+// Owners of keys: the package whose scripts or calls write each.
+const (
+	OwnerQueue      = "internal/queue"
+	OwnerHandoff    = "internal/handoff"
+	OwnerAutorate   = "internal/autorate"
+	OwnerAudit      = "internal/audit"
+	OwnerFailopen   = "internal/failopen"
+	OwnerPassledger = "internal/passledger"
+	OwnerWebhook    = "internal/webhook"
+	OwnerSecrets    = "internal/secrets"
+	OwnerLockout    = "internal/lockout"
+)
+
+// --- internal/queue: the line, its sessions, its settings and defences.
+
+// Waiting is q's line. ZSET member=user id, score=arrival number (Seq).
+// Owner: queue.
+func Waiting(q string) string { return prefix(q) + "waiting" }
+
+// Entered is q's admitted users. ZSET member=user id, score=admission
+// time (Redis clock, ms), or a sliding session's last renewal. Owner: queue.
+func Entered(q string) string { return prefix(q) + "entered" }
+
+// Tokens is q's bucket. STRING tokens left; unset means full. Owner: queue.
+func Tokens(q string) string { return prefix(q) + "tokens" }
+
+// Seq is q's arrival counter (INCR), the line's FIFO order. STRING.
+// Owner: queue.
+func Seq(q string) string { return prefix(q) + "seq" }
+
+// Config is q's stored settings. HASH field=setting. Owner: queue
+// (settings.lua); internal/webhook sets its own fields there (webhooks,
+// webhooks_bulk_max) and takes the drop counts (webhooks_dropped_*).
+func Config(q string) string { return prefix(q) + "config" }
+
+// Tick is q's interval state. HASH next_at_ms, at_ms, moved, abandoned,
+// direct, seq_at, placed, budget, draw_for, draw_seed, draw_count
+// (tick.lua). Owner: queue.
+func Tick(q string) string { return prefix(q) + "tick" }
+
+// History is q's ended intervals, oldest first, at most 720. LIST of
+// "at_ms:admitted:waiting:abandoned:arrivals:active:budget"; fields are
+// only ever added at the end (internal/queue keys.go says how older
+// entries read). Owner: queue.
+func History(q string) string { return prefix(q) + "history" }
+
+// Heard is when each waiting user was last heard. ZSET member=user id,
+// score=ms: abandonment. Owner: queue.
+func Heard(q string) string { return prefix(q) + "heard" }
+
+// Held is the places set aside at the head until they confirm. ZSET
+// member=user id, score=arrival number. Owner: queue.
+func Held(q string) string { return prefix(q) + "held" }
+
+// Stale is the credentials that no longer name their place. ZSET
+// member=user id, score=the highest such arrival number. Owner: queue.
+func Stale(q string) string { return prefix(q) + "stale" }
+
+// Gone is why places ended. ZSET member="<reason>:<user id>", score=when
+// (ms), an hour kept. Owner: queue.
+func Gone(q string) string { return prefix(q) + "gone" }
+
+// Draw is a scheduled opening's participants, until the draw places them
+// in the line. SET of user ids. Owner: queue.
+func Draw(q string) string { return prefix(q) + "draw" }
+
+// Admitted is the sliding sessions renewed since they began. HASH
+// member=user id, value=the admission's start (ms). Owner: queue.
+func Admitted(q string) string { return prefix(q) + "admitted" }
+
+// Arrivals is the checkpoints that date a place by its arrival number.
+// ZSET member="at_ms:waiting:budget:interval_ms", score=Seq at an applied
+// tick. Owner: queue.
+func Arrivals(q string) string { return prefix(q) + "arrivals" }
+
+// Samples is durations measured at ticks. LIST "at_ms:kind:value_ms:count",
+// the last 10,000. Owner: queue.
+func Samples(q string) string { return prefix(q) + "samples" }
+
+// Inside is done.lua's times inside since the last tick. HASH rounded
+// ms -> count. Owner: queue.
+func Inside(q string) string { return prefix(q) + "inside" }
+
+// Events is q's webhook outbox. STREAM entries type, at, subs[, settings],
+// consumer group "webhook". Owner: queue (its scripts add entries);
+// internal/webhook makes the group, reads and acknowledges.
+func Events(q string) string { return prefix(q) + "events" }
+
+// BulkEvents is q's outbox for a user's own leaving, read after Events.
+// STREAM, as Events. Owner: queue; read as Events.
+func BulkEvents(q string) string { return prefix(q) + "events:bulk" }
+
+// Gen is the generation of the credentials of places that moved to
+// another device. HASH member=user id, value=generation. Owner: queue
+// (move.lua); enter, status and leave refuse an older credential.
+func Gen(q string) string { return prefix(q) + "gen" }
+
+// Moved is the last hour's moves of a place to another device. ZSET
+// member=user id, score=when (ms). Owner: queue (move.lua); read by
+// internal/handoff's Tracker.
+func Moved(q string) string { return prefix(q) + "moved" }
+
+// ArrivalRate is q's arrivals over a sliding window. HASH w, n, p: the
+// price of a place. Owner: queue.
+func ArrivalRate(q string) string { return prefix(q) + "arrival_rate" }
+
+// NetPlaces is the places network holds in q's line. ZSET member=user
+// id, score=arrival number, expiring 2 h after its last place. Owner: queue.
+func NetPlaces(q, network string) string { return prefix(q) + "netplaces:" + network }
+
+// NetSeen is the bitmap of the networks seen in window (a window number,
+// decimal). STRING of bits, kept two windows. Owner: queue.
+func NetSeen(q, window string) string { return prefix(q) + "netseen:" + window }
+
+// ClientRate, PlaceRate and NetworkRate are the rate buckets of call op
+// ("enter", "status", "challenge") per client address, per place and per
+// client network. STRING the time the bucket is full again (ms), expiring
+// then. Owner: queue.
+func ClientRate(q, op, client string) string { return prefix(q) + "rate:" + op + ":c:" + client }
+func PlaceRate(q, op, user string) string    { return prefix(q) + "rate:" + op + ":p:" + user }
+func NetworkRate(q, op, network string) string {
+	return prefix(q) + "rate:" + op + ":n:" + network
+}
+
+// Proof marks the proof of work of challenge id used. STRING, expiring
+// with the challenge. Owner: queue.
+func Proof(q, id string) string { return prefix(q) + "pow:" + id }
+
+// Unused is a key no script reads or writes, given for a call's key that
+// does not apply (no limit, no proof). Never exists. Owner: queue.
+func Unused(q string) string { return prefix(q) + "unused" }
+
+// --- the capabilities beside the queue, each in its own keys.
+
+// DeadEvents is q's webhook deliveries given up. STREAM, at most ~10,000.
+// Owner: webhook.
+func DeadEvents(q string) string { return prefix(q) + "events:dead" }
+
+// Audit is q's log of operators' changes. LIST of JSON entries, newest
+// first. Owner: audit.
+func Audit(q string) string { return prefix(q) + "audit" }
+
+// GateFailOpen is what q's gate let through unchecked while Redis was
+// away, over every replica. HASH requests, last_at_ms. Owner: failopen.
+func GateFailOpen(q string) string { return prefix(q) + "gate_fail_open" }
+
+// Origin is q's report of the order page's health. HASH p95_ms,
+// error_rate, source, at_ms; a minute's life. Owner: autorate.
+func Origin(q string) string { return prefix(q) + "origin" }
+
+// OriginLease is the lease of q's origin probe. STRING the holder's
+// token, a few seconds' life. Owner: autorate.
+func OriginLease(q string) string { return prefix(q) + "origin:lease" }
+
+// HandoffLive is q's live hand-overs. HASH t:<sha256 of token> and
+// c:<sha256 of code> -> "member\ngeneration\nexpires"; m:<member> -> its
+// two fields. Owner: handoff.
+func HandoffLive(q string) string { return prefix(q) + "handoff:live" }
+
+// HandoffExpires is when each member's hand-over expires. ZSET
+// member=user id, score=ms. Owner: handoff.
+func HandoffExpires(q string) string { return prefix(q) + "handoff:expires" }
+
+// HandoffQueueTries and HandoffClientTries count failed hand-over
+// attempts in the current window: by code in q, and by client. STRING
+// counter, expiring with the window. Owner: handoff.
+func HandoffQueueTries(q string) string { return prefix(q) + "handoff:tries:q" }
+func HandoffClientTries(q, client string) string {
+	return prefix(q) + "handoff:tries:c:" + client
+}
+
+// HandoffUnused is a key the hand-over scripts never touch, given for a
+// client counter that does not apply. Owner: handoff.
+func HandoffUnused(q string) string { return prefix(q) + "handoff:unused" }
+
+// PassLinkUsed marks pass id's pass link (?wr_pass=) exchanged. STRING,
+// until the pass expires. Owner: passledger.
+func PassLinkUsed(q, id string) string { return prefix(q) + "handover:" + id }
+
+// AdmissionClients is the client networks an admission's passes were
+// used from: start is its start (ms, decimal), member its user id. SET,
+// until its last pass expires. Owner: passledger.
+func AdmissionClients(q, start, member string) string {
+	return prefix(q) + "admclients:" + start + ":" + member
+}
+
+// --- keys of no queue: no hash tag, each only ever used alone.
+
+// Secrets is the generated secrets. HASH place_secret, pass_signing_key
+// (PEM), when none is configured. Owner: secrets.
+const Secrets = "wr:secrets"
+
+// Lockout is client's failed authentications and lock (client as
+// clientip.Key formats it). HASH, see lockout's attempt.lua. Owner: lockout.
+func Lockout(client string) string { return "wr:lockout:" + client }
