@@ -300,9 +300,11 @@ func TestBackOfficeSetsDefences(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
 	s := newStack(t, stackOptions{settings: fastTicks(1)})
-	s.fillWaiting("ahead", 2)
-	paused := true // nobody moves: the line stays at 2
+	// Paused before anyone joins, so nobody moves and the line stays at
+	// 2: paused after, a tick in between could admit one (issue 27).
+	paused := true
 	s.update(queue.Update{Paused: &paused})
+	s.fillWaiting("ahead", 2)
 	b := newBrowser(t, chromium)
 	section := signInAdmin(b, s)
 	capIn, capSave, capOK, capErr := section+" .max-waiting-input", section+" .max-waiting-submit", section+" .max-waiting-ok", section+" .max-waiting-error"
