@@ -55,6 +55,8 @@ type browser struct {
 	mu       sync.Mutex
 	problems []string // exceptions, console errors, CSP reports
 	shots    int
+
+	journal journal // requests and console, printed when a wait fails
 }
 
 func newBrowser(t *testing.T, chromium string) *browser {
@@ -88,6 +90,12 @@ func newBrowserIn(t *testing.T, chromium, lang string) *browser {
 		cancelAlloc()
 		cancel()
 		t.Fatalf("start chromium: %v", err)
+	}
+	if err := b.journal.listen(ctx); err != nil {
+		cancelTab()
+		cancelAlloc()
+		cancel()
+		t.Fatalf("journal: %v", err)
 	}
 	consoleCtx, stopConsole := context.WithCancel(ctx)
 	messages := chromedp.Console(consoleCtx)
@@ -174,17 +182,26 @@ func (b *browser) number(css string) int64 {
 	return n
 }
 
+// slowWait is a wait worth a line in the test's log: a page slower
+// than this tells of a loaded machine, or of a page that waited on
+// something (its journal says what when the wait fails).
+const slowWait = 5 * time.Second
+
 // waitJS polls a JavaScript condition until it is true. Errors count as
 // false: the page may be between two documents while it navigates.
 func (b *browser) waitJS(timeout time.Duration, what, js string) {
 	b.t.Helper()
-	deadline := time.Now().Add(timeout)
+	began := time.Now()
+	deadline := began.Add(timeout)
 	var lastErr error
 	for {
 		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
 		cancel()
 		if err == nil && ok {
+			if took := time.Since(began); took > slowWait {
+				b.t.Logf("slow: %v waiting for %s", took.Round(time.Millisecond), what)
+			}
 			return
 		}
 		lastErr = err
@@ -218,19 +235,23 @@ func (b *browser) describe() string {
 	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](
 		`location.href + ' state=' + document.body.dataset.state + ' status="' +
-		 ((document.getElementById('status-text') || {}).textContent || '') + '"'`))
+		 ((document.getElementById('status-text') || {}).textContent || '') + '"' +
+		 ((document.getElementById('reconnecting') || {}).hidden === false ? ' reconnecting="' + document.getElementById('reconnecting').textContent.trim() + '"' : '') +
+		 ((document.getElementById('checking') || {}).hidden === false ? ' checking the browser' : '')`))
 	if err != nil {
 		return "(" + err.Error() + ")"
 	}
 	return s
 }
 
-// fail saves a screenshot of the page and stops the test.
+// fail saves a screenshot of the page, logs its journal and stops the
+// test.
 func (b *browser) fail(format string, args ...any) {
 	b.t.Helper()
 	if b.ctx.Err() == nil {
 		b.screenshot("FAILED")
 	}
+	b.t.Log(b.journal.String())
 	b.t.Fatalf(format, args...)
 }
 

@@ -95,7 +95,7 @@ func TestChallengeSolvedByThePage(t *testing.T) {
 	b := newBrowser(t, chromium)
 	recordStatusTexts(b)
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(20*time.Second, "a place", jsState("waiting")+" || "+jsState("entered"))
+	b.waitJS(joinDeadline, "a place", jsState("waiting")+" || "+jsState("entered"))
 	member := s.member(b)
 	if tk := s.status(member); tk.Status != queue.Waiting && tk.Status != queue.Entered {
 		t.Fatalf("store ticket of the page's member: %+v, want WAITING or ENTERED", tk)
@@ -200,7 +200,7 @@ func TestLineFullPage(t *testing.T) {
 	none := 0
 	s.update(queue.Update{MaxWaiting: &none})
 	b.do("try again", chromedp.Click(chromedp.CSS("#full-retry")))
-	b.waitJS(10*time.Second, "a place", jsState("waiting"))
+	b.waitJS(joinDeadline, "a place", jsState("waiting"))
 	if pos := b.number("#position"); pos != 4 {
 		t.Errorf("position %d after trying again, want 4 (behind the 3 waiting)", pos)
 	}
