@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,4 +73,64 @@ func slowEnters(t *testing.T, target string) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// A page whose script is lost on the way, as Chromium drops every
+// request in flight when the network changes (net::ERR_NETWORK_CHANGED:
+// a phone leaving Wi-Fi, or here Docker starting a container). No module
+// runs then, and the page stayed on "Joining the line…" for good (issue
+// 27, seen in the page tests). It reloads itself (waiting-rescue.js) and
+// joins.
+func TestLostScriptReloads(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	s := newStack(t, stackOptions{settings: queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Minute}})
+	s.fillWaiting("ahead", 2)
+	lossy, loads := losesFirst(t, s.url, "/_waitroom/static/dom.js")
+	b := newBrowser(t, chromium)
+
+	b.navigate(lossy + "/q/" + s.queue)
+	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
+	if n := loads(); n != 2 {
+		t.Errorf("the page was loaded %d times, want 2: the one that lost its script and the reload", n)
+	}
+	if n := s.enterRequests(); n != 1 {
+		t.Errorf("%d enter requests, want 1", n)
+	}
+}
+
+// losesFirst is a proxy to the server at target that cuts off every
+// answer for path while it has served one waiting page (the preload and
+// the import both fail, as when the network changes), and passes
+// everything else. It returns its URL and the count of waiting pages it
+// served.
+func losesFirst(t *testing.T, target, path string) (string, func() int) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	var pages atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/q/") {
+			pages.Add(1)
+		}
+		if r.URL.Path == path && pages.Load() == 1 {
+			// Cut off in the middle of the answer: a browser does not
+			// try again (as it would a connection closed before it).
+			conn, rw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Errorf("hijack: %v", err)
+				return
+			}
+			_, _ = rw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/javascript\r\nContent-Length: 1000\r\n\r\n// cut")
+			_ = rw.Flush()
+			conn.Close()
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() int { return int(pages.Load()) }
 }

@@ -19,8 +19,12 @@
 //   waiting-format.js    numbers, times and waits in the page's language
 //   waiting-alerts.js    the turn told to someone looking away
 //   i18n.js, storage.js, dom.js   shared with the back office
+//
+// waiting-rescue.js, a classic script, reloads the page if a module
+// fails to load.
 
 import { $ } from './dom.js';
+import { session } from './storage.js';
 import { i18n, served } from './waiting-messages.js';
 import { forgetOldUser } from './waiting-state.js';
 import { start, pollSoon } from './waiting-flow.js';
@@ -31,6 +35,7 @@ import { initAlerts } from './waiting-alerts.js';
 import { bindMove } from './waiting-move.js';
 
 function init() {
+  session.remove('waitroom:reloads'); // the modules loaded (waiting-rescue.js)
   i18n.apply();
   showQueueText();
   i18n.bindSwitch(() => {
