@@ -140,10 +140,26 @@ func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// navigate opens url. A load that Chromium dropped because the network
+// changed under it (net::ERR_NETWORK_CHANGED: Docker starting or
+// stopping a container adds or removes an interface) is made again, as
+// a person would reload.
 func (b *browser) navigate(url string) {
 	b.t.Helper()
-	b.do("navigate to "+url, chromedp.Navigate(url))
+	var err error
+	for range navigateAttempts {
+		if err = chromedp.Do(b.ctx, chromedp.Navigate(url)); err == nil || !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") {
+			break
+		}
+		b.t.Logf("navigate to %s: %v; again", url, err)
+	}
+	if err != nil {
+		b.fail("navigate to %s: %v", url, err)
+	}
 }
+
+// navigateAttempts bounds the loads of one navigate.
+const navigateAttempts = 3
 
 // inZone sets the page's time zone (an IANA name such as "Asia/Seoul"), as
 // for a user there, whatever the machine's; it lasts across navigations.
