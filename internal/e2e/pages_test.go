@@ -311,8 +311,9 @@ func TestQueueTextIsText(t *testing.T) {
 				if n := eval[int](b, `document.querySelectorAll('#queue-title *, #queue-message *, img[src="x"], b').length`); n != 0 {
 					t.Errorf("%s: the text made %d elements", when, n)
 				}
-				// The script tags are the page's own: its data and its module.
-				if n := eval[int](b, `Array.from(document.scripts).filter((s) => s.id !== 'wr-page' && !s.src.endsWith('/_waitroom/static/waiting.js')).length`); n != 0 {
+				// The script tags are the page's own: its data, its rescue
+				// (waiting-rescue.js) and its module.
+				if n := eval[int](b, `Array.from(document.scripts).filter((s) => s.id !== 'wr-page' && !s.src.endsWith('/_waitroom/static/waiting.js') && !s.src.endsWith('/_waitroom/static/waiting-rescue.js')).length`); n != 0 {
 					t.Errorf("%s: %d script elements beyond the page's own", when, n)
 				}
 			}
