@@ -16,6 +16,8 @@ var (
 	preload = regexp.MustCompile(`<link rel="modulepreload" href="/_waitroom/static/([^"]+)">`)
 	// entry is a page's module script.
 	entry = regexp.MustCompile(`<script type="module" src="/_waitroom/static/([^"]+)"></script>`)
+	// classic is a page's classic script (no imports).
+	classic = regexp.MustCompile(`<script defer src="/_waitroom/static/([^"]+)"></script>`)
 )
 
 // Each page loads its entry module and preloads every module the entry
@@ -23,7 +25,8 @@ var (
 // instead of one level of imports after another: a missing preload costs
 // a round trip, and a preload of a module nothing imports is a fetch for
 // nothing. Every import names a file that exists, and every script in
-// static/ is a page's module but the proof-of-work worker.
+// static/ is a page's module or classic script but the proof-of-work
+// worker.
 func TestModulePreloads(t *testing.T) {
 	static, err := fs.Sub(Static, "static")
 	if err != nil {
@@ -48,6 +51,9 @@ func TestModulePreloads(t *testing.T) {
 		html := string(script)
 		if page == "admin.html" {
 			html = read(page)
+		}
+		for _, c := range classic.FindAllStringSubmatch(html, -1) {
+			used[c[1]] = true
 		}
 		m := entry.FindAllStringSubmatch(html, -1)
 		if len(m) != 1 {

@@ -55,6 +55,8 @@ type browser struct {
 	mu       sync.Mutex
 	problems []string // exceptions, console errors, CSP reports
 	shots    int
+
+	journal journal // requests and console, printed when a wait fails
 }
 
 func newBrowser(t *testing.T, chromium string) *browser {
@@ -88,6 +90,12 @@ func newBrowserIn(t *testing.T, chromium, lang string) *browser {
 		cancelAlloc()
 		cancel()
 		t.Fatalf("start chromium: %v", err)
+	}
+	if err := b.journal.listen(ctx); err != nil {
+		cancelTab()
+		cancelAlloc()
+		cancel()
+		t.Fatalf("journal: %v", err)
 	}
 	consoleCtx, stopConsole := context.WithCancel(ctx)
 	messages := chromedp.Console(consoleCtx)
@@ -132,10 +140,26 @@ func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// navigate opens url. A load that Chromium dropped because the network
+// changed under it (net::ERR_NETWORK_CHANGED: Docker starting or
+// stopping a container adds or removes an interface) is made again, as
+// a person would reload.
 func (b *browser) navigate(url string) {
 	b.t.Helper()
-	b.do("navigate to "+url, chromedp.Navigate(url))
+	var err error
+	for range navigateAttempts {
+		if err = chromedp.Do(b.ctx, chromedp.Navigate(url)); err == nil || !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") {
+			break
+		}
+		b.t.Logf("navigate to %s: %v; again", url, err)
+	}
+	if err != nil {
+		b.fail("navigate to %s: %v", url, err)
+	}
 }
+
+// navigateAttempts bounds the loads of one navigate.
+const navigateAttempts = 3
 
 // inZone sets the page's time zone (an IANA name such as "Asia/Seoul"), as
 // for a user there, whatever the machine's; it lasts across navigations.
@@ -174,17 +198,26 @@ func (b *browser) number(css string) int64 {
 	return n
 }
 
+// slowWait is a wait worth a line in the test's log: a page slower
+// than this tells of a loaded machine, or of a page that waited on
+// something (its journal says what when the wait fails).
+const slowWait = 5 * time.Second
+
 // waitJS polls a JavaScript condition until it is true. Errors count as
 // false: the page may be between two documents while it navigates.
 func (b *browser) waitJS(timeout time.Duration, what, js string) {
 	b.t.Helper()
-	deadline := time.Now().Add(timeout)
+	began := time.Now()
+	deadline := began.Add(timeout)
 	var lastErr error
 	for {
 		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
 		cancel()
 		if err == nil && ok {
+			if took := time.Since(began); took > slowWait {
+				b.t.Logf("slow: %v waiting for %s", took.Round(time.Millisecond), what)
+			}
 			return
 		}
 		lastErr = err
@@ -218,19 +251,23 @@ func (b *browser) describe() string {
 	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](
 		`location.href + ' state=' + document.body.dataset.state + ' status="' +
-		 ((document.getElementById('status-text') || {}).textContent || '') + '"'`))
+		 ((document.getElementById('status-text') || {}).textContent || '') + '"' +
+		 ((document.getElementById('reconnecting') || {}).hidden === false ? ' reconnecting="' + document.getElementById('reconnecting').textContent.trim() + '"' : '') +
+		 ((document.getElementById('checking') || {}).hidden === false ? ' checking the browser' : '')`))
 	if err != nil {
 		return "(" + err.Error() + ")"
 	}
 	return s
 }
 
-// fail saves a screenshot of the page and stops the test.
+// fail saves a screenshot of the page, logs its journal and stops the
+// test.
 func (b *browser) fail(format string, args ...any) {
 	b.t.Helper()
 	if b.ctx.Err() == nil {
 		b.screenshot("FAILED")
 	}
+	b.t.Log(b.journal.String())
 	b.t.Fatalf(format, args...)
 }
 

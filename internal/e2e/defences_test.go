@@ -95,7 +95,7 @@ func TestChallengeSolvedByThePage(t *testing.T) {
 	b := newBrowser(t, chromium)
 	recordStatusTexts(b)
 	b.navigate(s.url + "/q/" + s.queue)
-	b.waitJS(20*time.Second, "a place", jsState("waiting")+" || "+jsState("entered"))
+	b.waitJS(joinDeadline, "a place", jsState("waiting")+" || "+jsState("entered"))
 	member := s.member(b)
 	if tk := s.status(member); tk.Status != queue.Waiting && tk.Status != queue.Entered {
 		t.Fatalf("store ticket of the page's member: %+v, want WAITING or ENTERED", tk)
@@ -200,7 +200,7 @@ func TestLineFullPage(t *testing.T) {
 	none := 0
 	s.update(queue.Update{MaxWaiting: &none})
 	b.do("try again", chromedp.Click(chromedp.CSS("#full-retry")))
-	b.waitJS(10*time.Second, "a place", jsState("waiting"))
+	b.waitJS(joinDeadline, "a place", jsState("waiting"))
 	if pos := b.number("#position"); pos != 4 {
 		t.Errorf("position %d after trying again, want 4 (behind the 3 waiting)", pos)
 	}
@@ -300,9 +300,11 @@ func TestBackOfficeSetsDefences(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
 	s := newStack(t, stackOptions{settings: fastTicks(1)})
-	s.fillWaiting("ahead", 2)
-	paused := true // nobody moves: the line stays at 2
+	// Paused before anyone joins, so nobody moves and the line stays at
+	// 2: paused after, a tick in between could admit one (issue 27).
+	paused := true
 	s.update(queue.Update{Paused: &paused})
+	s.fillWaiting("ahead", 2)
 	b := newBrowser(t, chromium)
 	section := signInAdmin(b, s)
 	capIn, capSave, capOK, capErr := section+" .max-waiting-input", section+" .max-waiting-submit", section+" .max-waiting-ok", section+" .max-waiting-error"

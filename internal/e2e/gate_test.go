@@ -50,7 +50,7 @@ func TestGateFlowToTheOrderPage(t *testing.T) {
 	s.fillWaiting("ahead", 3)
 
 	b.navigate(s.url + "/?from=home")
-	b.waitJS(10*time.Second, "the waiting page", jsState("waiting")+` && location.pathname === '/q/`+s.queue+`'`)
+	b.waitJS(joinDeadline, "the waiting page", jsState("waiting")+` && location.pathname === '/q/`+s.queue+`'`)
 	if ret := eval[string](b, `new URLSearchParams(location.search).get('return')`); ret != "/?from=home" {
 		t.Fatalf("waiting page return = %q, want /?from=home", ret)
 	}

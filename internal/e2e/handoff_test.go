@@ -23,7 +23,7 @@ func TestContinueOnAnotherDevice(t *testing.T) {
 
 	laptop := newBrowser(t, chromium)
 	laptop.navigate(s.url + "/q/" + s.queue)
-	laptop.waitJS(10*time.Second, "the laptop waiting", jsState("waiting"))
+	laptop.waitJS(joinDeadline, "the laptop waiting", jsState("waiting"))
 	member := s.member(laptop)
 	position := laptop.number("#position")
 
@@ -46,7 +46,7 @@ func TestContinueOnAnotherDevice(t *testing.T) {
 
 	phone := newBrowser(t, chromium)
 	phone.navigate(link)
-	phone.waitJS(10*time.Second, "the phone waiting", jsState("waiting"))
+	phone.waitJS(joinDeadline, "the phone waiting", jsState("waiting"))
 	if got := s.member(phone); got != member {
 		t.Errorf("phone holds %q, want the laptop's %q", got, member)
 	}

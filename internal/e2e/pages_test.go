@@ -99,7 +99,7 @@ func TestAdminQueueText(t *testing.T) {
 		{"ja", "Seollal trains: Seoul → Busan", "Sales open at 07:00"},
 	} {
 		b.navigate(s.url + "/q/" + s.queue + "?lang=" + c.lang)
-		b.waitJS(10*time.Second, "the waiting page in "+c.lang, `document.body.dataset.state === 'waiting' && document.documentElement.lang === `+fmt.Sprintf("%q", c.lang))
+		b.waitJS(joinDeadline, "the waiting page in "+c.lang, `document.body.dataset.state === 'waiting' && document.documentElement.lang === `+fmt.Sprintf("%q", c.lang))
 		if got := b.text("#queue-title"); got != c.title {
 			t.Errorf("%s: the waiting page's title %q, want %q", c.lang, got, c.title)
 		}
@@ -132,7 +132,7 @@ func TestWaitingPageLanguages(t *testing.T) {
 
 	check := func(how, lang string) {
 		t.Helper()
-		b.waitJS(15*time.Second, "the waiting page in "+lang+" ("+how+")", fmt.Sprintf(
+		b.waitJS(joinDeadline, "the waiting page in "+lang+" ("+how+")", fmt.Sprintf(
 			`document.body.dataset.state === 'waiting' && document.documentElement.lang === %q && document.getElementById('position').textContent.trim() !== '–'`, lang))
 		plain := catalogs.Plain(lang)
 		if got := eval[string](b, `document.title`); got != plain["pageTitle"] {
@@ -297,7 +297,7 @@ func TestQueueTextIsText(t *testing.T) {
 
 			b := newBrowser(t, chromium)
 			b.navigate(s.url + "/q/" + s.queue)
-			b.waitJS(15*time.Second, "the waiting page", `document.body.dataset.state === 'waiting'`)
+			b.waitJS(joinDeadline, "the waiting page", `document.body.dataset.state === 'waiting'`)
 			check := func(when string) {
 				if got := eval[string](b, `document.getElementById('queue-title').textContent`); got != title {
 					t.Errorf("%s: #queue-title shows %q, want the title as typed", when, got)
@@ -311,8 +311,9 @@ func TestQueueTextIsText(t *testing.T) {
 				if n := eval[int](b, `document.querySelectorAll('#queue-title *, #queue-message *, img[src="x"], b').length`); n != 0 {
 					t.Errorf("%s: the text made %d elements", when, n)
 				}
-				// The script tags are the page's own: its data and its module.
-				if n := eval[int](b, `Array.from(document.scripts).filter((s) => s.id !== 'wr-page' && !s.src.endsWith('/_waitroom/static/waiting.js')).length`); n != 0 {
+				// The script tags are the page's own: its data, its rescue
+				// (waiting-rescue.js) and its module.
+				if n := eval[int](b, `Array.from(document.scripts).filter((s) => s.id !== 'wr-page' && !s.src.endsWith('/_waitroom/static/waiting.js') && !s.src.endsWith('/_waitroom/static/waiting-rescue.js')).length`); n != 0 {
 					t.Errorf("%s: %d script elements beyond the page's own", when, n)
 				}
 			}

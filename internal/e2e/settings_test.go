@@ -89,7 +89,11 @@ func TestPauseKeepsPlaces(t *testing.T) {
 	s := newStack(t, stackOptions{settings: fastTicks(1)})
 	admin := newBrowser(t, chromium)
 	user := newBrowser(t, chromium)
-	s.fillWaiting("ahead", 10)
+	// Nine ahead: the user's place is within the ten nearest the head,
+	// whose position is exact (behind them it is "about N", from a
+	// replica's snapshot). With ten, a user who joined before the first
+	// tick was 11th (issue 27).
+	s.fillWaiting("ahead", 9)
 
 	section := signInAdmin(admin, s)
 	state, pauseBtn, note := section+" .queue-state", section+" .pause-btn", section+" .paused-note"

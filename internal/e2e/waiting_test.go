@@ -22,11 +22,15 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-// joinDeadline bounds the wait for a page to join the line and show it.
-// Alone a page does it in well under a second; with the whole suite's
-// browsers and servers sharing two cores, a page has stayed on "Joining
-// the line…" for 30 s (issue 27 asks why), so the wait is generous: it
-// ends as soon as the page gets there.
+// joinDeadline bounds the wait for a page to join the line and show it:
+// every first join of a page waits with it. Alone a page does it in well
+// under a second, and under the whole suite on two cores in a few. Pages
+// once stayed on "Joining the line…" for good (issue 27): a module lost
+// to net::ERR_NETWORK_CHANGED when Docker started a container, which
+// waiting-rescue.js now reloads. The wait ends as soon as the page gets
+// there, and when it does not, the failure prints the page's journal
+// (journal_test.go): every request it made, with its answer or failure,
+// and its console.
 const joinDeadline = 60 * time.Second
 
 // fastTicks admits refill users per second: the tests see ticks quickly.

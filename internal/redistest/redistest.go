@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
@@ -194,7 +196,7 @@ func Addr(tb testing.TB) string {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		shared.ctr, shared.err = tcredis.Run(ctx, img)
+		shared.ctr, shared.err = runContainer(ctx, nil, img, true)
 		if shared.err != nil {
 			shared.err = fmt.Errorf("start redis (image %s): %w", img, shared.err)
 			return
@@ -229,8 +231,7 @@ func NewContainer(tb testing.TB) *Container {
 	img := ContainerImage(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ctr, err := tcredis.Run(ctx, img)
-	testcontainers.CleanupContainer(tb, ctr)
+	ctr, err := runContainer(ctx, tb, img, false)
 	if err != nil {
 		tb.Fatalf("redistest: start redis (image %s): %v", img, err)
 	}
@@ -321,9 +322,8 @@ func NewClusterNode(tb testing.TB) *redis.ClusterClient {
 	img := ContainerImage(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ctr, err := tcredis.Run(ctx, img, testcontainers.WithCmd(
+	ctr, err := runContainer(ctx, tb, img, true, testcontainers.WithCmd(
 		"redis-server", "--cluster-enabled", "yes", "--protected-mode", "no", "--save", "", "--appendonly", "no"))
-	testcontainers.CleanupContainer(tb, ctr)
 	if err != nil {
 		tb.Fatalf("redistest: start redis cluster node (image %s): %v", img, err)
 	}
@@ -355,4 +355,69 @@ func NewClusterNode(tb testing.TB) *redis.ClusterClient {
 	})
 	tb.Cleanup(func() { rdb.Close() })
 	return rdb
+}
+
+// bindAttempts bounds the starts of a container whose host port was
+// taken between the moment it was found free and Docker's bind.
+const bindAttempts = 3
+
+// runContainer starts a Redis container, publishing its port 6379 on a
+// host port found free just before when pin is set (or on the one Docker
+// picks when not: a container that is stopped and started again must be
+// free to get another), and removes it when the test ends.
+//
+// Left to itself Docker takes the next port of its own range, which is
+// the kernel's range of ephemeral ports too: a port that another test's
+// listener (an httptest server, a browser's) may hold, and Docker then
+// fails with "bind: address already in use" (issue 27). A port taken
+// all the same (in the short time between the check and the bind, or
+// Docker's pick) is met with another try.
+func runContainer(ctx context.Context, tb testing.TB, img string, pin bool, opts ...testcontainers.ContainerCustomizer) (*tcredis.RedisContainer, error) {
+	var err error
+	for range bindAttempts {
+		all := opts
+		if pin {
+			var port string
+			if port, err = freePort(); err != nil {
+				return nil, err
+			}
+			all = append(opts[:len(opts):len(opts)], testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+				hc.PortBindings = network.PortMap{network.MustParsePort(redisPort): {{HostPort: port}}}
+			}))
+		}
+		var ctr *tcredis.RedisContainer
+		ctr, err = tcredis.Run(ctx, img, all...)
+		if tb != nil {
+			testcontainers.CleanupContainer(tb, ctr)
+		}
+		if err == nil || !portTaken(err) {
+			return ctr, err
+		}
+		if tb == nil && ctr != nil {
+			_ = testcontainers.TerminateContainer(ctr) // the shared one: Main removes only the last
+		}
+	}
+	return nil, err
+}
+
+// redisPort is the port Redis listens on inside its container.
+const redisPort = "6379/tcp"
+
+// freePort is a TCP port no socket of this host listens on now, on
+// every address, as Docker publishes it.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	return port, err
+}
+
+// portTaken reports whether Docker could not publish a port because
+// something else holds it.
+func portTaken(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "address already in use") || strings.Contains(msg, "port is already allocated")
 }

@@ -1,9 +1,18 @@
 // The waiting page's requests to the queue API and its estimate of the
 // server's clock. Every request is bounded by a timeout; a failure is an
-// Error with status (0: no answer), code (the API's stable error code),
-// detail (the error body) and retryAfterMs (Retry-After, 0 when absent).
+// Error with status (0: no answer), code (the API's stable error code,
+// or timeout when the page gave up waiting), detail (the error body) and
+// retryAfterMs (Retry-After, 0 when absent).
+//
+// The timeout doubles for a request that went unanswered in time, up to
+// a minute, until one like it (same method and address) is answered. A
+// fixed one gave up on every enter of a link or server slower than it:
+// the enter's place was made all the same, but its answer (the place's
+// cookie) was lost with it, so the status that followed said "no place"
+// and the page entered again, at the back, forever (issue 27).
 
 const REQUEST_TIMEOUT_MS = 10000;
+const REQUEST_TIMEOUT_CAP_MS = 60000;
 const BACKOFF_START_MS = 1000;
 const BACKOFF_CAP_MS = 30000;
 const BACKOFF_JITTER = 0.2; // ±20 %, so clients cut off together do not return together
@@ -13,9 +22,12 @@ const CLOCK_JUMP_MS = 3000; // a clock estimate this far below the last one mean
 
 let skew = null; // the server's clock is at least Date.now() + skew (from Date headers)
 
+const late = {}; // method + ' ' + url -> its requests unanswered in time, in a row
+
 export async function api(method, url, body) {
+  const kind = method + ' ' + url;
   const ctrl = new AbortController();
-  const timeout = setTimeout(() => ctrl.abort(), REQUEST_TIMEOUT_MS);
+  const timeout = setTimeout(() => ctrl.abort(), requestTimeout(late[kind] || 0));
   try {
     const res = await fetch(url, {
       method: method,
@@ -25,6 +37,7 @@ export async function api(method, url, body) {
       keepalive: method === 'DELETE', // let a leave finish even if the tab closes
       signal: ctrl.signal,
     });
+    delete late[kind];
     noteServerTime(res.headers.get('Date'), Date.now());
     if (res.status === 204) return null;
     const data = await res.json().catch(() => null);
@@ -40,11 +53,22 @@ export async function api(method, url, body) {
     if (!data) throw Object.assign(new Error('empty response'), { status: 0, code: 'bad_response' });
     return data;
   } catch (err) {
-    if (err.status === undefined) err.status = 0; // network failure or timeout
+    if (ctrl.signal.aborted) {
+      // Not the AbortError itself: a DOMException's code is read-only.
+      late[kind] = (late[kind] || 0) + 1;
+      throw Object.assign(new Error('no answer in time'), { status: 0, code: 'timeout' });
+    }
+    if (err.status === undefined) err.status = 0; // network failure
     throw err;
   } finally {
     clearTimeout(timeout);
   }
+}
+
+// requestTimeout is the time a request gets after n of its kind in a row
+// went unanswered in time: 10 s, doubling up to a minute.
+function requestTimeout(n) {
+  return Math.min(REQUEST_TIMEOUT_CAP_MS, REQUEST_TIMEOUT_MS * Math.pow(2, n));
 }
 
 // noteServerTime keeps an estimate of the server's clock, which decides

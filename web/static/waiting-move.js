@@ -5,25 +5,29 @@
 // GET .../handoff/qr, for this page's place only) and as the code to
 // type. The other device opens the QR code's link (/q/{queue}?handoff=)
 // or types the code in "Moving your place here from another device?";
-// its enter takes the place over (waiting-flow.js), and this page's next
-// request is answered place_moved, which it shows.
+// its enter takes the place over (useHandoff), and this page's next
+// request is answered place_moved, which it shows (onMoved).
 //
 // Not to be confused with waiting-handoff.js: that one hands the entry
 // pass over to the site when the turn comes.
 
 import { $ } from './dom.js';
 import { t } from './waiting-messages.js';
-import { queue } from './waiting-state.js';
+import { page, queue, clearPlace } from './waiting-state.js';
 import { api } from './waiting-api.js';
 import { hhmm } from './waiting-format.js';
+import { stopSolver } from './waiting-pow.js';
+import { render, say } from './waiting-render.js';
+import { attempt, stopTimer } from './waiting-attempt.js';
+import { step } from './waiting-flow.js';
 
 const base = '/api/v1/queues/' + encodeURIComponent(queue);
 
 let shown = null; // the hand-over on screen: {token, code, expires}
 let expiry = 0; // hides it when it expires
 
-// bindMove wires the buttons; use(code) takes over a place by its code.
-export function bindMove(use) {
+// bindMove wires the buttons.
+export function bindMove() {
   $('move-btn').addEventListener('click', show);
   // No QR code without WAITROOM_PUBLIC_URL (404): the code still works.
   $('move-qr').addEventListener('error', () => { $('move-qr').hidden = true; });
@@ -34,7 +38,7 @@ export function bindMove(use) {
     if (!code) return;
     $('move-use-code').value = '';
     $('move-use').open = false;
-    use(code);
+    useHandoff(code);
   });
 }
 
@@ -71,4 +75,34 @@ function hide() {
   $('move-qr').removeAttribute('src');
   $('move-code').textContent = '';
   $('move-btn').hidden = document.body.getAttribute('data-state') !== 'waiting';
+}
+
+// onMoved shows that this page's place moved to another device. The
+// page stops polling; one click joins again, at the back.
+export function onMoved() {
+  stopTimer();
+  stopSolver();
+  clearPlace();
+  attempt.hadPlace = false;
+  page.ticket = null;
+  page.notice = '';
+  page.state = 'moved';
+  page.retryInMs = 0;
+  render();
+  say(t('movedTitle'));
+}
+
+// useHandoff takes over the place another device handed over (a code
+// typed here): one enter with it; this page's own place, if any, is
+// given up by the server for it.
+export function useHandoff(code) {
+  if (!code || attempt.inFlight) return;
+  attempt.generation++;
+  stopTimer();
+  stopSolver();
+  page.handoff = code;
+  page.checking = false;
+  page.state = 'loading';
+  render();
+  step('enter');
 }

@@ -1,6 +1,6 @@
 // What the waiting page knows: the queue it is for, what the address
 // asked, and the state render() draws from (waiting-render.js). The flow
-// (waiting-flow.js) is the only writer.
+// (waiting-flow.js and the modules of its answers) is the only writer.
 
 import { local } from './storage.js';
 import { sameSitePath } from './waiting-handoff.js';
@@ -96,4 +96,33 @@ export function clearPlace() {
 // forgetOldUser drops what earlier versions kept: it names no place any more.
 export function forgetOldUser() {
   local.remove(keys.oldUser);
+}
+
+// ---- what the address asked, forgotten once used ----
+
+// dropJoinToken forgets the join token once the server has answered an
+// enter with it: the cookie now names the account's place, and a reload
+// (or a bookmark) must not send a token that may have expired meanwhile.
+export function dropJoinToken() {
+  if (!page.joinToken) return;
+  page.joinToken = '';
+  try {
+    const u = new URL(location.href);
+    u.searchParams.delete('join');
+    history.replaceState(history.state, '', u.pathname + u.search + u.hash);
+  } catch (e) { /* the address keeps the token; the page still works */ }
+}
+
+// dropHandoff forgets a hand-over once an enter with it is answered: it
+// is used, and the address must not keep it (a reload, a shared tab).
+export function dropHandoff() {
+  if (!page.handoff) return;
+  page.handoff = '';
+  try {
+    const u = new URL(location.href);
+    if (u.searchParams.has('handoff')) {
+      u.searchParams.delete('handoff');
+      history.replaceState(history.state, '', u.pathname + u.search + u.hash);
+    }
+  } catch (e) { /* the address keeps the used token; it no longer works */ }
 }

@@ -4,25 +4,38 @@
 //
 //   waiting-messages.js  the strings, per language (and t)
 //   waiting-state.js     what the page knows and shows; the place's progress
-//   waiting-flow.js      the state machine over the queue API
+//   waiting-flow.js      the state machine over the queue API, and the
+//                        modules of its answers: waiting-challenge.js
+//                        (proof of work), waiting-full.js (a full line),
+//                        waiting-opening.js (a scheduled opening),
+//                        waiting-leave.js (leave, join again); their
+//                        bookkeeping in waiting-attempt.js
 //   waiting-api.js       requests, the server's clock, backoff
 //   waiting-pow.js       proof of work, in pow-worker.js
 //   waiting-handoff.js   where the turn sends the user, with the pass
-//   waiting-move.js      continuing on another device: QR code, codes
+//   waiting-move.js      continuing on another device: QR code, codes;
+//                        a place moved here or away
 //   waiting-render.js    drawing the state; the live region
 //   waiting-format.js    numbers, times and waits in the page's language
 //   waiting-alerts.js    the turn told to someone looking away
 //   i18n.js, storage.js, dom.js   shared with the back office
+//
+// waiting-rescue.js, a classic script, reloads the page if a module
+// fails to load.
 
 import { $ } from './dom.js';
+import { session } from './storage.js';
 import { i18n, served } from './waiting-messages.js';
 import { forgetOldUser } from './waiting-state.js';
-import { start, leave, joinAgain, retryFull, pollSoon, useHandoff } from './waiting-flow.js';
+import { start, pollSoon } from './waiting-flow.js';
+import { leave, joinAgain } from './waiting-leave.js';
+import { retryFull } from './waiting-full.js';
 import { render } from './waiting-render.js';
 import { initAlerts } from './waiting-alerts.js';
 import { bindMove } from './waiting-move.js';
 
 function init() {
+  session.remove('waitroom:reloads'); // the modules loaded (waiting-rescue.js)
   i18n.apply();
   showQueueText();
   i18n.bindSwitch(() => {
@@ -46,7 +59,7 @@ function init() {
   $('retry').addEventListener('click', joinAgain);
   $('rejoin').addEventListener('click', joinAgain);
   $('moved-rejoin').addEventListener('click', joinAgain);
-  bindMove(useHandoff);
+  bindMove();
   $('full-retry').addEventListener('click', () => retryFull(true));
   $('pass').addEventListener('focus', (e) => e.target.select());
   initAlerts();

@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// journal is what a page did, in order: its requests (when sent, the
+// answer's status, when done or why failed) and its console. A test that
+// times out waiting on a page prints it, so a stall says what the page
+// was waiting on (issue 27: a page "stayed on Joining the line…").
+type journal struct {
+	start time.Time
+
+	mu      sync.Mutex
+	lines   []string
+	pending map[network.RequestID]string // request id -> "METHOD path"
+}
+
+// journalMax bounds the lines kept: a page polling for a minute makes a
+// few hundred requests, and the last ones say why it stalls.
+const journalMax = 400
+
+// listen starts the journal of ctx's tab. It must return before the
+// page it should see is opened.
+func (j *journal) listen(ctx context.Context) error {
+	j.start = time.Now()
+	j.pending = map[network.RequestID]string{}
+	return chromedp.Listen(ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			what := e.Request.Method + " " + shortURL(e.Request.URL)
+			j.mu.Lock()
+			j.pending[e.RequestID] = what
+			j.mu.Unlock()
+			j.add("→ %s", what)
+		case *network.EventResponseReceived:
+			j.add("← %s %d", j.name(e.RequestID, false), e.Response.Status)
+		case *network.EventLoadingFinished:
+			j.name(e.RequestID, true)
+		case *network.EventLoadingFailed:
+			j.add("✗ %s %s canceled=%v", j.name(e.RequestID, true), e.ErrorText, e.Canceled)
+		case *runtime.EventConsoleAPICalled:
+			j.add("console.%s %s", e.Type, consoleArgs(e.Args))
+		case *runtime.EventExceptionThrown:
+			j.add("exception %s", e.ExceptionDetails.Text)
+		}
+	})
+}
+
+// name is the request's "METHOD path", forgotten when done.
+func (j *journal) name(id network.RequestID, done bool) string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	what := j.pending[id]
+	if done {
+		delete(j.pending, id)
+	}
+	return what
+}
+
+func (j *journal) add(format string, args ...any) {
+	line := fmt.Sprintf("%7.3fs ", time.Since(j.start).Seconds()) + fmt.Sprintf(format, args...)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lines = append(j.lines, line)
+	if len(j.lines) > journalMax {
+		j.lines = j.lines[len(j.lines)-journalMax:]
+	}
+}
+
+// String is the journal's last lines and the requests still open.
+func (j *journal) String() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var sb strings.Builder
+	sb.WriteString("page journal (seconds since the browser started):\n")
+	lines := j.lines
+	if len(lines) > 80 {
+		fmt.Fprintf(&sb, "  … %d earlier lines\n", len(lines)-80)
+		lines = lines[len(lines)-80:]
+	}
+	for _, l := range lines {
+		sb.WriteString("  " + l + "\n")
+	}
+	for _, what := range j.pending {
+		sb.WriteString("  still open: " + what + "\n")
+	}
+	return sb.String()
+}
+
+// shortURL drops the scheme and host: the tests' pages all come from one.
+func shortURL(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		if k := strings.IndexByte(u[i+3:], '/'); k >= 0 {
+			return u[i+3+k:]
+		}
+	}
+	return u
+}
+
+func consoleArgs(args []*runtime.RemoteObject) string {
+	parts := make([]string, 0, len(args))
+	for _, a := range args {
+		if a.Value != nil {
+			parts = append(parts, string(a.Value))
+		} else {
+			parts = append(parts, a.Description)
+		}
+	}
+	return strings.Join(parts, " ")
+}
