@@ -77,6 +77,16 @@ local refill, interval, ttl, max_active, paused, abandon_after, opens_at, _, _, 
 local due = next_tick_at(KEYS[5])
 local PURGE_MAX, HISTORY_KEEP, DROP_MAX, HOLD_MAX = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[13])
 
+-- The sets the users' traffic fills (gone: a record per leave, done,
+-- expiry or drop; stale: a mark per re-entry, leave or removal) are
+-- trimmed at most this many members a tick (trim_below, common.lua: a
+-- ZREMRANGEBYSCORE has no LIMIT), the rest by the ticks after, so that
+-- a burst of them never makes one tick long. A tick itself writes at
+-- most ARGV[6] + ARGV[8] (2,000) gone records, and mark_gone retires
+-- old ones as fast as leaves and dones write new ones.
+local GONE_TRIM_MAX = 10000
+local STALE_TRIM_MAX = 10000
+
 -- not_applied is the reply of a call that applies no tick.
 local function not_applied(until_next)
   local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
@@ -511,7 +521,8 @@ end
 -- checkpoint leaves this tick's checkpoint in arrivals (one with the same
 -- score has seen no arrival since: this one replaces it), then drops
 -- those no place in the line needs: all below the one that covers the
--- head. Returns the line's length.
+-- head. There is at most one checkpoint per applied tick, however many
+-- arrive, so that trim needs no bound. Returns the line's length.
 local function checkpoint(seq_now)
   local left = redis.call('ZCARD', KEYS[1])
   redis.call('ZREMRANGEBYSCORE', KEYS[13], seq_now, seq_now)
@@ -522,8 +533,10 @@ local function checkpoint(seq_now)
     redis.call('ZREMRANGEBYSCORE', KEYS[13], '-inf', '(' .. cover[2])
   end
   -- The stale credentials' marks the head has passed: the snapshot places
-  -- no arrival number below the head (snapshot.go).
-  redis.call('ZREMRANGEBYSCORE', KEYS[17], '-inf', '(' .. (head[2] or seq_now + 1))
+  -- no arrival number below the head (snapshot.go), so a mark left below
+  -- it by the bound only costs a reader a Redis lookup it would make
+  -- anyway, until a later tick trims it.
+  trim_below(KEYS[17], '(' .. (head[2] or seq_now + 1), STALE_TRIM_MAX)
   return left
 end
 
@@ -577,7 +590,7 @@ local purged, inside = purge_expired()                        -- purge
 local adapted
 budget, adapted = adapt_budget()                              -- budget
 local m = move_head(room_for_moves())                         -- move the head
-redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - GONE_KEEP_MS) -- forget the gone past an hour
+trim_below(KEYS[8], now - GONE_KEEP_MS, GONE_TRIM_MAX)        -- forget the gone past an hour
 local tokens = leave_tokens(#m.admit)                         -- tokens
 local groups = line_statistics(direct, m.admit_seq, inside)   -- statistics
 local left = checkpoint(seq_now)                              -- checkpoint
