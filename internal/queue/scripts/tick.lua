@@ -292,7 +292,7 @@ end
 -- limit for unpack, nor than may still be held); a heard place popped
 -- beyond room goes back (put_back). Returns the places held.
 local function pop_head(room, m)
-  local admit, dropped = m.admit, m.dropped
+  local admit, admit_seq, dropped = m.admit, m.admit_seq, m.dropped
   local held, asked, put_back = {}, {}, {}
   local gone_before = now - abandon_after
   local confirm_by = now + abandon_after
@@ -330,7 +330,7 @@ local function pop_head(room, m)
         asked[#asked + 1] = u
       elseif #admit < room then
         admit[#admit + 1] = u
-        m.admit_seq[#admit] = tonumber(seqs[i])
+        admit_seq[#admit] = tonumber(seqs[i])
         done[#done + 1] = u
       else
         put_back[#put_back + 1] = seqs[i]
