@@ -272,9 +272,27 @@ local REASONS = {'abandoned', 'left', 'expired', 'removed', 'done', 'moved'}
 local REASON_MOVED = 6 -- never recorded in gone: answered from the gen HASH (keep_current)
 local GONE_KEEP_MS = 3600000
 
+-- trim_below removes the members of the ZSET key scored up to max (a
+-- ZREMRANGEBYSCORE bound: "(x" leaves x), at most limit of them, the
+-- lowest first (the first ranks are the lowest scores), and returns how
+-- many it removed. ZREMRANGEBYSCORE has no LIMIT: on a set the users'
+-- traffic fills, one call could otherwise remove a burst of any size.
+-- ZCOUNT is O(log N), so a call costs O(log N + limit).
+local function trim_below(key, max, limit)
+  local n = math.min(redis.call('ZCOUNT', key, '-inf', max), limit)
+  if n > 0 then
+    redis.call('ZREMRANGEBYRANK', key, 0, n - 1)
+  end
+  return n
+end
+
 -- mark_gone records reason (a name from REASONS) for users.
 -- (args is indexed by its own length, not by i: it is emptied every 500
 -- users, and a table filled from index 1001 has length 0, issue 26.1.)
+-- Each record written retires up to two older than GONE_KEEP_MS: however
+-- fast leaves and dones feed the set, it never holds more than an hour's
+-- records and what it held before, at a cost bounded by the call's own
+-- writes; the tick retires the rest (tick.lua).
 local function mark_gone(gone_key, reason, users, now)
   local args = {}
   for _, u in ipairs(users) do
@@ -287,6 +305,9 @@ local function mark_gone(gone_key, reason, users, now)
   end
   if #args > 0 then
     redis.call('ZADD', gone_key, unpack(args))
+  end
+  if #users > 0 then
+    trim_below(gone_key, now - GONE_KEEP_MS, 2 * #users)
   end
 end
 

@@ -162,47 +162,51 @@ end
 -- proof_key[i] is call i's proof-of-work key, when it brought a proof,
 -- and held[i] its networks' held keys, when it brought them.
 local users, slot, gens, proof_key, held = {}, {}, {}, {}, {}
-for i = 1, CALLS do
-  local asks = ARGV[TIERS + 2 * i]
-  local passed, proved, expires, gen = true, 0, 0, -1
-  if asks ~= '' then
-    local a = {string.match(asks, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+)$')}
-    for k = 1, #a do
-      a[k] = tonumber(a[k])
-    end
-    proved, expires, gen = a[5], a[6], a[7]
-    passed = check_limits(i, a)
-    proof_key[i] = next_key(proved)
-    if a[8] > 0 then
-      held[i] = {{next_key(1), a[9]}}
-      if a[8] > 1 then
-        held[i][2] = {next_key(1), a[10]}
+
+-- pass_defences puts each call through the defences (its buckets, then
+-- its proof of work), filling users, slot, gens, proof_key and held; a
+-- call refused is answered here.
+local function pass_defences()
+  for i = 1, CALLS do
+    local asks = ARGV[TIERS + 2 * i]
+    local passed, proved, expires, gen = true, 0, 0, -1
+    if asks ~= '' then
+      local a = {string.match(asks, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+)$')}
+      for k = 1, #a do
+        a[k] = tonumber(a[k])
+      end
+      proved, expires, gen = a[5], a[6], a[7]
+      passed = check_limits(i, a)
+      proof_key[i] = next_key(proved)
+      if a[8] > 0 then
+        held[i] = {{next_key(1), a[9]}}
+        if a[8] > 1 then
+          held[i][2] = {next_key(1), a[10]}
+        end
       end
     end
-  end
-  if passed then
-    -- The queue's own difficulty, or the price of a place on the
-    -- caller's network when that is higher.
-    local need = difficulty
-    if held[i] then
-      need = math.max(need, price_for(held[i]))
-    end
-    if need > 0 and (proved < need or expires <= now or
-        not redis.call('SET', proof_key[i], 1, 'NX', 'PX', expires - now)) then
-      out[HEAD + 2 * i - 1] = CHALLENGE
-      out[HEAD + 2 * i] = need
-    else
-      users[#users + 1] = ARGV[TIERS + 2 * i - 1]
-      slot[#users] = i
-      gens[#users] = gen
+    if passed then
+      -- The queue's own difficulty, or the price of a place on the
+      -- caller's network when that is higher.
+      local need = difficulty
       if held[i] then
-        price_paid(held[i])
+        need = math.max(need, price_for(held[i]))
+      end
+      if need > 0 and (proved < need or expires <= now or
+          not redis.call('SET', proof_key[i], 1, 'NX', 'PX', expires - now)) then
+        out[HEAD + 2 * i - 1] = CHALLENGE
+        out[HEAD + 2 * i] = need
+      else
+        users[#users + 1] = ARGV[TIERS + 2 * i - 1]
+        slot[#users] = i
+        gens[#users] = gen
+        if held[i] then
+          price_paid(held[i])
+        end
       end
     end
   end
 end
-users, slot = keep_current(KEYS[11], users, slot, gens, out, HEAD)
-local n = #users
 
 -- hold records the places just made, users[js[k]] at arrival number
 -- seq(k) (0 in a draw), in the held ZSETs of the networks they came
@@ -256,16 +260,19 @@ local function room_for(list, line, moves_in, is_member)
   return kept
 end
 
-if opens_at > now then
+-- join_draw answers every call before a scheduled opening: nobody enters
+-- the line; from prequeue_from everyone joins the draw (room_for's cap
+-- allowing), before it everyone is NOT_OPEN.
+local function join_draw()
   out[HEAD_WAITING] = redis.call('ZCARD', KEYS[1]) + in_draw
   if now < prequeue_from then
-    for j = 1, n do
+    for j = 1, #users do
       answer(j, NOT_OPEN, 0)
     end
-    return finish()
+    return
   end
   local all = {}
-  for j = 1, n do
+  for j = 1, #users do
     all[j] = j
   end
   local joining = room_for(all, out[HEAD_WAITING], out[HEAD_UNTIL_OPEN], function(names)
@@ -294,27 +301,27 @@ if opens_at > now then
     hold(joining, function() return 0 end)
     out[HEAD_WAITING] = redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[8])
   end
-  return finish()
 end
 
-local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
-if tokens > refill then
-  tokens = refill -- refill_size was lowered since the last tick
-end
--- An opening's draw still being placed in the line (tick.lua) counts as
--- people waiting: they are ahead of everyone who arrives now.
-local waiting = redis.call('ZCARD', KEYS[1]) + in_draw
-
--- The first users go straight in while tokens remain, if nobody waits, the
--- queue is not paused and the cap on active users leaves room.
-local direct = 0
-if waiting == 0 and paused == 0 then
-  direct = math.min(tokens, n)
-  if max_active > 0 and direct > 0 then
-    direct = math.min(direct, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
+-- admit_directly lets the first users straight in while tokens remain,
+-- if nobody waits (waiting: the line and a draw still being placed), the
+-- queue is not paused and the cap on active users leaves room. Returns
+-- how many it admitted.
+local function admit_directly(waiting)
+  local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
+  if tokens > refill then
+    tokens = refill -- refill_size was lowered since the last tick
   end
-end
-if direct > 0 then
+  local direct = 0
+  if waiting == 0 and paused == 0 then
+    direct = math.min(tokens, #users)
+    if max_active > 0 and direct > 0 then
+      direct = math.min(direct, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
+    end
+  end
+  if direct == 0 then
+    return 0
+  end
   local args, list = {}, {}
   for j = 1, direct do
     args[2 * j - 1] = now
@@ -331,24 +338,85 @@ if direct > 0 then
   redis.call('HINCRBY', KEYS[6], 'direct', direct)
   arrived = arrived + direct
   emit(KEYS[10], KEYS[5], 'admitted', list, now)
+  return direct
 end
 
--- The others join the tail in the order given, each with its own arrival
--- number, giving up any admission they held; newcomers only while the
--- line's cap leaves room.
-local rest = {}
-for j = direct + 1, n do
-  rest[#rest + 1] = j
-end
-rest = room_for(rest, waiting, out[HEAD_UNTIL_NEXT_TICK], function(names)
-  local scores = redis.call('ZMSCORE', KEYS[1], unpack(names))
-  local member = {}
-  for k = 1, #names do
-    member[k] = scores[k] ~= false
+-- answer_batch answers the usual batch: every user of rest new to the
+-- line (so each given once), in the order given behind the before
+-- already there, at arrival numbers first + k. Returns the heard marks
+-- of those within near of the head.
+local function answer_batch(rest, before, first, near)
+  local heard = {}
+  for k = 1, #rest do
+    local s = slot[rest[k]]
+    out[HEAD + 2 * s - 1] = WAITING
+    out[HEAD + 2 * s] = before + k
+    seqs[s] = first + k
+    if before + k <= near then
+      heard[#heard + 1] = now
+      heard[#heard + 1] = users[rest[k]]
+    end
   end
-  return member
-end)
-if #rest > 0 then
+  return heard
+end
+
+-- answer_repeats answers a call in which some users were given twice or
+-- were in the line already. These users are now the last of the line
+-- (waiting long), in the order given; walking back from the end, each
+-- distinct user is one place further forward, at the arrival number of
+-- its last entry in this call. Returns the heard marks of those within
+-- near of the head.
+local function answer_repeats(rest, waiting, first, near)
+  local place, seq_of, behind = {}, {}, 0
+  for k = #rest, 1, -1 do
+    local user = users[rest[k]]
+    if not place[user] then
+      place[user] = waiting - behind
+      seq_of[user] = first + k
+      behind = behind + 1
+    end
+    answer(rest[k], WAITING, place[user])
+    seqs[slot[rest[k]]] = seq_of[user]
+  end
+  -- Some went to the back from a place in the line: their older
+  -- credentials no longer name it (issue 26.3, snapshot.lua).
+  local stale = {}
+  for user, seq in pairs(seq_of) do
+    stale[#stale + 1] = seq - 1
+    stale[#stale + 1] = user
+  end
+  redis.call('ZADD', KEYS[12], 'GT', unpack(stale))
+  -- Heard from now: those near the head only.
+  local heard = {}
+  for user, p in pairs(place) do
+    if p <= near then
+      heard[#heard + 1] = now
+      heard[#heard + 1] = user
+    end
+  end
+  return heard
+end
+
+-- join_line puts the users after the first direct at the tail in the
+-- order given, each with its own arrival number, giving up any admission
+-- they held; newcomers only while the line's cap leaves room. Returns the
+-- line's length after them.
+local function join_line(direct, waiting)
+  local rest = {}
+  for j = direct + 1, #users do
+    rest[#rest + 1] = j
+  end
+  rest = room_for(rest, waiting, out[HEAD_UNTIL_NEXT_TICK], function(names)
+    local scores = redis.call('ZMSCORE', KEYS[1], unpack(names))
+    local member = {}
+    for k = 1, #names do
+      member[k] = scores[k] ~= false
+    end
+    return member
+  end)
+  if #rest == 0 then
+    return waiting
+  end
   local list, args = {}, {}
   local first = redis.call('INCRBY', KEYS[4], #rest) - #rest
   for k, j in ipairs(rest) do
@@ -363,55 +431,28 @@ if #rest > 0 then
   local before, added = waiting, redis.call('ZADD', KEYS[1], unpack(args))
   hold(rest, function(k) return first + k end)
   waiting = waiting + added
-  local near, heard = near_head(refill, interval, abandon_after), {}
+  local near, heard = near_head(refill, interval, abandon_after), nil
   if added == #rest then
-    -- The usual batch: every user new to the line (so each given once),
-    -- in the order given behind those already there.
-    for k = 1, #rest do
-      local s = slot[rest[k]]
-      out[HEAD + 2 * s - 1] = WAITING
-      out[HEAD + 2 * s] = before + k
-      seqs[s] = first + k
-      if before + k <= near then
-        heard[#heard + 1] = now
-        heard[#heard + 1] = list[k]
-      end
-    end
+    heard = answer_batch(rest, before, first, near)
   else
-    -- These users are now the last of the line, in the order given;
-    -- walking back from the end, each distinct user is one place further
-    -- forward, at the arrival number of its last entry in this call.
-    local place, seq_of, behind = {}, {}, 0
-    for k = #rest, 1, -1 do
-      local user = list[k]
-      if not place[user] then
-        place[user] = waiting - behind
-        seq_of[user] = first + k
-        behind = behind + 1
-      end
-      answer(rest[k], WAITING, place[user])
-      seqs[slot[rest[k]]] = seq_of[user]
-    end
-    -- Some went to the back from a place in the line: their older
-    -- credentials no longer name it (issue 26.3, snapshot.lua).
-    local stale = {}
-    for user, seq in pairs(seq_of) do
-      stale[#stale + 1] = seq - 1
-      stale[#stale + 1] = user
-    end
-    redis.call('ZADD', KEYS[12], 'GT', unpack(stale))
-    -- Heard from now: those near the head only.
-    for user, p in pairs(place) do
-      if p <= near then
-        heard[#heard + 1] = now
-        heard[#heard + 1] = user
-      end
-    end
+    heard = answer_repeats(rest, waiting, first, near)
   end
   if #heard > 0 then
     redis.call('ZADD', KEYS[7], unpack(heard))
   end
+  return waiting
 end
 
-out[HEAD_WAITING] = waiting
+-- The body: each step one call, in order.
+pass_defences()                                                     -- the defences
+users, slot = keep_current(KEYS[11], users, slot, gens, out, HEAD)  -- moved places' old credentials
+if opens_at > now then
+  join_draw()                                                       -- before an opening: the draw
+  return finish()
+end
+-- An opening's draw still being placed in the line (tick.lua) counts as
+-- people waiting: they are ahead of everyone who arrives now.
+local waiting = redis.call('ZCARD', KEYS[1]) + in_draw
+local direct = admit_directly(waiting)                              -- straight in on the tokens
+out[HEAD_WAITING] = join_line(direct, waiting)                      -- the others to the tail
 return finish()

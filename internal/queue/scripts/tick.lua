@@ -67,9 +67,25 @@
 -- applies no tick answers 0 for all but TICK_UNTIL_NEXT (0 while a draw is
 -- being placed). An applied tick then adds what it measured, three values
 -- a group: {kind (STAT_*), value_ms, count} (see "Line statistics" below).
+--
+-- The body, at the end, is one call per step: place a draw, close the
+-- interval, purge, set the budget, move the head, forget the old gone
+-- records, leave the tokens, take the statistics, checkpoint, record the
+-- tick. The script, not any one step, is atomic.
 local now = now_ms()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at, _, _, _, budget = queue_config(KEYS[4])
 local due = next_tick_at(KEYS[5])
+local PURGE_MAX, HISTORY_KEEP, DROP_MAX, HOLD_MAX = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[13])
+
+-- The sets the users' traffic fills (gone: a record per leave, done,
+-- expiry or drop; stale: a mark per re-entry, leave or removal) are
+-- trimmed at most this many members a tick (trim_below, common.lua: a
+-- ZREMRANGEBYSCORE has no LIMIT), the rest by the ticks after, so that
+-- a burst of them never makes one tick long. A tick itself writes at
+-- most ARGV[6] + ARGV[8] (2,000) gone records, and mark_gone retires
+-- old ones as fast as leaves and dones write new ones.
+local GONE_TRIM_MAX = 10000
+local STALE_TRIM_MAX = 10000
 
 -- not_applied is the reply of a call that applies no tick.
 local function not_applied(until_next)
@@ -78,14 +94,18 @@ local function not_applied(until_next)
   return out
 end
 
--- A scheduled opening's draw. From opens_at, every call (not just the
--- interval's tick) places a bounded batch of the pre-queue's participants
--- in the line at draw_key(seed, user): a uniformly random order, ahead of
--- everyone who arrived after opens_at. The first such call records the
--- seed (with draw_for = the opening), so the draw can be audited. Nobody
--- is admitted until every participant is placed.
+-- place_draw places a scheduled opening's draw. From opens_at, every call
+-- (not just the interval's tick) places a bounded batch of the
+-- pre-queue's participants in the line at draw_key(seed, user): a
+-- uniformly random order, ahead of everyone who arrived after opens_at.
+-- The first such call records the seed (with draw_for = the opening), so
+-- the draw can be audited. Nobody is admitted until every participant is
+-- placed, so it returns true while some are left.
 -- (A draw left behind by an opening the operator cleared is placed too.)
-if opens_at <= now and redis.call('SCARD', KEYS[9]) > 0 then
+local function place_draw()
+  if opens_at > now or redis.call('SCARD', KEYS[9]) == 0 then
+    return false
+  end
   local d = redis.call('HMGET', KEYS[5], 'draw_for', 'draw_seed')
   local seed = d[2]
   if tonumber(d[1]) ~= opens_at then
@@ -103,74 +123,110 @@ if opens_at <= now and redis.call('SCARD', KEYS[9]) > 0 then
   end
   redis.call('HINCRBY', KEYS[5], 'draw_count', #batch)
   redis.call('HINCRBY', KEYS[5], 'placed', #batch) -- arrivals, for the history
-  if redis.call('SCARD', KEYS[9]) > 0 then
-    return not_applied(0) -- the next calls go on placing it
+  return redis.call('SCARD', KEYS[9]) > 0
+end
+
+-- last_tick returns the tick HASH's fields close_interval reads, the
+-- arrival counter now and the direct admissions since the last tick.
+local function last_tick()
+  local state = redis.call('HMGET', KEYS[5], 'at_ms', 'moved', 'direct', 'abandoned', 'seq_at', 'placed', 'budget')
+  return state, tonumber(redis.call('GET', KEYS[12])) or 0, tonumber(state[3]) or 0
+end
+
+-- close_interval closes the interval the previous tick opened (state:
+-- the tick HASH's fields, last_tick) and returns how many it
+-- admitted: the users that tick moved plus those who entered directly on
+-- its leftover tokens, which is never more than refill_size. Before the
+-- very first tick, users may have entered on the initial full bucket:
+-- that counts as an interval too. Its arrivals are the arrival numbers
+-- given since the last tick (seq_at: re-entries count, refusals do not),
+-- the direct admissions and an opening's participants placed in the
+-- line; enter.lua pays nothing for the count.
+local function close_interval(state, seq_now, direct)
+  local waiting_before = redis.call('ZCARD', KEYS[1])
+  local admitted = (tonumber(state[2]) or 0) + direct
+  if state[1] or admitted > 0 then
+    local started = tonumber(state[1]) or (now - interval)
+    local arrivals = seq_now - (tonumber(state[5]) or seq_now) + direct + (tonumber(state[6]) or 0)
+    -- The seventh field is the interval's budget (issue 21); readers take
+    -- entries of three to six fields too (keys.go, history).
+    redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d:%d:%d:%d', started, admitted, waiting_before,
+      tonumber(state[4]) or 0, arrivals, active_count(KEYS[2], now, ttl), tonumber(state[7]) or refill))
+    redis.call('LTRIM', KEYS[6], -HISTORY_KEEP, -1)
   end
+  return admitted
 end
 
-if due and now < due then
-  return not_applied(due - now)
-end
-local state = redis.call('HMGET', KEYS[5], 'at_ms', 'moved', 'direct', 'abandoned', 'seq_at', 'placed', 'budget')
-local seq_now = tonumber(redis.call('GET', KEYS[12])) or 0
-
--- Close the interval the previous tick opened: it admitted the users that
--- tick moved plus those who entered directly on its leftover tokens, which
--- is never more than refill_size. Before the very first tick, users may
--- have entered on the initial full bucket: that counts as an interval too.
--- Its arrivals are the arrival numbers given since the last tick (seq_at:
--- re-entries count, refusals do not), the direct admissions and an
--- opening's participants placed in the line; enter.lua pays nothing for
--- the count.
-local waiting_before = redis.call('ZCARD', KEYS[1])
-local direct = tonumber(state[3]) or 0
-local admitted = (tonumber(state[2]) or 0) + direct
-if state[1] or admitted > 0 then
-  local started = tonumber(state[1]) or (now - interval)
-  local arrivals = seq_now - (tonumber(state[5]) or seq_now) + direct + (tonumber(state[6]) or 0)
-  -- The seventh field is the interval's budget (issue 21); readers take
-  -- entries of three to six fields too (keys.go, history).
-  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d:%d:%d:%d', started, admitted, waiting_before,
-    tonumber(state[4]) or 0, arrivals, active_count(KEYS[2], now, ttl), tonumber(state[7]) or refill))
-  redis.call('LTRIM', KEYS[6], -tonumber(ARGV[7]), -1)
-end
-
--- Purge expired sessions first, so the count of active users below is
--- what the cap sees (which does not depend on the purge anyway). The
--- entered set is ordered by admission time (a sliding session's by its
--- last renewal), so the expired ones come first; a bounded batch keeps
--- each tick short. Each is remembered as expired, for the user who asks.
--- A session is over at admission + ttl, the moment status.lua and
--- active_count stop counting it (score <= now - ttl): purged from then.
-local ended = redis.call('ZRANGE', KEYS[2], '-inf', now - ttl, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[6]), 'WITHSCORES')
-local expired, expired_at = {}, {}
-for i = 1, #ended, 2 do
-  expired[#expired + 1] = ended[i]
-  expired_at[#expired] = tonumber(ended[i + 1])
-end
-local purged = #expired
--- Their time inside ran from the admission's start (a renewed sliding
--- session's is in the admitted HASH) to the session's end, ttl after its
--- score (the admission, or the last renewal).
-local inside = {}
-for i = 1, purged, 1000 do
-  local last = math.min(i + 999, purged)
-  local starts = redis.call('HMGET', KEYS[10], unpack(expired, i, last))
-  for j = i, last do
-    local start = tonumber(starts[j - i + 1]) or expired_at[j]
-    inside[#inside + 1] = stat_round(expired_at[j] + ttl - start)
+-- purge_expired purges expired sessions, first, so the count of active
+-- users below is what the cap sees (which does not depend on the purge
+-- anyway). The entered set is ordered by admission time (a sliding
+-- session's by its last renewal), so the expired ones come first; a
+-- bounded batch keeps each tick short. Each is remembered as expired,
+-- for the user who asks. A session is over at admission + ttl, the
+-- moment status.lua and active_count stop counting it (score <= now -
+-- ttl): purged from then. Returns how many it purged and their times
+-- inside (stat_round).
+local function purge_expired()
+  local ended = redis.call('ZRANGE', KEYS[2], '-inf', now - ttl, 'BYSCORE', 'LIMIT', 0, PURGE_MAX, 'WITHSCORES')
+  local expired, expired_at = {}, {}
+  for i = 1, #ended, 2 do
+    expired[#expired + 1] = ended[i]
+    expired_at[#expired] = tonumber(ended[i + 1])
   end
-  redis.call('ZREM', KEYS[2], unpack(expired, i, last))
-  redis.call('HDEL', KEYS[10], unpack(expired, i, last))
+  local purged = #expired
+  -- Their time inside ran from the admission's start (a renewed sliding
+  -- session's is in the admitted HASH) to the session's end, ttl after its
+  -- score (the admission, or the last renewal).
+  local inside = {}
+  for i = 1, purged, 1000 do
+    local last = math.min(i + 999, purged)
+    local starts = redis.call('HMGET', KEYS[10], unpack(expired, i, last))
+    for j = i, last do
+      local start = tonumber(starts[j - i + 1]) or expired_at[j]
+      inside[#inside + 1] = stat_round(expired_at[j] + ttl - start)
+    end
+    redis.call('ZREM', KEYS[2], unpack(expired, i, last))
+    redis.call('HDEL', KEYS[10], unpack(expired, i, last))
+  end
+  mark_gone(KEYS[8], 'expired', expired, now)
+  emit(KEYS[11], KEYS[4], 'expired', expired, now)
+  return purged, inside
 end
-mark_gone(KEYS[8], 'expired', expired, now)
-emit(KEYS[11], KEYS[4], 'expired', expired, now)
 
--- Move up to refill_size users from the head of the line: none while
--- paused, and no more than the cap on active users leaves room for. A user
--- not heard from (enter, status) for abandon_after_ms has closed the page:
--- the place is dropped when it reaches the head, without spending a token,
--- and the next one moves instead; at most ARGV[8] such places per tick.
+-- adapt_budget returns the interval's budget and 1 if it stored a
+-- proposed one. The origin's health drives the rate (issue 21): a replica
+-- proposes the effective refill internal/autorate worked out from the
+-- budget it read; stored (within [min_refill_size, refill_size],
+-- interval_budget) only while the controller is on and that reading is
+-- still the budget.
+local function adapt_budget()
+  local proposed, based_on = tonumber(ARGV[11]), tonumber(ARGV[12])
+  if proposed and proposed > 0 and based_on == budget then
+    local a = redis.call('HMGET', KEYS[4], 'adapt_enabled', 'min_refill_size')
+    if a[1] == '1' then
+      local b = interval_budget(refill, true, proposed, tonumber(a[2]) or 0)
+      redis.call('HSET', KEYS[4], 'refill_effective', b)
+      return b, 1
+    end
+  end
+  return budget, 0
+end
+
+-- room_for_moves is how many this tick may admit: the budget, none while
+-- paused, and no more than the cap on active users leaves room for.
+local function room_for_moves()
+  if paused == 1 then
+    return 0
+  elseif max_active > 0 then
+    return math.min(budget, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
+  end
+  return budget
+end
+
+-- Moving the head. A user not heard from (enter, status) for
+-- abandon_after_ms has closed the page: the place is dropped when it
+-- reaches the head, without spending a token, and the next one moves
+-- instead; at most ARGV[8] (DROP_MAX) such places per tick.
 -- A place with no record at all was far from the head when last heard
 -- (only places near_head keep one): its page may well be polling, just
 -- not yet near enough to say so (a refill raised tenfold brings such
@@ -185,43 +241,19 @@ emit(KEYS[11], KEYS[4], 'expired', expired, now)
 -- of its rate. A tick drops at most ARGV[8] places in all (held ones past
 -- their deadline first); an abandoned place popped beyond that is held
 -- with a deadline already past, for the next tick to drop. At most
--- ARGV[13] are held per tick, so a tick pops at most room + ARGV[8] +
--- ARGV[13] + 1000 places (a round's pop is at most 1000), and drop_expired
--- reads at most ARGV[8] marks.
+-- ARGV[13] (HOLD_MAX) are held per tick, so a tick pops at most room +
+-- ARGV[8] + ARGV[13] + 1000 places (a round's pop is at most 1000), and
+-- drop_expired reads at most ARGV[8] marks.
 -- The deadline is abandon_after from now, the time any place is given to
 -- be heard from: a page polling as told asks at least twice in it.
--- The origin's health drives the rate (issue 21): a replica proposes the
--- effective refill internal/autorate worked out from the budget it read;
--- stored (within [min_refill_size, refill_size], interval_budget) only
--- while the controller is on and that reading is still the budget.
-local adapted = 0
-local proposed, based_on = tonumber(ARGV[11]), tonumber(ARGV[12])
-if proposed and proposed > 0 and based_on == budget then
-  local a = redis.call('HMGET', KEYS[4], 'adapt_enabled', 'min_refill_size')
-  if a[1] == '1' then
-    budget = interval_budget(refill, true, proposed, tonumber(a[2]) or 0)
-    redis.call('HSET', KEYS[4], 'refill_effective', budget)
-    adapted = 1
-  end
-end
-
-local room = budget
-if paused == 1 then
-  room = 0
-elseif max_active > 0 then
-  room = math.min(room, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
-end
-local admit, dropped = {}, {}
-local admit_seq = {} -- the arrival number of each user in admit
-local drop_limit = tonumber(ARGV[8])
-local hold_limit = tonumber(ARGV[13])
 
 -- drop_expired drops the held places whose deadline has passed (heard
--- marks in [-now, 0)), at most drop_limit: a place that re-entered the
--- line meanwhile keeps its new place, only the mark and the held entry go
--- (unheard again, it is asked again if it reaches the head silent).
-local function drop_expired()
-  local marks = redis.call('ZRANGE', KEYS[7], -now, '(0', 'BYSCORE', 'LIMIT', 0, drop_limit)
+-- marks in [-now, 0)), at most DROP_MAX, adding them to dropped: a place
+-- that re-entered the line meanwhile keeps its new place, only the mark
+-- and the held entry go (unheard again, it is asked again if it reaches
+-- the head silent).
+local function drop_expired(dropped)
+  local marks = redis.call('ZRANGE', KEYS[7], -now, '(0', 'BYSCORE', 'LIMIT', 0, DROP_MAX)
   if #marks == 0 then
     return
   end
@@ -239,7 +271,7 @@ end
 -- release puts held places back in the line when abandonment is off
 -- (abandon_after 0): nobody is asked to confirm any more.
 local function release()
-  local back = redis.call('ZRANGE', KEYS[16], 0, hold_limit - 1, 'WITHSCORES')
+  local back = redis.call('ZRANGE', KEYS[16], 0, HOLD_MAX - 1, 'WITHSCORES')
   if #back == 0 then
     return
   end
@@ -254,18 +286,19 @@ local function release()
 end
 
 -- pop_head moves, drops or holds places from the head until room users
--- are admitted or a bound is reached. Each round pops what is still to
--- fill, more after a round that admitted nobody (never more than 1000,
--- far below Lua's stack limit for unpack, nor than may still be held); a
--- heard place popped beyond room goes back (put_back). Returns the places
--- held.
-local function pop_head()
+-- are admitted (into m.admit, their arrival numbers into m.admit_seq) or
+-- a bound is reached. Each round pops what is still to fill, more after a
+-- round that admitted nobody (never more than 1000, far below Lua's stack
+-- limit for unpack, nor than may still be held); a heard place popped
+-- beyond room goes back (put_back). Returns the places held.
+local function pop_head(room, m)
+  local admit, admit_seq, dropped = m.admit, m.admit_seq, m.dropped
   local held, asked, put_back = {}, {}, {}
   local gone_before = now - abandon_after
   local confirm_by = now + abandon_after
   local want = room
-  while #admit < room and #held < 2 * hold_limit do
-    local popped = redis.call('ZPOPMIN', KEYS[1], math.min(want, 1000, hold_limit - #held / 2))
+  while #admit < room and #held < 2 * HOLD_MAX do
+    local popped = redis.call('ZPOPMIN', KEYS[1], math.min(want, 1000, HOLD_MAX - #held / 2))
     if #popped == 0 then
       break
     end
@@ -286,7 +319,7 @@ local function pop_head()
           asked[#asked + 1] = -confirm_by
           asked[#asked + 1] = u
         end
-      elseif abandon_after > 0 and h <= gone_before and #dropped < drop_limit then
+      elseif abandon_after > 0 and h <= gone_before and #dropped < DROP_MAX then
         dropped[#dropped + 1] = u
         done[#done + 1] = u
       elseif abandon_after > 0 and h <= gone_before then
@@ -324,33 +357,43 @@ local function pop_head()
   return #held / 2
 end
 
-if abandon_after > 0 then
-  drop_expired()
-else
-  release()
-end
-pop_head()
-for i = 1, #admit, 500 do
-  local chunk = {}
-  for j = i, math.min(i + 499, #admit) do
-    chunk[#chunk + 1] = now
-    chunk[#chunk + 1] = admit[j]
+-- move_head moves up to room users from the head of the line into the
+-- entered set (see "Moving the head" above) and returns {admit (users),
+-- admit_seq (their arrival numbers), dropped (abandoned places)}.
+local function move_head(room)
+  local m = {admit = {}, admit_seq = {}, dropped = {}}
+  if abandon_after > 0 then
+    drop_expired(m.dropped)
+  else
+    release()
   end
-  redis.call('ZADD', KEYS[2], unpack(chunk))
+  pop_head(room, m)
+  local admit = m.admit
+  for i = 1, #admit, 500 do
+    local chunk = {}
+    for j = i, math.min(i + 499, #admit) do
+      chunk[#chunk + 1] = now
+      chunk[#chunk + 1] = admit[j]
+    end
+    redis.call('ZADD', KEYS[2], unpack(chunk))
+  end
+  mark_gone(KEYS[8], 'abandoned', m.dropped, now)
+  emit(KEYS[11], KEYS[4], 'abandoned', m.dropped, now)
+  emit(KEYS[11], KEYS[4], 'admitted', admit, now)
+  return m
 end
-mark_gone(KEYS[8], 'abandoned', dropped, now)
-emit(KEYS[11], KEYS[4], 'abandoned', dropped, now)
-emit(KEYS[11], KEYS[4], 'admitted', admit, now)
-local moved = #admit
-redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - GONE_KEEP_MS)
 
--- The tokens left for direct entries until the next tick: the budget
--- (refill_size, or the effective refill while adapting) less the users
--- moved, whatever the last interval left (unused tokens do not carry
--- over), so that the interval this tick opens admits at most the budget.
--- (Direct entries obey the pause and the cap too: enter.lua.)
-local tokens = budget - moved
-redis.call('SET', KEYS[3], tokens)
+-- leave_tokens sets and returns the tokens left for direct entries until
+-- the next tick: the budget (refill_size, or the effective refill while
+-- adapting) less the users moved, whatever the last interval left
+-- (unused tokens do not carry over), so that the interval this tick
+-- opens admits at most the budget. (Direct entries obey the pause and
+-- the cap too: enter.lua.)
+local function leave_tokens(moved)
+  local tokens = budget - moved
+  redis.call('SET', KEYS[3], tokens)
+  return tokens
+end
 
 -- Line statistics (issue 22): how long the admitted waited, how far the
 -- ETA their page was given at entry was off, how long admissions lasted.
@@ -375,33 +418,41 @@ redis.call('SET', KEYS[3], tokens)
 -- the reply's tail (for Prometheus) and go into samples with done.lua's
 -- times inside, which the back office reads (Store.LineReport).
 local SAMPLES_KEEP = 10000
--- measured adds count people whose kind measured value to groups, the
--- same group as the last of that kind when the value is the same: those
--- admitted together mostly share their checkpoint, so runs are long, and
--- a number compared costs far less than a string key built per user.
-local groups, last_of = {}, {}
-local function measured(kind, value, count)
-  local i = last_of[kind]
-  if i and groups[i + 1] == value then
-    groups[i + 2] = groups[i + 2] + count
-  else
-    last_of[kind] = #groups + 1
-    groups[#groups + 1] = kind
-    groups[#groups + 1] = value
-    groups[#groups + 1] = count
+
+-- new_groups returns an empty list of groups and measured, which adds
+-- count people whose kind measured value to it, the same group as the
+-- last of that kind when the value is the same: those admitted together
+-- mostly share their checkpoint, so runs are long, and a number compared
+-- costs far less than a string key built per user.
+local function new_groups()
+  local groups, last_of = {}, {}
+  local function measured(kind, value, count)
+    local i = last_of[kind]
+    if i and groups[i + 1] == value then
+      groups[i + 2] = groups[i + 2] + count
+    else
+      last_of[kind] = #groups + 1
+      groups[#groups + 1] = kind
+      groups[#groups + 1] = value
+      groups[#groups + 1] = count
+    end
   end
+  return groups, measured
 end
-if direct > 0 then
-  measured(STAT_LINE, 0, direct)
-end
-local first, last = nil, nil
-for _, s in ipairs(admit_seq) do
-  if s >= 1 then
-    first = first or s
-    last = s
+
+-- measure_waits measures the admitted's time in line and ETA error from
+-- the checkpoints (admit_seq: their arrival numbers, in arrival order).
+local function measure_waits(measured, admit_seq)
+  local first, last = nil, nil
+  for _, s in ipairs(admit_seq) do
+    if s >= 1 then
+      first = first or s
+      last = s
+    end
   end
-end
-if first then
+  if not first then
+    return
+  end
   -- Admitted in arrival order: walk the checkpoints below the last one.
   -- The checkpoints below the last one, then the next one's member.
   local cps = redis.call('ZRANGE', KEYS[13], '-inf', '(' .. last, 'BYSCORE', 'WITHSCORES')
@@ -426,68 +477,123 @@ if first then
     end
   end
 end
-for _, v in ipairs(inside) do
-  measured(STAT_INSIDE, v, 1)
-end
-local samples = {}
-for i = 1, #groups, 3 do
-  samples[#samples + 1] = string.format('%d:%d:%d:%d', now, groups[i], groups[i + 1], groups[i + 2])
-end
--- done.lua's times inside since the last tick: already observed by the
--- replica that ran it, so they go to samples only.
-local ends = redis.call('HGETALL', KEYS[15])
-if #ends > 0 then
-  redis.call('DEL', KEYS[15])
-  for i = 1, #ends, 2 do
-    samples[#samples + 1] = string.format('%d:%d:%s:%s', now, STAT_INSIDE, ends[i], ends[i + 1])
+
+-- save_samples appends the groups, then done.lua's times inside since the
+-- last tick, to samples, keeping the newest SAMPLES_KEEP.
+local function save_samples(groups)
+  local samples = {}
+  for i = 1, #groups, 3 do
+    samples[#samples + 1] = string.format('%d:%d:%d:%d', now, groups[i], groups[i + 1], groups[i + 2])
+  end
+  -- done.lua's times inside since the last tick: already observed by the
+  -- replica that ran it, so they go to samples only.
+  local ends = redis.call('HGETALL', KEYS[15])
+  if #ends > 0 then
+    redis.call('DEL', KEYS[15])
+    for i = 1, #ends, 2 do
+      samples[#samples + 1] = string.format('%d:%d:%s:%s', now, STAT_INSIDE, ends[i], ends[i + 1])
+    end
+  end
+  for i = 1, #samples, 1000 do
+    redis.call('RPUSH', KEYS[14], unpack(samples, i, math.min(i + 999, #samples)))
+  end
+  if #samples > 0 then
+    redis.call('LTRIM', KEYS[14], -SAMPLES_KEEP, -1)
   end
 end
-for i = 1, #samples, 1000 do
-  redis.call('RPUSH', KEYS[14], unpack(samples, i, math.min(i + 999, #samples)))
-end
-if #samples > 0 then
-  redis.call('LTRIM', KEYS[14], -SAMPLES_KEEP, -1)
-end
--- This tick's checkpoint (one with the same score has seen no arrival
--- since: this one replaces it), then those no place in the line needs:
--- all below the one that covers the head.
-local left = redis.call('ZCARD', KEYS[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[13], seq_now, seq_now)
-redis.call('ZADD', KEYS[13], seq_now, string.format('%d:%d:%d:%d', now, left, budget, interval))
-local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local cover = redis.call('ZRANGE', KEYS[13], '(' .. (head[2] or seq_now + 1), '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
-if cover[2] then
-  redis.call('ZREMRANGEBYSCORE', KEYS[13], '-inf', '(' .. cover[2])
-end
--- The stale credentials' marks the head has passed: the snapshot places
--- no arrival number below the head (snapshot.go).
-redis.call('ZREMRANGEBYSCORE', KEYS[17], '-inf', '(' .. (head[2] or seq_now + 1))
 
--- The next tick a full interval from now (see the top), whenever this
--- one was due; min_next_ms is the previous version's (next_tick_at).
-redis.call('HDEL', KEYS[5], 'min_next_ms')
-redis.call('HSET', KEYS[5],
-  'next_at_ms', now + interval,
-  'at_ms', now,
-  'moved', moved,
-  'abandoned', #dropped,
-  'direct', 0,
-  'seq_at', seq_now,
-  'placed', 0,
-  'budget', budget)
-local out = {}
-out[TICK_APPLIED] = 1
-out[TICK_MOVED] = moved
-out[TICK_WAITING] = left
-out[TICK_TOKENS] = tokens
-out[TICK_PURGED] = purged
-out[TICK_ADMITTED] = admitted
-out[TICK_ABANDONED] = #dropped
-out[TICK_LATE] = due and now - due or 0
-out[TICK_UNTIL_NEXT] = interval
-out[TICK_BUDGET] = budget
-out[TICK_ADAPTED] = adapted
-for _, v in ipairs(groups) do
-  out[#out + 1] = v
+-- line_statistics measures this tick's admissions (direct: those who
+-- entered directly since the last tick; inside: the purged sessions'
+-- times inside), saves them and returns their groups.
+local function line_statistics(direct, admit_seq, inside)
+  local groups, measured = new_groups()
+  if direct > 0 then
+    measured(STAT_LINE, 0, direct)
+  end
+  measure_waits(measured, admit_seq)
+  for _, v in ipairs(inside) do
+    measured(STAT_INSIDE, v, 1)
+  end
+  save_samples(groups)
+  return groups
 end
-return out
+
+-- checkpoint leaves this tick's checkpoint in arrivals (one with the same
+-- score has seen no arrival since: this one replaces it), then drops
+-- those no place in the line needs: all below the one that covers the
+-- head. There is at most one checkpoint per applied tick, however many
+-- arrive, so that trim needs no bound. Returns the line's length.
+local function checkpoint(seq_now)
+  local left = redis.call('ZCARD', KEYS[1])
+  redis.call('ZREMRANGEBYSCORE', KEYS[13], seq_now, seq_now)
+  redis.call('ZADD', KEYS[13], seq_now, string.format('%d:%d:%d:%d', now, left, budget, interval))
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local cover = redis.call('ZRANGE', KEYS[13], '(' .. (head[2] or seq_now + 1), '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
+  if cover[2] then
+    redis.call('ZREMRANGEBYSCORE', KEYS[13], '-inf', '(' .. cover[2])
+  end
+  -- The stale credentials' marks the head has passed: the snapshot places
+  -- no arrival number below the head (snapshot.go), so a mark left below
+  -- it by the bound only costs a reader a Redis lookup it would make
+  -- anyway, until a later tick trims it.
+  trim_below(KEYS[17], '(' .. (head[2] or seq_now + 1), STALE_TRIM_MAX)
+  return left
+end
+
+-- record_tick records the tick in the tick HASH: the next tick a full
+-- interval from now (see the top), whenever this one was due;
+-- min_next_ms is the previous version's (next_tick_at).
+local function record_tick(seq_now, moved, dropped)
+  redis.call('HDEL', KEYS[5], 'min_next_ms')
+  redis.call('HSET', KEYS[5],
+    'next_at_ms', now + interval,
+    'at_ms', now,
+    'moved', moved,
+    'abandoned', dropped,
+    'direct', 0,
+    'seq_at', seq_now,
+    'placed', 0,
+    'budget', budget)
+end
+
+-- applied_reply is the reply of an applied tick (r: its counts by name,
+-- groups: what it measured), in TICK_* order.
+local function applied_reply(r, groups)
+  local out = {}
+  out[TICK_APPLIED] = 1
+  out[TICK_MOVED] = r.moved
+  out[TICK_WAITING] = r.waiting
+  out[TICK_TOKENS] = r.tokens
+  out[TICK_PURGED] = r.purged
+  out[TICK_ADMITTED] = r.admitted
+  out[TICK_ABANDONED] = r.abandoned
+  out[TICK_LATE] = due and now - due or 0
+  out[TICK_UNTIL_NEXT] = interval
+  out[TICK_BUDGET] = budget
+  out[TICK_ADAPTED] = r.adapted
+  for _, v in ipairs(groups) do
+    out[#out + 1] = v
+  end
+  return out
+end
+
+-- The body: each step one call, in order.
+if place_draw() then
+  return not_applied(0) -- the next calls go on placing it
+end
+if due and now < due then
+  return not_applied(due - now)
+end
+local state, seq_now, direct = last_tick()                     -- what the last tick left
+local admitted = close_interval(state, seq_now, direct)       -- close the interval
+local purged, inside = purge_expired()                        -- purge
+local adapted
+budget, adapted = adapt_budget()                              -- budget
+local m = move_head(room_for_moves())                         -- move the head
+trim_below(KEYS[8], now - GONE_KEEP_MS, GONE_TRIM_MAX)        -- forget the gone past an hour
+local tokens = leave_tokens(#m.admit)                         -- tokens
+local groups = line_statistics(direct, m.admit_seq, inside)   -- statistics
+local left = checkpoint(seq_now)                              -- checkpoint
+record_tick(seq_now, #m.admit, #m.dropped)                    -- record the tick
+return applied_reply({moved = #m.admit, waiting = left, tokens = tokens, purged = purged,
+  admitted = admitted, abandoned = #m.dropped, adapted = adapted}, groups)
