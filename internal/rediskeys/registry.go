@@ -67,7 +67,7 @@ var registry = []Key{
 		func() string { return Heard(q) }},
 	{"wr:{q}:held", "ZSET", OwnerQueue, "places set aside at the head until they confirm: member user id, score arrival number",
 		func() string { return Held(q) }},
-	{"wr:{q}:stale", "ZSET", OwnerQueue, "credentials that no longer name their place: member user id, score the highest such arrival number; trimmed as the head passes",
+	{"wr:{q}:stale", "ZSET", OwnerQueue, "credentials that no longer name their place: member user id, score the highest such arrival number; trimmed as the head passes, at most 10,000 a tick",
 		func() string { return Stale(q) }},
 	{"wr:{q}:netseen:{window}", "STRING", OwnerQueue, "bitmap of the client networks that made a place in a 2-hour window (2 MiB, kept two windows): " +
 		"a network's first place is only its bit (the price of a place)",
@@ -79,7 +79,7 @@ var registry = []Key{
 		func() string { return ArrivalRate(q) }},
 	{"wr:{q}:draw", "SET", OwnerQueue, "a scheduled opening's participants, until the draw places them in the line",
 		func() string { return Draw(q) }},
-	{"wr:{q}:gone", "ZSET", OwnerQueue, "why places ended: member `<reason>:<user id>`, score when (ms); an hour kept",
+	{"wr:{q}:gone", "ZSET", OwnerQueue, "why places ended: member `<reason>:<user id>`, score when (ms); kept at least an hour (each record written retires up to two past the hour, each applied tick up to 10,000 more)",
 		func() string { return Gone(q) }},
 	{"wr:{q}:events", "STREAM", OwnerQueue, "the webhooks' outbox: entries `type`, `at` (ms), `subs` (up to 100 user ids), `settings`; " +
 		"written only while `webhooks` = 1 in the config; consumer group `webhook` (internal/webhook makes it, reads and acknowledges)",

@@ -331,7 +331,7 @@ end
 
 -- keep_current drops from users (and slot, gens) the calls whose place
 -- credential is of an older generation than their place: the place moved
--- to another device (internal/handoff bumps the member's generation in
+-- to another device (move.lua, which internal/handoff calls, bumps the member's generation in
 -- the gen HASH, member=user, value=generation, only for places that ever
 -- moved). Those are answered NOT_WAITING with the reason "moved" and
 -- change nothing. gens[j] is users[j]'s credential's generation (-1:
