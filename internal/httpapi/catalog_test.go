@@ -1,17 +1,21 @@
 package httpapi
 
 import (
+	"bytes"
+	"fmt"
 	"encoding/json"
 	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/waitroom/waitroom/api"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/web"
 )
 
@@ -57,20 +61,35 @@ func TestSettingsMatchOpenAPI(t *testing.T) {
 
 // TestAdminViewShowsTheSettings: the back office's view of a queue has
 // every setting the audit log compares before and after (all but the
-// private ones, audited as the value asked).
+// private ones, audited as the value asked), each once, and the client's
+// reading of it (adminQueueJSON) every field the view writes.
 func TestAdminViewShowsTheSettings(t *testing.T) {
-	b, err := json.Marshal(adminQueueResponse{OpensAt: "x", PrequeueFrom: "x", SessionMaxMS: 1})
-	if err != nil {
-		t.Fatal(err)
+	t.Parallel()
+	rdb := redistest.Client(t)
+	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken})
+	at := time.Now().Add(time.Hour).UTC()
+	if r := e.patch(fmt.Sprintf(`{"prequeue_from":%q,"opens_at":%q}`, at.Format(time.RFC3339), at.Add(time.Minute).Format(time.RFC3339))); r.status != 200 {
+		t.Fatalf("PATCH the opening: %d %s", r.status, r.body)
 	}
+	r := e.do("GET", "/admin/v1/queues/"+e.queue, "", "Authorization", "Bearer "+adminToken)
+	if r.status != 200 {
+		t.Fatalf("GET: %d %s", r.status, r.body)
+	}
+	b := r.body
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v: %s", err, b)
 	}
 	for _, st := range queue.Catalog {
 		if _, ok := fields[st.Name]; ok == st.Private {
 			t.Errorf("%s: in the admin view %v, private %v", st.Name, ok, st.Private)
 		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var client adminQueueJSON
+	if err := dec.Decode(&client); err != nil {
+		t.Errorf("the view's JSON as a client reads it: %v", err)
 	}
 }
 

@@ -516,7 +516,7 @@ func TestOpenAPIContract(t *testing.T) {
 			return k.check(t, e, call{method: "PATCH", path: admin, body: body, header: withJSON(auth...), status: status, code: code, docRejects: docRejects})
 		}
 		r := patch(`{"max_waiting":100,"paused":true,"abandon_after_ms":60000,"opens_at":null,"prequeue_from":""}`, 200, "", false)
-		var aq adminQueueResponse
+		var aq adminQueueJSON
 		if err := json.Unmarshal(r.body, &aq); err != nil || aq.MaxWaiting != 100 || !aq.Paused {
 			t.Fatalf("patch: %s", r.body)
 		}
