@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"math"
 	"regexp"
 	"slices"
