@@ -111,6 +111,54 @@ func (s *Server) adminQueue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, aq)
 }
 
+// catalogEntry is one public setting of queue.Catalog as the back office
+// builds its field from it (admin-settings.js).
+type catalogEntry struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`
+	Role    string   `json:"role"`
+	Min     *int64   `json:"min,omitempty"` // a number's bounds, in the API's unit (ms for millis)
+	Max     *int64   `json:"max,omitempty"` // (a string's bytes, a text's characters); none: unbounded
+	Env     string   `json:"env,omitempty"`
+	Default string   `json:"default,omitempty"`
+	Form    string   `json:"form,omitempty"`
+	Label   string   `json:"label,omitempty"`
+	Hint    string   `json:"hint,omitempty"`
+	Scale   *float64 `json:"scale,omitempty"`
+}
+
+// settingsCatalog answers the public settings of queue.Catalog, in its
+// order: the back office builds its settings form from them.
+func (s *Server) settingsCatalog(w http.ResponseWriter, r *http.Request) {
+	resp := struct {
+		Settings []catalogEntry `json:"settings"`
+	}{Settings: []catalogEntry{}}
+	for _, st := range queue.Catalog {
+		if !st.Private {
+			resp.Settings = append(resp.Settings, newCatalogEntry(st))
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func newCatalogEntry(st queue.Setting) catalogEntry {
+	e := catalogEntry{Name: st.Name, Kind: st.Kind.String(), Role: st.Role.String(), Env: st.Env, Default: st.Default,
+		Form: st.Form, Label: st.Label, Hint: st.Hint}
+	switch st.Kind {
+	case queue.KindInt, queue.KindMillis:
+		e.Min = &st.Min
+		fallthrough
+	case queue.KindURL, queue.KindString, queue.KindLine, queue.KindText:
+		if st.Max != queue.Unbounded {
+			e.Max = &st.Max
+		}
+	}
+	if st.Scale != 0 && st.Scale != 1 {
+		e.Scale = &st.Scale
+	}
+	return e
+}
+
 type historyPoint struct {
 	AtMS      int64 `json:"at_ms"`
 	Admitted  int64 `json:"admitted"`

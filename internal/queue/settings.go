@@ -41,6 +41,13 @@ const (
 	KindText                   // map[string]string: the same, line breaks allowed
 )
 
+// kindNames are the kinds as the settings catalog (GET
+// /admin/v1/settings/catalog) names them.
+var kindNames = map[Kind]string{KindInt: "int", KindMillis: "millis", KindBool: "bool", KindRate: "rate", KindURL: "url",
+	KindString: "string", KindTime: "time", KindLine: "line", KindText: "text"}
+
+func (k Kind) String() string { return kindNames[k] }
+
 // Role says who may change a setting.
 type Role int
 
@@ -52,6 +59,13 @@ const (
 	// /admin/v1/queues/{queue}, the back office).
 	RoleOperator
 )
+
+func (r Role) String() string {
+	if r == RoleOperator {
+		return "operator"
+	}
+	return "startup"
+}
 
 // SeedMode says whether Seed stores the environment's value.
 type SeedMode int
