@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
-	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,49 +92,70 @@ func TestAdminViewShowsTheSettings(t *testing.T) {
 	}
 }
 
-// TestBackOfficeFormsMatchTheCatalog: each number form of the back office
-// (form[data-setting] in admin.html) bounds its input as the catalog
-// bounds the setting, in the unit it shows (data-scale).
+// TestBackOfficeFormsMatchTheCatalog: every setting the back office
+// shows a field for (Form) is one an operator changes, of a kind
+// admin-settings.js builds a field for, with an English label, in a
+// group admin.html has (.settings[data-form]); the fields are built from
+// the catalog, so their bounds are the rows'.
 func TestBackOfficeFormsMatchTheCatalog(t *testing.T) {
 	page, err := web.Static.ReadFile("static/admin.html")
 	if err != nil {
 		t.Fatal(err)
 	}
-	form := regexp.MustCompile(`(?s)<form class="setting-form[^"]*" data-setting="([a-z0-9_]+)"([^>]*)>.*?<input class="setting-input[^"]*" type="(\w+)"([^>]*)>`)
-	attr := func(s, name string) (float64, bool) {
-		m := regexp.MustCompile(` ` + name + `="([^"]*)"`).FindStringSubmatch(s)
-		if m == nil {
-			return 0, false
-		}
-		f, err := strconv.ParseFloat(m[1], 64)
-		return f, err == nil
-	}
-	forms := form.FindAllStringSubmatch(string(page), -1)
-	if len(forms) < 5 {
-		t.Fatalf("found %d setting forms in admin.html", len(forms))
-	}
-	for _, m := range forms {
-		name, formAttrs, typ, inputAttrs := m[1], m[2], m[3], m[4]
-		st, ok := queue.Lookup(name)
-		if !ok || st.Role != queue.RoleOperator {
-			t.Errorf("form %s: no setting an operator changes", name)
+	built := []queue.Kind{queue.KindInt, queue.KindMillis, queue.KindRate, queue.KindBool, queue.KindURL, queue.KindString}
+	forms := 0
+	for _, st := range queue.Catalog {
+		if st.Form == "" {
 			continue
 		}
-		if typ != "number" {
-			continue
+		forms++
+		if st.Role != queue.RoleOperator || st.Private || !slices.Contains(built, st.Kind) || st.Label == "" {
+			t.Errorf("%s: a field in the back office, but role %v, private %v, kind %v, label %q", st.Name, st.Role, st.Private, st.Kind, st.Label)
 		}
-		scale, ok := attr(formAttrs, "data-scale")
-		if !ok {
-			scale = 1
+		if !strings.Contains(string(page), `<div class="settings" data-form="`+st.Form+`">`) {
+			t.Errorf("%s: admin.html has no group %q", st.Name, st.Form)
 		}
-		lo, hi := float64(st.Min), float64(st.Max)
-		if st.Kind == queue.KindRate {
-			lo, hi = 0, 1
+	}
+	if forms < 9 {
+		t.Errorf("%d settings have a field in the back office, want at least 9", forms)
+	}
+}
+
+// TestSettingWordsTranslated lists, per language, the settings whose
+// label or hint i18n/admin/<lang>.json does not translate (the page then
+// shows the catalog's English): a list to work through, not a failure.
+// A translation of no setting with a field is one.
+func TestSettingWordsTranslated(t *testing.T) {
+	want := map[string]bool{}
+	for _, st := range queue.Catalog {
+		if st.Form != "" {
+			want["setting."+st.Name] = true
+			want["setting."+st.Name+".hint"] = st.Hint != ""
 		}
-		gotLo, okLo := attr(inputAttrs, "min")
-		gotHi, okHi := attr(inputAttrs, "max")
-		if !okLo || !okHi || math.Abs(gotLo*scale-lo) > 1e-9 || math.Abs(gotHi*scale-hi) > 1e-9 {
-			t.Errorf("form %s: min %v max %v (scale %v), want %v..%v in the API's unit", name, gotLo, gotHi, scale, lo, hi)
+	}
+	for _, lang := range []string{"en", "ko", "ja", "zh-Hans", "zh-Hant", "es"} {
+		b, err := web.Static.ReadFile("static/i18n/admin/" + lang + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var messages map[string]json.RawMessage
+		if err := json.Unmarshal(b, &messages); err != nil {
+			t.Fatalf("%s: %v", lang, err)
+		}
+		var missing []string
+		for key, needed := range want {
+			if _, ok := messages[key]; needed && !ok && lang != "en" {
+				missing = append(missing, key)
+			}
+		}
+		for key := range messages {
+			if strings.HasPrefix(key, "setting.") && !want[key] {
+				t.Errorf("%s.json translates %q, no setting's field", lang, key)
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			t.Logf("%s.json shows in English: %v", lang, missing)
 		}
 	}
 }
