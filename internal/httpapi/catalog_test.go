@@ -1,9 +1,9 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,8 +60,8 @@ func TestSettingsMatchOpenAPI(t *testing.T) {
 
 // TestAdminViewShowsTheSettings: the back office's view of a queue has
 // every setting the audit log compares before and after (all but the
-// private ones, audited as the value asked), each once, and the client's
-// reading of it (adminQueueJSON) every field the view writes.
+// private ones, audited as the value asked), and every field a client
+// reads (adminQueueJSON).
 func TestAdminViewShowsTheSettings(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Client(t)
@@ -84,11 +84,13 @@ func TestAdminViewShowsTheSettings(t *testing.T) {
 			t.Errorf("%s: in the admin view %v, private %v", st.Name, ok, st.Private)
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var client adminQueueJSON
-	if err := dec.Decode(&client); err != nil {
-		t.Errorf("the view's JSON as a client reads it: %v", err)
+	// What clients read today stays: every field of adminQueueJSON (but
+	// those left out while none: a draw not made, sliding sessions off).
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[adminQueueJSON]()) {
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if _, ok := fields[name]; !ok && (opts != "omitempty" || name == "opens_at" || name == "prequeue_from") {
+			t.Errorf("the view has no %s", name)
+		}
 	}
 }
 
