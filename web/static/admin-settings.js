@@ -148,16 +148,22 @@ function buildForm(view, root, entry) {
 
 // words is a setting's label or hint in the page's language: the
 // catalog's ("setting.<name>", "setting.<name>.hint"), else the server's
-// English.
+// English (english: true).
 function words(entry, suffix) {
   const key = 'setting.' + entry.name + suffix;
-  return i18n.has(key) ? t(key) : (suffix ? entry.hint : entry.label) || '';
+  if (i18n.has(key)) return { text: t(key), english: false };
+  return { text: (suffix ? entry.hint : entry.label) || '', english: true };
 }
 
-// labelForm writes the form's label and hint in the page's language.
+// labelForm writes the form's label and hint in the page's language; an
+// English fallback is marked lang="en", for screen readers to say it so.
 function labelForm(form) {
-  form.name.textContent = words(form.entry, '');
-  form.hint.textContent = words(form.entry, '.hint');
+  for (const [el, suffix] of [[form.name, ''], [form.hint, '.hint']]) {
+    const w = words(form.entry, suffix);
+    el.textContent = w.text;
+    if (w.english) el.lang = 'en';
+    else el.removeAttribute('lang');
+  }
 }
 
 // syncForm shows the server's value of the form's setting in q, unless
@@ -204,7 +210,7 @@ function savedText(form, q) {
   if (own) return own.saved(q);
   const v = q[form.setting];
   const shown = typeof v === 'number' ? num(round(v / form.scale)) : String(v === '' ? '–' : v);
-  return t('settingSaved', { name: words(form.entry, ''), value: shown });
+  return t('settingSaved', { name: words(form.entry, '').text, value: shown });
 }
 
 async function saveSetting(view, form) {
