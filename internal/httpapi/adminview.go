@@ -12,8 +12,10 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// The admin API's reads: the queues as the back office sees them, and a
-// queue's history. Each is one store call (queue.Store.Overview).
+// The admin API's reads: the queues as the back office sees them (what
+// the line does, queue.Store.Overview, and its settings as queue.Catalog
+// lists them, queue.Store.Values), the settings' catalog the back office
+// builds its form from, and a queue's history.
 
 // adminQueueResponse is one queue as the back office sees it: what the
 // line does now, and every setting of queue.Catalog but the private ones

@@ -18,12 +18,17 @@ import (
 // (internal/httpapi), Update.Validate and ValidateSettings, the HASH
 // fields UpdateSettings writes and Seed seeds, the start-up warning about
 // stored settings that differ from the environment (EnvDiff), the
-// settings_changed event, the audit log's redaction and the API
-// contract's check (api/openapi.yaml, httpapi's TestSettingsMatchOpenAPI).
+// settings_changed event, the audit log's redaction, the admin view
+// (Values), the back office's fields (GET /admin/v1/settings/catalog:
+// Form, Label, Hint, Scale) and the settings in the API contract
+// (api/openapi.yaml's generated blocks, api/settings_test.go).
 //
-// A row's Go value lives in the Settings field and the Update field
-// tagged `setting:"<Name>"`: adding an integer setting is a row here, a
-// tagged field in types.go, and the script that uses it.
+// A row's Go value lives in the Update field tagged `setting:"<Name>"`
+// (and the Settings one, when the environment seeds it): adding an
+// integer setting, with its field in the back office, is a row here, a
+// tagged field in types.go, and the script that uses it; then
+// WAITROOM_UPDATE_DOCS=1 go test -run TestOpenAPISettings ./api/ writes
+// it into the contract.
 
 // Kind is how a setting's value reads, and is stored in the config HASH.
 type Kind int
