@@ -46,22 +46,22 @@ func TestAdminAdapt(t *testing.T) {
 	}
 
 	form := func(name string) (input, submit, ok, bad string) {
-		f := section + " ." + name + "-form"
+		f := section + " [data-setting=" + name + "]"
 		return f + " .setting-input", f + " .setting-submit", f + " .setting-ok", f + " .setting-error"
 	}
-	input, submit, ok, _ := form("target")
+	input, submit, ok, _ := form("origin_target_p95_ms")
 	saveSetting(b, input, submit, "800")
 	b.waitJS(5*time.Second, "the saved target", jsShown(ok))
 	if msg := b.text(ok); msg != "Saved: the rate drops while the order page answers slower than 800 ms (p95)." {
 		t.Errorf("%s = %q", ok, msg)
 	}
-	input, submit, ok, _ = form("error-rate")
+	input, submit, ok, _ = form("origin_max_error_rate")
 	saveSetting(b, input, submit, "5")
 	b.waitJS(5*time.Second, "the saved error rate", jsShown(ok))
 	if msg := b.text(ok); msg != "Saved: the rate drops while more than 5 % of the answers are errors." {
 		t.Errorf("%s = %q", ok, msg)
 	}
-	input, submit, ok, bad := form("probe")
+	input, submit, ok, bad := form("origin_probe_url")
 	saveSetting(b, input, submit, "/healthz")
 	b.waitJS(5*time.Second, "the server's refusal of a relative probe URL", jsShown(bad))
 	saveSetting(b, input, submit, "http://orders.internal:8081/healthz")

@@ -307,15 +307,15 @@ func TestBackOfficeSetsDefences(t *testing.T) {
 	s.fillWaiting("ahead", 2)
 	b := newBrowser(t, chromium)
 	section := signInAdmin(b, s)
-	capIn, capSave, capOK, capErr := section+" .max-waiting-input", section+" .max-waiting-submit", section+" .max-waiting-ok", section+" .max-waiting-error"
-	powIn, powSave, powOK, powErr := section+" .pow-input", section+" .pow-submit", section+" .pow-ok", section+" .pow-error"
+	capIn, capSave, capOK, capErr := section+" [data-setting=max_waiting] .setting-input", section+" [data-setting=max_waiting] .setting-submit", section+" [data-setting=max_waiting] .setting-ok", section+" [data-setting=max_waiting] .setting-error"
+	powIn, powSave, powOK, powErr := section+" [data-setting=challenge_difficulty] .setting-input", section+" [data-setting=challenge_difficulty] .setting-submit", section+" [data-setting=challenge_difficulty] .setting-ok", section+" [data-setting=challenge_difficulty] .setting-error"
 
 	b.waitJS(5*time.Second, "the fields filled from the server", fmt.Sprintf(
 		`document.querySelector(%q).value === '0' && document.querySelector(%q).value === '0'`, capIn, powIn))
 	if got := b.text(section + " .pow"); got != "off" {
 		t.Errorf("proof of work shows %q before any change, want off", got)
 	}
-	if hint := b.text(section + " .pow-form .hint"); !strings.Contains(hint, "16 ≈ 1 s for a person") {
+	if hint := b.text(section + " [data-setting=challenge_difficulty] .hint"); !strings.Contains(hint, "16 ≈ 1 s for a person") {
 		t.Errorf("the proof-of-work hint = %q, want the measured 16 ≈ 1 s", hint)
 	}
 

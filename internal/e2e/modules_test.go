@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -115,7 +116,11 @@ func TestMessageCatalogs(t *testing.T) {
 			}
 			en := c.Keys["en"]
 			for _, lang := range c.Langs[1:] {
-				if missing, extra := difference(en, c.Keys[lang]), difference(c.Keys[lang], en); len(missing)+len(extra) > 0 {
+				// A setting's label and hint ("setting.<name>") are in
+				// English in queue.Catalog, not en.json (internal/httpapi's
+				// TestSettingWordsTranslated lists those not translated).
+				extra := slices.DeleteFunc(difference(c.Keys[lang], en), func(k string) bool { return strings.HasPrefix(k, "setting.") })
+				if missing := difference(en, c.Keys[lang]); len(missing)+len(extra) > 0 {
 					t.Errorf("%s against en: missing %v; not in en %v", lang, missing, extra)
 				}
 			}

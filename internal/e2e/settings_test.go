@@ -235,8 +235,8 @@ func TestAdminMaxActive(t *testing.T) {
 	s.fillWaiting("crowd", 30)
 
 	section := signInAdmin(b, s)
-	active, input, submit := section+" .active", section+" .cap-input", section+" .cap-submit"
-	capOK, capErr := section+" .cap-ok", section+" .cap-error"
+	active, input, submit := section+" .active", section+" [data-setting=max_active] .setting-input", section+" [data-setting=max_active] .setting-submit"
+	capOK, capErr := section+" [data-setting=max_active] .setting-ok", section+" [data-setting=max_active] .setting-error"
 	if got := b.text(active); !strings.HasSuffix(got, " (no cap)") {
 		t.Errorf("%s = %q, want N (no cap)", active, got)
 	}
@@ -345,8 +345,8 @@ func TestAdminAbandonAndOpening(t *testing.T) {
 	seoul := time.FixedZone("KST", 9*60*60) // no summer time
 
 	section := signInAdmin(b, s)
-	after, input, submit := section+" .abandon-after", section+" .abandon-input", section+" .abandon-submit"
-	ok, fieldErr := section+" .abandon-ok", section+" .abandon-error"
+	after, input, submit := section+" .abandon-after", section+" [data-setting=abandon_after_ms] .setting-input", section+" [data-setting=abandon_after_ms] .setting-submit"
+	ok, fieldErr := section+" [data-setting=abandon_after_ms] .setting-ok", section+" [data-setting=abandon_after_ms] .setting-error"
 	if got := b.text(after); got != "120 s" {
 		t.Errorf("%s = %q, want 120 s", after, got)
 	}

@@ -340,8 +340,8 @@ func TestAuditLogBounded(t *testing.T) {
 // does not show (a setting added later) is recorded with the value asked.
 func TestSettingChangesGeneric(t *testing.T) {
 	t.Parallel()
-	before := adminQueueResponse{RefillSize: 5, MaxActive: 10}
-	after := adminQueueResponse{RefillSize: 5, MaxActive: 20}
+	before := adminQueueResponse{Settings: map[string]any{"refill_size": 5, "max_active": 10}}
+	after := adminQueueResponse{Settings: map[string]any{"refill_size": 5, "max_active": 20}}
 	req := map[string]json.RawMessage{"max_active": json.RawMessage(`20`), "refill_size": json.RawMessage(`5`), "future_setting": json.RawMessage(`12`)}
 	want := `[{"field":"future_setting","old":null,"new":12},{"field":"max_active","old":10,"new":20},{"field":"refill_size","old":5,"new":5}]`
 	if got := changesJSON(t, settingChanges(req, before, &after)); got != want {

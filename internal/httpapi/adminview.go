@@ -1,47 +1,41 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// The admin API's reads: the queues as the back office sees them, and a
-// queue's history. Each is one store call (queue.Store.Overview).
+// The admin API's reads: the queues as the back office sees them (what
+// the line does, queue.Store.Overview, and its settings as queue.Catalog
+// lists them, queue.Store.Values), the settings' catalog the back office
+// builds its form from, and a queue's history.
 
-// adminQueueResponse is one queue as the back office sees it.
+// adminQueueResponse is one queue as the back office sees it: what the
+// line does now, and every setting of queue.Catalog but the private ones
+// (Settings), each a JSON field named as the setting.
 type adminQueueResponse struct {
 	Queue string `json:"queue"`
 	// Routes are the gate's routes to this queue's room, as
 	// WAITROOM_GATE_ROUTES writes them ("shop.example/sale/"); "/" for the
 	// room of the whole site.
-	Routes     []string `json:"routes"`
-	Waiting    int64    `json:"waiting"`
-	Entered    int64    `json:"entered"`
-	Active     int64    `json:"active"` // the same count as entered
-	MaxActive  int      `json:"max_active"`
-	MaxWaiting int      `json:"max_waiting"` // the line's cap (0: none)
-	// The proof of work asked before entering, in leading zero bits (0: none).
-	ChallengeDifficulty int `json:"challenge_difficulty"`
-	// Title and Message are the queue's text on its waiting page, by
-	// language; {} when none.
-	Title          map[string]string `json:"title"`
-	Message        map[string]string `json:"message"`
-	Paused         bool              `json:"paused"`
-	AbandonAfterMS int64             `json:"abandon_after_ms"`
-	AbandonedLast  int64             `json:"abandoned_last_interval"`
-	OpensAt        string            `json:"opens_at,omitempty"`      // a scheduled opening, RFC 3339
-	PrequeueFrom   string            `json:"prequeue_from,omitempty"` // its pre-queue window's start
+	Routes        []string `json:"routes"`
+	Waiting       int64    `json:"waiting"`
+	Entered       int64    `json:"entered"`
+	Active        int64    `json:"active"` // the same count as entered
+	AbandonedLast int64    `json:"abandoned_last_interval"`
 	// The last opening's draw, once made: its seed and participants, with
 	// which anyone can recompute the order (README, "Scheduled opening").
 	DrawFor            string `json:"draw_for,omitempty"`
 	DrawSeed           int64  `json:"draw_seed,omitempty"`
 	DrawCount          int64  `json:"draw_count,omitempty"`
 	Tokens             int64  `json:"tokens"`
-	RefillSize         int    `json:"refill_size"`
-	RefillIntervalMS   int64  `json:"refill_interval_ms"`
-	SessionTTLMS       int64  `json:"session_ttl_ms"`
 	SessionMaxMS       int64  `json:"session_max_ms,omitempty"` // sliding sessions' limit (WAITROOM_SESSION_MAX), when on
 	LastTickAtMS       int64  `json:"last_tick_at_ms"`
 	AdmittedLastMinute int64  `json:"admitted_last_minute"`
@@ -50,14 +44,49 @@ type adminQueueResponse struct {
 	// did (0: never).
 	GateFailOpenRequests int64 `json:"gate_fail_open_requests"`
 	GateFailOpenLastAtMS int64 `json:"gate_fail_open_last_at_ms"`
-	// The order page's health driving the rate (internal/autorate): its
-	// settings, and what an interval admits now (refill_size while off).
-	AdaptEnabled       bool    `json:"adapt_enabled"`
-	OriginTargetP95MS  int64   `json:"origin_target_p95_ms"`
-	OriginMaxErrorRate float64 `json:"origin_max_error_rate"`
-	MinRefillSize      int     `json:"min_refill_size"`
-	OriginProbeURL     string  `json:"origin_probe_url"`
-	RefillEffective    int     `json:"refill_effective"`
+	// What an interval admits now: the effective refill while the order
+	// page's health drives the rate (internal/autorate), else refill_size.
+	RefillEffective int `json:"refill_effective"`
+	// Settings are the public settings by name, as the JSON shows them
+	// (viewValue); absent, a time not set.
+	Settings map[string]any `json:"-"`
+}
+
+// MarshalJSON is the view's fields, then its settings in catalog order.
+func (aq adminQueueResponse) MarshalJSON() ([]byte, error) {
+	type fields adminQueueResponse // without this method
+	b, err := json.Marshal(fields(aq))
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.Write(b[:len(b)-1]) // the object, open
+	for _, st := range queue.Catalog {
+		v, ok := aq.Settings[st.Name]
+		if !ok {
+			continue
+		}
+		val, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteString(`,"` + st.Name + `":`)
+		buf.Write(val)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// viewValue is a setting's value (of its Kind's Go type) as the admin view
+// shows it: durations in ms, times in RFC 3339 (false: none, left out).
+func viewValue(v any) (any, bool) {
+	switch x := v.(type) {
+	case time.Duration:
+		return x.Milliseconds(), true
+	case time.Time:
+		return rfc3339(x), !x.IsZero()
+	}
+	return v, true
 }
 
 func (s *Server) adminQueues(w http.ResponseWriter, r *http.Request) {
@@ -82,6 +111,54 @@ func (s *Server) adminQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, aq)
+}
+
+// catalogEntry is one public setting of queue.Catalog as the back office
+// builds its field from it (admin-settings.js).
+type catalogEntry struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`
+	Role    string   `json:"role"`
+	Min     *int64   `json:"min,omitempty"` // a number's bounds, in the API's unit (ms for millis)
+	Max     *int64   `json:"max,omitempty"` // (a string's bytes, a text's characters); none: unbounded
+	Env     string   `json:"env,omitempty"`
+	Default string   `json:"default,omitempty"`
+	Form    string   `json:"form,omitempty"`
+	Label   string   `json:"label,omitempty"`
+	Hint    string   `json:"hint,omitempty"`
+	Scale   *float64 `json:"scale,omitempty"`
+}
+
+// settingsCatalog answers the public settings of queue.Catalog, in its
+// order: the back office builds its settings form from them.
+func (s *Server) settingsCatalog(w http.ResponseWriter, r *http.Request) {
+	resp := struct {
+		Settings []catalogEntry `json:"settings"`
+	}{Settings: []catalogEntry{}}
+	for _, st := range queue.Catalog {
+		if !st.Private {
+			resp.Settings = append(resp.Settings, newCatalogEntry(st))
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func newCatalogEntry(st queue.Setting) catalogEntry {
+	e := catalogEntry{Name: st.Name, Kind: st.Kind.String(), Role: st.Role.String(), Env: st.Env, Default: st.Default,
+		Form: st.Form, Label: st.Label, Hint: st.Hint}
+	switch st.Kind {
+	case queue.KindInt, queue.KindMillis:
+		e.Min = &st.Min
+		fallthrough
+	case queue.KindURL, queue.KindString, queue.KindLine, queue.KindText:
+		if st.Max != queue.Unbounded {
+			e.Max = &st.Max
+		}
+	}
+	if st.Scale != 0 && st.Scale != 1 {
+		e.Scale = &st.Scale
+	}
+	return e
 }
 
 type historyPoint struct {
@@ -134,44 +211,30 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		return adminQueueResponse{}, err
 	}
 	aq := adminQueueResponse{
-		Queue:               q,
-		Routes:              s.routesOf(q),
-		Waiting:             o.Waiting,
-		Entered:             o.Entered,
-		Active:              o.Entered,
-		MaxActive:           o.Settings.MaxActive,
-		MaxWaiting:          o.Settings.MaxWaiting,
-		Paused:              o.Paused,
-		AbandonAfterMS:      o.Settings.AbandonAfter.Milliseconds(),
-		ChallengeDifficulty: o.Settings.ChallengeDifficulty,
-		AbandonedLast:       o.AbandonedLastInterval,
-		OpensAt:             rfc3339(o.OpensAt),
-		PrequeueFrom:        rfc3339(o.PrequeueFrom),
-		DrawFor:             rfc3339(o.DrawFor),
-		DrawSeed:            o.DrawSeed,
-		DrawCount:           o.DrawCount,
-		Tokens:              o.Tokens,
-		RefillSize:          o.Settings.RefillSize,
-		RefillIntervalMS:    o.Settings.RefillInterval.Milliseconds(),
-		SessionTTLMS:        o.Settings.SessionTTL.Milliseconds(),
-		SessionMaxMS:        o.Settings.SessionMax.Milliseconds(),
-		AdmittedLastMinute:  o.AdmittedLastMinute,
-		RefillEffective:     o.RefillEffective,
+		Queue:              q,
+		Routes:             s.routesOf(q),
+		Waiting:            o.Waiting,
+		Entered:            o.Entered,
+		Active:             o.Entered,
+		AbandonedLast:      o.AbandonedLastInterval,
+		DrawFor:            rfc3339(o.DrawFor),
+		DrawSeed:           o.DrawSeed,
+		DrawCount:          o.DrawCount,
+		Tokens:             o.Tokens,
+		SessionMaxMS:       o.Settings.SessionMax.Milliseconds(),
+		AdmittedLastMinute: o.AdmittedLastMinute,
+		RefillEffective:    o.RefillEffective,
+		Settings:           map[string]any{},
 	}
-	text, err := s.store.Text(ctx, q)
+	values, err := s.store.Values(ctx, q)
 	if err != nil {
 		return adminQueueResponse{}, err
 	}
-	aq.Title, aq.Message = text.Title, text.Message
-	st, err := s.store.Adapt(ctx, q)
-	if err != nil {
-		return adminQueueResponse{}, err
+	for _, st := range queue.Catalog {
+		if v, ok := viewValue(values[st.Name]); ok && !st.Private {
+			aq.Settings[st.Name] = v
+		}
 	}
-	aq.AdaptEnabled = st.Enabled
-	aq.OriginTargetP95MS = st.TargetP95.Milliseconds()
-	aq.OriginMaxErrorRate = st.MaxErrorRate
-	aq.MinRefillSize = st.MinRefill
-	aq.OriginProbeURL = st.ProbeURL
 	if !o.LastTickAt.IsZero() {
 		aq.LastTickAtMS = o.LastTickAt.UnixMilli()
 	}

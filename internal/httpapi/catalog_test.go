@@ -2,16 +2,19 @@ package httpapi
 
 import (
 	"encoding/json"
-	"math"
-	"regexp"
+	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/waitroom/waitroom/api"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/web"
 )
 
@@ -57,66 +60,104 @@ func TestSettingsMatchOpenAPI(t *testing.T) {
 
 // TestAdminViewShowsTheSettings: the back office's view of a queue has
 // every setting the audit log compares before and after (all but the
-// private ones, audited as the value asked).
+// private ones, audited as the value asked), and every field a client
+// reads (adminQueueJSON).
 func TestAdminViewShowsTheSettings(t *testing.T) {
-	b, err := json.Marshal(adminQueueResponse{OpensAt: "x", PrequeueFrom: "x", SessionMaxMS: 1})
-	if err != nil {
-		t.Fatal(err)
+	t.Parallel()
+	rdb := redistest.Client(t)
+	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken})
+	at := time.Now().Add(time.Hour).UTC()
+	if r := e.patch(fmt.Sprintf(`{"prequeue_from":%q,"opens_at":%q}`, at.Format(time.RFC3339), at.Add(time.Minute).Format(time.RFC3339))); r.status != 200 {
+		t.Fatalf("PATCH the opening: %d %s", r.status, r.body)
 	}
+	r := e.do("GET", "/admin/v1/queues/"+e.queue, "", "Authorization", "Bearer "+adminToken)
+	if r.status != 200 {
+		t.Fatalf("GET: %d %s", r.status, r.body)
+	}
+	b := r.body
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v: %s", err, b)
 	}
 	for _, st := range queue.Catalog {
 		if _, ok := fields[st.Name]; ok == st.Private {
 			t.Errorf("%s: in the admin view %v, private %v", st.Name, ok, st.Private)
 		}
 	}
+	// What clients read today stays: every field of adminQueueJSON (but
+	// those left out while none: a draw not made, sliding sessions off).
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[adminQueueJSON]()) {
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if _, ok := fields[name]; !ok && (opts != "omitempty" || name == "opens_at" || name == "prequeue_from") {
+			t.Errorf("the view has no %s", name)
+		}
+	}
 }
 
-// TestBackOfficeFormsMatchTheCatalog: each number form of the back office
-// (form[data-setting] in admin.html) bounds its input as the catalog
-// bounds the setting, in the unit it shows (data-scale).
+// TestBackOfficeFormsMatchTheCatalog: every setting the back office
+// shows a field for (Form) is one an operator changes, of a kind
+// admin-settings.js builds a field for, with an English label, in a
+// group admin.html has (.settings[data-form]); the fields are built from
+// the catalog, so their bounds are the rows'.
 func TestBackOfficeFormsMatchTheCatalog(t *testing.T) {
 	page, err := web.Static.ReadFile("static/admin.html")
 	if err != nil {
 		t.Fatal(err)
 	}
-	form := regexp.MustCompile(`(?s)<form class="setting-form[^"]*" data-setting="([a-z0-9_]+)"([^>]*)>.*?<input class="setting-input[^"]*" type="(\w+)"([^>]*)>`)
-	attr := func(s, name string) (float64, bool) {
-		m := regexp.MustCompile(` ` + name + `="([^"]*)"`).FindStringSubmatch(s)
-		if m == nil {
-			return 0, false
-		}
-		f, err := strconv.ParseFloat(m[1], 64)
-		return f, err == nil
-	}
-	forms := form.FindAllStringSubmatch(string(page), -1)
-	if len(forms) < 5 {
-		t.Fatalf("found %d setting forms in admin.html", len(forms))
-	}
-	for _, m := range forms {
-		name, formAttrs, typ, inputAttrs := m[1], m[2], m[3], m[4]
-		st, ok := queue.Lookup(name)
-		if !ok || st.Role != queue.RoleOperator {
-			t.Errorf("form %s: no setting an operator changes", name)
+	built := []queue.Kind{queue.KindInt, queue.KindMillis, queue.KindRate, queue.KindBool, queue.KindURL, queue.KindString}
+	forms := 0
+	for _, st := range queue.Catalog {
+		if st.Form == "" {
 			continue
 		}
-		if typ != "number" {
-			continue
+		forms++
+		if st.Role != queue.RoleOperator || st.Private || !slices.Contains(built, st.Kind) || st.Label == "" {
+			t.Errorf("%s: a field in the back office, but role %v, private %v, kind %v, label %q", st.Name, st.Role, st.Private, st.Kind, st.Label)
 		}
-		scale, ok := attr(formAttrs, "data-scale")
-		if !ok {
-			scale = 1
+		if !strings.Contains(string(page), `<div class="settings" data-form="`+st.Form+`">`) {
+			t.Errorf("%s: admin.html has no group %q", st.Name, st.Form)
 		}
-		lo, hi := float64(st.Min), float64(st.Max)
-		if st.Kind == queue.KindRate {
-			lo, hi = 0, 1
+	}
+	if forms < 9 {
+		t.Errorf("%d settings have a field in the back office, want at least 9", forms)
+	}
+}
+
+// TestSettingWordsTranslated lists, per language, the settings whose
+// label or hint i18n/admin/<lang>.json does not translate (the page then
+// shows the catalog's English): a list to work through, not a failure.
+// A translation of no setting with a field is one.
+func TestSettingWordsTranslated(t *testing.T) {
+	want := map[string]bool{}
+	for _, st := range queue.Catalog {
+		if st.Form != "" {
+			want["setting."+st.Name] = true
+			want["setting."+st.Name+".hint"] = st.Hint != ""
 		}
-		gotLo, okLo := attr(inputAttrs, "min")
-		gotHi, okHi := attr(inputAttrs, "max")
-		if !okLo || !okHi || math.Abs(gotLo*scale-lo) > 1e-9 || math.Abs(gotHi*scale-hi) > 1e-9 {
-			t.Errorf("form %s: min %v max %v (scale %v), want %v..%v in the API's unit", name, gotLo, gotHi, scale, lo, hi)
+	}
+	for _, lang := range []string{"en", "ko", "ja", "zh-Hans", "zh-Hant", "es"} {
+		b, err := web.Static.ReadFile("static/i18n/admin/" + lang + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var messages map[string]json.RawMessage
+		if err := json.Unmarshal(b, &messages); err != nil {
+			t.Fatalf("%s: %v", lang, err)
+		}
+		var missing []string
+		for key, needed := range want {
+			if _, ok := messages[key]; needed && !ok && lang != "en" {
+				missing = append(missing, key)
+			}
+		}
+		for key := range messages {
+			if strings.HasPrefix(key, "setting.") && !want[key] {
+				t.Errorf("%s.json translates %q, no setting's field", lang, key)
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			t.Logf("%s.json shows in English: %v", lang, missing)
 		}
 	}
 }

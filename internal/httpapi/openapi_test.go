@@ -508,6 +508,7 @@ func TestOpenAPIContract(t *testing.T) {
 
 	t.Run("admin", func(t *testing.T) {
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues", header: auth, status: 200})
+		k.check(t, e, call{method: "GET", path: "/admin/v1/settings/catalog", header: auth, status: 200})
 		k.check(t, e, call{method: "GET", path: admin, header: auth, status: 200})
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope", header: auth, status: 404, code: "queue_not_found"})
 
@@ -516,7 +517,7 @@ func TestOpenAPIContract(t *testing.T) {
 			return k.check(t, e, call{method: "PATCH", path: admin, body: body, header: withJSON(auth...), status: status, code: code, docRejects: docRejects})
 		}
 		r := patch(`{"max_waiting":100,"paused":true,"abandon_after_ms":60000,"opens_at":null,"prequeue_from":""}`, 200, "", false)
-		var aq adminQueueResponse
+		var aq adminQueueJSON
 		if err := json.Unmarshal(r.body, &aq); err != nil || aq.MaxWaiting != 100 || !aq.Paused {
 			t.Fatalf("patch: %s", r.body)
 		}
@@ -594,6 +595,7 @@ func TestOpenAPIContract(t *testing.T) {
 		p := "/admin/v1/queues/" + e.queue
 		return []call{
 			{method: "GET", path: "/admin/v1/queues"},
+			{method: "GET", path: "/admin/v1/settings/catalog"},
 			{method: "GET", path: p},
 			{method: "PATCH", path: p, body: `{"paused":false}`, header: jsonCT},
 			{method: "PUT", path: p + "/refill-size", body: `{"refill_size":2}`, header: jsonCT},

@@ -78,7 +78,7 @@ func TestPatchAdaptSettings(t *testing.T) {
 	t.Parallel()
 	e := newAdaptEnv(t)
 	r := e.patch(`{"adapt_enabled":true,"origin_target_p95_ms":800,"origin_max_error_rate":0.05,"min_refill_size":1,"origin_probe_url":"http://orders.internal:8081/healthz"}`)
-	var aq adminQueueResponse
+	var aq adminQueueJSON
 	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 {
 		t.Fatalf("patch: %d %s", r.status, r.body)
 	}

@@ -65,6 +65,7 @@ func (s *Server) routes() *chi.Mux {
 
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(s.requireAdmin)
+		r.Get("/settings/catalog", s.settingsCatalog) // the settings, as the back office builds its form
 		r.Get("/queues", s.adminQueues)
 		r.Get("/queues/{queue}", s.adminQueue)
 		r.Patch("/queues/{queue}", s.patchSettings)

@@ -185,7 +185,7 @@ func TestGateRoutesFlow(t *testing.T) {
 
 	// The back office lists each queue's routes.
 	var list struct {
-		Queues []adminQueueResponse `json:"queues"`
+		Queues []adminQueueJSON `json:"queues"`
 	}
 	r = e.do("GET", "/admin/v1/queues", "", "Authorization", "Bearer "+adminToken)
 	if err := json.Unmarshal(r.body, &list); err != nil || r.status != 200 {

@@ -276,7 +276,7 @@ func TestAdmin(t *testing.T) {
 	wantError(t, e.do("PUT", path+"/refill-size", `{"refill_size":5}`, "Authorization", "Bearer "+adminToken+"x"), 401, "unauthorized")
 
 	r := e.do("PUT", path+"/refill-size", `{"refill_size":5}`, auth...)
-	var aq adminQueueResponse
+	var aq adminQueueJSON
 	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 || aq.RefillSize != 5 {
 		t.Fatalf("set refill size: %d %s", r.status, r.body)
 	}
@@ -345,7 +345,7 @@ func TestAdmin(t *testing.T) {
 		t.Fatalf("history = %+v", hist)
 	}
 	var all struct {
-		Queues []adminQueueResponse `json:"queues"`
+		Queues []adminQueueJSON `json:"queues"`
 	}
 	if err := json.Unmarshal(e.do("GET", "/admin/v1/queues", "", auth...).body, &all); err != nil || len(all.Queues) != 1 {
 		t.Fatalf("all queues = %+v (%v)", all, err)

@@ -13,10 +13,10 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-func (e *env) adminQueue() adminQueueResponse {
+func (e *env) adminQueue() adminQueueJSON {
 	e.t.Helper()
 	r := e.do("GET", "/admin/v1/queues/"+e.queue, "", "Authorization", "Bearer "+adminToken)
-	var aq adminQueueResponse
+	var aq adminQueueJSON
 	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 {
 		e.t.Fatalf("admin queue: %d %s", r.status, r.body)
 	}
@@ -43,7 +43,7 @@ func TestPatchSettings(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
 	r := e.patch(`{"refill_size":7,"max_active":300,"paused":true,"abandon_after_ms":60000,"max_waiting":5000,"challenge_difficulty":16}`)
-	var aq adminQueueResponse
+	var aq adminQueueJSON
 	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 {
 		t.Fatalf("patch: %d %s", r.status, r.body)
 	}
@@ -175,7 +175,7 @@ func TestScheduledOpeningAPI(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	opens, pre := now.Add(2*time.Hour), now.Add(time.Hour)
 	r := e.patch(`{"opens_at":"` + opens.Format(time.RFC3339) + `","prequeue_from":"` + pre.Format(time.RFC3339) + `"}`)
-	var aq adminQueueResponse
+	var aq adminQueueJSON
 	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 || aq.OpensAt != opens.Format(time.RFC3339Nano) || aq.PrequeueFrom != pre.Format(time.RFC3339Nano) {
 		t.Fatalf("schedule: %d %s", r.status, r.body)
 	}

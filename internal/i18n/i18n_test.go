@@ -42,7 +42,10 @@ func TestCatalogs(t *testing.T) {
 					}
 				}
 				for _, k := range keys {
-					if !slices.Contains(en, k) {
+					// A setting's label and hint ("setting.<name>") are
+					// in English in queue.Catalog, not en.json
+					// (internal/httpapi's TestSettingWordsTranslated).
+					if !slices.Contains(en, k) && !strings.HasPrefix(k, "setting.") {
 						t.Errorf("%s/%s.json has %q, which en.json has not", page, lang, k)
 					}
 				}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,12 +18,17 @@ import (
 // (internal/httpapi), Update.Validate and ValidateSettings, the HASH
 // fields UpdateSettings writes and Seed seeds, the start-up warning about
 // stored settings that differ from the environment (EnvDiff), the
-// settings_changed event, the audit log's redaction and the API
-// contract's check (api/openapi.yaml, httpapi's TestSettingsMatchOpenAPI).
+// settings_changed event, the audit log's redaction, the admin view
+// (Values), the back office's fields (GET /admin/v1/settings/catalog:
+// Form, Label, Hint, Scale) and the settings in the API contract
+// (api/openapi.yaml's generated blocks, api/settings_test.go).
 //
-// A row's Go value lives in the Settings field and the Update field
-// tagged `setting:"<Name>"`: adding an integer setting is a row here, a
-// tagged field in types.go, and the script that uses it.
+// A row's Go value lives in the Update field tagged `setting:"<Name>"`
+// (and the Settings one, when the environment seeds it): adding an
+// integer setting, with its field in the back office, is a row here, a
+// tagged field in types.go, and the script that uses it; then
+// WAITROOM_UPDATE_DOCS=1 go test -run TestOpenAPISettings ./api/ writes
+// it into the contract.
 
 // Kind is how a setting's value reads, and is stored in the config HASH.
 type Kind int
@@ -40,6 +46,13 @@ const (
 	KindText                   // map[string]string: the same, line breaks allowed
 )
 
+// kindNames are the kinds as the settings catalog (GET
+// /admin/v1/settings/catalog) names them.
+var kindNames = map[Kind]string{KindInt: "int", KindMillis: "millis", KindBool: "bool", KindRate: "rate", KindURL: "url",
+	KindString: "string", KindTime: "time", KindLine: "line", KindText: "text"}
+
+func (k Kind) String() string { return kindNames[k] }
+
 // Role says who may change a setting.
 type Role int
 
@@ -51,6 +64,13 @@ const (
 	// /admin/v1/queues/{queue}, the back office).
 	RoleOperator
 )
+
+func (r Role) String() string {
+	if r == RoleOperator {
+		return "operator"
+	}
+	return "startup"
+}
 
 // SeedMode says whether Seed stores the environment's value.
 type SeedMode int
@@ -83,29 +103,78 @@ type Setting struct {
 	// Private: left out of settings_changed, and audited by host only
 	// (it may carry the receiver's token).
 	Private bool
+	// Doc is what the setting does, as api/openapi.yaml says it
+	// (generated: httpapi's TestOpenAPISettings).
+	Doc string
+	// The back office's field for it, which the page builds from the
+	// catalog (GET /admin/v1/settings/catalog): Form is the group it
+	// shows in ("": no field, or a form of its own); Label and Hint are
+	// its English words (i18n/admin/<lang>.json's "setting.<Name>" and
+	// "setting.<Name>.hint" translate them); Scale is the API's units per
+	// unit the field shows (1000: seconds for ms; 0 or 1: as the API).
+	Form        string
+	Label, Hint string
+	Scale       float64
 }
+
+// The back office's groups of setting fields (Setting.Form).
+const (
+	FormLine  = "line"  // the line's admission settings
+	FormAdapt = "adapt" // the automatic rate's
+)
 
 // Catalog is every setting of a queue. Order matters only for people:
 // the PATCH's list of settings and the first fault Validate reports.
 var Catalog = []Setting{
-	{Name: "refill_size", Hash: "refill_size", Env: "WAITROOM_REFILL_SIZE", Default: "10", Kind: KindInt, Min: 1, Max: MaxRefillSize, Role: RoleOperator, Seed: SeedAlways},
-	{Name: "refill_interval_ms", Hash: "refill_interval_ms", Env: "WAITROOM_REFILL_INTERVAL", Default: "5s", Kind: KindMillis, Min: 1, Max: Unbounded, Role: RoleStartup, Seed: SeedAlways},
-	{Name: "session_ttl_ms", Hash: "session_ttl_ms", Env: "WAITROOM_SESSION_TTL", Default: "10m", Kind: KindMillis, Min: 1, Max: Unbounded, Role: RoleStartup, Seed: SeedAlways},
-	{Name: "max_active", Hash: "max_active", Env: "WAITROOM_MAX_ACTIVE", Default: "0", Kind: KindInt, Min: 0, Max: MaxMaxActive, Role: RoleOperator, Seed: SeedAlways},
-	{Name: "max_waiting", Hash: "max_waiting", Kind: KindInt, Min: 0, Max: MaxMaxWaiting, Role: RoleOperator},
-	{Name: "challenge_difficulty", Hash: "challenge_difficulty", Kind: KindInt, Min: 0, Max: MaxChallengeDifficulty, Role: RoleOperator},
-	{Name: "abandon_after_ms", Hash: "abandon_after_ms", Env: "WAITROOM_ABANDON_AFTER", Default: "2m", Kind: KindMillis, Min: 0, Max: MaxAbandonAfter.Milliseconds(), Role: RoleOperator, Seed: SeedAlways},
-	{Name: "paused", Hash: "paused", Kind: KindBool, Role: RoleOperator},
-	{Name: "opens_at", Hash: "opens_at_ms", Kind: KindTime, Role: RoleOperator},
-	{Name: "prequeue_from", Hash: "prequeue_from_ms", Kind: KindTime, Role: RoleOperator},
-	{Name: "webhook_url", Hash: "webhook_url", Kind: KindString, Max: MaxWebhookURLBytes, Role: RoleOperator, Private: true},
-	{Name: "title", Hash: "title", Kind: KindLine, Max: MaxTitleRunes, Role: RoleOperator},
-	{Name: "message", Hash: "message", Kind: KindText, Max: MaxMessageRunes, Role: RoleOperator},
-	{Name: "adapt_enabled", Hash: "adapt_enabled", Env: "WAITROOM_ADAPT_ENABLED", Default: "false", Kind: KindBool, Role: RoleOperator, Seed: SeedIfSet},
-	{Name: "origin_target_p95_ms", Hash: "origin_target_p95_ms", Env: "WAITROOM_ORIGIN_TARGET_P95", Default: "0s", Kind: KindMillis, Min: 0, Max: MaxOriginTargetP95.Milliseconds(), Role: RoleOperator, Seed: SeedIfSet},
-	{Name: "origin_max_error_rate", Hash: "origin_max_error_rate", Env: "WAITROOM_ORIGIN_MAX_ERROR_RATE", Default: "0", Kind: KindRate, Role: RoleOperator, Seed: SeedIfSet},
-	{Name: "min_refill_size", Hash: "min_refill_size", Env: "WAITROOM_MIN_REFILL_SIZE", Default: "0", Kind: KindInt, Min: 0, Max: MaxRefillSize, Role: RoleOperator, Seed: SeedIfSet},
-	{Name: "origin_probe_url", Hash: "origin_probe_url", Env: "WAITROOM_ORIGIN_PROBE_URL", Default: "", Kind: KindURL, Max: MaxProbeURLBytes, Role: RoleOperator, Seed: SeedIfSet},
+	{Name: "refill_size", Hash: "refill_size", Env: "WAITROOM_REFILL_SIZE", Default: "10", Kind: KindInt, Min: 1, Max: MaxRefillSize, Role: RoleOperator, Seed: SeedAlways,
+		Doc:  "Users admitted per interval.",
+		Form: FormLine, Label: "New refill size", Hint: "(1 – 100,000 per tick)"},
+	{Name: "refill_interval_ms", Hash: "refill_interval_ms", Env: "WAITROOM_REFILL_INTERVAL", Default: "5s", Kind: KindMillis, Min: 1, Max: Unbounded, Role: RoleStartup, Seed: SeedAlways,
+		Doc: "Time between ticks (WAITROOM_REFILL_INTERVAL)."},
+	{Name: "session_ttl_ms", Hash: "session_ttl_ms", Env: "WAITROOM_SESSION_TTL", Default: "10m", Kind: KindMillis, Min: 1, Max: Unbounded, Role: RoleStartup, Seed: SeedAlways,
+		Doc: "How long an admission stays valid (WAITROOM_SESSION_TTL)."},
+	{Name: "max_active", Hash: "max_active", Env: "WAITROOM_MAX_ACTIVE", Default: "0", Kind: KindInt, Min: 0, Max: MaxMaxActive, Role: RoleOperator, Seed: SeedAlways,
+		Doc:  "Cap of admissions that have not ended (0 - none).",
+		Form: FormLine, Label: "Max active users", Hint: "(0 = no cap; up to 10,000,000)"},
+	{Name: "max_waiting", Hash: "max_waiting", Kind: KindInt, Min: 0, Max: MaxMaxWaiting, Role: RoleOperator,
+		Doc:  "The line's cap (0 - none); beyond it a newcomer's enter answers 503 `queue_full`.",
+		Form: FormLine, Label: "Max people waiting", Hint: "(0 = no cap; up to 100,000,000)"},
+	{Name: "challenge_difficulty", Hash: "challenge_difficulty", Kind: KindInt, Min: 0, Max: MaxChallengeDifficulty, Role: RoleOperator,
+		Doc:  "The proof of work asked before entering, in leading zero bits (0 - none).",
+		Form: FormLine, Label: "Proof of work (difficulty)", Hint: "(0 = off; up to 32; 16 ≈ 1 s for a person on this machine, each +1 doubles it)"},
+	{Name: "abandon_after_ms", Hash: "abandon_after_ms", Env: "WAITROOM_ABANDON_AFTER", Default: "2m", Kind: KindMillis, Min: 0, Max: MaxAbandonAfter.Milliseconds(), Role: RoleOperator, Seed: SeedAlways,
+		Doc:  "How long a waiting place may go unheard before the tick drops it when the line reaches it (0 - never).",
+		Form: FormLine, Label: "Drop places unheard for (s)", Hint: "(0 = never; up to 86,400)", Scale: 1000},
+	{Name: "paused", Hash: "paused", Kind: KindBool, Role: RoleOperator,
+		Doc: "Paused, nobody is admitted and everyone waiting keeps their place."},
+	{Name: "opens_at", Hash: "opens_at_ms", Kind: KindTime, Role: RoleOperator,
+		Doc: "A scheduled opening; null or \"\" for none."},
+	{Name: "prequeue_from", Hash: "prequeue_from_ms", Kind: KindTime, Role: RoleOperator,
+		Doc: "When the pre-queue window before opens_at begins; null or \"\" for none."},
+	{Name: "webhook_url", Hash: "webhook_url", Kind: KindString, Max: MaxWebhookURLBytes, Role: RoleOperator, Private: true,
+		Doc: "Where this queue's events go (docs/WEBHOOKS.md), instead of WAITROOM_WEBHOOK_URL; null or \"\" for that default. " +
+			"An absolute https URL (plain http only to a loopback host, or with WAITROOM_WEBHOOK_INSECURE_HTTP). " +
+			"Takes effect within 5 s; the audit log keeps its host only."},
+	{Name: "title", Hash: "title", Kind: KindLine, Max: MaxTitleRunes, Role: RoleOperator,
+		Doc: "The queue's title on its waiting page, by language; replaces every language's; null or {} for none. Set as text, never markup."},
+	{Name: "message", Hash: "message", Kind: KindText, Max: MaxMessageRunes, Role: RoleOperator,
+		Doc: "The queue's message on its waiting page, by language, the same way; it may break lines."},
+	{Name: "adapt_enabled", Hash: "adapt_enabled", Env: "WAITROOM_ADAPT_ENABLED", Default: "false", Kind: KindBool, Role: RoleOperator, Seed: SeedIfSet,
+		Doc: "The order page's health drives the rate (docs/ARCHITECTURE.md, \"The order page's health drives the rate\"). " +
+			"Off, `refill_size` is what each interval admits again at once."},
+	{Name: "origin_target_p95_ms", Hash: "origin_target_p95_ms", Env: "WAITROOM_ORIGIN_TARGET_P95", Default: "0s", Kind: KindMillis, Min: 0, Max: MaxOriginTargetP95.Milliseconds(), Role: RoleOperator, Seed: SeedIfSet,
+		Doc:  "Over this p95 of the order page's answers the effective refill drops (0 - not checked).",
+		Form: FormAdapt, Label: "Target p95 of the order page (ms)", Hint: "(0 = not checked; up to 600,000)"},
+	{Name: "origin_max_error_rate", Hash: "origin_max_error_rate", Env: "WAITROOM_ORIGIN_MAX_ERROR_RATE", Default: "0", Kind: KindRate, Role: RoleOperator, Seed: SeedIfSet,
+		Doc:  "Over this share of error answers (5xx, none) the effective refill drops (0 - not checked).",
+		Form: FormAdapt, Label: "Max error rate (%)", Hint: "(0 = not checked; up to 100)", Scale: 0.01},
+	{Name: "min_refill_size", Hash: "min_refill_size", Env: "WAITROOM_MIN_REFILL_SIZE", Default: "0", Kind: KindInt, Min: 0, Max: MaxRefillSize, Role: RoleOperator, Seed: SeedIfSet,
+		Doc:  "The floor of the effective refill (never below 1, nor above `refill_size`).",
+		Form: FormAdapt, Label: "Floor (least per tick)", Hint: "(0 – 100,000)"},
+	{Name: "origin_probe_url", Hash: "origin_probe_url", Env: "WAITROOM_ORIGIN_PROBE_URL", Default: "", Kind: KindURL, Max: MaxProbeURLBytes, Role: RoleOperator, Seed: SeedIfSet,
+		Doc: "A page of the site one replica at a time polls every second, for a forward-auth or SDK deployment; null or \"\" for none. " +
+			"An absolute http or https URL without credentials.",
+		Form: FormAdapt, Label: "Probe URL", Hint: "(empty = none; one replica polls it every second)"},
 }
 
 // FieldError is a setting's value refused: Field is the setting's Name,
@@ -387,4 +456,65 @@ var errNoSetting = errors.New("is not a setting")
 // setting an operator may change; it lists those that are.
 func NotASetting(name string) error {
 	return &FieldError{Field: name, Err: fmt.Errorf("%w; settings: %s", errNoSetting, strings.Join(OperatorSettings(), ", "))}
+}
+
+// Values reads every setting of queue from its config HASH in one HMGET,
+// by Name, each of its Kind's Go type: a field not stored is the
+// replica's default (the environment's), or its Kind's zero. The admin
+// view shows them (private ones too: the caller leaves those out).
+func (s *Store) Values(ctx context.Context, queue string) (map[string]any, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	fields := make([]string, len(Catalog))
+	for i, st := range Catalog {
+		fields[i] = st.Hash
+	}
+	stored, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]any, error) {
+		return s.rdb.HMGet(ctx, q.keys.config, fields...).Result()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: settings: %w", err)
+	}
+	values := make(map[string]any, len(Catalog))
+	for i, st := range Catalog {
+		raw, ok := stored[i].(string)
+		def, hasDef := st.Of(s.defaults)
+		switch {
+		case ok:
+			values[st.Name] = st.decode(raw)
+		case hasDef:
+			values[st.Name] = def
+		default:
+			values[st.Name] = st.decode("")
+		}
+	}
+	return values, nil
+}
+
+// decode is a config HASH field's value (encode's), of the Kind's Go
+// type; "" or a value unreadable is the Kind's zero (texts: {}).
+func (st Setting) decode(stored string) any {
+	switch st.Kind {
+	case KindInt:
+		n, _ := strconv.Atoi(stored)
+		return n
+	case KindMillis:
+		n, _ := strconv.ParseInt(stored, 10, 64)
+		return time.Duration(n) * time.Millisecond
+	case KindBool:
+		return stored == "1"
+	case KindRate:
+		f, _ := strconv.ParseFloat(stored, 64)
+		return f
+	case KindTime:
+		if n, _ := strconv.ParseInt(stored, 10, 64); n > 0 {
+			return time.UnixMilli(n)
+		}
+		return time.Time{}
+	case KindLine, KindText:
+		return textField(stored)
+	}
+	return stored
 }

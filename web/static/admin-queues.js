@@ -6,7 +6,7 @@ import { $, uniqueId } from './dom.js';
 import { i18n, t } from './admin-messages.js';
 import { num, secs, clock, ago } from './admin-format.js';
 import { api, currentSession, getToken } from './admin-api.js';
-import { buildForm, syncForm, togglePause, toggleAdapt } from './admin-settings.js';
+import { buildForms, syncForm, togglePause, toggleAdapt } from './admin-settings.js';
 import { buildOpening, updateOpening } from './admin-opening.js';
 import { buildText, updateText } from './admin-text.js';
 import { drawChart, chartWidth } from './admin-chart.js';
@@ -147,7 +147,7 @@ function buildSection(name) {
     forms: [],
     update: (answer) => updateSection(view, answer), // after a change: the queue as the server answered it
   };
-  view.forms = Array.from(root.querySelectorAll('form.setting-form'), (form) => buildForm(view, form));
+  view.forms = buildForms(view, root);
   view.opening = buildOpening(view, q('form.opening-form'));
   view.text = buildText(view, q('form.text-form'));
   q('.queue-name').textContent = name;

@@ -7,6 +7,7 @@ import { t } from './admin-messages.js';
 import { clock, waitText } from './admin-format.js';
 import { api, setToken, clearToken, currentSession, newSession, onRefused } from './admin-api.js';
 import { renderQueues, refreshHistories, clearQueues, redrawQueues } from './admin-queues.js';
+import { loadCatalog } from './admin-settings.js';
 
 const REFRESH_MS = 2000;
 
@@ -25,6 +26,9 @@ export async function signIn(token, quiet) {
   btn.disabled = true;
   try {
     const data = await api('GET', '/admin/v1/queues', null, token);
+    // The settings' fields are built from the catalog; asked only once
+    // the token is known good, so a wrong one counts one failure.
+    await loadCatalog(token);
     if (mine !== currentSession()) return;
     setToken(token);
     showDashboard();
