@@ -24,7 +24,9 @@ import { $ } from './dom.js';
 import { i18n, t } from './admin-messages.js';
 import { getToken } from './admin-api.js';
 import { signIn, signOut, showLogin, redrawDashboard } from './admin-signin.js';
+import { session } from './storage.js';
 
+session.remove('waitroom:reloads'); // the modules loaded (waiting-rescue.js)
 i18n.apply();
 i18n.bindSwitch(redrawDashboard);
 

@@ -1,5 +1,5 @@
-// The waiting page's safety net: a classic script (not a module), which
-// script.html runs before the page's modules. If one of them fails to
+// The pages' safety net: a classic script (not a module), which
+// script.html and admin.html run before their modules. If one of them fails to
 // load, none of them runs, and the page would stay on the server's
 // "Joining the line…" for good. Chromium drops every request in flight
 // when the network changes under it (a phone moving from Wi-Fi to mobile
