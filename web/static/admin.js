@@ -41,6 +41,8 @@ $('login-form').addEventListener('submit', (e) => {
 });
 $('signout').addEventListener('click', () => signOut(''));
 
+// data-state is "loading" in the HTML until here: the form's handler is
+// bound, so a sign-in is never posted to the server as a plain form.
 const saved = getToken();
 if (saved) signIn(saved, true);
-else $('token').focus();
+else showLogin('');
