@@ -167,21 +167,14 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 			if roll < r.silent+r.leave {
 				leaveAt = time.Duration(rand.Int64N(int64(r.interval) * int64(r.users/r.refill)))
 			}
-			for tk.Status == Waiting {
-				wait := tk.UntilNextTick + r.pollMargin
-				if leaveAt >= 0 && time.Since(start)+wait > leaveAt {
-					time.Sleep(max(0, leaveAt-time.Since(start)))
-					_ = s.Leave(ctx, q, u)
-					leavesMu.Lock()
-					leaves = append(leaves, time.Now())
-					leavesMu.Unlock()
-					return
-				}
-				time.Sleep(wait)
-				if tk, err = s.Status(ctx, q, u); err != nil {
-					t.Error(err)
-					return
-				}
+			left := func() {
+				leavesMu.Lock()
+				leaves = append(leaves, time.Now())
+				leavesMu.Unlock()
+			}
+			if tk, err = pollTurn(ctx, s, q, u, tk, r.pollMargin, start, leaveAt, left); err != nil {
+				t.Error(err)
+				return
 			}
 			if tk.Status == Entered {
 				samples[i].actual = tk.AdmittedAt
@@ -204,6 +197,27 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 		}
 	}
 	return out
+}
+
+// pollTurn asks for u's status when told to, pollMargin late, until u is
+// no longer waiting, or until leaveAt after start (when not negative),
+// where u leaves and left is called.
+func pollTurn(ctx context.Context, s *Store, q, u string, tk Ticket, pollMargin time.Duration, start time.Time, leaveAt time.Duration, left func()) (Ticket, error) {
+	for tk.Status == Waiting {
+		wait := tk.UntilNextTick + pollMargin
+		if leaveAt >= 0 && time.Since(start)+wait > leaveAt {
+			time.Sleep(max(0, leaveAt-time.Since(start)))
+			_ = s.Leave(ctx, q, u)
+			left()
+			return tk, nil
+		}
+		time.Sleep(wait)
+		var err error
+		if tk, err = s.Status(ctx, q, u); err != nil {
+			return tk, err
+		}
+	}
+	return tk, nil
 }
 
 // runOperator makes the run's pause and refill change on time, until stop
