@@ -38,6 +38,12 @@ func newReplicas(t *testing.T, settings Settings, n int) ([]*Store, string, *red
 // again when the tick is due before the next call, as the scheduler does
 // on every replica; bg counts the goroutines.
 func tickAll(t *testing.T, stores []*Store, q string, period time.Duration, stop <-chan struct{}, bg *sync.WaitGroup) {
+	tickAllSeen(t, stores, q, period, stop, bg, nil)
+}
+
+// tickAllSeen is tickAll that also hands each tick's result to seen (when
+// not nil) with the time the call was sent: the tick was applied no sooner.
+func tickAllSeen(t *testing.T, stores []*Store, q string, period time.Duration, stop <-chan struct{}, bg *sync.WaitGroup, seen func(sent time.Time, res TickResult)) {
 	for _, s := range stores {
 		bg.Add(1)
 		go func() {
@@ -49,10 +55,14 @@ func tickAll(t *testing.T, stores []*Store, q string, period time.Duration, stop
 					return
 				case <-time.After(wait):
 				}
+				sent := time.Now()
 				res, err := s.Tick(context.Background(), q)
 				if err != nil {
 					t.Error(err)
 					return
+				}
+				if seen != nil {
+					seen(sent, res)
 				}
 				wait = period
 				if res.UntilNext > 0 && res.UntilNext < period {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +29,34 @@ func refusedWith(t *testing.T, err, want error, max time.Duration) {
 	}
 }
 
+// takeBurst makes calls (call(0), call(1), …) until one is refused and
+// returns how many passed and the refusal. It fails the test unless the
+// limiter let the burst through, and no more than the burst plus what
+// refilled while the calls ran: what the limiter decided, bounded by the
+// time it had, so that a machine slow enough for a token to come back
+// mid-burst does not fail the test (the calls at a quiet moment: the
+// burst exactly).
+func takeBurst(t *testing.T, lim Limit, call func(i int) error) (int, error) {
+	t.Helper()
+	start := time.Now()
+	for i := 0; ; i++ {
+		err := call(i)
+		refilled := int(math.Ceil(time.Since(start).Seconds() * lim.Rate))
+		if err != nil && i < lim.Burst {
+			t.Fatalf("call %d within the burst of %d: %v", i, lim.Burst, err)
+		}
+		if err != nil {
+			return i, err
+		}
+		if i+1 > lim.Burst+refilled {
+			t.Fatalf("%d calls let through in %v, burst %d at %g a second", i+1, time.Since(start), lim.Burst, lim.Rate)
+		}
+		if i == lim.Burst+1000 {
+			t.Fatalf("never refused in %d calls (%v)", i+1, time.Since(start))
+		}
+	}
+}
+
 // A client over its enter limit is refused without a place; another
 // client, and the same one once its bucket refills, are not.
 func TestEnterRateLimitPerClient(t *testing.T) {
@@ -35,14 +64,13 @@ func TestEnterRateLimitPerClient(t *testing.T) {
 	ctx := context.Background()
 	limits := Limits{EnterPerClient: Limit{Rate: 5, Burst: 3}}
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Limits: limits})
-	for i := range 3 {
-		if _, err := s.EnterAs(ctx, q, Caller{User: fmt.Sprintf("a%d", i), Client: "192.0.2.1"}); err != nil {
-			t.Fatalf("call %d within the burst: %v", i, err)
-		}
-	}
-	_, err := s.EnterAs(ctx, q, Caller{User: "a3", Client: "192.0.2.1"})
+	passed, err := takeBurst(t, limits.EnterPerClient, func(i int) error {
+		_, err := s.EnterAs(ctx, q, Caller{User: fmt.Sprintf("a%d", i), Client: "192.0.2.1"})
+		return err
+	})
 	refusedWith(t, err, ErrRateLimited, 200*time.Millisecond)
-	if st := status(t, s, q, "a3"); st.Status != NotWaiting {
+	refused := fmt.Sprintf("a%d", passed)
+	if st := status(t, s, q, refused); st.Status != NotWaiting {
 		t.Fatalf("a refused enter left a place: %+v", st)
 	}
 	if _, err := s.EnterAs(ctx, q, Caller{User: "b0", Client: "192.0.2.2"}); err != nil {
@@ -60,7 +88,7 @@ func TestEnterRateLimitPerClient(t *testing.T) {
 	errors.As(err, &r)
 	for try := 1; ; try++ {
 		time.Sleep(r.After + 10*time.Millisecond)
-		_, err := s.EnterAs(ctx, q, Caller{User: "a3", Client: "192.0.2.1"})
+		_, err := s.EnterAs(ctx, q, Caller{User: refused, Client: "192.0.2.1"})
 		if err == nil {
 			break
 		}
@@ -81,12 +109,13 @@ func TestStatusRateLimitPerPlace(t *testing.T) {
 	enter(t, s, q, "first") // takes the token
 	w := enter(t, s, q, "w")
 	me := Caller{User: "w", Client: "192.0.2.1", Proved: true}
-	for range 2 {
-		if tk, err := s.StatusAs(ctx, q, me); err != nil || tk.Position != w.Position {
-			t.Fatalf("within the burst: %+v %v", tk, err)
+	_, err := takeBurst(t, limits.StatusPerPlace, func(int) error {
+		tk, err := s.StatusAs(ctx, q, me)
+		if err == nil && tk.Position != w.Position {
+			t.Fatalf("within the limit: %+v", tk)
 		}
-	}
-	_, err := s.StatusAs(ctx, q, me)
+		return err
+	})
 	refusedWith(t, err, ErrRateLimited, time.Second)
 	// Another place behind the same address is not limited by it.
 	enter(t, s, q, "x")
@@ -145,12 +174,13 @@ func TestChallengeRateLimitPerClient(t *testing.T) {
 	ctx := context.Background()
 	limits := Limits{EnterPerClient: Limit{Rate: 5, Burst: 3}}
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Limits: limits})
-	for i := range 3 {
-		if d, err := s.Challenge(ctx, q, Caller{Client: "192.0.2.1"}); err != nil || d != 0 {
-			t.Fatalf("call %d within the burst: %d, %v", i, d, err)
+	_, err := takeBurst(t, limits.EnterPerClient, func(int) error {
+		d, err := s.Challenge(ctx, q, Caller{Client: "192.0.2.1"})
+		if err == nil && d != 0 {
+			t.Fatalf("difficulty %d, want 0", d)
 		}
-	}
-	_, err := s.Challenge(ctx, q, Caller{Client: "192.0.2.1"})
+		return err
+	})
 	refusedWith(t, err, ErrRateLimited, 200*time.Millisecond)
 	twelve := 12
 	setUpdate(t, s, q, Update{ChallengeDifficulty: &twelve})

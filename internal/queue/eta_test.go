@@ -43,6 +43,55 @@ type etaSample struct {
 	// ETAHigh): low counted from asked, when the enter was sent, and high
 	// from when its answer came back.
 	asked, low, high time.Time
+	// ticks is how many ticks the first answer counted on (TicksAhead+1),
+	// each etaTickLate late at most (eta.go). overLate is how much later
+	// than that the ticks between the answer and the admission came, in
+	// the Redis clock (TickResult.Late): the machine's delay, not the
+	// estimator's, like the pause. On a quiet machine it is 0; with the
+	// CPU taken by other work the tickers wake late and it is not.
+	ticks    int64
+	overLate time.Duration
+}
+
+// tickLog keeps the lateness of the applied ticks of a crowd run.
+type tickLog struct {
+	mu    sync.Mutex
+	ticks []seenTick
+}
+
+// seenTick is an applied tick: applied after sent and before done.
+type seenTick struct {
+	sent, done time.Time
+	late       time.Duration
+}
+
+func (l *tickLog) seen(sent time.Time, res TickResult) {
+	done := time.Now()
+	if !res.Applied {
+		return
+	}
+	l.mu.Lock()
+	l.ticks = append(l.ticks, seenTick{sent, done, res.Late})
+	l.mu.Unlock()
+}
+
+// overLate is how much later than ticks × etaTickLate came the ticks that
+// may have been applied between from (the enter was sent) and to (the
+// admission). A tick whose call overlapped the enter's is counted: under
+// load a call takes long, and the tick that came right after the answer
+// was often sent before it; at most about one tick an interval is
+// applied, so this excuses at most one tick's lateness that did not
+// delay the user.
+func (l *tickLog) overLate(from, to time.Time, ticks int64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var late time.Duration
+	for _, tk := range l.ticks {
+		if tk.done.After(from) && !tk.sent.After(to) {
+			late += tk.late
+		}
+	}
+	return max(0, late-time.Duration(ticks)*etaTickLate)
 }
 
 // runCrowd sends the crowd through a real store: several replicas tick as
@@ -67,33 +116,13 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
-	tickAll(t, stores, q, r.interval/10, stop, &bg)
+	var ticks tickLog
+	tickAllSeen(t, stores, q, r.interval/10, stop, &bg, ticks.seen)
 	start := time.Now()
 	bg.Add(1)
-	go func() { // the operator
+	go func() {
 		defer bg.Done()
-		type step struct {
-			at time.Duration
-			do func()
-		}
-		var steps []step
-		if r.pauseAt > 0 {
-			on, off := true, false
-			steps = append(steps, step{r.pauseAt, func() { _ = first.UpdateSettings(ctx, q, Update{Paused: &on}) }},
-				step{r.pauseAt + r.pauseFor, func() { _ = first.UpdateSettings(ctx, q, Update{Paused: &off}) }})
-		}
-		if r.refillAt > 0 {
-			steps = append(steps, step{r.refillAt, func() { _ = first.UpdateSettings(ctx, q, Update{RefillSize: &r.refillTo}) }})
-		}
-		slices.SortFunc(steps, func(a, b step) int { return int(a.at - b.at) })
-		for _, st := range steps {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Until(start.Add(st.at))):
-				st.do()
-			}
-		}
+		runOperator(ctx, first, q, r, start, stop)
 	}()
 
 	samples := make([]etaSample, r.users)
@@ -123,6 +152,7 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 			// is due no sooner than sent plus the time it gave, and no later
 			// than at plus it.
 			samples[i].asked, samples[i].low, samples[i].high = sent, sent.Add(tk.ETALow), at.Add(tk.ETAHigh)
+			samples[i].ticks = tk.TicksAhead + 1
 			history, err := s.History(ctx, q)
 			if err != nil {
 				t.Error(err)
@@ -142,21 +172,14 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 			if roll < r.silent+r.leave {
 				leaveAt = time.Duration(rand.Int64N(int64(r.interval) * int64(r.users/r.refill)))
 			}
-			for tk.Status == Waiting {
-				wait := tk.UntilNextTick + r.pollMargin
-				if leaveAt >= 0 && time.Since(start)+wait > leaveAt {
-					time.Sleep(max(0, leaveAt-time.Since(start)))
-					_ = s.Leave(ctx, q, u)
-					leavesMu.Lock()
-					leaves = append(leaves, time.Now())
-					leavesMu.Unlock()
-					return
-				}
-				time.Sleep(wait)
-				if tk, err = s.Status(ctx, q, u); err != nil {
-					t.Error(err)
-					return
-				}
+			left := func() {
+				leavesMu.Lock()
+				leaves = append(leaves, time.Now())
+				leavesMu.Unlock()
+			}
+			if tk, err = pollTurn(ctx, s, q, u, tk, r.pollMargin, start, leaveAt, left); err != nil {
+				t.Error(err)
+				return
 			}
 			if tk.Status == Entered {
 				samples[i].actual = tk.AdmittedAt
@@ -174,19 +197,74 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 				from, to := max(entered[i].Sub(start), r.pauseAt), min(s.actual.Sub(start), r.pauseAt+r.pauseFor)
 				s.paused = max(0, to-from)
 			}
+			s.overLate = ticks.overLate(s.asked, s.actual, s.ticks)
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
+// pollTurn asks for u's status when told to, pollMargin late, until u is
+// no longer waiting, or until leaveAt after start (when not negative),
+// where u leaves and left is called.
+func pollTurn(ctx context.Context, s *Store, q, u string, tk Ticket, pollMargin time.Duration, start time.Time, leaveAt time.Duration, left func()) (Ticket, error) {
+	for tk.Status == Waiting {
+		wait := tk.UntilNextTick + pollMargin
+		if leaveAt >= 0 && time.Since(start)+wait > leaveAt {
+			time.Sleep(max(0, leaveAt-time.Since(start)))
+			_ = s.Leave(ctx, q, u)
+			left()
+			return tk, nil
+		}
+		time.Sleep(wait)
+		var err error
+		if tk, err = s.Status(ctx, q, u); err != nil {
+			return tk, err
+		}
+	}
+	return tk, nil
+}
+
+// runOperator makes the run's pause and refill change on time, until stop
+// closes.
+func runOperator(ctx context.Context, first *Store, q string, r etaRun, start time.Time, stop <-chan struct{}) {
+	type step struct {
+		at time.Duration
+		do func()
+	}
+	var steps []step
+	if r.pauseAt > 0 {
+		on, off := true, false
+		steps = append(steps, step{r.pauseAt, func() { _ = first.UpdateSettings(ctx, q, Update{Paused: &on}) }},
+			step{r.pauseAt + r.pauseFor, func() { _ = first.UpdateSettings(ctx, q, Update{Paused: &off}) }})
+	}
+	if r.refillAt > 0 {
+		steps = append(steps, step{r.refillAt, func() { _ = first.UpdateSettings(ctx, q, Update{RefillSize: &r.refillTo}) }})
+	}
+	slices.SortFunc(steps, func(a, b step) int { return int(a.at - b.at) })
+	for _, st := range steps {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Until(start.Add(st.at))):
+			st.do()
+		}
+	}
+}
+
 // etaErrors are the samples' errors in intervals by estimator e (an
 // index in etaEstimators): actual − predicted, so positive means admitted
 // later than the ETA said.
 func etaErrors(samples []etaSample, e int, interval time.Duration) []float64 {
+	return etaErrorsLess(samples, e, interval, func(etaSample) time.Duration { return 0 })
+}
+
+// etaErrorsLess is etaErrors less a delay of each sample's that no
+// estimator can foresee (the pause, the ticks' lateness beyond the model).
+func etaErrorsLess(samples []etaSample, e int, interval time.Duration, less func(etaSample) time.Duration) []float64 {
 	errs := make([]float64, len(samples))
 	for i, s := range samples {
-		errs[i] = float64(s.actual.Sub(s.predicted[e])) / float64(interval)
+		errs[i] = float64(s.actual.Sub(s.predicted[e])-less(s)) / float64(interval)
 	}
 	slices.Sort(errs)
 	return errs
@@ -271,15 +349,36 @@ func TestETAAccuracy(t *testing.T) {
 				if r.name != "constant" || e > 0 {
 					continue
 				}
-				if p90 := quantile(absErrs, 0.9); p90 > 1 {
+				// The targets hold for the estimator, less what the ticks
+				// came later than etaTickLate each (etaSample.overLate):
+				// on a machine busy with other work the tickers wake late,
+				// which no estimate of the line can know.
+				own := etaErrorsLess(samples, e, r.interval, func(s etaSample) time.Duration { return s.overLate })
+				absOwn := make([]float64, len(own))
+				for i, x := range own {
+					absOwn[i] = math.Abs(x)
+				}
+				slices.Sort(absOwn)
+				t.Logf("%s: less the ticks' lateness beyond %v each (at most %.2f intervals): |error| p90 %.2f, max error %+.2f",
+					r.name, etaTickLate, maxOverLate(samples, r.interval), quantile(absOwn, 0.9), own[len(own)-1])
+				if p90 := quantile(absOwn, 0.9); p90 > 1 {
 					t.Errorf("p90 of |error| is %.2f intervals, target 1", p90)
 				}
-				if worst := errs[len(errs)-1]; worst > 1 {
+				if worst := own[len(own)-1]; worst > 1 {
 					t.Errorf("a user was admitted %.2f intervals after the ETA, target at most 1", worst)
 				}
 			}
 		})
 	}
+}
+
+// maxOverLate is the largest etaSample.overLate, in intervals.
+func maxOverLate(samples []etaSample, interval time.Duration) float64 {
+	var m time.Duration
+	for _, s := range samples {
+		m = max(m, s.overLate)
+	}
+	return float64(m) / float64(interval)
 }
 
 // checkRange reports how often the admission fell inside the range the
@@ -290,30 +389,37 @@ func TestETAAccuracy(t *testing.T) {
 // "constant" and "abandoned" runs) at least 80 % must fall inside and
 // nobody may be admitted more than an interval after the top; the
 // disturbed run's pause and raised refill are beyond any estimate, and it
-// is reported only.
+// is reported only. The top is checked less the ticks' lateness beyond
+// etaTickLate each (etaSample.overLate): the machine's, not the range's.
 func checkRange(t *testing.T, r etaRun, samples []etaSample) {
 	t.Helper()
 	inside, pastHigh, lateHigh, lateOwn := 0, 0, 0, 0
+	insideRaw := 0        // the same, with the ticks' lateness counted
 	worst := math.Inf(-1) // latest admission after the top, in intervals
 	for _, s := range samples {
 		x := float64(s.actual.Sub(s.high)) / float64(r.interval)
 		worst = max(worst, x)
-		if x > 0 {
+		xm := x - float64(s.overLate)/float64(r.interval)
+		if xm > 0 {
 			pastHigh++
 		}
-		if x > 1 {
+		if xm > 1 {
 			lateHigh++
 		}
-		if float64(s.actual.Sub(s.high)-s.paused)/float64(r.interval) > 1 {
+		if xm-float64(s.paused)/float64(r.interval) > 1 {
 			lateOwn++ // not the operator's pause
 		}
-		if x <= 0 && (s.low.Equal(s.asked) || !s.actual.Before(s.low)) {
+		notEarly := s.low.Equal(s.asked) || !s.actual.Before(s.low)
+		if xm <= 0 && notEarly {
 			inside++
+		}
+		if x <= 0 && notEarly {
+			insideRaw++
 		}
 	}
 	share := float64(inside) / float64(len(samples))
-	t.Logf("%s, range: %d of %d admitted inside it (%.1f %%); %d after its top, %d more than an interval after (%d less the pause); latest %+.2f intervals after the top",
-		r.name, inside, len(samples), 100*share, pastHigh, lateHigh, lateOwn, worst)
+	t.Logf("%s, range: %d of %d admitted inside it (%.1f %%; %d with the ticks' lateness beyond %v each counted); %d after its top, %d more than an interval after (%d less the pause); latest %+.2f intervals after the top (ticks' lateness counted)",
+		r.name, inside, len(samples), 100*share, insideRaw, etaTickLate, pastHigh, lateHigh, lateOwn, worst)
 	if r.name == "disturbed" {
 		return
 	}

@@ -122,18 +122,11 @@ func Run(ctx context.Context, o Options) ([]PhaseResult, error) {
 		dir = d
 	}
 	if o.Bin == "" {
-		o.Bin = filepath.Join(dir, "waitroom")
-		fmt.Fprintln(o.Log, "soak: building the waitroom binary")
-		// Built as scripts/build-images.sh builds the service image, so
-		// that on a fresh machine the two share one compile (about 100 CPU
-		// seconds here); without -race: the soak checks the service, and
-		// the race detector would slow it several times over.
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", o.Bin, "github.com/waitroom/waitroom/cmd/waitroom")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Stderr = o.Log
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("soak: go build: %w (run from the waitroom checkout, or give -bin)", err)
+		bin, err := Build(ctx, dir, o.Log)
+		if err != nil {
+			return nil, err
 		}
+		o.Bin = bin
 	}
 	var out []PhaseResult
 	for i, fault := range o.Faults {
@@ -152,6 +145,28 @@ func Run(ctx context.Context, o Options) ([]PhaseResult, error) {
 		}
 	}
 	return out, nil
+}
+
+// Build compiles the waitroom binary into dir and returns its path. A
+// caller that bounds the soak's own time (a test's deadline) builds first,
+// so that a slow compile on a busy machine does not eat the soak's time.
+func Build(ctx context.Context, dir string, log io.Writer) (string, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	bin := filepath.Join(dir, "waitroom")
+	fmt.Fprintln(log, "soak: building the waitroom binary")
+	// Built as scripts/build-images.sh builds the service image, so
+	// that on a fresh machine the two share one compile (about 100 CPU
+	// seconds here); without -race: the soak checks the service, and
+	// the race detector would slow it several times over.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/waitroom/waitroom/cmd/waitroom")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stderr = log
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("soak: go build: %w (run from the waitroom checkout, or give -bin)", err)
+	}
+	return bin, nil
 }
 
 // phase is the shared state of one phase's users.
