@@ -159,13 +159,44 @@ func TestPassLinkIsSingleUse(t *testing.T) {
 	if admitted != 1 {
 		t.Fatalf("one shared link admitted %d of 5 browsers, want 1", admitted)
 	}
-	// A POST never hands over, and never passes the pass on.
+	// A POST never exchanges a pass link, and never passes the pass on.
 	r := httptest.NewRequest("POST", "/order?a=1&wr_pass=x", nil)
 	r.Header.Set("Cookie", gate.CookieName("default", true)+"="+w.issue(t, "default", time.Now().Add(time.Hour)))
 	rr := httptest.NewRecorder()
 	h.ServeHTTP(rr, r)
 	if rr.Code != http.StatusOK {
 		t.Fatalf("POST with a pass cookie and ?wr_pass: %d", rr.Code)
+	}
+}
+
+// claimedElsewhere is a PassLinks on which every link was already
+// exchanged (on another replica).
+type claimedElsewhere struct{ asked int }
+
+func (c *claimedElsewhere) Claim(context.Context, string, string, time.Time) (bool, error) {
+	c.asked++
+	return false, nil
+}
+
+// Sites that still set the deprecated Options.HandOvers keep their
+// shared record of pass links.
+func TestDeprecatedHandOversIsUsed(t *testing.T) {
+	w := newWaitroom(t)
+	links := &claimedElsewhere{}
+	g, err := gate.New(t.Context(), gate.Options{
+		Queue:       "default",
+		Issuer:      "https://waitroom.test",
+		JWKSURL:     w.srv.URL + "/.well-known/jwks.json",
+		WaitingPage: "/q/default",
+		HandOvers:   links,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := g.Handler(http.NotFoundHandler())
+	r := get(h, "/order?wr_pass="+url.QueryEscape(w.issue(t, "default", time.Now().Add(time.Hour))))
+	if links.asked != 1 || strings.Contains(r.Header().Get("Set-Cookie"), "wr_pass") {
+		t.Fatalf("a link exchanged elsewhere: asked %d, Set-Cookie %q", links.asked, r.Header().Get("Set-Cookie"))
 	}
 }
 

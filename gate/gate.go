@@ -16,7 +16,7 @@
 // A pass comes in the cookie __Host-wr_pass_{queue} (CookieName) of the
 // request's room, in
 // Authorization: Bearer, or once in the query parameter wr_pass, which is
-// how the waiting room hands it over: the gate checks it, moves it into the
+// how the waiting room sends it (a pass link): the gate checks it, moves it into the
 // HttpOnly cookie and redirects to the same path on this site without it,
 // so it does not stay in the address bar, the history or the upstream's
 // logs. Each pass link is exchanged once (Options.PassLinks): a shared
@@ -46,6 +46,7 @@
 package gate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,6 +83,11 @@ var ErrUsedElsewhere = errors.New("gate: the pass was used from too many client 
 type PassLinks interface {
 	Claim(ctx context.Context, queue, id string, until time.Time) (first bool, err error)
 }
+
+// HandOvers is the former name of PassLinks.
+//
+// Deprecated: use PassLinks.
+type HandOvers = PassLinks
 
 // Options configure a gate. Queue or Routes, and either Checker or Issuer
 // and JWKSURL, are required.
@@ -124,6 +130,8 @@ type Options struct {
 	// PassLinks makes each ?wr_pass= link single-use across every replica
 	// of the site; nil: within this process only (one replica).
 	PassLinks PassLinks
+	// Deprecated: use PassLinks (read only when PassLinks is nil).
+	HandOvers PassLinks
 	// Client makes the JWKS and verify requests; default: 5 s timeout.
 	Client *http.Client
 	// Checker replaces the check through JWKSURL and VerifyURL.
@@ -139,8 +147,8 @@ type Options struct {
 	// fails open; nil: slog.Default().
 	Logger *slog.Logger
 
-	// passClock is the time the remote check's pass cache reads (nil:
-	// time.Now): set by the package's tests only (export_test.go).
+	// passClock is the time the remote check's pass cache and the
+	// one-process PassLinks read (nil: time.Now): set by the package's tests only (export_test.go).
 	passClock func() time.Time
 }
 
@@ -189,7 +197,7 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		bypass:       opts.Bypass,
 		bypassClient: opts.BypassClient,
 		secure:       !opts.InsecureCookie,
-		passLinks:    opts.PassLinks,
+		passLinks:    cmp.Or(opts.PassLinks, opts.HandOvers),
 		fail:         opts.Fail,
 		onFailOpen:   opts.OnFailOpen,
 		log:          logger(opts.Logger),
@@ -201,7 +209,7 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		return nil, err
 	}
 	if g.passLinks == nil {
-		links, err := newMemoryPassLinks(MaxCachedPasses)
+		links, err := newMemoryPassLinks(MaxCachedPasses, opts.passClock)
 		if err != nil {
 			return nil, err
 		}
@@ -267,7 +275,7 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 		if r.URL.RawQuery != "" {
 			if q := r.URL.Query(); q.Has("wr_pass") {
 				var done bool
-				if r, done = g.handOver(w, r, rm, q, sent); done {
+				if r, done = g.exchangePassLink(w, r, rm, q, sent); done {
 					return
 				}
 			}

@@ -16,7 +16,7 @@ import (
 
 // The pass-link exchange of a pass in ?wr_pass=: once, and only to this site.
 
-// handOver takes a pass carried in ?wr_pass= on a request for room rm
+// exchangePassLink takes a pass carried in ?wr_pass= on a request for room rm
 // (nil: a path no route covers) whose path was sent as sent (escaped) and
 // is now clean. The first exchange of a valid pass for rm's queue puts it
 // into that queue's cookie and sends the browser to the same path without
@@ -26,7 +26,7 @@ import (
 // route covers it is dropped. A pass already exchanged, or any pass on a
 // request that is not a GET or HEAD, is dropped from the URL and the
 // request goes on as if none had been given (r, not done).
-func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, rm *room, q url.Values, sent string) (*http.Request, bool) {
+func (g *Gate) exchangePassLink(w http.ResponseWriter, r *http.Request, rm *room, q url.Values, sent string) (*http.Request, bool) {
 	token := q.Get("wr_pass")
 	q.Del("wr_pass")
 	clean := *r.URL
@@ -88,7 +88,7 @@ func (g *Gate) handOver(w http.ResponseWriter, r *http.Request, rm *room, q url.
 // that does not verify offline is refused as ever, and so is one for
 // another room's queue (FailOpen: dropped, as no pass for rm). FailOpen
 // sends the browser on to the same path without the pass (the request
-// after it passes unchecked, and the waiting page hands the pass over
+// after it passes unchecked, and the waiting page sends the pass link
 // again once the waiting room is back); the other modes answer
 // unavailable, a page that reloads the same link until it is back.
 func (g *Gate) cannotExchange(w http.ResponseWriter, r, r2 *http.Request, rm *room, token string) (*http.Request, bool) {
@@ -108,31 +108,58 @@ func (g *Gate) cannotExchange(w http.ResponseWriter, r, r2 *http.Request, rm *ro
 	return nil, true
 }
 
-// memoryPassLinks is the PassLinks of one process: the pass ids handed
-// over, each until its pass expires, at most max of them. When full, the
-// one claimed first goes (passes live alike, so it is the next to expire,
-// or expired already); at worst such a link can be exchanged once more.
+// memoryPassLinks is the PassLinks of one process: the pass ids
+// exchanged, each until its pass expires, at most max of them. When full,
+// the expired claims go first, then the oldest live ones (evictOldLive):
+// at worst such a link can be exchanged once more.
 type memoryPassLinks struct {
+	max     int
+	now     func() time.Time
 	mu      sync.Mutex
 	claimed *simplelru.LRU[string, time.Time] // queue+" "+id: until
 }
 
-func newMemoryPassLinks(max int) (*memoryPassLinks, error) {
+func newMemoryPassLinks(max int, now func() time.Time) (*memoryPassLinks, error) {
 	claimed, err := simplelru.NewLRU[string, time.Time](max, nil)
 	if err != nil {
 		return nil, fmt.Errorf("gate: pass links: %w", err)
 	}
-	return &memoryPassLinks{claimed: claimed}, nil
+	if now == nil {
+		now = time.Now
+	}
+	return &memoryPassLinks{max: max, now: now, claimed: claimed}, nil
 }
 
 func (m *memoryPassLinks) Claim(_ context.Context, queue, id string, until time.Time) (bool, error) {
 	key := queue + " " + id
-	now := time.Now()
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if exp, ok := m.claimed.Peek(key); ok && now.Before(exp) {
+	exp, ok := m.claimed.Peek(key)
+	if ok && now.Before(exp) {
 		return false, nil
+	}
+	if !ok && m.claimed.Len() >= m.max {
+		m.makeRoom(now)
 	}
 	m.claimed.Add(key, until)
 	return true, nil
+}
+
+// makeRoom empties a full store down to nine tenths of max: first the
+// claims expired at now, then the oldest live ones. Passes of different
+// queues live for different times, so the oldest claim may still be live
+// while newer ones have expired; letting the LRU evict it would make a
+// live link exchangeable again sooner than need be. The walk over every
+// claim costs O(max), and leaving a tenth free bounds it to once per
+// max/10 new claims.
+func (m *memoryPassLinks) makeRoom(now time.Time) {
+	for _, k := range m.claimed.Keys() { // oldest first
+		if exp, ok := m.claimed.Peek(k); ok && !now.Before(exp) {
+			m.claimed.Remove(k)
+		}
+	}
+	for m.claimed.Len() > m.max*9/10 {
+		m.claimed.RemoveOldest()
+	}
 }
