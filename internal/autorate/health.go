@@ -32,7 +32,8 @@ const MaxReportAge = 15 * time.Second
 const MaxReportP95 = 10 * time.Minute
 
 // ErrInvalidReport is a report out of range: p95 0 to 10 minutes, error
-// rate 0 to 1.
+// rate 0 to 1. Its text keeps the package's former name: API clients read
+// it (httpapi's error mapper passes it on).
 var ErrInvalidReport = errors.New("adapt: p95_ms must be 0 to 600000 and error_rate 0 to 1")
 
 // Report is one origin report.
@@ -78,7 +79,7 @@ func (s store) write(ctx context.Context, q string, r Report, source string) err
 	err := reportScript.Run(ctx, s.rdb, []string{rediskeys.Origin(q)}, "write", r.P95.Milliseconds(),
 		strconv.FormatFloat(r.ErrorRate, 'g', -1, 64), source).Err()
 	if err != nil {
-		return fmt.Errorf("adapt: write report: %w", err)
+		return fmt.Errorf("autorate: write report: %w", err)
 	}
 	return nil
 }
@@ -89,7 +90,7 @@ func (s store) read(ctx context.Context, q string) (Report, bool, error) {
 	defer cancel()
 	v, err := reportScript.Run(ctx, s.rdb, []string{rediskeys.Origin(q)}, "read").StringSlice()
 	if err != nil || len(v) != 4 {
-		return Report{}, false, fmt.Errorf("adapt: read report: %v %w", v, err)
+		return Report{}, false, fmt.Errorf("autorate: read report: %v %w", v, err)
 	}
 	at, _ := strconv.ParseInt(v[2], 10, 64)
 	now, _ := strconv.ParseInt(v[3], 10, 64)
@@ -108,7 +109,7 @@ func (s store) hold(ctx context.Context, q, token string, ttl time.Duration) (bo
 	defer cancel()
 	n, err := leaseScript.Run(ctx, s.rdb, []string{rediskeys.OriginLease(q)}, token, ttl.Milliseconds()).Int64()
 	if err != nil {
-		return false, fmt.Errorf("adapt: lease: %w", err)
+		return false, fmt.Errorf("autorate: lease: %w", err)
 	}
 	return n == 1, nil
 }

@@ -122,7 +122,7 @@ type state struct {
 // New returns a runner; start its reads with Run.
 func New(o Options) (*Runner, error) {
 	if o.Store == nil || o.Redis == nil || o.Log == nil || o.Timeout <= 0 {
-		return nil, errors.New("adapt: a runner needs a store, Redis, a logger and a timeout")
+		return nil, errors.New("autorate: a runner needs a store, Redis, a logger and a timeout")
 	}
 	if o.Client == nil {
 		o.Client = safeurl.NewClient(probeTimeout, o.ProbePolicy, 2)
@@ -183,7 +183,7 @@ func (r *Runner) Run(ctx context.Context) {
 func (r *Runner) refresh(ctx context.Context, q string) {
 	st, err := r.o.Store.Adapt(ctx, q)
 	if err != nil {
-		r.o.Log.Debug("adapt: read settings", "queue", q, "err", err)
+		r.o.Log.Debug("autorate: read settings", "queue", q, "err", err)
 		return
 	}
 	if st.Enabled && st.ProbeURL != "" {
@@ -191,7 +191,7 @@ func (r *Runner) refresh(ctx context.Context, q string) {
 	}
 	rep, fresh, err := r.store.read(ctx, q)
 	if err != nil {
-		r.o.Log.Debug("adapt: read report", "queue", q, "err", err)
+		r.o.Log.Debug("autorate: read report", "queue", q, "err", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -212,7 +212,7 @@ func (r *Runner) refresh(ctx context.Context, q string) {
 // stores the p95 and error rate of its recent probes as q's report.
 func (r *Runner) probe(ctx context.Context, q, url string) {
 	if err := r.o.ProbePolicy.CheckURL(url); err != nil {
-		r.o.Log.Debug("adapt: probe URL refused", "queue", q, "err", err)
+		r.o.Log.Debug("autorate: probe URL refused", "queue", q, "err", err)
 		return
 	}
 	held, err := r.store.hold(ctx, q, r.token, leaseTTL)
@@ -236,7 +236,7 @@ func (r *Runner) probe(ctx context.Context, q, url string) {
 		return
 	}
 	if err := r.store.write(ctx, q, Report{P95: sig.P95, ErrorRate: sig.ErrorRate}, SourceProbe); err != nil {
-		r.o.Log.Debug("adapt: write probe report", "queue", q, "err", err)
+		r.o.Log.Debug("autorate: write probe report", "queue", q, "err", err)
 	}
 }
 
@@ -311,7 +311,7 @@ func (r *Runner) Ticked(q string, p queue.Proposal, res queue.TickResult) {
 	if !ok || !res.Adapted || int(res.Budget) == p.Base {
 		return
 	}
-	r.o.Log.Info("adapt: effective refill changed", "queue", q, "from", p.Base, "to", res.Budget)
+	r.o.Log.Info("autorate: effective refill changed", "queue", q, "from", p.Base, "to", res.Budget)
 	if r.o.Audit == nil {
 		return
 	}
@@ -323,7 +323,7 @@ func (r *Runner) Ticked(q string, p queue.Proposal, res queue.TickResult) {
 			{Field: "refill_effective", Old: audit.Value(p.Base), New: audit.Value(res.Budget)},
 		}})
 		if err != nil {
-			r.o.Log.Warn("adapt: audit", "queue", q, "err", err)
+			r.o.Log.Warn("autorate: audit", "queue", q, "err", err)
 		}
 	}()
 }
