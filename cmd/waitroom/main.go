@@ -86,8 +86,7 @@ func (e errFatal) Error() string { return e.err.Error() }
 // the refill interval in force (the smallest over the queues, so every
 // queue is checked often enough). It warns of every stored setting that
 // differs from the environment's (queue.Store.EnvDiff, which compares
-// with the defaults the store was built with; the third argument, those
-// defaults, is kept for run's call).
+// with the defaults the store was built with).
 func seed(ctx context.Context, store *queue.Store, log *slog.Logger) (time.Duration, error) {
 	if err := store.Seed(ctx); err != nil {
 		return 0, err

@@ -48,8 +48,9 @@ type Move struct {
 // proving generation gen (a hand-over made with a credential of it): the
 // place's generation goes up past gen, so every credential issued before
 // is refused from then on (ErrMoved), and replicas learn of the move from
-// the moved ZSET. Of any moves of one place at one generation exactly one
-// succeeds; the others fail with ErrMoved. A place neither in line nor in
+// the moved ZSET. Of any moves of one place at one generation at most one
+// succeeds (none if the place no longer waits); the others fail with
+// ErrMoved. A place neither in line nor in
 // a draw fails with ErrNotWaiting. With the replica WAIT on, the move is
 // waited for as enter and leave are (replica.go).
 func (s *Store) MovePlace(ctx context.Context, queue, user string, gen int64) (Move, error) {

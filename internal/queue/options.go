@@ -5,8 +5,9 @@ package queue
 // without locks.
 type Option func(*Store) error
 
-// WithReplicaWait turns the replica WAIT of enters on (w.Replicas > 0; see
-// ReplicaWait). NewStore fails if w cannot work: a negative count, a
+// WithReplicaWait turns the replica WAIT on (w.Replicas > 0; see
+// ReplicaWait) for what a failover must not undo: enter, leave, done and
+// a place's move (MovePlace), so a move once answered stays made. NewStore fails if w cannot work: a negative count, a
 // timeout under 1ms or not below the store's, or a client that cannot
 // pipeline to one node.
 func WithReplicaWait(w ReplicaWait) Option {
