@@ -214,8 +214,9 @@ func upTo(maxMS int64) string {
 }
 
 // limits reads the rate limits per client address and per place, shared
-// by the replicas (README, "Defences"): "rate,burst" (calls a second,
-// calls at once), or 0 for none.
+// by the replicas (docs/ARCHITECTURE.md, "Defences: bots, floods and
+// other sites"): "rate,burst" (calls a second, calls at once), or 0 for
+// none.
 func limits(r *reader) queue.Limits {
 	limit := func(key, def string) queue.Limit {
 		v := r.str(key, def)

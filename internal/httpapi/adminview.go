@@ -31,7 +31,7 @@ type adminQueueResponse struct {
 	Active        int64    `json:"active"` // the same count as entered
 	AbandonedLast int64    `json:"abandoned_last_interval"`
 	// The last opening's draw, once made: its seed and participants, with
-	// which anyone can recompute the order (README, "Scheduled opening").
+	// which anyone can recompute the order (docs/ARCHITECTURE.md, "Scheduled opening with a fair draw").
 	DrawFor            string `json:"draw_for,omitempty"`
 	DrawSeed           int64  `json:"draw_seed,omitempty"`
 	DrawCount          int64  `json:"draw_count,omitempty"`

@@ -35,7 +35,7 @@ import (
 
 // Data is what a waiting page's template gets. The figures are as the
 // server knew them when it rendered the page (0 when it did not yet);
-// the script keeps the page's elements current as it polls (README,
+// the script keeps the page's elements current as it polls (docs/API.md,
 // "The site's own page", names the element ids it fills).
 type Data struct {
 	Lang    string // the page's language: en, ko, ja, zh-Hans, zh-Hant or es

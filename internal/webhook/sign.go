@@ -21,7 +21,7 @@ const SignatureHeader = "Waitroom-Signature"
 const MinSecretBytes = 32
 
 // Tolerance is how old a signature's timestamp a receiver should accept
-// (the README's receivers refuse older ones).
+// (docs/WEBHOOKS.md's receivers refuse older ones).
 const Tolerance = 5 * time.Minute
 
 // Sign returns the SignatureHeader value of body sent at t.
@@ -49,7 +49,7 @@ const MaxTimestampDigits = 12
 
 // Verify checks header (a SignatureHeader value) against body: a v1
 // signature by secret, its timestamp within tolerance of now. It is what a
-// receiver does, and what the README's two receivers do, rule for rule
+// receiver does, and what docs/WEBHOOKS.md's two receivers do, rule for rule
 // (TestReceiversGenerated): the header is split at commas and each part at
 // its first "=", keys as they are; the last t must be 1 to
 // MaxTimestampDigits ASCII digits; any v1 may match, compared as the
