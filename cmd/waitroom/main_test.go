@@ -330,7 +330,11 @@ func TestSeedSaysWhenTheEnvironmentDiffers(t *testing.T) {
 		Adapt: queue.Adapt{Enabled: true, TargetP95: 800 * time.Millisecond}}
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	for i, env := range []queue.Settings{first, first, {RefillSize: 1, RefillInterval: 20 * time.Second, SessionTTL: 10 * time.Minute}} {
+	// The third start names another automatic-rate target; its switch left
+	// unset (zero) says nothing, though true is stored.
+	third := queue.Settings{RefillSize: 1, RefillInterval: 20 * time.Second, SessionTTL: 10 * time.Minute,
+		Adapt: queue.Adapt{TargetP95: 500 * time.Millisecond}}
+	for i, env := range []queue.Settings{first, first, third} {
 		store, err := queue.NewStore(rdb, []string{q}, env, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -344,7 +348,7 @@ func TestSeedSaysWhenTheEnvironmentDiffers(t *testing.T) {
 			t.Fatalf("start %d: warned %v, want %v: %s", i, warned, want, logs.String())
 		}
 		if want && (!strings.Contains(logs.String(), "refill_size=10 (env: 1)") || !strings.Contains(logs.String(), "refill_interval=5s (env: 20s)") ||
-			!strings.Contains(logs.String(), "adapt_enabled=true (env: false)") || !strings.Contains(logs.String(), "origin_target_p95=800ms (env: 0s)")) {
+			!strings.Contains(logs.String(), "origin_target_p95=800ms (env: 500ms)") || strings.Contains(logs.String(), "adapt_enabled")) {
 			t.Fatalf("the line does not name the settings: %s", logs.String())
 		}
 	}

@@ -2,12 +2,17 @@ package pages
 
 import (
 	"bytes"
+	stdtemplate "html/template"
+	"io/fs"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	template "github.com/DataDog/datadog-agent/pkg/template/html"
 
 	"github.com/waitroom/waitroom/internal/i18n"
 )
@@ -239,4 +244,48 @@ func FuzzSiteName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The fork of html/template the pages use (for the binary's size) must
+// escape as the standard library does: the project's and the example's
+// templates, rendered with generated hostile titles and messages in every
+// language, give the same bytes from both. When a Go release fixes
+// html/template, this is the test that says whether the fork has the fix
+// for what our pages do.
+func TestForkRendersAsTheStandardLibrary(t *testing.T) {
+	p, err := newPages(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	project, err := fs.ReadFile(ProjectFS(), "waiting.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join("..", "..", "deploy", "pages-example", "waiting.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := []string{"<script>", "</script>", "\"", "'", "`", "&amp;", "<!--", "]]>", "javascript:", "{{.Script}}",
+		"\u2028", "\x00", "<a href=\"x\">", "é", "한국어", "\\", "</title>", "${x}", "onerror=alert(1)", " "}
+	r := rand.New(rand.NewPCG(27, 1))
+	hostile := func() string {
+		var b strings.Builder
+		for range 1 + r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	for name, src := range map[string][]byte{"project": project, "example": example} {
+		fork := template.Must(template.New(name).Option("missingkey=error").Parse(string(src)))
+		std := stdtemplate.Must(stdtemplate.New(name).Option("missingkey=error").Parse(string(src)))
+		for i := range 300 {
+			lang := i18n.Langs[i%len(i18n.Langs)]
+			d := p.data("q", lang, Text{Title: map[string]string{lang: hostile()}, Message: map[string]string{lang: hostile()}})
+			var a, b bytes.Buffer
+			errA, errB := fork.Execute(&a, d), std.Execute(&b, d)
+			if (errA == nil) != (errB == nil) || a.String() != b.String() {
+				t.Fatalf("%s, %s: the fork and html/template differ\nfork (%v):\n%s\nstd (%v):\n%s", name, lang, errA, a.String(), errB, b.String())
+			}
+		}
+	}
 }

@@ -42,7 +42,10 @@ func (s *Store) Seed(ctx context.Context) error {
 // ("refill_interval=5s (env: 20s)"). The environment only seeds a queue
 // Redis does not know yet: these are the environment's settings that do
 // not apply. A setting seeded only when set (SeedIfSet) and not stored is
-// the environment's, so it never differs.
+// the environment's, so it never differs; one the environment leaves at
+// zero (unset, the same to Seed) says nothing the operator could miss, so
+// a value stored for it, say the automatic rate switched on in the back
+// office, is not named at every start.
 func (s *Store) EnvDiff(ctx context.Context, queue string) ([]string, error) {
 	q, err := s.queue(queue)
 	if err != nil {
@@ -51,7 +54,7 @@ func (s *Store) EnvDiff(ctx context.Context, queue string) ([]string, error) {
 	var rows []Setting
 	var fields []string
 	for _, st := range Catalog {
-		if _, ok := st.Of(s.defaults); ok && st.Seed != SeedNever {
+		if v, ok := st.Of(s.defaults); ok && (st.Seed == SeedAlways || st.Seed == SeedIfSet && !isZero(v)) {
 			rows, fields = append(rows, st), append(fields, st.Hash)
 		}
 	}

@@ -121,7 +121,9 @@ func TestEnvDiff(t *testing.T) {
 	}
 	later := first
 	later.RefillInterval = 20 * time.Second
-	later.Adapt = Adapt{MinRefill: 3} // switched off, another floor; the rate not set
+	// Switched off and the error rate not set (zero: nothing to warn of,
+	// though stored), another target, a floor that was never stored.
+	later.Adapt = Adapt{TargetP95: 500 * time.Millisecond, MinRefill: 3}
 	s2, err := NewStore(rdb, []string{q}, later, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -130,8 +132,7 @@ func TestEnvDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s2.EnvDiff(ctx, q)
-	want := []string{"refill_interval=5s (env: 20s)", "adapt_enabled=true (env: false)",
-		"origin_target_p95=800ms (env: 0s)", "origin_max_error_rate=0.1 (env: 0)"}
+	want := []string{"refill_interval=5s (env: 20s)", "origin_target_p95=800ms (env: 500ms)"}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("EnvDiff = %q %v\nwant %q", got, err, want)
 	}
