@@ -234,6 +234,7 @@ func (a *app) addWebhooks(context.Context) error {
 	}
 	hookOpts := webhook.Options{
 		Queues:       a.cfg.Queues,
+		Outbox:       a.store,
 		URL:          a.cfg.WebhookURL,
 		Secret:       a.cfg.WebhookSecret,
 		InsecureHTTP: a.cfg.WebhookInsecureHTTP,

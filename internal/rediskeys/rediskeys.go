@@ -51,8 +51,9 @@ func Tokens(q string) string { return prefix(q) + "tokens" }
 func Seq(q string) string { return prefix(q) + "seq" }
 
 // Config is q's stored settings. HASH field=setting. Owner: queue
-// (settings.lua); internal/webhook sets its own fields there (webhooks,
-// webhooks_bulk_max) and takes the drop counts (webhooks_dropped_*).
+// (settings.lua; the outbox's switch webhooks, webhooks_bulk_max and drop
+// counts webhooks_dropped_* through Store.SetOutbox and TakeOutboxDrops,
+// which internal/webhook calls).
 func Config(q string) string { return prefix(q) + "config" }
 
 // Tick is q's interval state. HASH next_at_ms, at_ms, moved, abandoned,

@@ -38,7 +38,7 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 	t.Cleanup(func() { close(site.release) }) // before srv.Close: no handler waits
 
 	var obs countObserver
-	opts := fast(q, srv.URL, "flood", nil)
+	opts := fast(s, q, srv.URL, "flood", nil)
 	opts.Timeout, opts.Parallel, opts.BulkMax, opts.Observer = time.Minute, parallel, bulkMax, &obs
 	hooks, err := webhook.New(rdb, opts)
 	if err != nil {

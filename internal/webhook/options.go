@@ -55,6 +55,9 @@ type Redis interface {
 // Options configure the workers. Zero durations take the defaults.
 type Options struct {
 	Queues []string
+	// Outbox is the queue's side of the outboxes (queue.Store): it turns a
+	// queue's events on and hands over what its scripts dropped.
+	Outbox Outbox
 	// URL receives every queue's events unless the queue's webhook_url
 	// overrides it (WAITROOM_WEBHOOK_URL); "" for none.
 	URL string
@@ -136,4 +139,12 @@ func (o *Options) defaults() {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+}
+
+// Outbox is what the workers ask of the queue: the switch its scripts read
+// before writing an event, and the counts of events they dropped from a
+// full outbox. The queue owns the HASH both live in (queue.Store has them).
+type Outbox interface {
+	SetOutbox(ctx context.Context, queue string, on bool, bulkMax int) error
+	TakeOutboxDrops(ctx context.Context, queue string) (map[string]int64, error)
 }

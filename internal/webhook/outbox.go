@@ -4,11 +4,8 @@ package webhook
 
 import (
 	"context"
-	_ "embed"
-	"errors"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
@@ -32,46 +29,18 @@ func outboxes(q string) (events, bulk outbox) {
 		outbox{key: rediskeys.BulkEvents(q), idPrefix: q + ".bulk.", bulk: true}
 }
 
-// Why the scripts drop an event, the metric's reason label: its outbox
-// was at its cap (the scripts count them in the queue's config HASH,
-// field "webhooks_dropped_" + reason).
+// Why the scripts drop an event, the metric's reason label (the queue
+// counts them: queue.TakeOutboxDrops).
 const (
-	// DropOutboxFull: the events outbox held 100,000 entries (nobody
-	// delivered it for long).
-	DropOutboxFull = "outbox_full"
-	// DropBulkFull: the bulk outbox held BulkMax entries (a flood of
-	// leaving, or a receiver too slow for it).
-	DropBulkFull = "bulk_full"
+	DropOutboxFull = queue.DropOutboxFull
+	DropBulkFull   = queue.DropBulkFull
 )
 
 // DropReasons are every reason a drop is counted by.
-var DropReasons = []string{DropOutboxFull, DropBulkFull}
-
-// bulkMaxField is the config HASH field where the workers keep BulkMax
-// for the scripts (emit_bulk).
-const bulkMaxField = "webhooks_bulk_max"
-
-//go:embed drops.lua
-var dropsLua string
-
-var dropsScript = redis.NewScript(dropsLua)
+var DropReasons = queue.DropReasons
 
 // drops takes queue q's drop counts, by reason, resetting them: each drop
 // is reported by one replica only.
 func (w *Workers) drops(ctx context.Context, q string) (map[string]int64, error) {
-	fields := make([]any, len(DropReasons))
-	for i, r := range DropReasons {
-		fields[i] = "webhooks_dropped_" + r
-	}
-	v, err := dropsScript.Run(ctx, w.rdb, []string{rediskeys.Config(q)}, fields...).Int64Slice()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
-	out := map[string]int64{}
-	for i, n := range v {
-		if n > 0 && i < len(DropReasons) {
-			out[DropReasons[i]] = n
-		}
-	}
-	return out, nil
+	return w.opts.Outbox.TakeOutboxDrops(ctx, q)
 }

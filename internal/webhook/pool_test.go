@@ -73,7 +73,7 @@ func TestManyQueuesLeaveTheRequestPool(t *testing.T) {
 	// The workers block (Poll) again as soon as a read ends, so each holds
 	// a connection nearly all the time; stop waits for a read to end.
 	opts := webhook.Options{
-		Queues: names, URL: srv.URL, Secret: secret, Consumer: "pool",
+		Queues: names, Outbox: store, URL: srv.URL, Secret: secret, Consumer: "pool",
 		Refresh: time.Minute, Poll: 2 * time.Second, Trim: time.Minute,
 	}
 	name := fmt.Sprintf("wh-pool-%d", stamp)

@@ -91,6 +91,9 @@ func New(rdb Redis, opts Options) (*Workers, error) {
 	if len(opts.Queues) == 0 {
 		return nil, errors.New("webhook: no queues")
 	}
+	if opts.Outbox == nil {
+		return nil, errors.New("webhook: no outbox (the queue store)")
+	}
 	opts.defaults()
 	return &Workers{rdb: rdb, opts: opts}, nil
 }
@@ -168,8 +171,8 @@ func (w *Workers) serve(ctx context.Context, q string) {
 }
 
 // refresh reads queue q's webhook URL (its own, else the default), makes
-// the consumer group, and sets the webhooks flag the scripts read: "1"
-// while there is a URL, "0" when none. The group is made before the flag
+// the consumer group, and asks the queue to write its events while there
+// is a URL, and not when there is none. The group is made before the flag
 // so that no event is written before it could be read. An invalid stored
 // URL (one set before the rules tightened) counts as none, with a warning.
 func (w *Workers) refresh(ctx context.Context, q, was string) (string, error) {
@@ -188,10 +191,6 @@ func (w *Workers) refresh(ctx context.Context, q, was string) (string, error) {
 			target = own
 		}
 	}
-	flag := "0"
-	if target != "" {
-		flag = "1"
-	}
 	if target != "" && was == "" { // at start, when turned on, and after an error (serve)
 		for _, key := range []string{rediskeys.Events(q), rediskeys.BulkEvents(q)} {
 			err := w.rdb.XGroupCreateMkStream(ctx, key, Group, "0").Err()
@@ -200,7 +199,7 @@ func (w *Workers) refresh(ctx context.Context, q, was string) (string, error) {
 			}
 		}
 	}
-	if err := w.rdb.HSet(ctx, cfg, "webhooks", flag, bulkMaxField, w.opts.BulkMax).Err(); err != nil {
+	if err := w.opts.Outbox.SetOutbox(ctx, q, target != "", w.opts.BulkMax); err != nil {
 		return was, err
 	}
 	if target != was {

@@ -41,9 +41,9 @@ func newQueue(t *testing.T, refill int) (*queue.Store, string, *redis.Client) {
 }
 
 // fast are timings that make a test of retries take seconds.
-func fast(q, url, consumer string, client *http.Client) webhook.Options {
+func fast(s *queue.Store, q, url, consumer string, client *http.Client) webhook.Options {
 	return webhook.Options{
-		Queues: []string{q}, URL: url, Secret: secret, Consumer: consumer, Client: client,
+		Queues: []string{q}, Outbox: s, URL: url, Secret: secret, Consumer: consumer, Client: client,
 		Timeout: 300 * time.Millisecond, MinBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond,
 		Refresh: 100 * time.Millisecond, Poll: 50 * time.Millisecond, Trim: 200 * time.Millisecond,
 	}
@@ -137,7 +137,7 @@ func TestEveryEventArrives(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	a, err := webhook.New(rdb, fast(q, srv.URL, "A", tagged("A")))
+	a, err := webhook.New(rdb, fast(s, q, srv.URL, "A", tagged("A")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestEveryEventArrives(t *testing.T) {
 	}
 	stopA()
 
-	b, err := webhook.New(rdb, fast(q, srv.URL, "B", tagged("B")))
+	b, err := webhook.New(rdb, fast(s, q, srv.URL, "B", tagged("B")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestDeadLetter(t *testing.T) {
 		http.Error(w, "never", http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	o := fast(q, srv.URL, "A", nil)
+	o := fast(s, q, srv.URL, "A", nil)
 	o.GiveUpAfter = 500 * time.Millisecond
 	var obs countObserver
 	o.Observer = &obs
@@ -282,7 +282,7 @@ func TestNoURLNoEvents(t *testing.T) {
 	got := make(chan string, 10)
 	srv := httptest.NewServer(receiver(secret, func(b []byte) { got <- string(b) }))
 	defer srv.Close()
-	w, err := webhook.New(rdb, fast(q, "", "A", nil))
+	w, err := webhook.New(rdb, fast(s, q, "", "A", nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -356,7 +356,7 @@ local function keep_current(gen_key, users, slot, gens, out, head)
 end
 
 -- Events for the site (webhooks, issue 21). A queue whose config HASH
--- holds webhooks = 1 (set by the delivery workers, internal/webhook, while
+-- holds webhooks = 1 (queue.Store.SetOutbox, for the delivery workers, while
 -- the queue has a webhook URL) keeps two outboxes, STREAMs of entries
 -- {type, at (ms, Redis clock), subs (user ids, "\n"-joined: ids hold no
 -- control character), settings (settings_changed: JSON)}, written here,
