@@ -32,6 +32,9 @@ import (
 // slow for everybody, and the rate does come down: the controller is
 // alive, only the one holder cannot move it.
 func TestAdaptUnmovedByOneHolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: many ticks of the automatic rate against one holder, ~20 s; the whole suite runs it")
+	}
 	t.Parallel()
 	var slow atomic.Bool
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -152,6 +152,9 @@ func TestAdminLockoutCountsOnlyPresentedTokens(t *testing.T) {
 
 // Each lock is twice the last: Retry-After grows lock after lock.
 func TestAdminLockoutBackOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out real lockout back-offs, ~11 s; the whole suite runs it")
+	}
 	t.Parallel()
 	rdb := redistest.Client(t)
 	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})

@@ -289,6 +289,9 @@ func quantile(sorted []float64, p float64) float64 {
 // WAITROOM_ETA_USERS sets the crowd (default 300; the documented runs use
 // 2000).
 func TestETAAccuracy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a crowd of 300 in several line shapes, ~20 s; the whole suite runs it")
+	}
 	users := 300
 	if v, err := strconv.Atoi(os.Getenv("WAITROOM_ETA_USERS")); err == nil && v > 0 {
 		users = v
