@@ -55,6 +55,7 @@ import { onChallenge, solveAndEnter } from './waiting-challenge.js';
 import { onFull, fullWhenDue } from './waiting-full.js';
 import { onNotOpen, opened, enterWhenDue } from './waiting-opening.js';
 import { onMoved } from './waiting-move.js';
+import { placeGone } from './waiting-leave.js';
 
 const FALLBACK_POLL_MS = 2000;
 const MIN_POLL_MS = 250; // guards against a server hint of 0 hammering us
@@ -306,15 +307,7 @@ function onNoPlace(action, reason) {
 // release shows that the place was dropped as abandoned and offers to
 // join again at the back (joinAgain: one click, one enter).
 function release() {
-  stopTimer();
-  clearPlace();
-  attempt.hadPlace = false;
-  page.ticket = null;
-  page.notice = '';
-  page.state = 'released';
-  page.retryInMs = 0;
-  render();
-  say(t('releasedTitle') + '. ' + t('releasedBody'));
+  placeGone('released', t('releasedTitle') + '. ' + t('releasedBody'));
 }
 
 // enterTurn shows the turn and its next step (waiting-handoff.js). The

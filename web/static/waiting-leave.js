@@ -43,6 +43,23 @@ async function deleteWithRetry(gen) {
   }
 }
 
+// placeGone shows that the server ended this page's place ('released':
+// dropped as abandoned; 'moved': taken over by another device): polling
+// and any proof of work stop, the place is forgotten, and the panel offers
+// one click to join again at the back (joinAgain).
+export function placeGone(state, words) {
+  stopTimer();
+  stopSolver();
+  clearPlace();
+  attempt.hadPlace = false;
+  page.ticket = null;
+  page.notice = '';
+  page.state = state;
+  page.retryInMs = 0;
+  render();
+  say(words);
+}
+
 export async function joinAgain() {
   if (page.state !== 'left' && page.state !== 'error' && page.state !== 'released' && page.state !== 'moved') return; // a double click joins once
   stopSolver();

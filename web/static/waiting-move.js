@@ -13,13 +13,14 @@
 
 import { $ } from './dom.js';
 import { t } from './waiting-messages.js';
-import { page, queue, clearPlace } from './waiting-state.js';
+import { page, queue } from './waiting-state.js';
 import { api } from './waiting-api.js';
 import { hhmm } from './waiting-format.js';
 import { stopSolver } from './waiting-pow.js';
 import { render, say } from './waiting-render.js';
 import { attempt, stopTimer } from './waiting-attempt.js';
 import { step } from './waiting-flow.js';
+import { placeGone } from './waiting-leave.js';
 
 const base = '/api/v1/queues/' + encodeURIComponent(queue);
 
@@ -80,16 +81,7 @@ function hide() {
 // onMoved shows that this page's place moved to another device. The
 // page stops polling; one click joins again, at the back.
 export function onMoved() {
-  stopTimer();
-  stopSolver();
-  clearPlace();
-  attempt.hadPlace = false;
-  page.ticket = null;
-  page.notice = '';
-  page.state = 'moved';
-  page.retryInMs = 0;
-  render();
-  say(t('movedTitle'));
+  placeGone('moved', t('movedTitle'));
 }
 
 // useHandoff takes over the place another device handed over (a code
