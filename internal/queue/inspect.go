@@ -17,11 +17,9 @@ import (
 // what operators set.
 func (s *Store) Seed(ctx context.Context) error {
 	var defaults []any
-	for _, st := range Catalog {
-		v, ok := st.Of(s.defaults)
-		if ok && (st.Seed == SeedAlways || st.Seed == SeedIfSet && !isZero(v)) {
-			defaults = append(defaults, st.Hash, st.encode(v))
-		}
+	rows, values := s.seeds()
+	for i, st := range rows {
+		defaults = append(defaults, st.Hash, st.encode(values[i]))
 	}
 	for _, name := range s.names {
 		cfg := s.queues[name].keys.config
@@ -35,6 +33,19 @@ func (s *Store) Seed(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// seeds are the rows of Catalog the environment seeds, with the
+// environment's values: every SeedAlways row, and a SeedIfSet one only when
+// its value is not zero (unset). Seed stores them; EnvDiff compares them.
+func (s *Store) seeds() (rows []Setting, values []any) {
+	for _, st := range Catalog {
+		v, ok := st.Of(s.defaults)
+		if ok && (st.Seed == SeedAlways || st.Seed == SeedIfSet && !isZero(v)) {
+			rows, values = append(rows, st), append(values, v)
+		}
+	}
+	return rows, values
 }
 
 // EnvDiff names the settings the environment seeds whose value stored for
@@ -51,12 +62,10 @@ func (s *Store) EnvDiff(ctx context.Context, queue string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rows []Setting
-	var fields []string
-	for _, st := range Catalog {
-		if v, ok := st.Of(s.defaults); ok && (st.Seed == SeedAlways || st.Seed == SeedIfSet && !isZero(v)) {
-			rows, fields = append(rows, st), append(fields, st.Hash)
-		}
+	rows, values := s.seeds()
+	fields := make([]string, len(rows))
+	for i, st := range rows {
+		fields[i] = st.Hash
 	}
 	stored, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]any, error) {
 		return s.rdb.HMGet(ctx, q.keys.config, fields...).Result()
@@ -66,9 +75,8 @@ func (s *Store) EnvDiff(ctx context.Context, queue string) ([]string, error) {
 	}
 	var d []string
 	for i, st := range rows {
-		v, _ := st.Of(s.defaults)
-		if got, ok := stored[i].(string); ok && got != st.encode(v) {
-			d = append(d, fmt.Sprintf("%s=%s (env: %s)", st.label(), st.show(got), st.show(st.encode(v))))
+		if got, ok := stored[i].(string); ok && got != st.encode(values[i]) {
+			d = append(d, fmt.Sprintf("%s=%s (env: %s)", st.label(), st.show(got), st.show(st.encode(values[i]))))
 		}
 	}
 	return d, nil
