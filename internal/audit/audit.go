@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/actor"
 	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
@@ -35,7 +36,7 @@ type Change struct {
 	New   json.RawMessage `json:"new"`
 }
 
-// Entry is one operator change.
+// Entry is one change of a queue, by an operator or the service itself.
 type Entry struct {
 	// AtMS is when it was recorded, Redis clock, ms since the epoch; set
 	// by Record.
@@ -45,11 +46,12 @@ type Entry struct {
 	// Action names the admin call: "settings" (PATCH), "refill_size"
 	// (PUT .../refill-size), "remove_user" (DELETE .../users/{id}).
 	Action string `json:"action"`
-	// Actor is who made the change when it was not an operator through
-	// the admin API: "automatic", the controller that lets the order
-	// page's health drive the rate (internal/autorate), whose Action is
-	// "automatic" too. Empty for an operator's change.
-	Actor string `json:"actor,omitempty"`
+	// Actor is who made the change: a person (oidc), an API token, the
+	// break-glass admin token, the schedule, or the automatic rate
+	// (internal/autorate, whose Action is "automatic" too). Entries
+	// written before actors were named have none (an operator's) or the
+	// bare string "automatic", read as {automatic, automatic}.
+	Actor *actor.Actor `json:"actor,omitempty"`
 	// Target is what the action was applied to, beside the queue (the
 	// removed user's id).
 	Target    string   `json:"target,omitempty"`

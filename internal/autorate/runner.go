@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/actor"
 	"github.com/waitroom/waitroom/internal/audit"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/safeurl"
@@ -62,8 +63,11 @@ const (
 // within it.
 const leaseTTL = 3 * Refresh
 
-// Actor names the controller in the audit log.
-const Actor = "automatic"
+// Actor names the controller in the audit log, as its Action.
+const Actor = actor.KindAutomatic
+
+// self is the controller as the audit log's actor.
+var self = actor.Actor{Kind: actor.KindAutomatic, Name: "automatic"}
 
 // Options are what a Runner is made of.
 type Options struct {
@@ -319,7 +323,7 @@ func (r *Runner) Ticked(q string, p queue.Proposal, res queue.TickResult) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), r.o.Timeout)
 		defer cancel()
-		_, err := r.o.Audit.Record(ctx, audit.Entry{Queue: q, Action: Actor, Actor: Actor, Changes: []audit.Change{
+		_, err := r.o.Audit.Record(ctx, audit.Entry{Queue: q, Action: Actor, Actor: &self, Changes: []audit.Change{
 			{Field: "refill_effective", Old: audit.Value(p.Base), New: audit.Value(res.Budget)},
 		}})
 		if err != nil {

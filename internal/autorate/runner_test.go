@@ -202,7 +202,7 @@ func TestStepAudited(t *testing.T) {
 			break
 		}
 	}
-	if len(entries) != 1 || entries[0].Actor != Actor || entries[0].Action != Actor || len(entries[0].Changes) != 1 ||
+	if len(entries) != 1 || entries[0].Actor == nil || *entries[0].Actor != self || entries[0].Action != Actor || len(entries[0].Changes) != 1 ||
 		entries[0].Changes[0].Field != "refill_effective" || string(entries[0].Changes[0].Old) != "20" || string(entries[0].Changes[0].New) != "10" {
 		t.Fatalf("audit: %+v", entries)
 	}

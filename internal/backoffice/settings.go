@@ -50,8 +50,8 @@ type Change struct {
 	// what they mean, already checked by the caller's parser.
 	Requested map[string]json.RawMessage
 	Update    queue.Update
-	// Who made it: the entry's client address and request id (the rest
-	// is filled in).
+	// Who made it: the entry's actor, client address and request id (the
+	// rest is filled in).
 	Who audit.Entry
 	Log *slog.Logger
 }
@@ -64,6 +64,9 @@ func (s *Settings[V]) Apply(ctx context.Context, c Change) (V, error) {
 	before, err := s.View(ctx, c.Queue)
 	if err != nil {
 		return zero, err
+	}
+	if c.Who.Actor != nil {
+		c.Update.By = *c.Who.Actor // the settings_changed event names them too
 	}
 	if err := s.Store.UpdateSettings(ctx, c.Queue, c.Update); err != nil {
 		return zero, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/actor"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			rdb.ZAdd(ctx, keysFor(q).entered, redis.Z{Score: 1, Member: "c"})
 			tick(t, s, rdb, q)
 			refill := 3
-			if err := s.UpdateSettings(ctx, q, Update{RefillSize: &refill}); err != nil {
+			if err := s.UpdateSettings(ctx, q, Update{RefillSize: &refill, By: actor.Actor{Kind: actor.KindOIDC, Name: "kim@example.com"}}); err != nil {
 				t.Fatal(err)
 			}
 			got := outbox(t, rdb, q)
@@ -87,6 +88,9 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			var settings map[string]string
 			if err := json.Unmarshal([]byte(last[0].Values["settings"].(string)), &settings); err != nil || settings["refill_size"] != "3" {
 				t.Fatalf("settings_changed carries %v (%v)", last[0].Values, err)
+			}
+			if a, _ := last[0].Values["actor"].(string); a != `{"kind":"oidc","name":"kim@example.com"}` {
+				t.Fatalf("settings_changed names %q", a)
 			}
 		})
 	}

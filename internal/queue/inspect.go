@@ -155,10 +155,15 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 		return nil
 	}
 	event, _ := json.Marshal(told) // strings always encode
+	by := ""
+	if !u.By.IsZero() {
+		b, _ := json.Marshal(u.By) // strings always encode
+		by = string(b)
+	}
 	// One script stores them and writes the settings_changed event, if
 	// the queue has webhooks (settings.lua).
 	_, err = WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
-		return settingsScript.Run(ctx, s.rdb, []string{q.keys.config, q.keys.events}, append([]any{string(event)}, fields...)...).Int64()
+		return settingsScript.Run(ctx, s.rdb, []string{q.keys.config, q.keys.events}, append([]any{string(event), by}, fields...)...).Int64()
 	})
 	if err != nil {
 		return fmt.Errorf("queue: update settings: %w", err)

@@ -56,11 +56,21 @@ const (
 	// RoleOperator: an operator changes it live too (PATCH
 	// /admin/v1/queues/{queue}, the back office).
 	RoleOperator
+	// RoleAdmin: changed live too, by an admin only: it makes waitroom
+	// send data to, or reach, another host (a webhook, a probe).
+	RoleAdmin
 )
 
+// Live reports whether the setting can be changed while the service
+// runs (by an operator, or an admin).
+func (r Role) Live() bool { return r >= RoleOperator }
+
 func (r Role) String() string {
-	if r == RoleOperator {
+	switch r {
+	case RoleOperator:
 		return "operator"
+	case RoleAdmin:
+		return "admin"
 	}
 	return "startup"
 }
@@ -144,7 +154,7 @@ var Catalog = []Setting{
 		Doc: "A scheduled opening; null or \"\" for none."},
 	{Name: "prequeue_from", Hash: "prequeue_from_ms", Kind: KindTime, Role: RoleOperator,
 		Doc: "When the pre-queue window before opens_at begins; null or \"\" for none."},
-	{Name: "webhook_url", Hash: "webhook_url", Kind: KindString, Max: MaxWebhookURLBytes, Role: RoleOperator, Private: true,
+	{Name: "webhook_url", Hash: "webhook_url", Kind: KindString, Max: MaxWebhookURLBytes, Role: RoleAdmin, Private: true,
 		Doc: "Where this queue's events go (docs/WEBHOOKS.md), instead of WAITROOM_WEBHOOK_URL; null or \"\" for that default. " +
 			"An absolute https URL (plain http only to a loopback host, or with WAITROOM_WEBHOOK_INSECURE_HTTP). " +
 			"Takes effect within 5 s; the audit log keeps its host only."},
@@ -164,7 +174,7 @@ var Catalog = []Setting{
 	{Name: "min_refill_size", Hash: "min_refill_size", Env: "WAITROOM_MIN_REFILL_SIZE", Default: "0", Kind: KindInt, Min: 0, Max: MaxRefillSize, Role: RoleOperator, Seed: SeedIfSet,
 		Doc:  "The floor of the effective refill (never below 1, nor above `refill_size`).",
 		Form: FormAdapt, Label: "Floor (least per tick)", Hint: "(0 – 100,000)"},
-	{Name: "origin_probe_url", Hash: "origin_probe_url", Env: "WAITROOM_ORIGIN_PROBE_URL", Default: "", Kind: KindURL, Max: MaxProbeURLBytes, Role: RoleOperator, Seed: SeedIfSet,
+	{Name: "origin_probe_url", Hash: "origin_probe_url", Env: "WAITROOM_ORIGIN_PROBE_URL", Default: "", Kind: KindURL, Max: MaxProbeURLBytes, Role: RoleAdmin, Seed: SeedIfSet,
 		Doc: "A page of the site one replica at a time polls every second, for a forward-auth or SDK deployment; null or \"\" for none. " +
 			"An absolute http or https URL without credentials.",
 		Form: FormAdapt, Label: "Probe URL", Hint: "(empty = none; one replica polls it every second)"},
@@ -194,11 +204,12 @@ func Lookup(name string) (Setting, bool) {
 	return Setting{}, false
 }
 
-// OperatorSettings are the names an operator may change, in Catalog order.
+// OperatorSettings are the names that may be changed live (by an
+// operator or an admin), in Catalog order.
 func OperatorSettings() []string {
 	var names []string
 	for _, st := range Catalog {
-		if st.Role == RoleOperator {
+		if st.Role.Live() {
 			names = append(names, st.Name)
 		}
 	}

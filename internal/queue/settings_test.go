@@ -27,7 +27,7 @@ func TestCatalogMatchesTheTypes(t *testing.T) {
 		}
 		names[st.Name] = true
 		want := goType[st.Kind]
-		if idx, ok := updateFields[st.Name]; ok != (st.Role == RoleOperator) {
+		if idx, ok := updateFields[st.Name]; ok != st.Role.Live() {
 			t.Errorf("%s: an Update field %v, role %d", st.Name, ok, st.Role)
 		} else if ok && reflect.TypeFor[Update]().FieldByIndex(idx).Type.Elem() != want {
 			t.Errorf("%s: Update's field is not a *%v", st.Name, want)

@@ -1,6 +1,10 @@
 package queue
 
-import "time"
+import (
+	"time"
+
+	"github.com/waitroom/waitroom/internal/actor"
+)
 
 // The values the store takes and gives: settings, callers, tickets and
 // the operator's snapshots. The scripts' replies become these in reply.go.
@@ -368,4 +372,7 @@ type Update struct {
 	MinRefillSize      *int           `setting:"min_refill_size"`
 	// OriginProbeURL: an absolute http(s) URL, or "" for none.
 	OriginProbeURL *string `setting:"origin_probe_url"`
+	// By is who asks for the change; the settings_changed event names
+	// them (zero: not named). It is no setting.
+	By actor.Actor
 }

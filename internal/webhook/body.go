@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/actor"
 )
 
 // What a delivery carries: the events of one outbox entry, as the site
@@ -30,6 +32,9 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	// Settings are a settings_changed event's new values, as stored.
 	Settings map[string]string `json:"settings,omitempty"`
+	// Actor is who made a settings_changed event's change, where the
+	// change named one.
+	Actor *actor.Actor `json:"actor,omitempty"`
 }
 
 // Body is what each delivery POSTs.
@@ -59,6 +64,12 @@ func encode(q, idPrefix string, m redis.XMessage) ([]byte, error) {
 		add("")
 		if s := str("settings"); s != "" && s != "{}" {
 			if err := json.Unmarshal([]byte(s), &out.Events[0].Settings); err != nil {
+				return nil, err
+			}
+		}
+		if a := str("actor"); a != "" {
+			out.Events[0].Actor = new(actor.Actor)
+			if err := json.Unmarshal([]byte(a), out.Events[0].Actor); err != nil {
 				return nil, err
 			}
 		}

@@ -395,7 +395,9 @@ end
 -- append_events writes the events in entries of EVENTS_PER_ENTRY users
 -- while the outbox holds fewer than maxlen entries, and counts the rest
 -- (a settings event counts one) in the config's dropped_field.
-local function append_events(events_key, config_key, maxlen, dropped_field, kind, subs, now, settings)
+-- settings and actor are a settings_changed event's (nil for the others;
+-- actor "" when nobody is named).
+local function append_events(events_key, config_key, maxlen, dropped_field, kind, subs, now, settings, actor)
   for i = 1, math.max(#subs, 1), EVENTS_PER_ENTRY do
     if redis.call('XLEN', events_key) >= maxlen then
       redis.call('HINCRBY', config_key, dropped_field, math.max(#subs - i + 1, 1))
@@ -406,15 +408,19 @@ local function append_events(events_key, config_key, maxlen, dropped_field, kind
       fields[#fields + 1] = 'settings'
       fields[#fields + 1] = settings
     end
+    if actor and actor ~= '' then
+      fields[#fields + 1] = 'actor'
+      fields[#fields + 1] = actor
+    end
     redis.call('XADD', events_key, '*', unpack(fields))
   end
 end
 
-local function emit(events_key, config_key, kind, subs, now, settings)
+local function emit(events_key, config_key, kind, subs, now, settings, actor)
   if (#subs == 0 and not settings) or not events_on(config_key) then
     return
   end
-  append_events(events_key, config_key, EVENTS_MAXLEN, 'webhooks_dropped_outbox_full', kind, subs, now, settings)
+  append_events(events_key, config_key, EVENTS_MAXLEN, 'webhooks_dropped_outbox_full', kind, subs, now, settings, actor)
 end
 
 local function emit_bulk(bulk_key, config_key, kind, subs, now)

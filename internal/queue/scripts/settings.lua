@@ -7,11 +7,12 @@
 -- ARGV[1] -> the event's settings, JSON {field: value}: the fields the site
 --            is told of (the caller leaves out the private ones, such as
 --            webhook_url, which may carry the receiver's token)
--- ARGV[2..] -> field, value, field, value, ... (validated by the caller,
+-- ARGV[2] -> who made the change, JSON {"kind", "name"}, or "" when not named
+-- ARGV[3..] -> field, value, field, value, ... (validated by the caller,
 --            the fields of queue.Catalog)
 -- Returns HSET's count of fields new to the HASH.
-local n = redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-for i = 2, #ARGV, 2 do
+local n = redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+for i = 3, #ARGV, 2 do
   -- The controller switched off (issue 21): its effective refill goes, so
   -- refill_size is the budget from this moment (interval_budget, common.lua), and
   -- a later switch on starts again from refill_size.
@@ -19,5 +20,5 @@ for i = 2, #ARGV, 2 do
     redis.call('HDEL', KEYS[1], 'refill_effective')
   end
 end
-emit(KEYS[2], KEYS[1], 'settings_changed', {}, now_ms(), ARGV[1])
+emit(KEYS[2], KEYS[1], 'settings_changed', {}, now_ms(), ARGV[1], ARGV[2])
 return n
