@@ -26,7 +26,8 @@ type Config struct {
 	RedisURL       string         // WAITROOM_REDIS_URL: one node, Sentinel or Cluster (redisconn)
 	Queues         []string       // WAITROOM_QUEUES
 	Defaults       queue.Settings // WAITROOM_REFILL_SIZE, _REFILL_INTERVAL, _SESSION_TTL, _SESSION_SLIDING, _SESSION_MAX, _MAX_ACTIVE, _ABANDON_AFTER
-	AdminToken     string         // WAITROOM_ADMIN_TOKEN; empty disables the admin API
+	AdminToken     string         // WAITROOM_ADMIN_TOKEN, the break-glass credential (also Admin.Token)
+	Admin          Admin          // who may sign in to the back office: the token, OIDC, sessions
 	TargetURL      string         // WAITROOM_TARGET_URL; where admitted users go
 	RequestTimeout time.Duration  // WAITROOM_REQUEST_TIMEOUT: bound on each wait for Redis (queue.NewStore)
 	LogLevel       slog.Level     // WAITROOM_LOG_LEVEL
@@ -187,6 +188,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	c.loadServer(r)
 	c.loadQueues(r)
 	c.loadTrust(r)
+	c.loadAdmin(r)
 	c.loadGate(r)
 	c.loadWebhooks(r)
 	c.loadRedis(r)

@@ -138,6 +138,17 @@ func (l *Lockout) Attempt(ctx context.Context, client netip.Addr, presented, exp
 	return res, nil
 }
 
+// failPresented and failExpected differ: Fail presents one for the other.
+var failPresented, failExpected = []byte{0}, []byte{1}
+
+// Fail counts a failure of client that was judged elsewhere (a token
+// that names no live one, a session that is not live): Locked when the
+// client was locked already, else Mismatch with the lock it earned, if
+// any.
+func (l *Lockout) Fail(ctx context.Context, client netip.Addr) (Result, error) {
+	return l.Attempt(ctx, client, failPresented, failExpected)
+}
+
 // Key is the Redis key (HASH, see attempt.lua) of client's state: one per
 // client as the rate limits count clients (clientip.Key), so an IPv6
 // client is its /64 and walking the block does not buy fresh budgets.

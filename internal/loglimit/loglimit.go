@@ -102,3 +102,17 @@ func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h *handler) WithGroup(name string) slog.Handler {
 	return &handler{next: h.next.WithGroup(name), shared: h.shared}
 }
+
+// Every lets one event in each period be logged: a line for something
+// that may happen at any rate (each use of a break-glass credential).
+type Every struct{ b bucket }
+
+// NewEvery returns an Every of period.
+func NewEvery(period time.Duration) *Every { return &Every{b: bucket{burst: 1, period: period}} }
+
+// Take reports whether this event is to be logged, and then how many
+// happened since the last one logged, this one included.
+func (e *Every) Take() (n int, ok bool) {
+	ok, dropped := e.b.take(time.Now())
+	return dropped + 1, ok
+}

@@ -31,6 +31,8 @@ const (
 	OwnerWebhook    = "internal/webhook"
 	OwnerSecrets    = "internal/secrets"
 	OwnerLockout    = "internal/lockout"
+	OwnerAPIToken   = "internal/apitoken"
+	OwnerSession    = "internal/adminsession"
 )
 
 // --- internal/queue: the line, its sessions, its settings and defences.
@@ -216,3 +218,39 @@ const Secrets = "wr:secrets"
 // Lockout is client's failed authentications and lock (client as
 // clientip.Key formats it). HASH, see lockout's attempt.lua. Owner: lockout.
 func Lockout(client string) string { return "wr:lockout:" + client }
+
+// --- the back office's credentials: every key under the hash tag
+// {~admin}, so that a script may touch several of them on a Cluster. A
+// queue's name cannot hold "~", so no queue's keys can meet these.
+
+// adminPrefix begins the name of every key of the back office's
+// credentials.
+const adminPrefix = "wr:{~admin}:"
+
+// APITokens is the admin API's tokens. HASH field token id, value its
+// JSON record (name, grant, times, keyed hash of the secret). Owner:
+// apitoken.
+const APITokens = adminPrefix + "tokens"
+
+// APITokenExpiry is when each token expires. ZSET member token id, score
+// expiry (ms, Redis clock). Owner: apitoken.
+const APITokenExpiry = adminPrefix + "tokens:expiry"
+
+// APITokenUsed is when each token was last used. HASH field token id,
+// value ms (Redis clock). Owner: apitoken.
+const APITokenUsed = adminPrefix + "tokens:used"
+
+// Session is a person's sign-in to the back office. STRING of JSON,
+// expiring after the idle timeout (renewed on use, never past the
+// absolute one). Owner: adminsession.
+func Session(id string) string { return adminPrefix + "session:" + id }
+
+// PersonSessions is the sign-ins of one person (their name, as the audit
+// log names them), so that an admin can end them all. SET of session ids.
+// Owner: adminsession.
+func PersonSessions(person string) string { return adminPrefix + "person:" + person }
+
+// SignIn marks a sign-in's state spent, so a replayed one is refused.
+// STRING "1", for as long as the state could live (10 minutes). Owner:
+// adminsession.
+func SignIn(state string) string { return adminPrefix + "signin:" + state }
