@@ -74,7 +74,7 @@ func settingBlocks() []block {
 		{"SettingsUpdate.properties", func(in string) string {
 			var b strings.Builder
 			for _, st := range queue.Catalog {
-				if st.Role == queue.RoleOperator {
+				if st.Role.Live() {
 					b.WriteString(property(in, st, true))
 				}
 			}

@@ -40,6 +40,7 @@ type app struct {
 	handoffs  *handoff.Service
 	adapter   *autorate.Runner
 	failOpens *failopen.Recorder
+	admin     adminCreds // admin.go
 
 	srv *http.Server
 	ln  net.Listener
@@ -68,6 +69,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 		a.openStore,
 		a.waitForRedis,
 		a.addHandoffs,
+		a.addAdmin,
 		a.addAdapter,
 		a.addScheduler,
 		a.addWebhooks,

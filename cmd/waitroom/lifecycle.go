@@ -62,7 +62,7 @@ func (a *app) start(ctx context.Context) (stop func(), err error) {
 func (a *app) serve(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() {
-		a.log.Info("listening", "addr", a.cfg.Addr, "queues", a.cfg.Queues, "admin_api", a.cfg.AdminToken != "")
+		a.log.Info("listening", "addr", a.cfg.Addr, "queues", a.cfg.Queues, "admin_api", a.cfg.Admin.Enabled(), "oidc", a.cfg.Admin.OIDC != nil)
 		errc <- a.srv.Serve(a.ln)
 	}()
 	select {

@@ -20,6 +20,10 @@ import (
 // the entry passes, the proof-of-work challenges, and the joins a site
 // signs for its users (nil without a join secret).
 type trust struct {
+	// secret is WAITROOM_SECRET, or the shared generated one: the keys
+	// of place credentials, challenges, API tokens and sign-in cookies
+	// are derived from it.
+	secret     []byte
 	places     *place.Credentials
 	passes     *pass.Passes
 	challenges *challenge.Challenges
@@ -67,7 +71,7 @@ func loadTrust(ctx context.Context, cfg config.Config, rdb secrets.Redis) (trust
 	if err != nil {
 		return trust{}, err
 	}
-	return trust{places: places, passes: passes, challenges: challenges}, nil
+	return trust{secret: secret, places: places, passes: passes, challenges: challenges}, nil
 }
 
 // loadPasses builds the entry passes from the configured key file, or

@@ -2,25 +2,41 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/waitroom/waitroom/internal/actor"
+	"github.com/waitroom/waitroom/internal/adminauth"
+	"github.com/waitroom/waitroom/internal/adminsession"
+	"github.com/waitroom/waitroom/internal/apitoken"
 	"github.com/waitroom/waitroom/internal/audit"
 	"github.com/waitroom/waitroom/internal/backoffice"
+	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/lockout"
+	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
-// Redis is the part of a go-redis client the admin API uses (the lockout
-// and the audit log); *redis.Client and *redis.ClusterClient satisfy it.
-type Redis = audit.Redis
+// Redis is the part of a go-redis client the admin API uses (the lockout,
+// the audit log, API tokens and sessions); *redis.Client and
+// *redis.ClusterClient satisfy it.
+type Redis interface {
+	audit.Redis
+	apitoken.Redis
+	adminsession.Redis
+}
 
 // adminLockout limits failed admin attempts per client address, shared by
 // every replica: 10 failures in a minute lock the address for a minute,
@@ -35,6 +51,8 @@ const adminRedisTimeout = 2 * time.Second
 const auditPage = 100
 
 var (
+	errForbiddenRole   = &apiError{status: http.StatusForbidden, code: "forbidden_role", message: "your role may not do this; ask an admin for a role that may"}
+	errForbiddenQueue  = &apiError{status: http.StatusForbidden, code: "forbidden_queue", message: "your role does not cover this queue"}
 	errCrossSiteAdmin  = &apiError{status: http.StatusForbidden, code: "cross_site_admin", message: "the admin API answers only its own back office page, not other sites' pages"}
 	errTooManyAttempts = &apiError{status: http.StatusTooManyRequests, code: "too_many_attempts", message: "too many failed admin attempts from this address; try again after the time in Retry-After"}
 	errInvalidLimit    = &apiError{status: http.StatusBadRequest, code: "invalid_limit", message: "limit must be an integer from 1 to " + strconv.Itoa(audit.MaxEntries), field: "limit"}
@@ -43,39 +61,78 @@ var (
 	errAdminNoRedis = errors.New("httpapi: the admin API has no Redis (Options.Redis) for its lockout and audit log")
 )
 
-// adminGuard holds what the admin API keeps in Redis.
+// adminGuard holds what the admin API checks its callers with.
 type adminGuard struct {
 	lockout *lockout.Lockout  // nil without Redis: every admin call is refused
 	audit   *audit.Log        // nil without Redis
-	digests *lockout.Digester // keys the token's digests for the lockout script
-	want    []byte            // the admin token's digest
+	digests *lockout.Digester // keys the admin token's digests for the lockout script
+	want    []byte            // the admin token's digest; nil: no break-glass token
+	// tokens are the API tokens; sessions, the sign-ins of people
+	// through OIDC; signIn, that sign-in (nil: not configured).
+	tokens   *apitoken.Tokens
+	sessions *adminsession.Sessions
+	signIn   *adminsession.SignIn
+	// locked are the clients this replica saw the lockout lock, until
+	// when: their next credentials are refused without any Redis work.
+	locked *lru.Cache[string, time.Time]
+	// breakGlass rate-limits the WARN line of each use of the admin token.
+	breakGlass *loglimit.Every
 }
 
-func newAdminGuard(token string, rdb Redis) adminGuard {
-	g := adminGuard{digests: lockout.NewDigester()}
-	g.want = g.digests.Digest(token)
-	if rdb != nil {
-		// Neither can fail with a client and a valid policy.
-		g.lockout, _ = lockout.New(rdb, adminLockout)
-		g.audit, _ = audit.New(rdb)
+// lockedClients bounds the locked clients a replica remembers.
+const lockedClients = 4096
+
+func newAdminGuard(o Options) adminGuard {
+	g := adminGuard{digests: lockout.NewDigester(), tokens: o.APITokens, sessions: o.Sessions, signIn: o.SignIn,
+		breakGlass: loglimit.NewEvery(time.Minute)}
+	g.locked, _ = lru.New[string, time.Time](lockedClients) // a positive size cannot fail
+	if o.AdminToken != "" {
+		g.want = g.digests.Digest(o.AdminToken)
+	}
+	if o.Redis != nil {
+		// None can fail with a client and a valid policy.
+		g.lockout, _ = lockout.New(o.Redis, adminLockout)
+		g.audit, _ = audit.New(o.Redis)
+		if g.tokens == nil {
+			// A key of this process's own: tokens it makes are good on
+			// this replica only (cmd/waitroom gives the shared one).
+			g.tokens, _ = apitoken.New(o.Redis, random32())
+		}
+		if g.sessions == nil {
+			g.sessions, _ = adminsession.New(o.Redis, adminsession.Options{})
+		}
 	}
 	return g
 }
 
-// requireAdmin lets through requests with the admin token. The token is
-// judged by the lockout script: an address that failed too often is
-// answered 429 without its token even being compared, and a failure is
-// counted in Redis, for every replica. Without Redis nothing is let
-// through (503).
+func random32() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return b
+}
+
+// requireAdmin lets through requests that carry a credential of the admin
+// API, with who they stand for in their context (adminauth.FromContext):
+// a bearer API token (wrt_...), the break-glass admin token, or the
+// session cookie of a person signed in through OIDC. Without Redis
+// nothing is let through (503).
 //
-// Only a token actually presented is judged. Any page the operator opens
-// can make their browser send admin requests (an <img>, a form, a fetch
-// and its preflight) from the operator's own address; were those counted,
-// they would lock the operator out without ever guessing. So requests
-// from another site are refused (403) and requests without a bearer token,
-// or preflights, get 401; neither reaches the lockout. A browser cannot
-// send the token cross-site anyway: it is no cookie, only the back office
-// page holds it.
+// Every wrong credential is counted by the lockout, for every replica: 10
+// failures in a minute lock the client's address (429). The admin token,
+// which a person chose, is judged by the lockout script itself, so a
+// locked address's guesses are not even compared. API tokens and session
+// ids are 256 random bits, which no lockout needs to protect: a valid one
+// passes (a script behind the same NAT as a guesser keeps working), and
+// a wrong one is counted.
+//
+// Only a credential actually presented is judged. Any page the operator
+// opens can make their browser send admin requests (an <img>, a form, a
+// fetch and its preflight) from the operator's own address; were those
+// counted, they would lock the operator out without ever guessing. So
+// requests from another site are refused (403) and requests without a
+// credential, or preflights, get 401; neither reaches the lockout. The
+// session cookie is SameSite=Strict, so another site cannot send it
+// either.
 func (s *Server) requireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.adminEnabled {
@@ -90,33 +147,149 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 			s.fail(w, r, errCrossSiteAdmin)
 			return
 		}
-		token, ok := reqcheck.BearerToken(r)
-		if !ok || token == "" || r.Method == http.MethodOptions {
-			s.fail(w, r, errUnauthorized)
-			return
-		}
-		client := s.clientIP.Addr(r)
-		ctx, cancel := context.WithTimeout(r.Context(), adminRedisTimeout)
-		res, err := s.admin.lockout.Attempt(ctx, client, s.admin.digests.Digest(token), s.admin.want)
-		cancel()
+		p, err := s.adminPrincipal(r)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		switch res.Verdict {
-		case lockout.Match:
-			next.ServeHTTP(w, r)
-		case lockout.Locked:
-			w.Header().Set("Retry-After", retryAfter(res.RetryAfter))
-			s.fail(w, r, errTooManyAttempts)
-		default:
-			if res.RetryAfter > 0 {
-				logger(r, s.log).Warn("admin API locked for a client after failed attempts",
-					"client", client.String(), "lock", res.RetryAfter.String())
-			}
-			s.fail(w, r, errUnauthorized)
-		}
+		next.ServeHTTP(w, r.WithContext(adminauth.NewContext(r.Context(), p)))
 	})
+}
+
+// adminPrincipal is who r's credential stands for, or the error to
+// answer.
+func (s *Server) adminPrincipal(r *http.Request) (adminauth.Principal, error) {
+	token, bearer := reqcheck.BearerToken(r)
+	bearer = bearer && token != "" // an empty one is no credential: the cookie's, if any
+	session := s.adminCookie(r)
+	if r.Method == http.MethodOptions || !bearer && session == "" {
+		return adminauth.Principal{}, errUnauthorized
+	}
+	client := s.clientIP.Addr(r)
+	if d, ok := s.admin.lockedFor(client); ok {
+		return adminauth.Principal{}, lockedError(d)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminRedisTimeout)
+	defer cancel()
+	switch {
+	case bearer && strings.HasPrefix(token, apitoken.Prefix):
+		tok, err := s.admin.tokens.Verify(ctx, token)
+		if err == nil {
+			return tok.Principal(), nil
+		}
+		if !errors.Is(err, apitoken.ErrInvalid) {
+			return adminauth.Principal{}, err
+		}
+	case bearer:
+		return s.breakGlass(ctx, r, client, token)
+	default:
+		p, ok, err := s.admin.sessions.Find(ctx, session)
+		if err != nil {
+			return adminauth.Principal{}, err
+		}
+		if ok {
+			return p, nil
+		}
+	}
+	return adminauth.Principal{}, s.adminFailure(ctx, r, client, func() (lockout.Result, error) {
+		return s.admin.lockout.Fail(ctx, client)
+	})
+}
+
+// breakGlass judges token as WAITROOM_ADMIN_TOKEN, by the lockout script.
+// Each use is logged at WARN, at most once a minute per replica with the
+// count since.
+func (s *Server) breakGlass(ctx context.Context, r *http.Request, client netip.Addr, token string) (adminauth.Principal, error) {
+	want := s.admin.want
+	if want == nil {
+		want = random32() // no break-glass token: nothing matches
+	}
+	var res lockout.Result
+	err := s.adminFailure(ctx, r, client, func() (lockout.Result, error) {
+		var err error
+		res, err = s.admin.lockout.Attempt(ctx, client, s.admin.digests.Digest(token), want)
+		return res, err
+	})
+	if res.Verdict != lockout.Match {
+		return adminauth.Principal{}, err
+	}
+	if n, ok := s.admin.breakGlass.Take(); ok {
+		logger(r, s.log).Warn("admin API used with the break-glass WAITROOM_ADMIN_TOKEN; give people OIDC sign-in and scripts API tokens",
+			"client", client.String(), "uses", n, "path", loglimit.String(r.URL.Path))
+	}
+	return adminauth.Principal{Actor: actor.Actor{Kind: actor.KindAdminToken, Name: actor.AdminTokenName},
+		Grants: []adminauth.Grant{{Role: adminauth.Admin}}}, nil
+}
+
+// adminFailure runs judge (a lockout call) and turns its verdict on a
+// failed credential into the answer: 429 while the client is locked
+// (remembered on this replica until the lock ends), else 401. A Match is
+// no failure: nil.
+func (s *Server) adminFailure(ctx context.Context, r *http.Request, client netip.Addr, judge func() (lockout.Result, error)) error {
+	res, err := judge()
+	switch {
+	case err != nil:
+		return err
+	case res.Verdict == lockout.Match:
+		return nil
+	case res.RetryAfter > 0:
+		s.admin.locked.Add(clientip.Key(client), time.Now().Add(res.RetryAfter))
+	}
+	if res.Verdict == lockout.Locked {
+		return lockedError(res.RetryAfter)
+	}
+	if res.RetryAfter > 0 {
+		logger(r, s.log).Warn("admin API locked for a client after failed attempts",
+			"client", client.String(), "lock", res.RetryAfter.String())
+	}
+	return errUnauthorized
+}
+
+// lockedFor is how long client stays locked, as far as this replica
+// knows; false when it knows of no lock.
+func (g *adminGuard) lockedFor(client netip.Addr) (time.Duration, bool) {
+	until, ok := g.locked.Get(clientip.Key(client))
+	if d := time.Until(until); ok && d > 0 {
+		return d, true
+	}
+	return 0, false
+}
+
+// lockedError is 429 too_many_attempts with its Retry-After.
+func lockedError(d time.Duration) error {
+	e := *errTooManyAttempts
+	e.retryAfter = d
+	return &e
+}
+
+// need lets through requests whose principal may act as role, on the
+// queue of the path when there is one: 403 forbidden_role when none of
+// its grants has the role, 403 forbidden_queue when none that has it
+// covers the queue. It runs after requireAdmin, per route.
+func (s *Server) need(role adminauth.Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := allowed(r, role); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// allowed reports whether r's principal may act as role: on the queue of
+// r's path when it has one; else anywhere (a list shows only the queues
+// the principal sees, and an admin's grant covers every queue).
+func allowed(r *http.Request, role adminauth.Role) error {
+	p, _ := adminauth.FromContext(r.Context())
+	if p.Role() < role {
+		return errForbiddenRole
+	}
+	if q := chi.URLParam(r, "queue"); q != "" && !p.Allows(role, q) {
+		return errForbiddenQueue
+	}
+	return nil
 }
 
 // retryAfter is d in whole seconds, rounded up, for a Retry-After header.
@@ -153,7 +326,7 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 }
 
 // record writes an admin change, already made, to the queue's audit log
-// with the client's address. If Redis cannot take it the change stays
+// with who made it and the client's address. If Redis cannot take it the change stays
 // made (it is done; failing the request would only invite a repeat) and
 // the entry is logged at error level instead, so it is not lost. Entries
 // hold setting values and user ids, never a token.
@@ -172,7 +345,11 @@ func (s *Server) record(r *http.Request, q, action, target string, changes []aud
 // auditWho is who makes the change r asks for, as the audit log records
 // it.
 func (s *Server) auditWho(r *http.Request) audit.Entry {
-	return audit.Entry{ClientIP: s.clientIP.Addr(r).String(), RequestID: middleware.GetReqID(r.Context())}
+	e := audit.Entry{ClientIP: s.clientIP.Addr(r).String(), RequestID: middleware.GetReqID(r.Context())}
+	if p, ok := adminauth.FromContext(r.Context()); ok {
+		e.Actor = &p.Actor
+	}
+	return e
 }
 
 // settingChanges are the audit log's changes of a settings request

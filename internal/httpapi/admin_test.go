@@ -217,7 +217,7 @@ func TestAdminWithoutRedis(t *testing.T) {
 		return e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...).status == 200
 	})
 
-	e.server().admin = newAdminGuard(adminToken, nil)
+	e.server().admin = newAdminGuard(Options{AdminToken: adminToken})
 	wantError(t, e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...), 503, "unavailable")
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/waitroom/waitroom/internal/adminauth"
 	"net/http"
 	"time"
 
@@ -90,10 +91,14 @@ func viewValue(v any) (any, bool) {
 }
 
 func (s *Server) adminQueues(w http.ResponseWriter, r *http.Request) {
-	var resp struct {
+	resp := struct {
 		Queues []adminQueueResponse `json:"queues"`
-	}
+	}{Queues: []adminQueueResponse{}}
+	p, _ := adminauth.FromContext(r.Context())
 	for _, q := range s.store.Queues() {
+		if !p.Sees(q) {
+			continue
+		}
 		aq, err := s.adminQueueInfo(r.Context(), q)
 		if err != nil {
 			s.fail(w, r, err)

@@ -39,8 +39,8 @@ var (
 	errMethodNotAllowed = &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", message: "method not allowed"}
 	errInvalidJSON      = &apiError{status: http.StatusBadRequest, code: "invalid_json", message: "request body must be one JSON object with the documented fields"}
 	errBodyTooLarge     = &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", message: "request body is too large"}
-	errUnauthorized     = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong admin token"}
-	errAdminDisabled    = &apiError{status: http.StatusForbidden, code: "admin_disabled", message: "the admin API is disabled: set WAITROOM_ADMIN_TOKEN to enable it"}
+	errUnauthorized     = &apiError{status: http.StatusUnauthorized, code: "unauthorized", message: "missing or wrong credential: an API token, the admin token, or a back office session"}
+	errAdminDisabled    = &apiError{status: http.StatusForbidden, code: "admin_disabled", message: "the admin API is disabled: set WAITROOM_ADMIN_TOKEN or WAITROOM_OIDC_ISSUER to enable it"}
 	errUnavailable      = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", message: "the waiting room cannot reach its store; try again shortly"}
 	errInternal         = &apiError{status: http.StatusInternalServerError, code: "internal", message: "internal error"}
 

@@ -206,7 +206,8 @@ func (k *contract) check(t *testing.T, e *env, c call) response {
 
 // authenticate is the document's security schemes as the test checks
 // them: a bearer scheme needs an Authorization: Bearer header, a cookie
-// scheme its cookie ({queue} in its name is the path's queue, or any).
+// scheme its cookie ({queue} in its name is the path's queue, or any),
+// with or without the __Host- prefix (WAITROOM_COOKIE_SECURE=false).
 // Whether the credential is valid is the server's to say.
 func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	r := in.RequestValidationInput.Request
@@ -218,10 +219,15 @@ func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) err
 		}
 		return errors.New("no bearer token")
 	case s.Type == "apiKey" && s.In == "cookie":
-		prefix, _, _ := strings.Cut(s.Name, "{queue}")
-		want := prefix + in.RequestValidationInput.PathParams["queue"]
+		prefix, perQueue := strings.CutSuffix(strings.TrimPrefix(s.Name, hostPrefix), "{queue}")
+		q := in.RequestValidationInput.PathParams["queue"]
+		want := prefix
+		if perQueue {
+			want += q
+		}
 		for _, c := range r.Cookies() {
-			if c.Name == want || strings.HasPrefix(c.Name, prefix) && in.RequestValidationInput.PathParams["queue"] == "" {
+			name := strings.TrimPrefix(c.Name, hostPrefix)
+			if name == want || perQueue && q == "" && strings.HasPrefix(name, prefix) {
 				return nil
 			}
 		}
@@ -266,17 +272,35 @@ func routesOf(t *testing.T, h http.Handler) []string {
 	return out
 }
 
+// hostPrefix begins a cookie's name when it is Secure (the default).
+const hostPrefix = "__Host-"
+
 // newEnv is newEnvWithStore with the real pages (web/static), so the
 // pages' content types are the ones users get, behind a trusted loopback
 // proxy, with a client address of its own.
 func (k *contract) newEnv(t *testing.T, rdb *redis.Client, settings queue.Settings, opts Options) *env {
 	t.Helper()
+	return k.serve(t, rdb, settings, 1, func(string) Options { return opts })
+}
+
+// serve is newEnv with n queues (the env's queue is the first) and the
+// options made once the server's URL is known, as an OpenID provider's
+// redirect URL needs it: the server listens before it is built.
+func (k *contract) serve(t *testing.T, rdb *redis.Client, settings queue.Settings, n int, options func(base string) Options) *env {
+	t.Helper()
 	name := fmt.Sprintf("oa%d", time.Now().UnixNano())
-	moves := handoff.NewTracker(rdb, []string{name})
-	store, err := queue.NewStore(rdb, []string{name}, settings, testTimeout, queue.WithRecentMoves(moves))
+	names := []string{name}
+	for i := 1; i < n; i++ {
+		names = append(names, fmt.Sprintf("%s-%d", name, i))
+	}
+	moves := handoff.NewTracker(rdb, names)
+	store, err := queue.NewStore(rdb, names, settings, testTimeout, queue.WithRecentMoves(moves))
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(srv.Close)
+	opts := options("http://" + srv.Listener.Addr().String())
 	opts.Store, opts.Redis = store, rdb
 	opts.Places, opts.Passes = newTrust(t, rdb)
 	opts.Gate = newTestGate(t, rdb, store, name, opts.Passes, nil, true)
@@ -290,9 +314,9 @@ func (k *contract) newEnv(t *testing.T, rdb *redis.Client, settings queue.Settin
 		t.Fatal(err)
 	}
 	h := New(opts)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	e := &env{t: t, srv: srv, h: h, queue: name, store: store, rdb: rdb}
+	srv.Config.Handler = h
+	srv.Start()
+	e := &env{t: t, srv: srv, h: h, queue: name, store: store, rdb: rdb, secure: opts.CookieSecure}
 	k.mu.Lock()
 	k.clients[e] = testClient()
 	k.mu.Unlock()
@@ -603,6 +627,11 @@ func TestOpenAPIContract(t *testing.T) {
 			{method: "GET", path: p + "/audit"},
 			{method: "DELETE", path: p + "/users/bob"},
 			{method: "POST", path: p + "/origin", body: `{"p95_ms":120,"error_rate":0}`, header: jsonCT},
+			{method: "GET", path: "/admin/v1/me"},
+			{method: "POST", path: "/admin/v1/tokens", body: `{"name":"ci","role":"viewer"}`, header: jsonCT},
+			{method: "GET", path: "/admin/v1/tokens"},
+			{method: "DELETE", path: "/admin/v1/tokens/" + strings.Repeat("a", 16)},
+			{method: "DELETE", path: "/admin/v1/sessions/kim@example.com"},
 		}
 	}
 
@@ -643,6 +672,12 @@ func TestOpenAPIContract(t *testing.T) {
 			k.check(t, locked, c)
 		}
 	})
+
+	// Roles, API tokens and sign-in through a real OpenID provider
+	// (openapi_admin_test.go).
+	t.Run("roles and tokens", func(t *testing.T) { k.checkRoles(t, rdb) })
+	t.Run("too many tokens", func(t *testing.T) { k.checkTooManyTokens(t, rdb) })
+	t.Run("sign-in", func(t *testing.T) { k.checkSignIn(t, rdb, e) })
 
 	t.Run("defences", func(t *testing.T) {
 		// The line's cap.
@@ -755,6 +790,8 @@ func TestOpenAPIContract(t *testing.T) {
 			{method: "DELETE", path: dq + "/users/bob"},
 			{method: "POST", path: dq + "/done", header: bearerHeader(pass)},
 			{method: "GET", path: "/api/v1/verify?queue=" + e.queue, header: bearerHeader(pass)},
+			// A session cookie to end: its session cannot be looked up.
+			{method: "POST", path: "/admin/logout", header: []string{"Cookie", "wr_admin=" + strings.Repeat("A", 43)}},
 		}, adminCalls(down)...) {
 			if strings.HasPrefix(c.path, "/admin/") {
 				c.header = append(c.header, auth...)

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/waitroom/waitroom/internal/adminauth"
 	"github.com/waitroom/waitroom/internal/clientip"
 )
 
@@ -63,17 +64,34 @@ func (s *Server) routes() *chi.Mux {
 	r.Post(api+"/done", s.done)
 	r.Delete(api+"/users/{user_id}", s.leaveUser) // insecure mode only
 
+	// The back office's sign-in through the company's identity provider
+	// (signin.go); the admin API takes its session cookie.
+	r.Get("/admin/login", s.login)
+	r.Get("/admin/callback", s.callback)
+	r.Post("/admin/logout", s.logout)
+
+	// The admin API. Every call needs a credential (requireAdmin) and a
+	// role (need): viewer reads, operator changes the queues it covers,
+	// admin manages everything else.
+	viewer, operator, admin := s.need(adminauth.Viewer), s.need(adminauth.Operator), s.need(adminauth.Admin)
+	r.Get("/admin/v1/signin-options", s.signInOptions) // what the sign-in page offers: no credential
 	r.Route("/admin/v1", func(r chi.Router) {
+		// Before routing: a wrong method is judged like any call.
 		r.Use(s.requireAdmin)
-		r.Get("/settings/catalog", s.settingsCatalog) // the settings, as the back office builds its form
-		r.Get("/queues", s.adminQueues)
-		r.Get("/queues/{queue}", s.adminQueue)
-		r.Patch("/queues/{queue}", s.patchSettings)
-		r.Put("/queues/{queue}/refill-size", s.setRefillSize)
-		r.Get("/queues/{queue}/history", s.history)
-		r.Get("/queues/{queue}/audit", s.auditLog)                // the admin changes, newest first
-		r.Post("/queues/{queue}/origin", s.originReport)          // the site's own p95 and error rate (internal/autorate)
-		r.Delete("/queues/{queue}/users/{user_id}", s.removeUser) // every admin call is logged at info
+		r.Get("/me", s.me)                                         // who is signed in, and what they may do
+		r.With(viewer).Get("/settings/catalog", s.settingsCatalog) // the settings, as the back office builds its form
+		r.With(viewer).Get("/queues", s.adminQueues)               // those the caller may see
+		r.With(viewer).Get("/queues/{queue}", s.adminQueue)
+		r.With(operator).Patch("/queues/{queue}", s.patchSettings) // webhook_url and origin_probe_url: admin
+		r.With(operator).Put("/queues/{queue}/refill-size", s.setRefillSize)
+		r.With(viewer).Get("/queues/{queue}/history", s.history)
+		r.With(viewer).Get("/queues/{queue}/audit", s.auditLog)                  // the admin changes, newest first
+		r.With(operator).Post("/queues/{queue}/origin", s.originReport)          // the site's own p95 and error rate (internal/autorate)
+		r.With(operator).Delete("/queues/{queue}/users/{user_id}", s.removeUser) // every admin call is logged at info
+		r.With(admin).Post("/tokens", s.createToken)                             // API tokens for scripts (tokens.go)
+		r.With(admin).Get("/tokens", s.listTokens)
+		r.With(admin).Delete("/tokens/{id}", s.revokeToken)
+		r.With(admin).Delete("/sessions/{person}", s.endSessions) // end a person's sign-ins
 	})
 	return r
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/adminsession"
+	"github.com/waitroom/waitroom/internal/apitoken"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/crossorigin"
@@ -50,8 +52,19 @@ type Options struct {
 	// DELETE .../users/{id}): whoever names an id owns its place. For load
 	// tests only.
 	InsecureUserIDs bool
-	// AdminToken is the bearer token of the admin API; empty disables it.
+	// AdminToken is the break-glass bearer token of the admin API
+	// (WAITROOM_ADMIN_TOKEN); with neither it nor SignIn the admin API
+	// is disabled.
 	AdminToken string
+	// APITokens are the admin API's tokens for scripts (nil: kept in
+	// Redis under a key of this process's own, good on one replica).
+	APITokens *apitoken.Tokens
+	// Sessions are the sign-ins of people (nil: kept in Redis with the
+	// default lifetimes).
+	Sessions *adminsession.Sessions
+	// SignIn signs people in through the company's OpenID provider
+	// (/admin/login, /admin/callback); nil: not offered.
+	SignIn *adminsession.SignIn
 	// TargetURL is where admitted users go (the order page); it gets the
 	// entry pass as the query parameter wr_pass.
 	TargetURL string
@@ -149,7 +162,7 @@ func New(o Options) *Server {
 		placeCookieAttrs:  placeCookieAttrs(o.CookieSecure),
 		placeCookiePrefix: place.CookiePrefix(o.CookieSecure),
 		insecureIDs:       o.InsecureUserIDs,
-		adminEnabled:      o.AdminToken != "",
+		adminEnabled:      o.AdminToken != "" || o.SignIn != nil,
 		targetURL:         o.TargetURL,
 		log:               o.Logger,
 		static:            o.Static,
@@ -178,7 +191,7 @@ func New(o Options) *Server {
 	if s.origins == nil {
 		s.origins, _ = crossorigin.New(nil) // no origins: cannot fail
 	}
-	s.admin = newAdminGuard(o.AdminToken, o.Redis)
+	s.admin = newAdminGuard(o)
 	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
 	s.handler = s.routes()
 	s.own = routed(s.handler)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waitroom/waitroom/internal/adminauth"
 	"github.com/waitroom/waitroom/internal/backoffice"
 	"github.com/waitroom/waitroom/internal/i18n"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -26,12 +27,29 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	u, err := parseUpdate(fields, s.webhookInsecureHTTP, s.probePolicy)
+	// The role first: an operator learns nothing of an admin's fields.
+	err = allowed(r, settingsRole(fields))
+	var u queue.Update
+	if err == nil {
+		u, err = parseUpdate(fields, s.webhookInsecureHTTP, s.probePolicy)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	s.applySettings(w, r, "settings", fields, u)
+}
+
+// settingsRole is the role that may change all of fields: admin when one
+// of them is an admin's setting (queue.RoleAdmin: it reaches another
+// host), else operator.
+func settingsRole(fields map[string]json.RawMessage) adminauth.Role {
+	for name := range fields {
+		if st, _ := queue.Lookup(name); st.Role == queue.RoleAdmin {
+			return adminauth.Admin
+		}
+	}
+	return adminauth.Operator
 }
 
 type refillSizeRequest struct {
@@ -86,7 +104,7 @@ func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool, probes sa
 	var u queue.Update
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		st, ok := queue.Lookup(name)
-		if !ok || st.Role != queue.RoleOperator {
+		if !ok || !st.Role.Live() {
 			return queue.Update{}, queue.NotASetting(name)
 		}
 		v, err := decodeSetting(st, fields[name], insecureHTTP, probes)
