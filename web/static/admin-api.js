@@ -1,10 +1,13 @@
-// The back office's side of the admin API: the token it signed in with,
-// the requests it makes with it, and the server's clock.
+// The back office's side of the admin API: how it signed in (a token, or
+// the session cookie of a sign-in through the identity provider), who
+// that is (GET /admin/v1/me), the requests it makes, and the server's
+// clock.
 //
-// The token lives in sessionStorage only (gone when the tab closes) and is
-// sent as a Bearer header, never in a URL. A session is one sign-in: its
-// number is bumped at each sign-in and sign-out, so an answer that comes
-// back for an older one is dropped.
+// A token lives in sessionStorage only (gone when the tab closes) and is
+// sent as a Bearer header, never in a URL. The session cookie is HttpOnly:
+// the page never sees it, the browser sends it (same origin). A session
+// here is one sign-in: its number is bumped at each sign-in and sign-out,
+// so an answer that comes back for an older one is dropped.
 
 import { session as store } from './storage.js';
 
@@ -12,6 +15,7 @@ const REQUEST_TIMEOUT_MS = 10000;
 const TOKEN_KEY = 'waitroom:admin-token';
 
 let session = 0;
+let me = null; // who is signed in (GET /admin/v1/me), or null
 let skew = 0; // the server's clock minus ours (ms), from the Date header of its answers
 let refusedHandler = () => {};
 
@@ -23,6 +27,29 @@ export function setToken(v) {
 }
 export function clearToken() {
   store.remove(TOKEN_KEY);
+}
+
+// setMe keeps who is signed in; null when nobody is.
+export function setMe(v) {
+  me = v;
+}
+export function getMe() {
+  return me;
+}
+// canOperate: the signed-in role may change queue's settings.
+export function canOperate(queue) {
+  return !!me && (me.operate || []).includes(queue);
+}
+// isAdmin: the signed-in role may do everything (webhooks, probes, tokens).
+export function isAdmin() {
+  return !!me && me.admin === true;
+}
+
+// authHeaders are the headers that carry the credential: the token's,
+// none for a session (its cookie goes by itself).
+export function authHeaders(token) {
+  const tok = token || getToken();
+  return tok ? { Authorization: 'Bearer ' + tok } : {};
 }
 
 // currentSession is the session answers must belong to; newSession
@@ -43,14 +70,15 @@ export function refused(err) {
   refusedHandler(err);
 }
 
-// api makes one request with the token (or token, when given) and
+// api makes one request with the token (or token, when given; with
+// neither, the session cookie) and
 // returns the decoded answer. A failure is an Error with status (0: no
 // answer), code (the API's, or "network"), field (the setting the server
 // named) and retryAfter (seconds).
 export async function api(method, path, body, token) {
   const ctrl = new AbortController();
   const timeout = setTimeout(() => ctrl.abort(), REQUEST_TIMEOUT_MS);
-  const headers = { Authorization: 'Bearer ' + (token || getToken()) };
+  const headers = authHeaders(token);
   if (body) headers['Content-Type'] = 'application/json';
   try {
     const res = await fetch(path, {
@@ -58,6 +86,7 @@ export async function api(method, path, body, token) {
       headers: headers,
       body: body ? JSON.stringify(body) : undefined,
       cache: 'no-store',
+      credentials: 'same-origin', // the session cookie, when signed in through the provider
       signal: ctrl.signal,
     });
     noteServerTime(res.headers.get('Date'));

@@ -1,5 +1,6 @@
 // A queue's audit log (GET /admin/v1/queues/{queue}/audit), newest first:
-// when, what, from which address, and each field's old → new value.
+// when, what, who (a person, a token, the schedule, the automatic rate),
+// from which address, and each field's old → new value.
 
 import { html } from './dom.js';
 import { i18n, t } from './admin-messages.js';
@@ -34,9 +35,12 @@ function auditEntry(e) {
   const meta = html('p', 'audit-meta');
   const when = html('time', 'audit-when', dateClock(at));
   when.dateTime = at.toISOString();
-  // The controller's steps (actor "automatic") come from no address.
-  const from = e.actor ? t('auditBy', { actor: e.actor }) : t('auditFrom', { address: e.client_ip || t('unknownAddress') });
-  meta.append(when, ' · ', html('span', 'audit-what', what), ' · ' + from);
+  // The schedule's and the controller's changes come from no address.
+  const parts = [];
+  if (e.actor) parts.push(t('auditBy', { actor: actorName(e.actor) }));
+  if (e.client_ip) parts.push(t('auditFrom', { address: e.client_ip }));
+  else if (!e.actor) parts.push(t('auditFrom', { address: t('unknownAddress') }));
+  meta.append(when, ' · ', html('span', 'audit-what', what), ' ', html('span', 'audit-actor', parts.join(' ')));
   const li = html('li', 'audit-entry');
   li.append(meta);
   const changes = html('ul', 'audit-changes');
@@ -45,6 +49,19 @@ function auditEntry(e) {
   }
   if (changes.childElementCount) li.append(changes);
   return li;
+}
+
+// actorName is who made a change, as an operator reads it: a person's
+// e-mail, a token's name, or what the service itself is.
+function actorName(a) {
+  switch (a.kind) {
+    case 'oidc': return a.name;
+    case 'token': return t('actorToken', { name: a.name });
+    case 'admin_token': return t('actorAdminToken');
+    case 'schedule': return t('actorSchedule');
+    case 'automatic': return t('actorAutomatic');
+  }
+  return a.name || a.kind || String(a);
 }
 
 // auditValue is one old or new value as an operator reads it.

@@ -5,7 +5,7 @@
 import { $, uniqueId } from './dom.js';
 import { i18n, t } from './admin-messages.js';
 import { num, secs, clock, ago } from './admin-format.js';
-import { api, currentSession, getToken } from './admin-api.js';
+import { api, currentSession, authHeaders, canOperate } from './admin-api.js';
 import { buildForms, syncForm, togglePause, toggleAdapt } from './admin-settings.js';
 import { buildOpening, updateOpening } from './admin-opening.js';
 import { buildText, updateText } from './admin-text.js';
@@ -94,14 +94,16 @@ function showLineStats(view) {
 }
 
 // downloadHistory saves the queue's history as CSV: fetched with the
-// token (a plain link could not send it), then handed to the browser.
+// credential (a plain link could not send a token), then handed to the
+// browser.
 async function downloadHistory(view) {
   const err = view.root.querySelector('.csv-error');
   err.hidden = true;
   try {
     const res = await fetch('/admin/v1/queues/' + encodeURIComponent(view.name) + '/history?format=csv', {
-      headers: { Authorization: 'Bearer ' + getToken() },
+      headers: authHeaders(),
       cache: 'no-store',
+      credentials: 'same-origin',
     });
     if (!res.ok) throw new Error(String(res.status));
     const url = URL.createObjectURL(await res.blob());
@@ -120,6 +122,9 @@ function buildSection(name) {
   const root = $('queue-template').content.firstElementChild.cloneNode(true);
   i18n.translate(root);
   root.setAttribute('data-queue', name);
+  // A role that may only read this queue sees none of its controls
+  // (style.css hides them), and a note that says why.
+  if (!canOperate(name)) root.setAttribute('data-readonly', '');
   const q = (sel) => root.querySelector(sel);
   const view = {
     name: name,

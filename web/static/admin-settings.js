@@ -11,7 +11,7 @@
 import { uniqueId } from './dom.js';
 import { i18n, t } from './admin-messages.js';
 import { num, secs } from './admin-format.js';
-import { api, currentSession, refused } from './admin-api.js';
+import { api, currentSession, refused, isAdmin } from './admin-api.js';
 
 let catalog = []; // the public settings, as the server last said
 
@@ -81,6 +81,9 @@ export function buildForms(view, root) {
   const template = document.getElementById('setting-template').content.firstElementChild;
   const forms = [];
   for (const entry of catalog) {
+    // A setting that reaches another host (a webhook, a probe) is an
+    // admin's: other roles do not see its field.
+    if (entry.role === 'admin' && !isAdmin()) continue;
     const group = entry.form && root.querySelector('.settings[data-form="' + entry.form + '"]');
     if (!group || !KINDS[entry.kind]) continue;
     const el = template.cloneNode(true);
@@ -254,7 +257,8 @@ export async function toggleAdapt(view) {
 // patchQueue sends one PATCH of settings and returns the queue as the
 // server answers it, or null: then it has reported why through
 // report(text, field), field being the one the server named (or signed
-// out, when the token is no longer accepted). button is disabled
+// out, when the credential is no longer accepted; a role that may not make
+// this change is told so, and stays signed in). button is disabled
 // meanwhile, so a double click sends one request.
 export async function patchQueue(view, body, button, report) {
   const mine = currentSession();
@@ -264,7 +268,7 @@ export async function patchQueue(view, body, button, report) {
     return mine === currentSession() ? q : null;
   } catch (err) {
     if (mine !== currentSession()) return null;
-    if (err.status === 401 || err.status === 403) {
+    if (err.status === 401 || err.status === 403 && err.code !== 'forbidden_role' && err.code !== 'forbidden_queue') {
       refused(err);
       return null;
     }

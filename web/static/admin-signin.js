@@ -1,11 +1,13 @@
-// Signing in and out of the back office, and the refresh loop of a
-// signed-in session: every 2 s the queues, then their histories, one
-// request after the previous answer, so a slow server never piles them up.
+// Signing in and out of the back office (a token, or the identity
+// provider's sign-in, whose session cookie the server set), and the
+// refresh loop of a signed-in session: every 2 s the queues, then their
+// histories, one request after the previous answer, so a slow server
+// never piles them up.
 
 import { $ } from './dom.js';
 import { t } from './admin-messages.js';
 import { clock, waitText } from './admin-format.js';
-import { api, setToken, clearToken, currentSession, newSession, onRefused } from './admin-api.js';
+import { api, setToken, clearToken, getToken, currentSession, newSession, onRefused, setMe, getMe } from './admin-api.js';
 import { renderQueues, refreshHistories, clearQueues, redrawQueues } from './admin-queues.js';
 import { loadCatalog } from './admin-settings.js';
 
@@ -18,19 +20,24 @@ let statusCode = ''; // the code of the failed refresh the status line tells of;
 // A change the server refuses the token for ends the session.
 onRefused((err) => signOut(authMessage(err)));
 
-// signIn tries token; quiet is a token kept from earlier in this tab,
-// whose refusal means the session ended rather than a typo.
+// signIn tries token ('' for the session cookie of a sign-in through the
+// provider); quiet is a credential kept from earlier (a token of this
+// tab, a cookie), whose refusal means the session ended rather than a
+// typo.
 export async function signIn(token, quiet) {
   const mine = newSession();
   const btn = $('login-btn');
   btn.disabled = true;
   try {
+    // Who this is comes first: the queues' sections hide what the role
+    // may not do. The rest is asked only once the credential is known
+    // good, so a wrong one counts one failure.
+    const who = await api('GET', '/admin/v1/me', null, token);
+    setMe(who);
     const data = await api('GET', '/admin/v1/queues', null, token);
-    // The settings' fields are built from the catalog; asked only once
-    // the token is known good, so a wrong one counts one failure.
     await loadCatalog(token);
     if (mine !== currentSession()) return;
-    setToken(token);
+    if (token) setToken(token);
     showDashboard();
     renderQueues(data);
     refreshHistories(mine).catch(() => { /* the next refresh reports it */ });
@@ -38,18 +45,24 @@ export async function signIn(token, quiet) {
   } catch (err) {
     if (mine !== currentSession()) return;
     clearToken();
-    showLogin(quiet && err.status === 401 ? t('sessionEnded') : authMessage(err));
+    setMe(null);
+    if (!token && err.status === 401) showLogin(''); // no sign-in cookie: nothing ended
+    else showLogin(quiet && err.status === 401 ? t('sessionEnded') : authMessage(err));
   } finally {
     btn.disabled = false;
   }
 }
 
 export function signOut(message) {
+  const cookie = getMe() && !getToken(); // signed in through the provider
   newSession();
   clearTimeout(timer);
   clearToken();
+  setMe(null);
   clearQueues();
   showLogin(message || '');
+  // The server ends the session and clears its cookie.
+  if (cookie) api('POST', '/admin/logout').catch(() => { /* the cookie lapses anyway */ });
 }
 
 // showLogin shows the sign-in form, with message under it ('' for none).
@@ -57,6 +70,7 @@ export function showLogin(message) {
   document.body.setAttribute('data-state', 'signed-out');
   $('dashboard').hidden = true;
   $('signout').hidden = true;
+  $('whoami').hidden = true;
   $('login').hidden = false;
   const err = $('login-error');
   err.textContent = message;
@@ -68,10 +82,30 @@ export function showLogin(message) {
 
 function showDashboard() {
   document.body.setAttribute('data-state', 'signed-in');
+  showWho();
   $('login').hidden = true;
   $('login-error').hidden = true;
   $('dashboard').hidden = false;
   $('signout').hidden = false;
+}
+
+// showWho says who is signed in and as what role, in the top bar.
+function showWho() {
+  const me = getMe();
+  const el = $('whoami');
+  el.hidden = !me;
+  if (me) el.textContent = t('signedInAs', { name: me.actor.name, role: t('role_' + me.role) });
+}
+
+// offerProvider shows the identity provider's sign-in button when the
+// server has one (GET /admin/v1/signin-options: no credential needed).
+export async function offerProvider() {
+  try {
+    const opts = await api('GET', '/admin/v1/signin-options');
+    $('login-oidc').hidden = !opts.oidc;
+  } catch {
+    $('login-oidc').hidden = true;
+  }
 }
 
 function authMessage(err) {
@@ -126,5 +160,6 @@ function showStatus() {
 // now chosen.
 export function redrawDashboard() {
   showStatus();
+  showWho();
   redrawQueues();
 }

@@ -1,4 +1,6 @@
-// Back office at /admin, the entry module: sign in with the admin token,
+// Back office at /admin, the entry module: sign in through the company's
+// identity provider or with a token (the break-glass admin token, an API
+// token), see who is signed in and as what role,
 // watch every queue, change a queue's refill size, its cap on active users
 // and how long a waiting place may go unheard before it is dropped, its
 // defences (a cap on the line, proof of work before entering), pause and
@@ -23,7 +25,7 @@
 import { $ } from './dom.js';
 import { i18n, t } from './admin-messages.js';
 import { getToken } from './admin-api.js';
-import { signIn, signOut, showLogin, redrawDashboard } from './admin-signin.js';
+import { signIn, signOut, showLogin, redrawDashboard, offerProvider } from './admin-signin.js';
 import { session } from './storage.js';
 
 session.remove('waitroom:reloads'); // the modules loaded (waiting-rescue.js)
@@ -42,7 +44,9 @@ $('login-form').addEventListener('submit', (e) => {
 $('signout').addEventListener('click', () => signOut(''));
 
 // data-state is "loading" in the HTML until here: the form's handler is
-// bound, so a sign-in is never posted to the server as a plain form.
+// bound, so a sign-in is never posted to the server as a plain form. A
+// token of this tab signs in; else the session cookie of a sign-in
+// through the provider, if the browser holds one.
+offerProvider();
 const saved = getToken();
-if (saved) signIn(saved, true);
-else showLogin('');
+signIn(saved, true);
