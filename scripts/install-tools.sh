@@ -3,24 +3,27 @@
 # already present, so CI can call it unconditionally.
 #
 #   scripts/install-tools.sh [test|bench|nginx|all]    (default: all)
-#     test  -> redis-server, redis-cli, jq, python3, chromium, a Korean font, nginx
-#              (integration, browser, nginx forward-auth and webhook receiver tests)
+#     test  -> redis-server, redis-cli, jq, python3, chromium, a Korean font, nginx,
+#              helm (integration, browser, nginx forward-auth and webhook
+#              receiver tests; the Helm chart's tests in deploy/helm/charttest)
 #     bench -> wrk, k6, nginx                       (load tests, scripts/bench-gate.sh)
 #     nginx -> nginx only (scripts/build-images.sh nginx)
 #
-# Debian/Ubuntu only (apt). k6 is built from source with `go install` because
-# it is not packaged by Debian; that takes about two minutes the first time.
+# Debian/Ubuntu only (apt). k6 and helm, at pinned versions, are built from
+# source with `go install` (k6 is not packaged by Debian); that takes about
+# two minutes for k6 and one for helm the first time.
 # nginx (Debian's nginx-light, else nginx) is installed without starting the
 # system's nginx on port 80: the tests and benchmarks run their own.
 set -euo pipefail
 
 K6_VERSION=v1.8.1
+HELM_VERSION=v3.22.0
 
 mode=${1:-all}
 case "$mode" in
 test | bench | nginx | all) ;;
 -h | --help)
-	sed -n '2,14p' "$0"
+	sed -n '2,16p' "$0"
 	exit 0
 	;;
 *)
@@ -179,6 +182,37 @@ if [ "$mode" = bench ] || [ "$mode" = all ]; then
 	*":$gobin:"*) ;;
 	*) echo "note: add $gobin to PATH to run k6" >&2 ;;
 	esac
+fi
+
+if [ "$mode" = test ] || [ "$mode" = all ]; then
+	have go || {
+		echo "go is required to build helm" >&2
+		exit 1
+	}
+	gobin="$(go env GOPATH)/bin"
+	helm=
+	if have helm; then
+		helm=$(command -v helm)
+	elif [ -x "$gobin/helm" ]; then
+		helm=$gobin/helm
+	fi
+	# A release binary reports its full version; one built by go install
+	# reports only v3.N, so its module version is read from the binary.
+	helm_version() {
+		"$1" version --template '{{.Version}}' 2>/dev/null || true
+		echo
+		go version -m "$1" 2>/dev/null | awk '$1 == "mod" && $2 == "helm.sh/helm/v3" { print $3 }'
+	}
+	if [ -n "$helm" ] && helm_version "$helm" | grep -qx "$HELM_VERSION"; then
+		present_list+=("helm $HELM_VERSION ($helm)")
+	else
+		if [ -n "$helm" ]; then
+			echo "found helm $(helm_version "$helm" | head -n1) at $helm; installing pinned $HELM_VERSION" >&2
+		fi
+		echo "building helm $HELM_VERSION (about a minute)..." >&2
+		GOBIN=$gobin CGO_ENABLED=0 go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+		done_list+=("helm $HELM_VERSION -> $gobin/helm")
+	fi
 fi
 
 for item in "${present_list[@]}"; do echo "present:   $item"; done

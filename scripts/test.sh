@@ -24,7 +24,7 @@ case "${DOCKER_HOST:-unix://}" in
 unix://*) export TESTCONTAINERS_HOST_OVERRIDE="${TESTCONTAINERS_HOST_OVERRIDE:-localhost}" ;;
 esac
 
-unformatted=$(gofmt -l cmd internal web gate api scripts lab)
+unformatted=$(gofmt -l cmd internal web gate api scripts lab deploy/helm/charttest)
 if [ -n "$unformatted" ]; then
 	echo "test.sh: gofmt would change:" >&2
 	echo "$unformatted" >&2
@@ -39,3 +39,5 @@ go test -race -count=1 -timeout 30m "$@" ./...
 # The lab (benchmark and experiment tools) is a module of its own, so the
 # service's go.mod lists only what the service and its tests need.
 (cd lab && go vet -race ./... && go test -race -count=1 -timeout 10m "$@" ./...)
+# So are the Helm chart's tests, which need the Kubernetes API packages.
+(cd deploy/helm/charttest && go vet ./... && go test -count=1 "$@" ./...)
