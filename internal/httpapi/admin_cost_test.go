@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,30 +18,13 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-// commandCounter counts the commands a client sends.
-type commandCounter struct{ n atomic.Int64 }
-
-func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 // credentialEnv is a server whose admin credentials are checked on a
 // Redis client of their own, counted, with the credentials' caches on a
 // clock that stands still (so "within CacheFor" holds however slow the
 // machine), and a valid API token, session and break-glass token.
 type credentialEnv struct {
 	e                 *env
-	count             *commandCounter
+	count             *redistest.Counter
 	apiToken, session string
 	tokens            *apitoken.Tokens
 	sessions          *adminsession.Sessions
@@ -52,7 +34,7 @@ func newCredentialEnv(t testing.TB) *credentialEnv {
 	t.Helper()
 	admin := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	t.Cleanup(func() { _ = admin.Close() })
-	count := &commandCounter{}
+	count := &redistest.Counter{}
 	admin.AddHook(count)
 	now := time.Now()
 	frozen := func() time.Time { return now }
@@ -97,10 +79,10 @@ func (c *credentialEnv) request(client string, h ...string) *http.Request {
 // commands serves the request and returns its status and the Redis
 // commands the credential's check sent.
 func (c *credentialEnv) commands(r *http.Request) (int, int64) {
-	before := c.count.n.Load()
+	before := c.count.N()
 	w := httptest.NewRecorder()
 	c.e.h.ServeHTTP(w, r)
-	return w.Code, c.count.n.Load() - before
+	return w.Code, c.count.N() - before
 }
 
 // TestAdminCredentialRedisCommands counts the Redis commands each kind of

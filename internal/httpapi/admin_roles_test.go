@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	mrand "math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -294,4 +295,65 @@ func TestSignInFailuresLockOut(t *testing.T) {
 	// Without a provider, no sign-in.
 	plain := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken})
 	wantError(t, plain.do("GET", "/admin/login", ""), 404, "oidc_disabled")
+}
+
+// TestGeneratedCredentialsRefused: generated Authorization headers and
+// session cookies (near misses of real ones, other schemes, odd bytes)
+// are never let in and never answered with a server error: 401, or 429
+// once an address has failed too often.
+func TestGeneratedCredentialsRefused(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	sessions, _ := adminsession.New(rdb, adminsession.Options{})
+	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t), Sessions: sessions})
+	_, good := e.newToken(t, `{"name":"real","role":"admin"}`)
+	sess, _ := sessions.Start(context.Background(), adminsession.Person{Name: "gen@example.com", Grants: []adminauth.Grant{{Role: adminauth.Admin}}})
+	r := mrand.New(mrand.NewPCG(7, 8))
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=+/. \t;,\"'\\%\x7f\u00e9"
+	mutate := func(s string) string {
+		b := []rune(s)
+		switch r.IntN(4) {
+		case 0:
+			b[r.IntN(len(b))] = rune(alphabet[r.IntN(len(alphabet))])
+		case 1:
+			b = b[:r.IntN(len(b))]
+		case 2:
+			b = append(b, rune(alphabet[r.IntN(len(alphabet))]))
+		default:
+			b = b[:0]
+			for n := r.IntN(90); n > 0; n-- {
+				b = append(b, rune(alphabet[r.IntN(len(alphabet))]))
+			}
+		}
+		return string(b)
+	}
+	clients := []string{testClient(), testClient(), testClient()}
+	for i := 0; i < 300; i++ {
+		var h []string
+		switch r.IntN(4) {
+		case 0:
+			h = []string{"Authorization", "Bearer " + mutate(good)}
+		case 1:
+			h = []string{"Authorization", "Bearer " + mutate(adminToken)}
+		case 2:
+			h = []string{"Authorization", mutate("Bearer " + good)}
+		default:
+			h = []string{"Cookie", adminCookieName(false) + "=" + mutate(sess)}
+		}
+		if h[1] == "Bearer "+good || h[1] == "Bearer "+adminToken || h[1] == adminCookieName(false)+"="+sess {
+			continue
+		}
+		// Headers Go cannot send are no test of the server.
+		if strings.ContainsAny(h[1], "\r\n\x00\x7f") {
+			continue
+		}
+		res := e.do("GET", "/admin/v1/me", "", append(h, "X-Forwarded-For", clients[r.IntN(len(clients))])...)
+		if res.status != 401 && res.status != 429 {
+			t.Fatalf("%q: %d %s", h, res.status, res.body)
+		}
+	}
+	// The real ones still work, from a fresh address.
+	if res := e.do("GET", "/admin/v1/me", "", asClient(testClient(), good)...); res.status != 200 {
+		t.Fatalf("the real token: %d", res.status)
+	}
 }

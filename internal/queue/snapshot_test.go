@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,30 +13,13 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-// countingHook counts the commands a client sends.
-type countingHook struct{ n atomic.Int64 }
-
-func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 // newCountedStore is newStore on a client of its own that counts what it
 // sends to Redis.
-func newCountedStore(t *testing.T, settings Settings) (*Store, string, *countingHook) {
+func newCountedStore(t *testing.T, settings Settings) (*Store, string, *redistest.Counter) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	t.Cleanup(func() { _ = rdb.Close() })
-	hook := &countingHook{}
+	hook := &redistest.Counter{}
 	rdb.AddHook(hook)
 	name := fmt.Sprintf("snap%d", time.Now().UnixNano())
 	s, err := NewStore(rdb, []string{name}, settings, 5*time.Second)
@@ -91,12 +73,12 @@ func TestFarBackStatusFromSnapshot(t *testing.T) {
 
 	for i := 20; i < n; i += 37 { // the bucket and the tick admitted the first 20
 		u := users[i]
-		before := hook.n.Load()
+		before := hook.N()
 		got, err := s.StatusAs(ctx, q, Caller{User: u, Client: "198.18.0.1", Proved: true, Seq: seq[u]})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sent := hook.n.Load() - before
+		sent := hook.N() - before
 		exact := status(t, s, q, u)
 		switch {
 		case exact.Position > near+int64(n)/16 && (!got.Estimated || sent != 0):
