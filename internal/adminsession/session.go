@@ -85,6 +85,9 @@ type Sessions struct {
 	idle, absolute time.Duration
 	now            func() time.Time
 	cache          *lru.Cache[string, cached]
+	// ended are the sessions this replica ended within CacheFor: a find
+	// that began before must not trust them again.
+	ended *lru.Cache[string, time.Time]
 }
 
 type cached struct {
@@ -117,7 +120,8 @@ func New(rdb Redis, o Options) (*Sessions, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.cache, _ = lru.New[string, cached](cacheSize) // a positive size cannot fail
+	s.cache, _ = lru.New[string, cached](cacheSize) // positive sizes cannot fail
+	s.ended, _ = lru.New[string, time.Time](cacheSize)
 	return s, nil
 }
 
@@ -168,18 +172,28 @@ func (s *Sessions) Find(ctx context.Context, id string) (adminauth.Principal, bo
 		s.cache.Remove(id)
 		return adminauth.Principal{}, false, nil
 	}
+	if until, ok := s.ended.Get(id); ok && s.now().Before(until) {
+		return adminauth.Principal{}, false, nil // read before this replica ended it
+	}
 	s.cache.Add(id, cached{p: p, until: s.now().Add(min(CacheFor, time.Duration(left)*time.Millisecond))})
 	return p.principal(id), true, nil
 }
 
 // End ends session id of person (signing out).
 func (s *Sessions) End(ctx context.Context, person, id string) error {
-	s.cache.Remove(id)
+	s.forget(id)
 	err := endScript.Run(ctx, s.rdb, []string{rediskeys.PersonSessions(person), rediskeys.Session(id)}, id).Err()
 	if err != nil {
 		return fmt.Errorf("adminsession: end: %w", err)
 	}
 	return nil
+}
+
+// forget drops id from this replica's trust, and keeps a find under way
+// from trusting it again.
+func (s *Sessions) forget(id string) {
+	s.ended.Add(id, s.now().Add(CacheFor))
+	s.cache.Remove(id)
 }
 
 // EndPerson ends every session of person and returns how many were live.
@@ -192,7 +206,7 @@ func (s *Sessions) EndPerson(ctx context.Context, person string) (int, error) {
 	keys := []string{rediskeys.PersonSessions(person)}
 	argv := make([]any, 0, len(ids))
 	for _, id := range ids {
-		s.cache.Remove(id)
+		s.forget(id)
 		keys = append(keys, rediskeys.Session(id))
 		argv = append(argv, id)
 	}

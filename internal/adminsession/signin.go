@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/redis/go-redis/v9"
@@ -31,6 +33,10 @@ const signInTTL = 10 * time.Minute
 // exchangeTimeout bounds each call to the provider.
 const exchangeTimeout = 10 * time.Second
 
+// providerRetry is how long a failed discovery of the provider stands
+// before the next sign-in asks it again.
+const providerRetry = 30 * time.Second
+
 var claimScript = redis.NewScript(claimLua)
 
 // Errors of a sign-in coming back, each with its own stable code.
@@ -38,6 +44,10 @@ var (
 	// ErrState: the state is unknown, used, expired, or was begun in
 	// another browser (its sign-in cookie is missing or another's).
 	ErrState = errors.New("adminsession: unknown, used or expired sign-in state")
+	// ErrReplay: the state was spent already: a sign-in's answer came
+	// back twice (an ErrState too). Unlike the other ErrStates, only the
+	// holder of the sign-in cookie can make it.
+	ErrReplay = fmt.Errorf("%w (spent)", ErrState)
 	// ErrCode: the provider refused the code (expired, used, or not for
 	// this client), or answered with no ID token.
 	ErrCode = errors.New("adminsession: the provider refused the authorization code")
@@ -70,10 +80,12 @@ type SignIn struct {
 	rdb  Redis
 	aead cipher.AEAD // seals the sign-in cookies
 
-	mu       sync.Mutex // guards the discovered provider
-	provider *oidc.Provider
-	verifier *oidc.IDTokenVerifier
-	oauth    oauth2.Config
+	mu          sync.Mutex    // guards the discovered provider and the discovery
+	discovering chan struct{} // closed when the discovery under way ends; nil: none
+	failedAt    time.Time     // when the last discovery failed
+	provider    *oidc.Provider
+	verifier    *oidc.IDTokenVerifier
+	oauth       oauth2.Config
 }
 
 // NewSignIn returns the flow for cfg; secret (WAITROOM_SECRET, or the
@@ -101,23 +113,51 @@ func NewSignIn(rdb Redis, secret []byte, cfg OIDC) (*SignIn, error) {
 // Issuer is the provider's issuer URL.
 func (s *SignIn) Issuer() string { return s.cfg.Issuer }
 
-// discover finds the provider's endpoints and keys, once.
+// discover finds the provider's endpoints and keys, once: concurrent
+// callers wait for one discovery, and after a failure every caller is
+// answered ErrProvider for providerRetry without asking again, so a
+// provider that is down costs one request at a time, not one per sign-in.
 func (s *SignIn) discover(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	for s.provider == nil && s.discovering != nil {
+		wait := s.discovering
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", ErrProvider, ctx.Err())
+		}
+		s.mu.Lock()
+	}
 	if s.provider != nil {
+		s.mu.Unlock()
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, s.cfg.Client), exchangeTimeout)
-	defer cancel()
-	p, err := oidc.NewProvider(ctx, s.cfg.Issuer)
+	if time.Since(s.failedAt) < providerRetry {
+		s.mu.Unlock()
+		return ErrProvider
+	}
+	done := make(chan struct{})
+	s.discovering = done
+	s.mu.Unlock()
+
+	// A context of its own: the discovery serves every caller, and the
+	// key set is fetched with it later too.
+	base := oidc.ClientContext(context.Background(), s.cfg.Client)
+	dctx, cancel := context.WithTimeout(base, exchangeTimeout)
+	p, err := oidc.NewProvider(dctx, s.cfg.Issuer)
+	cancel()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.discovering = nil
+	close(done)
 	if err != nil {
+		s.failedAt = time.Now()
 		return fmt.Errorf("%w: %w", ErrProvider, err)
 	}
 	s.provider = p
-	// The key set is fetched with a context of its own: the request's
-	// would end with the request.
-	s.verifier = p.VerifierContext(oidc.ClientContext(context.Background(), s.cfg.Client), &oidc.Config{ClientID: s.cfg.ClientID})
+	s.verifier = p.VerifierContext(base, &oidc.Config{ClientID: s.cfg.ClientID})
 	s.oauth = oauth2.Config{ClientID: s.cfg.ClientID, ClientSecret: s.cfg.ClientSecret, RedirectURL: s.cfg.RedirectURL,
 		Endpoint: p.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "email", "profile"}}
 	return nil
@@ -166,7 +206,7 @@ func (s *SignIn) Finish(ctx context.Context, state, code, cookie string) (Person
 		return Person{}, fmt.Errorf("adminsession: claim: %w", err)
 	}
 	if spent != 1 {
-		return Person{}, ErrState
+		return Person{}, ErrReplay
 	}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, s.cfg.Client), exchangeTimeout)
 	defer cancel()
@@ -220,11 +260,13 @@ func (s *SignIn) person(id *oidc.IDToken) (Person, error) {
 	if err := id.Claims(&claims); err != nil {
 		return Person{}, fmt.Errorf("%w: %w", ErrIDToken, err)
 	}
+	// The e-mail names the person only when the provider vouches for it:
+	// some providers send none, and some let people set it themselves.
 	name := id.Subject
-	if email, _ := claims["email"].(string); email != "" && claims["email_verified"] != false {
+	if email, _ := claims["email"].(string); email != "" && (claims["email_verified"] == true || claims["email_verified"] == "true") {
 		name = email
 	}
-	if name == "" || len(name) > 256 || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if name == "" || len(name) > 256 || !utf8.ValidString(name) || strings.ContainsFunc(name, disguising) {
 		return Person{}, fmt.Errorf("%w: no usable subject or e-mail", ErrIDToken)
 	}
 	p := Person{Name: name, Subject: id.Subject, Grants: s.cfg.Roles.Grants(groups(claims[s.cfg.RolesClaim]))}
@@ -233,6 +275,11 @@ func (s *SignIn) person(id *oidc.IDToken) (Person, error) {
 	}
 	return p, nil
 }
+
+// disguising reports whether r is a character that can make a name read
+// as another: control characters, and format ones (bidirectional
+// overrides, zero-width joiners).
+func disguising(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 // groups reads a groups claim: a list of strings, or one string.
 func groups(v any) []string {

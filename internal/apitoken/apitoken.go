@@ -72,7 +72,7 @@ var (
 	// ErrTooMany: MaxTokens are live.
 	ErrTooMany = fmt.Errorf("apitoken: at most %d tokens may be live; revoke one first", MaxTokens)
 	// ErrInvalidName: a name empty, too long or with control characters.
-	ErrInvalidName = fmt.Errorf("apitoken: name must be 1 to %d characters without control characters", MaxNameRunes)
+	ErrInvalidName = fmt.Errorf("apitoken: name must be 1 to %d characters without control or format characters", MaxNameRunes)
 	// ErrInvalidExpiry: an expiry out of range.
 	ErrInvalidExpiry = fmt.Errorf("apitoken: expires_in_s must be a whole number of seconds from 60 to %d", int(MaxLifetime/time.Second))
 )
@@ -149,6 +149,9 @@ type Tokens struct {
 	key   []byte // the hash's key
 	now   func() time.Time
 	cache *lru.Cache[string, cached] // tokens found valid (lru.Cache locks itself)
+	// revoked are the tokens this replica revoked within CacheFor: a
+	// lookup that began before the revocation must not trust them again.
+	revoked *lru.Cache[string, time.Time]
 }
 
 // cached is a token found valid, until when this replica trusts it.
@@ -172,8 +175,9 @@ func New(rdb Redis, secret []byte, opts ...Option) (*Tokens, error) {
 	}
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("waitroom api token hash v1"))
-	c, _ := lru.New[string, cached](cacheSize) // a positive size cannot fail
-	t := &Tokens{rdb: rdb, key: m.Sum(nil), now: time.Now, cache: c}
+	c, _ := lru.New[string, cached](cacheSize) // positive sizes cannot fail
+	r, _ := lru.New[string, time.Time](cacheSize)
+	t := &Tokens{rdb: rdb, key: m.Sum(nil), now: time.Now, cache: c, revoked: r}
 	for _, o := range opts {
 		o(t)
 	}
@@ -198,7 +202,7 @@ type Request struct {
 // Check reports what is wrong with req, if anything.
 func (req Request) Check() error {
 	n := utf8.RuneCountInString(req.Name)
-	if !utf8.ValidString(req.Name) || n < 1 || n > MaxNameRunes || strings.ContainsFunc(req.Name, unicode.IsControl) {
+	if !utf8.ValidString(req.Name) || n < 1 || n > MaxNameRunes || strings.ContainsFunc(req.Name, disguising) {
 		return ErrInvalidName
 	}
 	if req.ExpiresIn != 0 && (req.ExpiresIn < time.Minute || req.ExpiresIn > MaxLifetime || req.ExpiresIn%time.Second != 0) {
@@ -206,6 +210,11 @@ func (req Request) Check() error {
 	}
 	return req.Grant.Check()
 }
+
+// disguising reports whether r is a character that can make a name read
+// as another: control characters, and format ones (bidirectional
+// overrides, zero-width joiners).
+func disguising(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 // Create makes a token; the secret is in the returned string alone, and
 // is never kept.
@@ -278,14 +287,16 @@ func parseMS(s string) (int64, error) {
 	return ms, err
 }
 
-// Revoke deletes the token id: this replica refuses it at once, every
-// other within CacheFor.
+// Revoke deletes the token id: this replica refuses it at once (even to a
+// check under way), every other within CacheFor.
 func (t *Tokens) Revoke(ctx context.Context, id string) error {
+	t.revoked.Add(id, t.now().Add(CacheFor))
+	t.cache.Remove(id)
 	n, err := revokeScript.Run(ctx, t.rdb, keys, id).Int()
 	if err != nil {
 		return fmt.Errorf("apitoken: revoke: %w", err)
 	}
-	t.cache.Remove(id)
+	t.cache.Remove(id) // a lookup that raced the script
 	if n == 0 {
 		return ErrNotFound
 	}
@@ -332,6 +343,9 @@ func (t *Tokens) Verify(ctx context.Context, presented string) (Token, error) {
 	tok, terr := r.token()
 	if err != nil || terr != nil || subtle.ConstantTimeCompare(h, want) != 1 {
 		return Token{}, ErrInvalid
+	}
+	if until, ok := t.revoked.Get(id); ok && t.now().Before(until) {
+		return Token{}, ErrInvalid // read before this replica revoked it
 	}
 	t.cache.Add(id, cached{tok: tok, hash: want, until: t.now().Add(min(CacheFor, time.Duration(left)*time.Millisecond))})
 	return tok, nil

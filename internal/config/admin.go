@@ -3,9 +3,11 @@ package config
 import (
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/adminauth"
+	"github.com/waitroom/waitroom/internal/apitoken"
 )
 
 // Admin is how operators sign in to the back office and the admin API.
@@ -39,6 +41,9 @@ type OIDC struct {
 // sessions' lifetimes. It runs after loadTrust (the public URL).
 func (c *Config) loadAdmin(r *reader) {
 	c.Admin.Token = c.AdminToken
+	if strings.HasPrefix(c.Admin.Token, apitoken.Prefix) {
+		r.failf("WAITROOM_ADMIN_TOKEN: must not begin with %q, the API tokens' prefix (it would be read as one)", apitoken.Prefix)
+	}
 	c.Admin.SessionIdle = r.duration("WAITROOM_ADMIN_SESSION_IDLE", "30m")
 	c.Admin.SessionMax = r.duration("WAITROOM_ADMIN_SESSION_MAX", "12h")
 	if c.Admin.SessionIdle < time.Minute || c.Admin.SessionMax < c.Admin.SessionIdle || c.Admin.SessionMax > 7*24*time.Hour {
@@ -65,6 +70,9 @@ func (c *Config) loadAdmin(r *reader) {
 		r.failf("WAITROOM_PUBLIC_URL: sign-in through OIDC needs the https origin people reach the back office at (http only on a loopback address); the redirect URI is {WAITROOM_PUBLIC_URL}/admin/callback")
 	}
 	o.RedirectURL = c.PublicURL + "/admin/callback"
+	if !c.CookieSecure && c.PublicURL != "" && !loopback(c.PublicURL) {
+		r.failf("WAITROOM_COOKIE_SECURE=false with OIDC: the back office's session cookie would lose Secure and __Host- on %s; only on a loopback WAITROOM_PUBLIC_URL", c.PublicURL)
+	}
 	var err error
 	if o.Roles, err = adminauth.ParseMapping(r.str("WAITROOM_OIDC_ROLES", "")); err != nil {
 		r.failf("WAITROOM_OIDC_ROLES: want group=role[:queue|queue...], comma-separated (e.g. wr-admin=admin,wr-ops=operator:sale,wr-view=viewer): %w", err)
@@ -79,10 +87,17 @@ func secureURL(v string) bool {
 	if err != nil || u.Host == "" || u.User != nil {
 		return false
 	}
-	if u.Scheme == "https" {
-		return true
+	return u.Scheme == "https" || u.Scheme == "http" && loopback(v)
+}
+
+// loopback reports whether URL v's host is localhost or a loopback
+// address.
+func loopback(v string) bool {
+	u, err := url.Parse(v)
+	if err != nil {
+		return false
 	}
 	host := u.Hostname()
 	ip := net.ParseIP(host)
-	return u.Scheme == "http" && (host == "localhost" || ip != nil && ip.IsLoopback())
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }

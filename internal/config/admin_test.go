@@ -56,6 +56,8 @@ func TestOIDCConfig(t *testing.T) {
 		{"client without issuer", map[string]string{"WAITROOM_OIDC_ISSUER": ""}, "WAITROOM_OIDC_CLIENT_ID"},
 		{"idle over max", map[string]string{"WAITROOM_ADMIN_SESSION_IDLE": "13h"}, "WAITROOM_ADMIN_SESSION_IDLE"},
 		{"max over a week", map[string]string{"WAITROOM_ADMIN_SESSION_MAX": "200h"}, "WAITROOM_ADMIN_SESSION_IDLE"},
+		{"insecure cookies", map[string]string{"WAITROOM_COOKIE_SECURE": "false"}, "WAITROOM_COOKIE_SECURE"},
+		{"admin token like an API token", map[string]string{"WAITROOM_ADMIN_TOKEN": "wrt_" + strings.Repeat("x", 40)}, "WAITROOM_ADMIN_TOKEN"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := Load(Map(oidcEnv(c.change))); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -122,8 +122,9 @@ func random32() []byte {
 // which a person chose, is judged by the lockout script itself, so a
 // locked address's guesses are not even compared. API tokens and session
 // ids are 256 random bits, which no lockout needs to protect: a valid one
-// passes (a script behind the same NAT as a guesser keeps working), and
-// a wrong one is counted.
+// passes even from a locked address (a script behind the same NAT as a
+// guesser keeps working), and a wrong one is counted, or refused at once
+// once this replica knows the address locked.
 //
 // Only a credential actually presented is judged. Any page the operator
 // opens can make their browser send admin requests (an <img>, a form, a
@@ -149,6 +150,12 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 		}
 		p, err := s.adminPrincipal(r)
 		if err != nil {
+			if _, bearer := reqcheck.BearerToken(r); !bearer && s.adminCookie(r) != "" && !storeUnavailable(err) {
+				// A session that ended (idle, signed out, ended by an
+				// admin): the browser forgets it, so it is not presented,
+				// and counted, again.
+				s.setCookie(w, adminCookieName(s.cookieSecure), "", -1, http.SameSiteStrictMode)
+			}
 			s.fail(w, r, err)
 			return
 		}
@@ -166,9 +173,6 @@ func (s *Server) adminPrincipal(r *http.Request) (adminauth.Principal, error) {
 		return adminauth.Principal{}, errUnauthorized
 	}
 	client := s.clientIP.Addr(r)
-	if d, ok := s.admin.lockedFor(client); ok {
-		return adminauth.Principal{}, lockedError(d)
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), adminRedisTimeout)
 	defer cancel()
 	switch {
@@ -223,9 +227,12 @@ func (s *Server) breakGlass(ctx context.Context, r *http.Request, client netip.A
 
 // adminFailure runs judge (a lockout call) and turns its verdict on a
 // failed credential into the answer: 429 while the client is locked
-// (remembered on this replica until the lock ends), else 401. A Match is
-// no failure: nil.
+// (remembered on this replica until the lock ends: judge is then not even
+// run), else 401. A Match is no failure: nil.
 func (s *Server) adminFailure(ctx context.Context, r *http.Request, client netip.Addr, judge func() (lockout.Result, error)) error {
+	if d, ok := s.admin.lockedFor(client); ok {
+		return lockedError(d)
+	}
 	res, err := judge()
 	switch {
 	case err != nil:
@@ -279,17 +286,32 @@ func (s *Server) need(role adminauth.Role) func(http.Handler) http.Handler {
 }
 
 // allowed reports whether r's principal may act as role: on the queue of
-// r's path when it has one; else anywhere (a list shows only the queues
-// the principal sees, and an admin's grant covers every queue).
+// r's path when its route names one (an empty name covers nothing);
+// else anywhere (a list shows only the queues the principal sees, and an
+// admin's grant covers every queue).
 func allowed(r *http.Request, role adminauth.Role) error {
 	p, _ := adminauth.FromContext(r.Context())
 	if p.Role() < role {
 		return errForbiddenRole
 	}
-	if q := chi.URLParam(r, "queue"); q != "" && !p.Allows(role, q) {
+	if q, ok := routeQueue(r); ok && (q == "" || !p.Allows(role, q)) {
 		return errForbiddenQueue
 	}
 	return nil
+}
+
+// routeQueue is the {queue} of r's route, and whether it has one.
+func routeQueue(r *http.Request) (string, bool) {
+	rctx := chi.RouteContext(r.Context())
+	if rctx == nil {
+		return "", false
+	}
+	for i, k := range rctx.URLParams.Keys {
+		if k == "queue" {
+			return rctx.URLParams.Values[i], true
+		}
+	}
+	return "", false
 }
 
 // retryAfter is d in whole seconds, rounded up, for a Retry-After header.

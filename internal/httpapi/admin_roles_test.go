@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	mrand "math/rand/v2"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -173,8 +174,13 @@ func TestWrongAPITokensAreLockedOut(t *testing.T) {
 	if r.header.Get("Retry-After") == "" {
 		t.Fatal("429 without Retry-After")
 	}
-	// The break-glass token from the locked address: refused too.
+	// The break-glass token from the locked address: refused too, unjudged.
 	wantError(t, e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...), 429, "too_many_attempts")
+	// A valid API token is 256 random bits, no guess: a script behind the
+	// guesser's address keeps working.
+	if r := e.do("GET", "/admin/v1/queues", "", asClient(client, good)...); r.status != 200 {
+		t.Fatalf("a valid token from the locked address: %d %s", r.status, r.body)
+	}
 	// Another address is served.
 	if r := e.do("GET", "/admin/v1/queues", "", asClient(testClient(), good)...); r.status != 200 {
 		t.Fatalf("another address: %d", r.status)
@@ -248,12 +254,18 @@ func TestSessionCookie(t *testing.T) {
 	if r := e.do("POST", "/admin/logout", "", cookie...); r.status != 204 || !strings.Contains(r.header.Get("Set-Cookie"), "Max-Age=0") {
 		t.Fatalf("logout: %d %v", r.status, r.header)
 	}
-	wantError(t, e.do("GET", "/admin/v1/me", "", cookie...), 401, "unauthorized")
+	r = e.do("GET", "/admin/v1/me", "", cookie...)
+	wantError(t, r, 401, "unauthorized")
+	if sc := r.header.Get("Set-Cookie"); !strings.Contains(sc, adminCookieName(false)+"=;") || !strings.Contains(sc, "Max-Age=0") {
+		t.Fatalf("an ended session's cookie is not cleared: %q", sc)
+	}
 
-	// Two sessions of one person, ended by an admin.
+	// Two sessions of one person, ended by an admin; the name path-escaped
+	// as a client library writes it.
+	person.Name = "kim+ops-" + e.queue + "@example.com"
 	a, _ := sessions.Start(context.Background(), person)
 	b, _ := sessions.Start(context.Background(), person)
-	r = e.do("DELETE", "/admin/v1/sessions/"+person.Name, "", asClient(client, adminToken)...)
+	r = e.do("DELETE", "/admin/v1/sessions/"+url.PathEscape(strings.ReplaceAll(person.Name, "@", "%40")), "", asClient(client, adminToken)...)
 	if r.status != 200 || !strings.Contains(string(r.body), `"ended":2`) {
 		t.Fatalf("end sessions: %d %s", r.status, r.body)
 	}
@@ -262,9 +274,11 @@ func TestSessionCookie(t *testing.T) {
 	}
 }
 
-// TestSignInFailuresLockOut: a failed sign-in coming back counts like a
-// wrong token, so guessing states or codes at /admin/callback is locked
-// out too.
+// TestSignInFailuresLockOut: a failed sign-in that only a guesser can
+// make (a code the provider refuses, a replayed state) counts like a wrong
+// token; what any page can make a browser send to /admin/callback (no
+// sign-in cookie, a state not its own, the provider's refusal) is
+// answered but never counted, so another site cannot lock an operator out.
 func TestSignInFailuresLockOut(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Client(t)
@@ -275,22 +289,39 @@ func TestSignInFailuresLockOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, rdb, slow, testTimeout, Options{ClientIP: behindProxy(t), SignIn: signIn})
+	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t), SignIn: signIn})
 	client := testClient()
-	for i := 0; i < adminLockout.MaxFailures; i++ {
-		r := e.do("GET", "/admin/callback?state=guess&code=guess", "", "X-Forwarded-For", client)
-		if r.status != 400 || !strings.Contains(string(r.body), `data-code="invalid_state"`) {
-			t.Fatalf("callback %d: %d %s", i+1, r.status, r.body)
+	page := func(r response, status int, code string) {
+		t.Helper()
+		if r.status != status || !strings.Contains(string(r.body), `data-code="`+code+`"`) {
+			t.Fatalf("want %d %s: %d %s", status, code, r.status, r.body)
 		}
 	}
-	r := e.do("GET", "/admin/callback?state=guess&code=guess", "", "X-Forwarded-For", client)
-	if r.status != 429 || !strings.Contains(string(r.body), `data-code="too_many_attempts"`) || r.header.Get("Retry-After") == "" {
-		t.Fatalf("locked: %d %v %s", r.status, r.header, r.body)
+	// What another site's page can send: never counted.
+	for range 3 * adminLockout.MaxFailures {
+		page(e.do("GET", "/admin/callback?state=guess&code=guess", "", "X-Forwarded-For", client, "Sec-Fetch-Site", "cross-site"), 400, "invalid_state")
+		page(e.do("GET", "/admin/callback?error=access_denied&state=x", "", "X-Forwarded-For", client), 401, "signin_denied")
 	}
-	// Asking to sign in writes nothing and needs no lock: it is a redirect.
-	r = e.do("GET", "/admin/login", "", "X-Forwarded-For", testClient())
-	if r.status != 302 || !strings.HasPrefix(r.header.Get("Location"), p.Issuer()) || !strings.Contains(r.header.Get("Set-Cookie"), "wr_signin=") {
-		t.Fatalf("login: %d %v", r.status, r.header)
+	if r := e.do("GET", "/admin/v1/me", "", asClient(client, adminToken)...); r.status != 200 {
+		t.Fatalf("the operator after another site's callbacks: %d %s", r.status, r.body)
+	}
+	// A real sign-in with a made-up code: counted, ten lock the address.
+	for i := 0; i <= adminLockout.MaxFailures; i++ {
+		login := e.do("GET", "/admin/login", "", "X-Forwarded-For", client)
+		to, _ := url.Parse(login.header.Get("Location"))
+		cookie := strings.SplitN(login.header.Get("Set-Cookie"), ";", 2)[0]
+		if login.status != 302 || to == nil || !strings.HasPrefix(cookie, "wr_signin=") {
+			t.Fatalf("login: %d %v", login.status, login.header)
+		}
+		r := e.do("GET", "/admin/callback?state="+url.QueryEscape(to.Query().Get("state"))+"&code=made-up", "", "X-Forwarded-For", client, "Cookie", cookie)
+		if i < adminLockout.MaxFailures {
+			page(r, 401, "invalid_code")
+		} else {
+			page(r, 429, "too_many_attempts")
+			if r.header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+		}
 	}
 	// Without a provider, no sign-in.
 	plain := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken})

@@ -404,10 +404,16 @@ func (k *contract) checkSignIn(t *testing.T, rdb *redis.Client, plain *env) {
 	cb, cookie = k.beginSignIn(t, e, op, kim.Subject)
 	pageCheck(call{method: "GET", path: cb, header: fresh(kims), status: 400, code: "invalid_state"}) // another browser's answer
 
-	// Failed sign-ins lock the address out, like wrong tokens.
+	// Failed sign-ins only a guesser can make (a code the provider
+	// refuses) lock the address out, like wrong tokens.
 	client := testClient()
 	for range adminLockout.MaxFailures {
-		pageCheck(call{method: "GET", path: "/admin/callback?error=access_denied", header: []string{"X-Forwarded-For", client}, status: 401, code: "signin_denied"})
+		cb, cookie := k.beginSignIn(t, e, op, kim.Subject)
+		made, _ := url.Parse(cb)
+		mq := made.Query()
+		mq.Set("code", "made-up")
+		made.RawQuery = mq.Encode()
+		pageCheck(call{method: "GET", path: made.RequestURI(), header: append(slices.Clone(cookie), "X-Forwarded-For", client), status: 401, code: "invalid_code"})
 	}
 	pageCheck(call{method: "GET", path: cb, header: append(slices.Clone(cookie), "X-Forwarded-For", client), status: 429, code: "too_many_attempts"})
 

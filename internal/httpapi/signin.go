@@ -88,8 +88,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 
 // callback is where the provider sends the browser back: the sign-in is
 // finished and a session started (its cookie SameSite=Strict), or the
-// page says why not. A failure other than a person without a role counts
-// against the client's address, like a wrong admin token.
+// page says why not. A failure only a guesser can make counts against the
+// client's address, like a wrong admin token (signInError).
 func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	if s.admin.signIn == nil || s.admin.lockout == nil {
 		s.fail(w, r, errNoSignIn)
@@ -132,7 +132,12 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 }
 
 // signInError is the answer to a failed sign-in, err counted by the
-// lockout where it could be a guess.
+// lockout where only a guesser could have made it: a spent state
+// replayed, a code or an ID token the provider's answer did not bear out.
+// A missing or foreign sign-in cookie, a state that does not match it, or
+// the provider's own refusal are not counted: any page can send a
+// browser to /admin/callback, and counting those would let another site
+// lock an operator out.
 func (s *Server) signInError(r *http.Request, err error) error {
 	var answer error
 	switch {
@@ -140,14 +145,16 @@ func (s *Server) signInError(r *http.Request, err error) error {
 		return errSignInNoRole // the provider vouched for them: no guess
 	case errors.Is(err, adminsession.ErrProvider):
 		return errSignInProvider
-	case errors.Is(err, adminsession.ErrState):
+	case errors.Is(err, adminsession.ErrReplay):
 		answer = errSignInState
+	case errors.Is(err, adminsession.ErrState):
+		return errSignInState
 	case errors.Is(err, adminsession.ErrCode):
 		answer = errSignInCode
 	case errors.Is(err, adminsession.ErrIDToken):
 		answer = errSignInIDToken
 	case errors.Is(err, errSignInDenied):
-		answer = errSignInDenied
+		return errSignInDenied
 	default:
 		return err
 	}

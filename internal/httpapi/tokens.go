@@ -171,8 +171,8 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 // endSessions ends every sign-in of the person the path names (as the
 // audit log names them): here at once, on every replica within a second.
 func (s *Server) endSessions(w http.ResponseWriter, r *http.Request) {
-	person := chi.URLParam(r, "person")
-	if person == "" || len(person) > 256 {
+	person, err := pathParam(r, "person") // an e-mail's @ and + arrive escaped
+	if err != nil || person == "" || len(person) > 256 {
 		s.fail(w, r, errInvalidPersonID)
 		return
 	}
