@@ -72,6 +72,7 @@ func startNginx(t *testing.T, bin, waitroomAddr, orderAddr string) string {
 		"server demo-order:8081;":        "server " + orderAddr + ";",
 		"listen 80;":                     "listen " + addr + ";",
 		"/var/cache/nginx/waitroom_auth": filepath.Join(dir, "waitroom_auth"),
+		"/var/cache/nginx/waitroom_line": filepath.Join(dir, "waitroom_line"),
 	} {
 		if !strings.Contains(conf, old) {
 			t.Fatalf("deploy/nginx/waitroom.conf no longer has %q", old)

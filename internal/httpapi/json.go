@@ -229,6 +229,10 @@ func appendTicket(b []byte, t ticketResponse) []byte {
 	if t.Estimated {
 		b = append(b, `,"position_estimated":true`...)
 	}
+	if t.Arrival != 0 {
+		b = append(b, `,"arrival":`...)
+		b = strconv.AppendInt(b, t.Arrival, 10)
+	}
 	b = append(b, `,"waiting":`...)
 	b = strconv.AppendInt(b, t.Waiting, 10)
 	b = append(b, `,"eta_seconds":`...)

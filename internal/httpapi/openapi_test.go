@@ -464,6 +464,15 @@ func TestOpenAPIContract(t *testing.T) {
 			t.Fatalf("status of the joined place: %+v", tk)
 		}
 		k.check(t, e, call{method: "GET", path: q + "/status?user_id=x", status: 400, code: "user_ids_disabled"})
+		// The line's public document: none before the replica has read
+		// the line, then the same for everyone, and 304 for its ETag.
+		k.check(t, e, call{method: "GET", path: q + "/line", status: 503, code: "unavailable"})
+		if err := e.store.RefreshSnapshot(context.Background(), e.queue, true); err != nil {
+			t.Fatal(err)
+		}
+		doc := k.check(t, e, call{method: "GET", path: q + "/line", header: cookie, status: 200})
+		k.check(t, e, call{method: "GET", path: q + "/line", header: []string{"If-None-Match", doc.header.Get("ETag")}, status: 304})
+		k.check(t, e, call{method: "GET", path: "/api/v1/queues/nope/line", status: 404, code: "queue_not_found"})
 		k.check(t, e, call{method: "GET", path: q + "/status", status: 401, code: "invalid_place"})
 		k.check(t, e, call{method: "GET", path: q + "/status", header: bearerHeader("forged"), status: 401, code: "invalid_place"})
 		k.check(t, e, call{method: "GET", path: "/api/v1/queues/nope/status", header: cookie, status: 404, code: "queue_not_found"})

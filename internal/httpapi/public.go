@@ -160,6 +160,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.failPlace(w, r, q, err)
 		return
 	}
+	if t.Seq == 0 {
+		t.Seq = c.Seq // the arrival number the credential carries
+	}
 	s.writeTicket(w, r, q, c.User, "", t, t.PollAfter())
 }
 

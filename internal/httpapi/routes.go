@@ -58,6 +58,7 @@ func (s *Server) routes() *chi.Mux {
 	r.Get(api+"/challenge", s.issueChallenge)
 	r.Post(api+"/enter", s.enter)
 	r.Get(api+"/status", s.status)
+	r.Get(api+"/line", s.line) // the line as a public, cacheable document (line.go)
 	r.Delete(api+"/place", s.leavePlace)
 	r.Post(api+"/handoff", s.createHandoff) // move the place to another device (handoff.go)
 	r.Get(api+"/handoff/qr", s.handoffQR)   // its QR code, a PNG

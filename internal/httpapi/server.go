@@ -28,6 +28,7 @@ import (
 	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/handoff"
+	"github.com/waitroom/waitroom/internal/linedoc"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
@@ -148,6 +149,7 @@ type Server struct {
 	probePolicy         safeurl.Policy     // Options.ProbePolicy
 	failOpens           *failopen.Recorder // nil: none
 	handoffs            *handoff.Service   // nil: none
+	lines               *linedoc.Documents // the queues' public line documents (line.go)
 	adapt               *autorate.Runner   // nil: none
 }
 
@@ -177,6 +179,7 @@ func New(o Options) *Server {
 		s.pages = pages.Default()
 	}
 	s.handoffs = o.Handoffs
+	s.lines = linedoc.New(o.Store)
 	s.proxying = o.Upstream != nil
 	s.clientIP = o.ClientIP
 	if s.clientIP == nil {

@@ -17,7 +17,11 @@ type ticketResponse struct {
 	Position int64        `json:"position"`
 	// Estimated: position and ETA come from the replica's snapshot of a
 	// line the place is far back in (queue.Ticket.Estimated): "about".
-	Estimated  bool  `json:"position_estimated,omitempty"`
+	Estimated bool `json:"position_estimated,omitempty"`
+	// Arrival is a waiting place's arrival number (its order in the
+	// line, signed into its credential): with the line's public document
+	// (GET .../line) a page far from the head works out its own position.
+	Arrival    int64 `json:"arrival,omitempty"`
 	Waiting    int64 `json:"waiting"`
 	ETASeconds int64 `json:"eta_seconds"`
 	// The wait as a range (queue.Ticket.ETALow, ETAHigh): likely no
@@ -48,6 +52,7 @@ func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, 
 		Reason:     t.Reason,
 		Position:   t.Position,
 		Estimated:  t.Estimated,
+		Arrival:    arrivalOf(t),
 		Waiting:    t.Waiting,
 		ETASeconds: int64((t.ETA + time.Second - 1) / time.Second),
 		// The low end rounded down, the high end up: the range only widens.
@@ -93,4 +98,13 @@ func targetURL(base, pass string) string {
 	v.Set("wr_pass", pass)
 	u.RawQuery = v.Encode()
 	return u.String()
+}
+
+// arrivalOf is a waiting place's arrival number, 0 for anyone else (in a
+// draw the order is not yet drawn).
+func arrivalOf(t queue.Ticket) int64 {
+	if t.Status != queue.Waiting || t.Position == 0 {
+		return 0
+	}
+	return t.Seq
 }

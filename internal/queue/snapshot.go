@@ -227,8 +227,21 @@ func (q *queueRef) answer(user string, seq int64, now time.Time) (Ticket, bool) 
 	if age > snapshotMaxAge || age < 0 {
 		return Ticket{}, false
 	}
-	pos, ok := sn.position(seq, age)
+	t, ok := sn.ticket(seq, age)
 	if !ok || q.stale.stale(user, seq, sn.seqs[0]) {
+		return Ticket{}, false
+	}
+	return t, true
+}
+
+// ticket is the ticket of the waiting place with arrival number seq, age
+// after the snapshot was read: its estimated position, and the wait from
+// it as status.lua's head gives it, the head's times less the age. The
+// public line document gives a page what it needs to do the same
+// (Line, web/static/line-math.js).
+func (sn *snapshot) ticket(seq int64, age time.Duration) (Ticket, bool) {
+	pos, ok := sn.position(seq, age)
+	if !ok {
 		return Ticket{}, false
 	}
 	head := sn.head

@@ -56,6 +56,7 @@ import { onFull, fullWhenDue } from './waiting-full.js';
 import { onNotOpen, opened, enterWhenDue } from './waiting-opening.js';
 import { onMoved } from './waiting-move.js';
 import { placeGone } from './waiting-leave.js';
+import { heard, followFromDocument } from './waiting-line.js';
 
 const FALLBACK_POLL_MS = 2000;
 const MIN_POLL_MS = 250; // guards against a server hint of 0 hammering us
@@ -229,6 +230,7 @@ export function waitOut(err, next) {
 }
 
 function onTicket(tk, action) {
+  heard();
   page.updatedAt = new Date();
   if (tk.user_id !== page.member || action === 'enter') {
     page.lowest = 0; // a new place, or the back of the line again
@@ -239,7 +241,7 @@ function onTicket(tk, action) {
   }
   switch (tk.status) {
     case 'WAITING':
-      onWaiting(tk);
+      onWaiting(tk, action);
       return;
     case 'ENTERED':
       enterTurn(tk);
@@ -252,8 +254,11 @@ function onTicket(tk, action) {
   }
 }
 
-// onWaiting shows a place in line and polls it when the server says.
-function onWaiting(tk) {
+// onWaiting shows a place in line and polls it when the server says; far
+// back (an estimated position, or any fresh place: the document says
+// whether it is far) it follows the line's public document instead
+// (waiting-line.js).
+function onWaiting(tk, action) {
   attempt.hadPlace = true;
   page.opening = null;
   opened();
@@ -262,8 +267,17 @@ function onWaiting(tk) {
   if (tk.position > 0 && (!page.place || tk.position > page.place.initial_position)) {
     savePlace({ queue: queue, user_id: page.member, initial_position: tk.position, joined_at: Date.now() });
   }
-  // Never a higher number than already shown while in line: an
-  // estimate far back may waver, the exact one near the head is exact.
+  showWaiting(tk);
+  if (!followFromDocument(tk, action === 'enter', () => step('status'), showWaiting)) {
+    schedule(tk.poll_after_ms > 0 ? Math.max(MIN_POLL_MS, tk.poll_after_ms) : FALLBACK_POLL_MS);
+  }
+}
+
+// showWaiting shows a waiting ticket, the origin's or one worked out from
+// the line's document. Never a higher number than already shown while in
+// line: an estimate far back may waver, the exact one near the head is
+// exact.
+function showWaiting(tk) {
   if (tk.position > 0) {
     if (tk.position_estimated && page.lowest > 0 && tk.position > page.lowest) {
       tk = Object.assign({}, tk, { position: page.lowest });
@@ -274,7 +288,6 @@ function onWaiting(tk) {
   page.state = 'waiting';
   render();
   announce(tk);
-  schedule(tk.poll_after_ms > 0 ? Math.max(MIN_POLL_MS, tk.poll_after_ms) : FALLBACK_POLL_MS);
 }
 
 // onNoPlace handles a successful answer that we hold no place. Before we

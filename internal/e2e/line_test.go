@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waitroom/waitroom/internal/linedoc"
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// placeAnswer is a far-back place as the page and the server work it out.
+type placeAnswer struct {
+	Position int64 `json:"position"`
+	ETA      int64 `json:"eta_seconds"`
+	Low      int64 `json:"eta_low_seconds"`
+	High     int64 `json:"eta_high_seconds"`
+}
+
+// serverPlace is the server's far-back answer for arrival, age after the
+// line was read, rounded as the status answer rounds it (httpapi's
+// writeTicket); nil where the server would ask Redis.
+func serverPlace(l queue.Line, arrival int64, age time.Duration) *placeAnswer {
+	t, ok := l.Ticket(arrival, age)
+	if !ok {
+		return nil
+	}
+	return &placeAnswer{Position: t.Position, ETA: int64((t.ETA + time.Second - 1) / time.Second),
+		Low: int64(t.ETALow / time.Second), High: int64((t.ETAHigh + time.Second - 1) / time.Second)}
+}
+
+// The page's arithmetic (web/static/line-math.js, run in Chromium) and the
+// server's far-back status give the same position and wait for the same
+// line, arrival number and age: over generated lines (lengths, places
+// gone from them, refill sizes, abandonment on or off), every arrival
+// number in and around the line and ages before, at and after ticks.
+func TestLineMathMatchesServer(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	s := newStack(t, stackOptions{settings: queue.Settings{RefillSize: 3, RefillInterval: time.Hour, SessionTTL: time.Minute}})
+	b := newBrowser(t, chromium)
+	b.navigate(s.url + "/q/" + s.queue)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(11, 12))
+	type input struct {
+		Arrival int64 `json:"arrival"`
+		AgeMS   int64 `json:"age_ms"`
+	}
+	filled, compared, placed := 0, 0, 0
+	for round, c := range []struct {
+		add, refill int
+		abandon     time.Duration
+	}{
+		{40, 1, 0}, {600, 3, 0}, {900, 10, 2 * time.Minute}, {1500, 1, 2 * time.Minute}, {400, 100, 0},
+	} {
+		s.fillWaiting(fmt.Sprintf("lm%d", round), c.add)
+		filled += c.add
+		// Places gone from the line, here and there: the line thins.
+		for i := 0; i < c.add/10; i++ {
+			s.remove(fmt.Sprintf("lm%d-%d", round, r.IntN(c.add)))
+		}
+		refill := c.refill
+		if err := s.store.UpdateSettings(ctx, s.queue, queue.Update{RefillSize: &refill, AbandonAfter: &c.abandon}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.store.RefreshSnapshot(ctx, s.queue, true); err != nil {
+			t.Fatal(err)
+		}
+		l, ok := s.store.Line(s.queue, time.Now())
+		if !ok {
+			t.Fatal("no line")
+		}
+		doc := linedoc.Encode(s.queue, l)
+		first, last := l.Arrivals[0], l.Arrivals[len(l.Arrivals)-1]
+		until := l.UntilNextTick.Milliseconds()
+		var in []input
+		for range 400 {
+			a := first - 3 + r.Int64N(last-first+7)
+			for _, age := range []int64{0, 1, r.Int64N(2500), until - 1, until, until + 1, until + l.RefillInterval.Milliseconds()*int64(r.IntN(3))} {
+				if age >= 0 {
+					in = append(in, input{a, age})
+				}
+			}
+		}
+		inJSON, _ := json.Marshal(in)
+		got := importing[[]*placeAnswer](b, "line-math.js", fmt.Sprintf(`%s.map((x) => m.place(%s, x.arrival, x.age_ms))`, inJSON, doc.Body))
+		if len(got) != len(in) {
+			t.Fatalf("%d answers for %d questions", len(got), len(in))
+		}
+		for i, x := range in {
+			want := serverPlace(l, x.Arrival, time.Duration(x.AgeMS)*time.Millisecond)
+			compared++
+			if (want == nil) != (got[i] == nil) || want != nil && *want != *got[i] {
+				t.Fatalf("round %d, arrival %d, age %d ms: page %+v, server %+v\ndocument %s", round, x.Arrival, x.AgeMS, got[i], want, doc.Body)
+			}
+			if want != nil {
+				placed++
+			}
+		}
+	}
+	if placed < compared/4 {
+		t.Fatalf("only %d of %d answers placed anyone: the rounds test too little", placed, compared)
+	}
+	t.Logf("%d places in line over the rounds; %d questions, %d placed far back, page and server agree", filled, compared, placed)
+}
+
+// A page far back follows the line's public document: after its enter it
+// reads /line, works out its place there, shows it as "about", never a
+// higher number than before, and asks the origin for no status while it
+// stays far from the head (the document is the same for everyone, so
+// nginx or a CDN answers it: the origin sees none of these requests).
+func TestFarBackPageFollowsTheDocument(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	s := newStack(t, stackOptions{settings: fastTicks(1)})
+	s.fillWaiting("ahead", 1500)
+	b := newBrowser(t, chromium)
+	b.navigate(s.url + "/q/" + s.queue)
+	lines := func() int {
+		return s.calls.count(func(c call) bool { return strings.HasSuffix(c.path, "/line") })
+	}
+	statuses := func() int {
+		return s.calls.count(func(c call) bool { return strings.HasSuffix(c.path, "/status") })
+	}
+	b.waitJS(10*time.Second, "a place in line", `document.body.dataset.state === 'waiting'`)
+	statusAtStart := statuses() // the page's first look for a place (401) before its enter
+	var shown []int64           // the positions shown, in turn ("about 1,485": 1485)
+	eventually(t, 60*time.Second, "three reads of the document", func() (bool, string) {
+		digits := strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return r
+			}
+			return -1
+		}, b.text("#position"))
+		n, err := strconv.ParseInt(digits, 10, 64)
+		if err == nil && (len(shown) == 0 || shown[len(shown)-1] != n) {
+			shown = append(shown, n)
+		}
+		return lines() >= 3, fmt.Sprintf("%d reads of /line, %d statuses", lines(), statuses())
+	})
+	if n := statuses() - statusAtStart; n != 0 {
+		t.Fatalf("%d status requests far back, want none (reads of /line: %d)", n, lines())
+	}
+	for i := 1; i < len(shown); i++ {
+		if shown[i] > shown[i-1] {
+			t.Fatalf("the position shown rose: %v", shown)
+		}
+	}
+	if len(shown) == 0 || !strings.HasPrefix(b.text("#position"), "about") {
+		t.Fatalf("the position shown: %q (%v)", b.text("#position"), shown)
+	}
+}
