@@ -154,4 +154,12 @@ func TestFarBackPageFollowsTheDocument(t *testing.T) {
 	if len(shown) == 0 || !strings.HasPrefix(b.text("#position"), "about") {
 		t.Fatalf("the position shown: %q (%v)", b.text("#position"), shown)
 	}
+	// The line ahead goes: the next look finds the place near the head,
+	// and from then on the origin answers it.
+	for i := range 1500 {
+		s.remove(fmt.Sprintf("ahead-%d", i))
+	}
+	eventually(t, 40*time.Second, "a status once near the head", func() (bool, string) {
+		return statuses() > statusAtStart, fmt.Sprintf("%d reads of /line, %d statuses", lines(), statuses())
+	})
 }
