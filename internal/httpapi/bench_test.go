@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -71,6 +72,31 @@ func BenchmarkHandlers(b *testing.B) {
 			req := httptest.NewRequest("GET", api+"/status", nil)
 			req.Header.Set("Authorization", "Bearer "+tokens[i%len(tokens)])
 			serve(b, req)
+		}
+	})
+	// The line's public document, what a far-back page reads instead of
+	// its status (served from the snapshot's encoding: no Redis). The
+	// snapshot is read again in the background, as the scheduler does.
+	b.Run("line", func(b *testing.B) {
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		if err := e.store.RefreshSnapshot(ctx, e.queue, true); err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			t := time.NewTicker(500 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					_ = e.store.RefreshSnapshot(ctx, e.queue, false)
+				}
+			}
+		}()
+		for b.Loop() {
+			serve(b, httptest.NewRequest("GET", api+"/line", nil))
 		}
 	})
 }

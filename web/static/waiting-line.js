@@ -15,7 +15,7 @@ import { place } from './line-math.js';
 
 const STATUS_EVERY_MS = 5 * 60 * 1000; // the longest the page goes without the origin's word
 const MIN_LOOK_MS = 2000; // the document changes once a tick; a second is its cache
-const MAX_LOOK_MS = 15000;
+const MAX_LOOK_MS = 60000; // the status poll's own bound (queue.MaxPoll)
 
 const lineURL = '/api/v1/queues/' + encodeURIComponent(queue) + '/line';
 
@@ -26,10 +26,22 @@ export function heard() {
   lastStatusAt = Date.now();
 }
 
-// lookInterval is how often the page reads the document of a line that
-// ticks every intervalMs.
-function lookInterval(intervalMs) {
-  return Math.min(MAX_LOOK_MS, Math.max(MIN_LOOK_MS, intervalMs || 0));
+// lookInterval is when the page reads the document again, as the status
+// poll's policy (queue.Ticket.PollAfter): after the next tick, and the
+// further back, the later: a tenth of the ticks ahead, up to a minute,
+// less up to a fifth at random. Far back the position moves slowly, and
+// ten million pages each reading every interval would cost the edge more
+// than their status polls ever cost the origin.
+function lookInterval(doc, p, ageMs) {
+  const interval = Math.max(doc.refill_interval_ms, 1);
+  const ticksAhead = Math.floor((p.position - 1) / Math.max(doc.refill_size, 1));
+  let wait = Math.max(0, doc.until_next_tick_ms - ageMs) + interval + 100;
+  const skip = Math.floor(ticksAhead / 10);
+  if (skip > 0) {
+    const extra = Math.min(skip * interval, MAX_LOOK_MS);
+    wait += extra - Math.random() * (extra / 5);
+  }
+  return Math.round(Math.min(MAX_LOOK_MS, Math.max(MIN_LOOK_MS, wait)));
 }
 
 // followFromDocument schedules the next look at the document instead of a
@@ -39,7 +51,9 @@ function lookInterval(intervalMs) {
 // the origin; onEstimate shows a ticket worked out here.
 export function followFromDocument(tk, entered, onStatus, onEstimate) {
   if (!(tk.arrival > 0) || !(tk.position > 0) || !(tk.position_estimated || entered)) return false;
-  later(() => look(tk, onStatus, onEstimate), lookInterval(tk.poll_after_ms));
+  // The first look when the server said to poll (for a fresh place, a
+  // random point of its interval, so a crowd that joined at once spreads).
+  later(() => look(tk, onStatus, onEstimate), Math.min(MAX_LOOK_MS, Math.max(MIN_LOOK_MS, tk.poll_after_ms || 0)));
   return true;
 }
 
@@ -60,11 +74,16 @@ async function look(tk, onStatus, onEstimate) {
     return;
   }
   if (gen !== attempt.generation) return;
-  const wait = lookInterval(doc.refill_interval_ms);
-  const p = place(doc, tk.arrival, serverNow() - doc.at_ms);
+  const age = Math.max(0, serverNow() - doc.at_ms);
+  const p = place(doc, tk.arrival, age);
+  if (!p) {
+    onStatus();
+    return;
+  }
+  const wait = lookInterval(doc, p, age);
   // How far the head may come before the next look.
   const margin = doc.tick_reach * (Math.ceil(wait / Math.max(doc.refill_interval_ms, 1)) + 1);
-  if (!p || p.position <= doc.near_head + margin) {
+  if (p.position <= doc.near_head + margin) {
     onStatus();
     return;
   }
