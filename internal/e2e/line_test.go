@@ -7,8 +7,12 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/internal/linedoc"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -164,4 +168,50 @@ func TestFarBackPageFollowsTheDocument(t *testing.T) {
 	eventually(t, 90*time.Second, "a status once near the head", func() (bool, string) {
 		return statuses() > statusAtStart, fmt.Sprintf("%d reads of /line, %d statuses", lines(), statuses())
 	})
+}
+
+// A far-back page over a minute of virtual time (Chromium's, the page's
+// timers and clock; network fetches hold it): it reads the line's document
+// on its poll schedule and asks the origin for no status, since in a
+// minute the line cannot bring it near the head (10 places a tick, 5,000
+// ahead).
+func TestFarBackPageVirtualMinute(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	s := newStack(t, stackOptions{settings: queue.Settings{RefillSize: 10, RefillInterval: 5 * time.Second, SessionTTL: time.Minute}})
+	s.fillWaiting("ahead", 5000)
+	b := newBrowser(t, chromium)
+	b.navigate(s.url + "/q/" + s.queue)
+	b.waitJS(10*time.Second, "a place in line", `document.body.dataset.state === 'waiting'`)
+	lines := func() int { return s.calls.count(func(c call) bool { return strings.HasSuffix(c.path, "/line") }) }
+	statuses := func() int { return s.calls.count(func(c call) bool { return strings.HasSuffix(c.path, "/status") }) }
+	lines0, statuses0 := lines(), statuses()
+
+	expired := make(chan struct{})
+	var once sync.Once
+	if err := chromedp.Listen(b.ctx, func(ev any) {
+		if _, ok := ev.(*emulation.EventVirtualTimeBudgetExpired); ok {
+			once.Do(func() { close(expired) })
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	budget := float64(time.Minute / time.Millisecond)
+	if _, err := chromedp.Call(b.ctx, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{
+		Policy: emulation.VirtualTimePolicyPauseIfNetworkFetchesPending, Budget: &budget}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-expired:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("a minute of virtual time did not pass in 90 s (reads of /line %d, statuses %d)", lines()-lines0, statuses()-statuses0)
+	}
+	read, asked := lines()-lines0, statuses()-statuses0
+	t.Logf("a virtual minute far back: %d reads of /line, %d status requests; shown %q", read, asked, b.text("#position"))
+	if read < 1 || asked != 0 {
+		t.Fatalf("a virtual minute far back: %d reads of /line, %d status requests; want some reads and no status", read, asked)
+	}
+	if !strings.HasPrefix(b.text("#position"), "about") {
+		t.Fatalf("#position %q, want an estimate", b.text("#position"))
+	}
 }
