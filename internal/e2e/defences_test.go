@@ -217,7 +217,11 @@ func TestRateLimitedPageWaitsSilently(t *testing.T) {
 	// A status every 2.5 s per place, against polls every second or so.
 	settings.Limits = queue.Limits{StatusPerPlace: queue.Limit{Rate: 0.4, Burst: 1}}
 	s := newStack(t, stackOptions{settings: settings})
-	s.fillWaiting("ahead", 30)
+	// Near the head, where a page polls its status (far back it reads the
+	// line's document instead), and held there: the line is paused.
+	s.fillWaiting("ahead", 5)
+	paused := true
+	s.update(queue.Update{Paused: &paused})
 
 	b := newBrowser(t, chromium)
 	b.navigate(s.url + "/q/" + s.queue)

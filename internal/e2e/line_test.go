@@ -183,6 +183,13 @@ func TestFarBackPageVirtualMinute(t *testing.T) {
 	b := newBrowser(t, chromium)
 	b.navigate(s.url + "/q/" + s.queue)
 	b.waitJS(10*time.Second, "a place in line", `document.body.dataset.state === 'waiting'`)
+	// Virtual time runs far faster than the server's: wait (in real time)
+	// until the replica's snapshot holds the page's place, or its first
+	// look would rightly find the document unable to place it, and ask.
+	eventually(t, 10*time.Second, "the page's place in the snapshot", func() (bool, string) {
+		l, ok := s.store.Line(s.queue, time.Now())
+		return ok && l.Waiting > 5000, fmt.Sprintf("snapshot %v, waiting %d", ok, l.Waiting)
+	})
 	lines := func() int { return s.calls.count(func(c call) bool { return strings.HasSuffix(c.path, "/line") }) }
 	statuses := func() int { return s.calls.count(func(c call) bool { return strings.HasSuffix(c.path, "/status") }) }
 	lines0, statuses0 := lines(), statuses()

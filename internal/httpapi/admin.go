@@ -150,7 +150,7 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 		}
 		p, err := s.adminPrincipal(r)
 		if err != nil {
-			if _, bearer := reqcheck.BearerToken(r); !bearer && s.adminCookie(r) != "" && !storeUnavailable(err) {
+			if _, bearer := reqcheck.BearerToken(r); !bearer && s.adminCookie(r) != "" && classify(err).status < 500 {
 				// A session that ended (idle, signed out, ended by an
 				// admin): the browser forgets it, so it is not presented,
 				// and counted, again.

@@ -278,6 +278,7 @@ function onWaiting(tk, action) {
 // line: an estimate far back may waver, the exact one near the head is
 // exact.
 function showWaiting(tk) {
+  page.updatedAt = new Date(); // the origin's answer, or the document's
   if (tk.position > 0) {
     if (tk.position_estimated && page.lowest > 0 && tk.position > page.lowest) {
       tk = Object.assign({}, tk, { position: page.lowest });
