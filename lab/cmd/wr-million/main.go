@@ -44,6 +44,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/pass"
+
+	"github.com/waitroom/waitroom/lab/internal/procstat"
 )
 
 func main() {
@@ -656,16 +658,16 @@ func (g *gen) cpuSnapshot() (cpuSnap, error) {
 	s := cpuSnap{at: time.Now()}
 	var err error
 	if g.cfg.serverPID > 0 {
-		if s.server, err = cpuTicks(g.cfg.serverPID); err != nil {
+		if s.server, err = procstat.CPUTicks(g.cfg.serverPID); err != nil {
 			return s, err
 		}
 	}
 	if g.cfg.redisPID > 0 {
-		if s.redis, err = cpuTicks(g.cfg.redisPID); err != nil {
+		if s.redis, err = procstat.CPUTicks(g.cfg.redisPID); err != nil {
 			return s, err
 		}
 	}
-	if s.self, err = cpuTicks(os.Getpid()); err != nil {
+	if s.self, err = procstat.CPUTicks(os.Getpid()); err != nil {
 		return s, err
 	}
 	s.cpus, err = readCPUTimes()

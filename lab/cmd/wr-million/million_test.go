@@ -203,13 +203,6 @@ func TestReadResponseNoLength(t *testing.T) {
 	}
 }
 
-func TestParseStatTicks(t *testing.T) {
-	got, err := parseStatTicks("1234 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 700 45 0 0 20 0 8 0 100")
-	if err != nil || got != 745 {
-		t.Fatalf("got %d, %v", got, err)
-	}
-}
-
 // The pieces of the run that need no server: flags and a report.
 func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"-users", "0"}); err == nil {

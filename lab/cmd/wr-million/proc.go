@@ -7,37 +7,6 @@ import (
 	"strings"
 )
 
-// cpuTicks returns utime+stime of process pid (all its threads) in clock
-// ticks, from /proc/PID/stat fields 14 and 15, as scripts/lib.sh's
-// wr_cpu_ticks reads them.
-func cpuTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatTicks(string(b))
-}
-
-func parseStatTicks(stat string) (int64, error) {
-	// "pid (comm) state ...": comm may hold spaces and parentheses, so
-	// split after the last ')'. Field 3 (state) is then f[0], so utime
-	// (14) is f[11] and stime (15) is f[12].
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("wr-million: odd /proc stat %q", stat)
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("wr-million: short /proc stat %q", stat)
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("wr-million: odd /proc stat %q", stat)
-	}
-	return u + s, nil
-}
-
 // cpuTimes are one CPU's counters from /proc/stat (clock ticks).
 type cpuTimes struct {
 	name               string

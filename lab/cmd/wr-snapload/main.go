@@ -36,6 +36,8 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/rediskeys"
+
+	"github.com/waitroom/waitroom/lab/internal/procstat"
 )
 
 func main() {
@@ -98,7 +100,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c0, err := cpuTicks(*pid)
+	c0, err := procstat.CPUTicks(*pid)
 	if err != nil {
 		return err
 	}
@@ -143,7 +145,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	wg.Wait()
 	wall := time.Since(t0)
-	c1, err := cpuTicks(*pid)
+	c1, err := procstat.CPUTicks(*pid)
 	if err != nil {
 		return err
 	}
@@ -231,7 +233,7 @@ func evalsha(ctx context.Context, rdb *redis.Client) (scriptStats, error) {
 
 // ticksOver returns the CPU ticks process pid spends over d.
 func ticksOver(ctx context.Context, pid int, d time.Duration) (int64, error) {
-	a, err := cpuTicks(pid)
+	a, err := procstat.CPUTicks(pid)
 	if err != nil {
 		return 0, err
 	}
@@ -240,25 +242,6 @@ func ticksOver(ctx context.Context, pid int, d time.Duration) (int64, error) {
 		return 0, ctx.Err()
 	case <-time.After(d):
 	}
-	b, err := cpuTicks(pid)
+	b, err := procstat.CPUTicks(pid)
 	return b - a, err
-}
-
-// cpuTicks is utime+stime of pid from /proc/PID/stat (fields 14, 15).
-func cpuTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("odd /proc/%d/stat", pid)
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	k, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("odd /proc/%d/stat", pid)
-	}
-	return u + k, nil
 }

@@ -58,6 +58,8 @@ import (
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/rediskeys"
+
+	"github.com/waitroom/waitroom/lab/internal/procstat"
 )
 
 func main() {
@@ -291,33 +293,6 @@ func fill(ctx context.Context, c config, out io.Writer) error {
 // memory per place is that of a line entered through the API.
 func fillMember(i int64) string { return fmt.Sprintf("a:f%021d", i) }
 
-// cpuTicks returns utime+stime of pid in clock ticks (/proc/PID/stat
-// fields 14 and 15), as scripts/lib.sh's wr_cpu_ticks.
-func cpuTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatTicks(string(b))
-}
-
-func parseStatTicks(stat string) (int64, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("odd /proc stat %q", stat)
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc stat %q", stat)
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("odd /proc stat %q", stat)
-	}
-	return u + s, nil
-}
-
 // evalsha returns INFO commandstats' evalsha calls and µs.
 func evalsha(ctx context.Context, rdb *redis.Client) (calls, usec int64, err error) {
 	s, err := rdb.Info(ctx, "commandstats").Result()
@@ -353,7 +328,7 @@ func measure(ctx context.Context, c config, admin *redis.Client, call func() err
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	t0, err := cpuTicks(c.redisPID)
+	t0, err := procstat.CPUTicks(c.redisPID)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -364,7 +339,7 @@ func measure(ctx context.Context, c config, admin *redis.Client, call func() err
 		}
 	}
 	wall := time.Since(w0)
-	t1, err := cpuTicks(c.redisPID)
+	t1, err := procstat.CPUTicks(c.redisPID)
 	if err != nil {
 		return 0, 0, 0, err
 	}
