@@ -189,6 +189,13 @@ func queueSetting(r *reader, st queue.Setting, d *queue.Settings) bool {
 			f = -1 // reported as out of range
 		}
 		v = f
+	case queue.KindLanes:
+		ls, err := queue.ParseLanes(r.str(st.Env, st.Default))
+		if err != nil {
+			r.failf("%s: %v", st.Env, err)
+			return false
+		}
+		v = ls
 	default:
 		v = r.str(st.Env, st.Default)
 	}

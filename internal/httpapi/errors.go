@@ -106,6 +106,10 @@ func classify(err error) *apiError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.Is(err, queue.ErrInvalidLanes):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_lanes", message: clientMessage(err), field: "lanes"}
+	case errors.Is(err, queue.ErrUnknownLane):
+		return &apiError{status: http.StatusBadRequest, code: "invalid_lane", message: "the join token names a lane this queue does not have"}
 	case errors.As(err, &fe):
 		// A setting refused, by the parser or the store: named.
 		return &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: clientMessage(err), field: fe.Field}

@@ -233,6 +233,10 @@ func appendTicket(b []byte, t ticketResponse) []byte {
 		b = append(b, `,"arrival":`...)
 		b = strconv.AppendInt(b, t.Arrival, 10)
 	}
+	if t.Lane != "" {
+		b = append(b, `,"lane":`...)
+		b = appendString(b, t.Lane)
+	}
 	b = append(b, `,"waiting":`...)
 	b = strconv.AppendInt(b, t.Waiting, 10)
 	b = append(b, `,"eta_seconds":`...)

@@ -21,9 +21,12 @@ type ticketResponse struct {
 	// Arrival is a waiting place's arrival number (its order in the
 	// line, signed into its credential): with the line's public document
 	// (GET .../line) a page far from the head works out its own position.
-	Arrival    int64 `json:"arrival,omitempty"`
-	Waiting    int64 `json:"waiting"`
-	ETASeconds int64 `json:"eta_seconds"`
+	Arrival int64 `json:"arrival,omitempty"`
+	// Lane is the lane the place is in (issue 30); absent: the general
+	// lane. Position, waiting and the ETA count the lane's own line.
+	Lane       string `json:"lane,omitempty"`
+	Waiting    int64  `json:"waiting"`
+	ETASeconds int64  `json:"eta_seconds"`
 	// The wait as a range (queue.Ticket.ETALow, ETAHigh): likely no
 	// sooner than the low end, due no later than the high end; the page
 	// shows it ("about 12–15 min").
@@ -53,6 +56,7 @@ func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, 
 		Position:   t.Position,
 		Estimated:  t.Estimated,
 		Arrival:    arrivalOf(t),
+		Lane:       queue.LaneOf(member),
 		Waiting:    t.Waiting,
 		ETASeconds: int64((t.ETA + time.Second - 1) / time.Second),
 		// The low end rounded down, the high end up: the range only widens.

@@ -44,8 +44,18 @@ func NewJoin(secret []byte) (*Join, error) {
 	return &Join{key: append([]byte(nil), secret...)}, nil
 }
 
+// joinClaims are a join token's claims: the registered ones and, for a
+// place in a lane (issue 30), the lane.
+type joinClaims struct {
+	jwt.RegisteredClaims
+	Lane string `json:"lane,omitempty"`
+}
+
 // Member returns the member id of the site user that token names for
-// the queue queueName: "u:" + sub.
+// the queue queueName: "u:" + sub, or with a lane claim the member of
+// the user's place in that lane (queue.LaneMember: "l:<lane>:<sub>"). A
+// lane claim that cannot name a lane is queue.ErrUnknownLane; whether the
+// queue has the lane the store checks as the place is made.
 func (j *Join) Member(queueName, token string) (string, error) {
 	if j == nil {
 		return "", fmt.Errorf("%w: join tokens are not enabled (WAITROOM_JOIN_SECRET)", ErrInvalidJoin)
@@ -55,7 +65,7 @@ func (j *Join) Member(queueName, token string) (string, error) {
 	if strings.ContainsAny(token, "\r\n") {
 		return "", fmt.Errorf("%w: a line break in the token", ErrInvalidJoin)
 	}
-	var claims jwt.RegisteredClaims
+	var claims joinClaims
 	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return j.key, nil },
 		jwt.WithStrictDecoding(),
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
@@ -71,6 +81,16 @@ func (j *Join) Member(queueName, token string) (string, error) {
 	member := "u:" + claims.Subject
 	if claims.Subject == "" || queue.ValidateUserID(member) != nil {
 		return "", fmt.Errorf("%w: sub must be 1-%d bytes of UTF-8 without control characters", ErrInvalidJoin, MaxSubjectBytes)
+	}
+	if claims.Lane == "" {
+		return member, nil
+	}
+	if !queue.CheckLaneName(claims.Lane) {
+		return "", fmt.Errorf("%w: the lane claim %q", queue.ErrUnknownLane, claims.Lane)
+	}
+	member = queue.LaneMember(claims.Lane, claims.Subject)
+	if queue.ValidateUserID(member) != nil {
+		return "", fmt.Errorf("%w: sub must be 1-%d bytes with the lane's name", ErrInvalidJoin, MaxSubjectBytes-len(claims.Lane)-1)
 	}
 	return member, nil
 }

@@ -208,8 +208,8 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 	keys = append(keys, q.enterKeys...)
 	cur, prev := q.keys.seenKeys(time.Now())
 	keys = append(keys, cur, prev)
-	args = make([]any, 0, len(s.defaultArgs)+len(s.enterLimits)+len(s.networkArgs)+2*len(calls))
-	args = append(args, s.defaultArgs[:]...)
+	args = make([]any, 0, len(q.args)+len(s.enterLimits)+len(s.networkArgs)+2*len(calls))
+	args = append(args, q.args[:]...)
 	args = append(args, s.enterLimits[:]...)
 	args = append(args, s.networkArgs[:]...)
 	priced := s.defaults.Price.Bits > 0
@@ -291,8 +291,8 @@ func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
 	keys = make([]string, 0, len(q.statusKeys)+2*len(calls))
 	keys = append(keys, q.statusKeys...)
-	args = make([]any, 0, len(s.defaultArgs)+len(s.statusLimits)+4*len(calls))
-	args = append(args, s.defaultArgs[:]...)
+	args = make([]any, 0, len(q.args)+len(s.statusLimits)+4*len(calls))
+	args = append(args, q.args[:]...)
 	args = append(args, s.statusLimits[:]...)
 	for _, c := range calls {
 		keys = append(keys, q.clientKey("status", c), q.placeKey("status", c))

@@ -32,6 +32,12 @@ type keys struct {
 	heard, held, stale, gone, draw        string
 	events, bulk, admitted, arrivals      string
 	samples, inside, gen, moved, arriving string
+	// lane is the line's lane ("": the general lane); lanes and schedule
+	// are the queue's (rediskeys.Lanes, Schedule).
+	lane, lanes, schedule string
+	// laneHistory is a lane's own history (the format above), "" for the
+	// general lane, whose intervals the queue's history counts in full.
+	laneHistory string
 	// unused is a key name no script reads or writes, given for a call's
 	// key that does not apply (no client limit, no proof).
 	unused string
@@ -65,7 +71,24 @@ func keysFor(queue string) keys {
 		gen:      rediskeys.Gen(queue),
 		arriving: rediskeys.ArrivalRate(queue),
 		moved:    rediskeys.Moved(queue),
+		lanes:    rediskeys.Lanes(queue),
+		schedule: rediskeys.Schedule(queue),
 	}
+}
+
+// keysForLine is keysFor for lane's line ("": the general lane, keysFor):
+// the line's own keys are the lane's (rediskeys.Lane), the rest the
+// queue's.
+func keysForLine(queue, lane string) keys {
+	k := keysFor(queue)
+	if lane == "" {
+		return k
+	}
+	part := func(p string) string { return rediskeys.Lane(queue, lane, p) }
+	k.lane = lane
+	k.waiting, k.heard, k.held, k.stale = part("waiting"), part("heard"), part("held"), part("stale")
+	k.draw, k.seq, k.arrivals, k.laneHistory = part("draw"), part("seq"), part("arrivals"), part("history")
+	return k
 }
 
 // clientKey and placeKey are a call's rate buckets for op ("enter",

@@ -36,6 +36,7 @@ type Sample struct {
 	Kind  SampleKind
 	Value time.Duration
 	Count int64
+	Lane  string // the lane of those measured ("": the general lane, or all for time inside)
 }
 
 // StatsWindow is how far back LineReport's figures look.
@@ -165,6 +166,10 @@ func spread(samples []Sample, kind SampleKind) Spread {
 func parseSample(entry string) (time.Time, Sample, error) {
 	parts := strings.Split(entry, ":")
 	var n [4]int64
+	lane := ""
+	if len(parts) == len(n)+1 && CheckLaneName(parts[len(n)]) { // a lane's (tick.lua, save_samples)
+		lane, parts = parts[len(n)], parts[:len(n)]
+	}
 	if len(parts) != len(n) {
 		return time.Time{}, Sample{}, fmt.Errorf("queue: malformed sample %q", entry)
 	}
@@ -175,5 +180,5 @@ func parseSample(entry string) (time.Time, Sample, error) {
 		}
 		n[i] = v
 	}
-	return time.UnixMilli(n[0]), Sample{Kind: SampleKind(n[1]), Value: ms(n[2]), Count: n[3]}, nil
+	return time.UnixMilli(n[0]), Sample{Kind: SampleKind(n[1]), Value: ms(n[2]), Count: n[3], Lane: lane}, nil
 }

@@ -81,7 +81,7 @@ func TestLineStatistics(t *testing.T) {
 		t.Fatalf("t1: %+v", r1)
 	}
 	line := samplesOf(r1.Samples, TimeInLine)
-	if len(line) != 2 || line[0] != (Sample{TimeInLine, 0, 2}) || line[1].Count != 2 {
+	if len(line) != 2 || line[0] != (Sample{Kind: TimeInLine, Count: 2}) || line[1].Count != 2 {
 		t.Fatalf("t1 time in line: %+v", line)
 	}
 	// From the middle of [t0, t1] to t1.
@@ -148,7 +148,7 @@ func TestLineStatistics(t *testing.T) {
 	if err := rdb.HSet(ctx, k.config, "session_ttl_ms", time.Hour.Milliseconds()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if inside := samplesOf(r3.Samples, TimeInside); !slices.Equal(inside, []Sample{{TimeInside, 20 * time.Millisecond, 5}}) {
+	if inside := samplesOf(r3.Samples, TimeInside); !slices.Equal(inside, []Sample{{Kind: TimeInside, Value: 20 * time.Millisecond, Count: 5}}) {
 		t.Fatalf("t3 time inside: %+v", inside)
 	}
 	eta = samplesOf(r3.Samples, ETAError)
@@ -214,10 +214,10 @@ func TestLineStatsFigures(t *testing.T) {
 		{At: now.Add(-61 * time.Second), Admitted: 12, Abandoned: 0, Arrivals: 10},
 	}
 	samples := []Sample{
-		{TimeInLine, 10 * time.Second, 5},
-		{TimeInLine, 0, 4},
-		{TimeInLine, time.Minute, 1},
-		{ETAError, -time.Second, 1},
+		{TimeInLine, 10 * time.Second, 5, ""},
+		{TimeInLine, 0, 4, ""},
+		{TimeInLine, time.Minute, 1, ""},
+		{ETAError, -time.Second, 1, ""},
 	}
 	st := lineStats(o, samples, since)
 	want := LineStats{
@@ -235,7 +235,7 @@ func TestLineStatsFigures(t *testing.T) {
 	if st != want {
 		t.Errorf("lineStats:\n got %+v\nwant %+v", st, want)
 	}
-	samples = append(samples, Sample{TimeInLine, time.Minute, 1})
+	samples = append(samples, Sample{Kind: TimeInLine, Value: time.Minute, Count: 1})
 	if sp := spread(samples, TimeInLine); sp.P90 != time.Minute || sp.Count != 11 {
 		t.Errorf("with one more at a minute: %+v", sp)
 	}

@@ -54,7 +54,7 @@ type Move struct {
 // a draw fails with ErrNotWaiting. With the replica WAIT on, the move is
 // waited for as enter and leave are (replica.go).
 func (s *Store) MovePlace(ctx context.Context, queue, user string, gen int64) (Move, error) {
-	q, err := s.queue(queue)
+	q, err := s.line(queue, user)
 	if err != nil {
 		return Move{}, err
 	}

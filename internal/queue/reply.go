@@ -81,7 +81,10 @@ const (
 	tickUntilNext
 	tickBudget
 	tickAdapted
-	tickLen // then a group of three per Sample: kind, value (ms), count
+	tickWindow   // WindowStarted | WindowEnded
+	tickWindowAt // the start (ms) of the window concerned
+	tickLanes    // n: then moved and waiting for each of the n lanes the call was given
+	tickLen      // then a group of four per Sample: kind, value (ms), count, line (0: general, i: the i-th lane)
 )
 
 // reasons are the codes of the scripts' REASONS (common.lua), from 1.
@@ -190,15 +193,33 @@ func refusal(status, wait int64) error {
 }
 
 // newTickResult reads tick.lua's reply.
-func newTickResult(v []int64) (TickResult, error) {
-	if len(v) < tickLen || (len(v)-tickLen)%3 != 0 {
+func newTickResult(v []int64, lanes []string) (TickResult, error) {
+	if len(v) < tickLen {
 		return TickResult{}, fmt.Errorf("queue: tick: unexpected reply %v", v)
 	}
+	n := int(v[tickLanes])
+	if n < 0 || n > len(lanes) || len(v) < tickLen+2*n || (len(v)-tickLen-2*n)%4 != 0 {
+		return TickResult{}, fmt.Errorf("queue: tick: unexpected reply %v", v)
+	}
+	var lines []LaneTick
+	for i := range n {
+		lines = append(lines, LaneTick{Lane: lanes[i], Moved: v[tickLen+2*i], Waiting: v[tickLen+2*i+1]})
+	}
 	var samples []Sample
-	for g := v[tickLen:]; len(g) > 0; g = g[3:] {
-		samples = append(samples, Sample{Kind: SampleKind(g[0]), Value: ms(g[1]), Count: g[2]})
+	for g := v[tickLen+2*n:]; len(g) > 0; g = g[4:] {
+		lane := ""
+		if g[3] > 0 && int(g[3]) <= len(lanes) {
+			lane = lanes[g[3]-1]
+		}
+		samples = append(samples, Sample{Kind: SampleKind(g[0]), Value: ms(g[1]), Count: g[2], Lane: lane})
+	}
+	var window *WindowChange
+	if v[tickWindow] != 0 {
+		window = &WindowChange{Started: v[tickWindow]&windowStarted != 0, Ended: v[tickWindow]&windowEnded != 0, At: msTime(v[tickWindowAt])}
 	}
 	return TickResult{
+		Lanes:     lines,
+		Window:    window,
 		Samples:   samples,
 		Applied:   v[tickApplied] == 1,
 		Moved:     v[tickMoved],

@@ -75,6 +75,9 @@ var luaMirror = []struct {
 	{"TICK_UNTIL_NEXT", tickUntilNext + 1},
 	{"TICK_BUDGET", tickBudget + 1},
 	{"TICK_ADAPTED", tickAdapted + 1},
+	{"TICK_WINDOW", tickWindow + 1},
+	{"TICK_WINDOW_AT", tickWindowAt + 1},
+	{"TICK_LANES", tickLanes + 1},
 	{"STAT_LINE", int(TimeInLine)},
 	{"STAT_ETA", int(ETAError)},
 	{"STAT_INSIDE", int(TimeInside)},
@@ -112,7 +115,7 @@ func TestRepliesMatchLua(t *testing.T) {
 	for _, n := range []struct {
 		name     string
 		last, by int
-	}{{"head", headUntilOpen, headLen}, {"info", infoBudget, infoLen}, {"tick", tickAdapted, tickLen}} {
+	}{{"head", headUntilOpen, headLen}, {"info", infoBudget, infoLen}, {"tick", tickLanes, tickLen}} {
 		if n.last+1 != n.by {
 			t.Errorf("%sLen is %d, but its last position is %d", n.name, n.by, n.last)
 		}

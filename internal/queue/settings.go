@@ -37,12 +37,13 @@ const (
 	KindTime                   // time.Time: RFC 3339, or null or "" for none; unix ms in the HASH (0: none)
 	KindLine                   // map[string]string: a text of one line by language tag, at most Max characters; JSON in the HASH
 	KindText                   // map[string]string: the same, line breaks allowed
+	KindLanes                  // Lanes: a list of {"name", "share"} (lanes.go); JSON in the HASH and the environment
 )
 
 // kindNames are the kinds as the settings catalog (GET
 // /admin/v1/settings/catalog) names them.
 var kindNames = map[Kind]string{KindInt: "int", KindMillis: "millis", KindBool: "bool", KindRate: "rate", KindURL: "url",
-	KindString: "string", KindTime: "time", KindLine: "line", KindText: "text"}
+	KindString: "string", KindTime: "time", KindLine: "line", KindText: "text", KindLanes: "lanes"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -162,6 +163,11 @@ var Catalog = []Setting{
 		Doc: "The queue's title on its waiting page, by language; replaces every language's; null or {} for none. Set as text, never markup."},
 	{Name: "message", Hash: "message", Kind: KindText, Max: MaxMessageRunes, Role: RoleOperator,
 		Doc: "The queue's message on its waiting page, by language, the same way; it may break lines."},
+	{Name: "lanes", Hash: "lanes", Env: "WAITROOM_LANES", Default: "", Kind: KindLanes, Role: RoleOperator, Seed: SeedIfSet,
+		Doc: "The lanes (issue 30): a list of `{\"name\": \"priority\", \"share\": 0.3}`, names `[a-z0-9-]{1,32}`, shares in (0, 1] " +
+			"summing to at most 1, at most 8; the rest of every interval is the general lane's. A place joins a lane only through a join " +
+			"token whose `lane` claim names it. `[]` or null for none; a value refused is 400 `invalid_lanes`. A lane removed keeps " +
+			"its places, served with no share, until it is empty."},
 	{Name: "adapt_enabled", Hash: "adapt_enabled", Env: "WAITROOM_ADAPT_ENABLED", Default: "false", Kind: KindBool, Role: RoleOperator, Seed: SeedIfSet,
 		Doc: "The order page's health drives the rate (docs/ARCHITECTURE.md, \"The order page's health drives the rate\"). " +
 			"Off, `refill_size` is what each interval admits again at once."},

@@ -101,6 +101,8 @@ func (st Setting) Check(v any) error {
 		if !checkText(x, int(st.Max), st.Kind == KindText) {
 			return st.textError()
 		}
+	case Lanes:
+		return x.Validate()
 	}
 	return nil
 }
@@ -167,6 +169,12 @@ func (st Setting) Decode(raw json.RawMessage) (any, error) {
 		return f, nil
 	case KindTime:
 		return st.decodeTime(raw)
+	case KindLanes:
+		ls, err := ParseLanes(string(raw))
+		if err != nil {
+			return nil, err
+		}
+		return ls, nil
 	case KindURL, KindString:
 		var s *string
 		if json.Unmarshal(raw, &s) != nil {
@@ -224,6 +232,8 @@ func (st Setting) encode(v any) string {
 		return strconv.FormatInt(unixMilliOrZero(x), 10)
 	case map[string]string:
 		return encodeText(x)
+	case Lanes:
+		return x.encode()
 	}
 	panic(fmt.Sprintf("queue: setting %s: no encoding for %T", st.Name, v))
 }
@@ -319,6 +329,12 @@ func (st Setting) decode(stored string) any {
 		return time.Time{}
 	case KindLine, KindText:
 		return textField(stored)
+	case KindLanes:
+		ls, _ := ParseLanes(stored)
+		if ls == nil {
+			ls = Lanes{}
+		}
+		return ls
 	}
 	return stored
 }

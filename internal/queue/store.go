@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,7 @@ type Redis interface {
 	HSetNX(ctx context.Context, key, field string, value any) *redis.BoolCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	Ping(ctx context.Context) *redis.StatusCmd
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
 }
 
 // Store runs the queue scripts for a fixed set of queues.
@@ -104,7 +106,11 @@ func (noMoves) Recent(string, string) bool { return false }
 // queueRef holds one queue's keys, and the KEYS list of each script, built
 // once so the request path allocates nothing for them.
 type queueRef struct {
-	keys       keys
+	keys keys
+	// args are the scripts' first arguments: the replica's defaults
+	// (Store.defaultArgs), then the line's lane ("": the general lane),
+	// ARGV[1..DEFAULTS] of common.lua.
+	args       [6]any
 	enters     batcher // enter.lua calls, see batch.go
 	statuses   batcher // status.lua calls
 	enterKeys  []string
@@ -122,6 +128,74 @@ type queueRef struct {
 	// stale are the credentials that no longer name their place, as this
 	// replica knows them (stale.go).
 	stale *staleSet
+	// lanes are the queue's lanes' lines (nil in a lane's own ref), made
+	// as a place in each is first seen (Store.line).
+	lanes *laneRefs
+}
+
+// laneRefs are one queue's lane lines, by lane name.
+type laneRefs struct {
+	mu    sync.Mutex
+	lines map[string]*queueRef
+}
+
+// newRef builds the ref of queue's lane line ("": the queue's own, the
+// general lane).
+func (s *Store) newRef(name, lane string) *queueRef {
+	k := keysForLine(name, lane)
+	q := &queueRef{
+		keys:       k,
+		enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events, k.gen, k.stale, k.arriving, k.lanes},
+		statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted, k.gen, k.held},
+		doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events, k.inside},
+		renewKeys:  []string{k.entered, k.config, k.admitted},
+		leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen, k.held, k.stale, k.seq, k.bulk},
+		tickKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events,
+			k.seq, k.arrivals, k.samples, k.inside, k.held, k.stale, k.lanes, k.schedule},
+		infoKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
+		snapKeys: []string{k.waiting, k.config, k.tick, k.draw, k.held, k.stale, k.seq},
+		stale:    newStaleSet(),
+	}
+	copy(q.args[:], s.defaultArgs[:])
+	q.args[5] = lane
+	if lane == "" {
+		q.lanes = &laneRefs{lines: map[string]*queueRef{}}
+	}
+	q.enters = batcher{timeout: s.timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
+		s.observer.Batch(name, OpEnter, len(calls))
+		keys, args := s.enterArgs(q, calls)
+		return s.runEnter(ctx, name, q, len(calls), keys, args) // the script, and WAIT if set (replica.go)
+	}}
+	q.statuses = batcher{timeout: s.timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
+		s.observer.Batch(name, OpStatus, len(calls))
+		keys, args := s.statusArgs(q, calls)
+		return s.runBatch(ctx, "status", statusScript, len(calls), keys, args)
+	}}
+	return q
+}
+
+// line is the ref of the line user's place is in: its lane's (LaneOf), or
+// the queue's own.
+func (s *Store) line(queue, user string) (*queueRef, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	lane := LaneOf(user)
+	if lane == "" {
+		return q, nil
+	}
+	q.lanes.mu.Lock()
+	defer q.lanes.mu.Unlock()
+	l, ok := q.lanes.lines[lane]
+	if !ok {
+		if len(q.lanes.lines) >= MaxLaneRefs {
+			return nil, ErrUnknownLane
+		}
+		l = s.newRef(queue, lane)
+		q.lanes.lines[lane] = l
+	}
+	return l, nil
 }
 
 // NewStore returns a store for the named queues. defaults are the settings
@@ -166,30 +240,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		if _, dup := s.queues[name]; dup {
 			return nil, fmt.Errorf("queue: %q declared twice", name)
 		}
-		k := keysFor(name)
-		q := &queueRef{
-			keys:       k,
-			enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events, k.gen, k.stale, k.arriving},
-			statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted, k.gen, k.held},
-			doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events, k.inside},
-			renewKeys:  []string{k.entered, k.config, k.admitted},
-			leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen, k.held, k.stale, k.seq, k.bulk},
-			tickKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events,
-				k.seq, k.arrivals, k.samples, k.inside, k.held, k.stale},
-			infoKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
-			snapKeys: []string{k.waiting, k.config, k.tick, k.draw, k.held, k.stale, k.seq},
-			stale:    newStaleSet(),
-		}
-		q.enters = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
-			s.observer.Batch(name, OpEnter, len(calls))
-			keys, args := s.enterArgs(q, calls)
-			return s.runEnter(ctx, name, q, len(calls), keys, args) // the script, and WAIT if set (replica.go)
-		}}
-		q.statuses = batcher{timeout: timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
-			s.observer.Batch(name, OpStatus, len(calls))
-			keys, args := s.statusArgs(q, calls)
-			return s.runBatch(ctx, "status", statusScript, len(calls), keys, args)
-		}}
+		q := s.newRef(name, "")
 		s.queues[name] = q
 		s.names = append(s.names, name)
 	}
@@ -224,7 +275,7 @@ func (s *Store) Enter(ctx context.Context, queue, user string) (Ticket, error) {
 // refused with ErrRateLimited, ErrQueueFull (both in a *Retry) or
 // ErrChallengeRequired, and then changed nothing.
 func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, error) {
-	q, err := s.queue(queue)
+	q, err := s.line(queue, c.User)
 	if err != nil {
 		return Ticket{}, err
 	}
@@ -250,7 +301,7 @@ func (s *Store) Status(ctx context.Context, queue, user string) (Ticket, error) 
 // snapshot, without Redis, behind the local stage of the limits alone
 // (snapshot.go); every other status asks Redis.
 func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, error) {
-	q, err := s.queue(queue)
+	q, err := s.line(queue, c.User)
 	if err != nil {
 		return Ticket{}, err
 	}
@@ -307,7 +358,37 @@ func (s *Store) Join(ctx context.Context, queue string, c Caller) (Ticket, error
 	if err != nil || t.Status != NotWaiting {
 		return t, err
 	}
+	if lane := LaneOf(c.User); lane != "" {
+		// A place in a lane is made only while the queue has the lane.
+		if err := s.checkLane(ctx, queue, lane); err != nil {
+			return Ticket{}, err
+		}
+	}
 	return s.EnterAs(ctx, queue, c)
+}
+
+// checkLane reports ErrUnknownLane unless queue's lanes include lane (one
+// read of the config; only a lane's newcomer pays it).
+func (s *Store) checkLane(ctx context.Context, queue, lane string) error {
+	q, err := s.queue(queue)
+	if err != nil {
+		return err
+	}
+	raw, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (string, error) {
+		v, err := s.rdb.HGet(ctx, q.keys.config, "lanes").Result()
+		if errors.Is(err, redis.Nil) {
+			return "", nil
+		}
+		return v, err
+	})
+	if err != nil {
+		return fmt.Errorf("queue: lanes: %w", err)
+	}
+	ls, _ := ParseLanes(raw)
+	if !ls.Has(lane) {
+		return ErrUnknownLane
+	}
+	return nil
 }
 
 // EnterWith is the enter of the API, one call whatever the caller's
@@ -364,7 +445,7 @@ func (s *Store) Current(ctx context.Context, queue, user string, start time.Time
 	}
 	n, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
 		return renewScript.Run(ctx, s.rdb, q.renewKeys,
-			append(s.defaultArgs[:], user, start.UnixMilli(), s.defaults.SessionMax.Milliseconds())...).Int64()
+			append(q.args[:], user, start.UnixMilli(), s.defaults.SessionMax.Milliseconds())...).Int64()
 	})
 	if err != nil {
 		return false, fmt.Errorf("queue: renew: %w", err)
@@ -392,7 +473,7 @@ func (s *Store) LeaveAs(ctx context.Context, queue, user string, gen int64) erro
 }
 
 func (s *Store) leave(ctx context.Context, queue, user, reason string, gen ...any) error {
-	q, err := s.queue(queue)
+	q, err := s.line(queue, user)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TickPeriod is how often a replica calls Tick for a refill interval: a
@@ -40,14 +46,63 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 	if err != nil {
 		return TickResult{}, err
 	}
+	var lanes []string
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
-		return tickScript.Run(ctx, s.rdb, q.tickKeys,
-			append(s.defaultArgs[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base, holdBatch)...).Int64Slice()
+		// The lanes can change between the caller's reading and the
+		// script's (a PATCH, a window starting, a first place in a lane):
+		// the script then changes nothing but the windows and says so
+		// (-1), and is called again with a new reading.
+		for range 3 {
+			var err error
+			if lanes, err = s.tickLanes(ctx, q); err != nil {
+				return nil, err
+			}
+			keys := q.tickKeys
+			for _, l := range lanes {
+				lk := keysForLine(queue, l)
+				keys = append(keys[:len(keys):len(keys)], lk.waiting, lk.heard, lk.held, lk.stale, lk.draw, lk.seq, lk.arrivals, lk.laneHistory)
+			}
+			v, err := tickScript.Run(ctx, s.rdb, keys,
+				append(q.args[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base, holdBatch,
+					strings.Join(lanes, ","))...).Int64Slice()
+			if err != nil || len(v) <= tickApplied || v[tickApplied] != -1 {
+				return v, err
+			}
+		}
+		return nil, errors.New("the lanes kept changing")
 	})
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
 	}
-	return newTickResult(v)
+	return newTickResult(v, lanes)
+}
+
+// tickLanes reads the lanes tick.lua works on: the configured ones and
+// those of the lanes SET (still holding places), sorted, in one round
+// trip.
+func (s *Store) tickLanes(ctx context.Context, q *queueRef) ([]string, error) {
+	var configured *redis.StringCmd
+	var held *redis.StringSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		configured = p.HGet(ctx, q.keys.config, "lanes")
+		held = p.SMembers(ctx, q.keys.lanes)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	names := held.Val()
+	if raw := configured.Val(); raw != "" {
+		var ls Lanes
+		if err := json.Unmarshal([]byte(raw), &ls); err != nil {
+			return nil, fmt.Errorf("stored lanes: %w", err)
+		}
+		for _, l := range ls {
+			names = append(names, l.Name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }
 
 // drawSeed is a fresh random seed for a draw: 52 bits, which Lua holds

@@ -62,6 +62,9 @@ type Settings struct {
 	// status) before the tick drops the place when it reaches the head,
 	// without spending a token on it (0: never).
 	AbandonAfter time.Duration `setting:"abandon_after_ms"`
+	// Lanes are the lanes a queue is seeded with (WAITROOM_LANES; none:
+	// one line), issue 30.
+	Lanes Lanes `setting:"lanes"`
 	// Adapt lets the order page's health drive the rate (internal/autorate):
 	// the defaults a queue is seeded with.
 	Adapt Adapt
@@ -245,6 +248,12 @@ func (t Ticket) AdmissionEnds() time.Time {
 
 // TickResult reports one call of Tick.
 type TickResult struct {
+	// Lanes are each lane's part of an applied tick (the general lane's is
+	// the rest), in name order.
+	Lanes []LaneTick
+	// Window is what the call did to the schedule's windows (any call,
+	// applied or not); nil: nothing.
+	Window  *WindowChange
 	Applied bool  // false when the next tick was not due yet (or a draw is being placed)
 	Moved   int64 // users moved from the line to the entered set
 	Waiting int64 // people left in the line
@@ -372,7 +381,30 @@ type Update struct {
 	MinRefillSize      *int           `setting:"min_refill_size"`
 	// OriginProbeURL: an absolute http(s) URL, or "" for none.
 	OriginProbeURL *string `setting:"origin_probe_url"`
+
+	// Lanes replaces the queue's lanes (issue 30); an empty list: none.
+	Lanes *Lanes `setting:"lanes"`
 	// By is who asks for the change; the settings_changed event names
 	// them (zero: not named). It is no setting.
 	By actor.Actor
 }
+
+// LaneTick is one lane's part of an applied tick.
+type LaneTick struct {
+	Lane    string
+	Moved   int64 // admitted from the lane's line
+	Waiting int64 // left in it
+}
+
+// WindowChange is a tick call's change to the schedule's windows: it
+// ended the window in force, started the one beginning At, or both.
+type WindowChange struct {
+	Started, Ended bool
+	At             time.Time // the start of the window started, or, ended alone, of the one ended
+}
+
+// The bits of TICK_WINDOW.
+const (
+	windowStarted = 1
+	windowEnded   = 2
+)

@@ -155,6 +155,23 @@ func Proof(q, id string) string { return prefix(q) + "pow:" + id }
 // does not apply (no limit, no proof). Never exists. Owner: queue.
 func Unused(q string) string { return prefix(q) + "unused" }
 
+// Lane is the key of one of lane's own line keys in q (issue 30): a lane
+// is a line of its own, "wr:{q}:lane:{lane}:{part}", part one of waiting,
+// heard, held, stale, draw, seq, arrivals, history, with the type and
+// content of q's key of that name. Owner: queue.
+func Lane(q, lane, part string) string { return prefix(q) + "lane:" + lane + ":" + part }
+
+// Lanes is the lanes of q that may hold places: configured, or holding
+// some still. SET of lane names; enter.lua adds a lane's name as it places
+// someone there, tick.lua removes a lane no longer configured once its
+// line is empty. Owner: queue.
+func Lanes(q string) string { return prefix(q) + "lanes" }
+
+// Schedule is q's windows (issue 30). STRING, JSON as PUT
+// /admin/v1/queues/{queue}/schedule takes it; tick.lua applies each
+// window at its start and removes it at its end. Owner: queue.
+func Schedule(q string) string { return prefix(q) + "schedule" }
+
 // --- the capabilities beside the queue, each in its own keys.
 
 // DeadEvents is q's webhook deliveries given up. STREAM, at most ~10,000.

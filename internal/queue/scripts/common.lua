@@ -59,7 +59,7 @@ local INFO_DIFFICULTY = 20      -- challenge_difficulty
 local INFO_BUDGET = 21          -- the refill an interval admits now: refill_effective while adapting, else refill_size
 
 -- tick.lua's reply.
-local TICK_APPLIED = 1          -- 0 or 1
+local TICK_APPLIED = 1          -- 0 or 1; -1: the lanes changed since the caller read them, call again
 local TICK_MOVED = 2
 local TICK_WAITING = 3
 local TICK_TOKENS = 4
@@ -70,6 +70,9 @@ local TICK_LATE = 8             -- ms after it was due
 local TICK_UNTIL_NEXT = 9       -- ms until the next tick is due (0: now, or once a draw is placed)
 local TICK_BUDGET = 10          -- the refill the interval this tick opened admits (refill_effective while adapting)
 local TICK_ADAPTED = 11         -- 1: the proposed refill_effective was stored (adapt, issue 21)
+local TICK_WINDOW = 12          -- what the call did to the schedule's windows: 0 nothing, 1 started one, 2 ended one, 3 both
+local TICK_WINDOW_AT = 13       -- the start (ms) of the window started (or, alone, ended)
+local TICK_LANES = 14           -- the lanes whose counts follow (issue 30)
 
 -- What the line felt like (issue 22): the kinds of the durations tick.lua
 -- measures, each reported as a group {kind, value_ms, count} after the
@@ -124,7 +127,18 @@ local function queue_config(key)
          tonumber(v[10]) or 0,
          interval_budget(refill, v[11] == '1', tonumber(v[12]), tonumber(v[13]) or 0)
 end
-local DEFAULTS = 5 -- ARGV[1..DEFAULTS] are the defaults queue_config reads
+-- ARGV[6] of those scripts is the lane of the line they work on ("": the
+-- general lane; issue 30), whose keys they were given.
+local DEFAULTS = 6 -- ARGV[1..DEFAULTS] are the defaults queue_config reads, and the lane
+local LANE = ARGV[6]
+
+-- line_rate: what an interval admits from this script's line (LANE), for
+-- its ETA: with lanes, the tick leaves each line's expected admissions per
+-- interval in the tick HASH ("rate:<lane>", tick.lua "Lanes"); without,
+-- refill (the budget).
+local function line_rate(tick_key, refill)
+  return tonumber(redis.call('HGET', tick_key, 'rate:' .. LANE)) or refill
+end
 
 -- next_tick_at: when the next tick may be applied (Redis clock, ms), or
 -- nil before a queue's first tick. tick.lua keeps it in the tick HASH as

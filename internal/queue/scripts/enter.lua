@@ -35,20 +35,23 @@
 --              its credentials that no longer name its place: a re-entry
 --              from the line records one less than its new number)
 -- KEYS[13] -> arrival rate (HASH w, n, p: arrivals_note, networks.lua)
--- KEYS[14], KEYS[15] -> the networks seen in this window and the one
+-- KEYS[14] -> lanes (SET of the lanes that may hold places: a lane's
+--              line names itself there as it takes a place, issue 30)
+-- KEYS[15], KEYS[16] -> the networks seen in this window and the one
 --              before (STRING bitmaps, networks.lua's SEEN)
--- KEYS[16..] -> per call, only the keys it uses, in this order: the
+-- KEYS[17..] -> per call, only the keys it uses, in this order: the
 --              client's rate bucket (if its client cost is above 0), its
 --              network's and its site's (likewise), the place's rate
 --              bucket (if its place cost is above 0), the key that marks
 --              its proof of work used (if it brings one), and the held
 --              ZSETs of its network and site (as many as it counts)
--- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
--- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
--- ARGV[10..13] -> limits per network and per site: period_ms, burst
--- ARGV[14..15] -> the price of a place: bits (0: none), calm arrivals a
+-- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
+--              abandon_after_ms, and the line's lane ("": general; DEFAULTS)
+-- ARGV[7..10] -> limits per client and per place: period_ms, burst (LIMITS)
+-- ARGV[11..14] -> limits per network and per site: period_ms, burst
+-- ARGV[15..16] -> the price of a place: bits (0: none), calm arrivals a
 --              second (0: no pressure); price.go (TIERS)
--- ARGV[16..] -> per call, two values: user id, and what else it asks,
+-- ARGV[17..] -> per call, two values: user id, and what else it asks,
 --              "" for the usual enter (nothing to charge to the shared
 --              buckets, no proof of work, no place credential, no
 --              network), else "<client cost> <network cost> <site cost>
@@ -87,8 +90,8 @@
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
-local FIXED = 15 -- KEYS before the per-call ones
-SEEN.cur, SEEN.prev = KEYS[14], KEYS[15]
+local FIXED = 16 -- KEYS before the per-call ones
+SEEN.cur, SEEN.prev = KEYS[15], KEYS[16]
 local TIERS = LIMITS + 6 -- ARGV before the per-call ones
 local CALLS = (#ARGV - TIERS) / 2
 local PRICE_BITS, CALM = tonumber(ARGV[LIMITS + 5]), tonumber(ARGV[LIMITS + 6])
@@ -98,7 +101,7 @@ local refill, interval, ttl, max_active, paused, abandon_after, opens_at, preque
   queue_config(KEYS[5])
 refill = budget -- what an interval admits (the effective refill while adapting): tokens, ETA
 local in_draw = redis.call('SCARD', KEYS[8])
-local out = reply_head(0, KEYS[6], now, refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
+local out = reply_head(0, KEYS[6], now, line_rate(KEYS[6], refill), interval, ttl, paused, abandon_after, opens_at, prequeue_from)
 local HEAD = #out
 
 -- arrived counts the places this call made (in the line, in a draw, or
@@ -444,6 +447,9 @@ local function join_line(direct, waiting)
 end
 
 -- The body: each step one call, in order.
+if LANE ~= '' then
+  redis.call('SADD', KEYS[14], LANE)                                -- a lane's line may hold places
+end
 pass_defences()                                                     -- the defences
 users, slot = keep_current(KEYS[11], users, slot, gens, out, HEAD)  -- moved places' old credentials
 if opens_at > now then

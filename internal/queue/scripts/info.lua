@@ -6,7 +6,7 @@
 -- KEYS[3] -> tokens  (STRING)
 -- KEYS[4] -> config  (HASH)
 -- KEYS[5] -> tick    (HASH)
--- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
+-- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms, lane ("")
 -- KEYS[6] -> draw    (SET)
 -- Returns, in INFO_* order (common.lua):
 --         {waiting, entered, tokens, refill_size, interval_ms, ttl_ms,

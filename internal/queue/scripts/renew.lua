@@ -1,5 +1,5 @@
 -- renew.lua: a pass check with sliding sessions (Settings.SessionMax): if
--- the admission that began at ARGV[7] is still the user's current one, it
+-- the admission that began at ARGV[8] is still the user's current one, it
 -- now ends session_ttl from now, but never later than session_max after
 -- it began. The entered set's score then moves from the admission's start
 -- to its last renewal (what expiry, the cap and the purge read), and the
@@ -9,10 +9,10 @@
 -- KEYS[1] -> entered  (ZSET member=user, score=start or last renewal, ms)
 -- KEYS[2] -> config   (HASH)
 -- KEYS[3] -> admitted (HASH member=user, value=start ms, once renewed)
--- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
--- ARGV[6] -> user id
--- ARGV[7] -> the admission's start (ms), from the pass
--- ARGV[8] -> session_max_ms
+-- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms, lane ("")
+-- ARGV[7] -> user id
+-- ARGV[8] -> the admission's start (ms), from the pass
+-- ARGV[9] -> session_max_ms
 -- Returns 1 when that admission is current (and renewed), else 0.
 local now = now_ms()
 local _, _, ttl = queue_config(KEYS[2])

@@ -18,9 +18,10 @@
 -- KEYS[10] -> held    (ZSET member=user, score=arrival seq: places set
 --                      aside at the head until they confirm, tick.lua)
 -- KEYS[11..] -> per call, two keys: the client's rate bucket and the place's
--- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
--- ARGV[6..9] -> limits per client and per place: period_ms, burst (LIMITS)
--- ARGV[10..] -> per call, four values: user id, the calls to charge the
+-- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
+--              abandon_after_ms, and the line's lane ("": general; DEFAULTS)
+-- ARGV[7..10] -> limits per client and per place: period_ms, burst (LIMITS)
+-- ARGV[11..] -> per call, four values: user id, the calls to charge the
 --              client's and the place's buckets (0: not asked; see
 --              pass_limits), and the generation of the caller's place
 --              credential (-1: none; a stale one is answered NOT_WAITING,
@@ -40,7 +41,9 @@
 -- and no round trip of its own.
 local now = now_ms()
 local _, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from, _, _, refill = queue_config(KEYS[3])
--- refill: what an interval admits (the effective refill while adapting), for the ETA
+-- refill: what an interval admits from this line (the effective refill
+-- while adapting, its lane's part with lanes), for the ETA
+refill = line_rate(KEYS[4], refill)
 local in_draw = redis.call('SCARD', KEYS[7])
 local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[4], now,
   refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)

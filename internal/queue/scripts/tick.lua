@@ -46,18 +46,29 @@
 --                     aside at the head until they confirm, see below)
 -- KEYS[17] -> stale   (ZSET member=user, score=the highest stale arrival
 --                     number of its credentials; trimmed here, see keys.go)
--- ARGV[1..5] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms
--- ARGV[6] -> max expired sessions purged per tick
--- ARGV[7] -> history length kept
--- ARGV[8] -> max abandoned places dropped per tick
--- ARGV[9] -> a fresh random seed (52 bits), used if this call starts a draw
--- ARGV[10] -> max participants placed per call while a draw runs
--- ARGV[11] -> a proposed refill_effective (internal/autorate; "" or 0: none)
--- ARGV[12] -> the refill_effective (the budget, TICK_BUDGET) it was based
+-- KEYS[18] -> lanes  (SET of the lanes that may hold places, enter.lua)
+-- KEYS[19] -> schedule (STRING, JSON: the windows, see "Windows" below)
+-- KEYS[20..] -> per lane of ARGV[15], in its order, eight keys: its
+--            waiting, heard, held, stale, draw, seq, arrivals and history
+--            (rediskeys.Lane), of the types of the queue's keys above
+-- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
+--            abandon_after_ms, "" (DEFAULTS)
+-- ARGV[7] -> max expired sessions purged per tick
+-- ARGV[8] -> history length kept
+-- ARGV[9] -> max abandoned places dropped per tick (per line)
+-- ARGV[10] -> a fresh random seed (52 bits), used if this call starts a draw
+-- ARGV[11] -> max participants placed per call while a draw runs (per line)
+-- ARGV[12] -> a proposed refill_effective (internal/autorate; "" or 0: none)
+-- ARGV[13] -> the refill_effective (the budget, TICK_BUDGET) it was based
 --            on: stored only if that is still the budget, a compare-and-set,
 --            so a proposal from a stale reading, or a second replica's
 --            for the same interval, changes nothing
--- ARGV[13] -> max places set aside (held) per tick
+-- ARGV[14] -> max places set aside (held) per tick (per line)
+-- ARGV[15] -> the lanes whose keys follow KEYS[19], ","-joined and sorted:
+--            the caller's reading of the configured lanes and the lanes SET
+--            (Store.tickLanes); a call whose reading is no longer true
+--            changes nothing but the windows and answers TICK_APPLIED -1,
+--            to be called again
 -- Returns, in TICK_* order (common.lua): {applied (0|1), moved, waiting,
 -- tokens, purged, admitted in the interval that just ended, abandoned
 -- places dropped, how late the tick is (ms after it was due, next_at_ms,
@@ -73,64 +84,244 @@
 -- records, leave the tokens, take the statistics, checkpoint, record the
 -- tick. The script, not any one step, is atomic.
 local now = now_ms()
+local PURGE_MAX, HISTORY_KEEP, DROP_MAX, HOLD_MAX = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[14])
+
+-- Windows (issue 30): the schedule (KEYS[19]) is a JSON object
+-- {"windows": [{"start_ms", "end_ms", and any of "refill_size",
+-- "max_active", "lanes" (a JSON string of lanes, "" for none), "paused"}]},
+-- validated and without overlaps (internal/queue schedule.go). Every call
+-- (not only the interval's tick) brings the config in line with the
+-- window in force on the Redis clock: at a window's start it saves the
+-- config fields the window overrides in the tick HASH (window_saved) and
+-- writes the window's values; at its end it writes the saved ones back
+-- (deleting those that were not set). The tick HASH's "window" (the
+-- start of the window applied) makes both happen exactly once, whichever
+-- replica calls first. Each is told to the site as settings_changed with
+-- the actor {"kind": "schedule"}, and to the caller (TICK_WINDOW), which
+-- audits it.
+local WINDOW_NONE, WINDOW_STARTED, WINDOW_ENDED = 0, 1, 2
+local WINDOW_FIELDS = {'refill_size', 'max_active', 'lanes', 'paused'}
+
+-- window_in_force returns the window of the schedule in force now, or nil.
+local function window_in_force()
+  local raw = redis.call('GET', KEYS[19])
+  if not raw then
+    return nil
+  end
+  for _, w in ipairs(cjson.decode(raw).windows or {}) do
+    if w.start_ms <= now and now < w.end_ms then
+      return w
+    end
+  end
+  return nil
+end
+
+-- window_event tells the site of a window's start or end: the fields it
+-- set, as settings_changed with the schedule as its actor.
+local function window_event(fields)
+  local settings = {}
+  for i = 1, #fields, 2 do
+    local f, v = fields[i], fields[i + 1]
+    if f == 'paused' then
+      settings[f] = v == '1'
+    elseif f == 'lanes' then
+      settings[f] = v ~= '' and cjson.decode(v) or {}
+    else
+      settings[f] = tonumber(v)
+    end
+  end
+  emit(KEYS[11], KEYS[4], 'settings_changed', {}, now, cjson.encode(settings), '{"kind":"schedule"}')
+end
+
+-- end_window writes the saved fields back.
+local function end_window()
+  local saved = cjson.decode(redis.call('HGET', KEYS[5], 'window_saved') or '{}')
+  local fields, gone = {}, {}
+  for _, f in ipairs(WINDOW_FIELDS) do
+    if saved[f] ~= nil then
+      if saved[f] == false then
+        gone[#gone + 1] = f
+      else
+        fields[#fields + 1] = f
+        fields[#fields + 1] = saved[f]
+      end
+    end
+  end
+  if #fields > 0 then
+    redis.call('HSET', KEYS[4], unpack(fields))
+  end
+  if #gone > 0 then
+    redis.call('HDEL', KEYS[4], unpack(gone))
+  end
+  redis.call('HDEL', KEYS[5], 'window', 'window_saved')
+  window_event(fields)
+end
+
+-- start_window saves the fields w overrides and writes w's values.
+local function start_window(w)
+  local fields, saved = {}, {}
+  for _, f in ipairs(WINDOW_FIELDS) do
+    local v = w[f]
+    if v ~= nil and v ~= cjson.null then
+      if f == 'paused' then
+        v = v and '1' or '0'
+      end
+      saved[f] = redis.call('HGET', KEYS[4], f) or false
+      fields[#fields + 1] = f
+      fields[#fields + 1] = tostring(v)
+    end
+  end
+  if #fields > 0 then
+    redis.call('HSET', KEYS[4], unpack(fields))
+  end
+  redis.call('HSET', KEYS[5], 'window', w.start_ms, 'window_saved', cjson.encode(saved))
+  window_event(fields)
+end
+
+-- apply_windows brings the config in line with the window in force and
+-- returns what it did (WINDOW_*) and the start of the window concerned.
+local function apply_windows()
+  local w = window_in_force()
+  local current = tonumber(redis.call('HGET', KEYS[5], 'window'))
+  if current and (not w or w.start_ms ~= current) then
+    end_window()
+    if w then
+      start_window(w)
+      return WINDOW_STARTED + WINDOW_ENDED, w.start_ms
+    end
+    return WINDOW_ENDED, current
+  elseif w and not current then
+    start_window(w)
+    return WINDOW_STARTED, w.start_ms
+  end
+  return WINDOW_NONE, 0
+end
+
+local window_did, window_at = apply_windows()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at, _, _, _, budget = queue_config(KEYS[4])
 local due = next_tick_at(KEYS[5])
-local PURGE_MAX, HISTORY_KEEP, DROP_MAX, HOLD_MAX = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[13])
 
 -- The sets the users' traffic fills (gone: a record per leave, done,
 -- expiry or drop; stale: a mark per re-entry, leave or removal) are
 -- trimmed at most this many members a tick (trim_below, common.lua: a
 -- ZREMRANGEBYSCORE has no LIMIT), the rest by the ticks after, so that
 -- a burst of them never makes one tick long. A tick itself writes at
--- most ARGV[6] + ARGV[8] (2,000) gone records, and mark_gone retires
--- old ones as fast as leaves and dones write new ones.
+-- most ARGV[7] + ARGV[9] (2,000) gone records a line, and mark_gone
+-- retires old ones as fast as leaves and dones write new ones.
 local GONE_TRIM_MAX = 10000
 local STALE_TRIM_MAX = 10000
 
+-- Lanes (issue 30). The lines are the general lane's (the queue's own
+-- keys, "") and one per lane of ARGV[15]: the configured lanes (the
+-- config's "lanes", JSON) and any lane of the lanes SET still holding
+-- places (a lane removed goes on being served, with no share, until it
+-- is empty, then leaves the SET). A line is a table of its keys, its name
+-- and its share; the general lane's share is what the lanes leave.
+local configured_raw = redis.call('HGET', KEYS[4], 'lanes') or ''
+local configured = {}
+if configured_raw ~= '' then
+  for _, l in ipairs(cjson.decode(configured_raw)) do
+    configured[l.name] = l.share
+  end
+end
+
+-- lines_now returns the lines, or nil when ARGV[15] is not the configured
+-- lanes and the SET's, sorted: the caller read them before a change.
+local function lines_now()
+  local names = redis.call('SMEMBERS', KEYS[18])
+  local seen = {}
+  for _, n in ipairs(names) do
+    seen[n] = true
+  end
+  for n in pairs(configured) do
+    if not seen[n] then
+      names[#names + 1] = n
+    end
+  end
+  table.sort(names)
+  if table.concat(names, ',') ~= ARGV[15] then
+    return nil
+  end
+  local general = {name = '', waiting = KEYS[1], heard = KEYS[7], held = KEYS[16], stale = KEYS[17], draw = KEYS[9],
+    seq = KEYS[12], arrivals = KEYS[13], share = 1, index = 0}
+  local lines = {general}
+  for i, n in ipairs(names) do
+    local k = 19 + 8 * (i - 1)
+    lines[#lines + 1] = {name = n, waiting = KEYS[k + 1], heard = KEYS[k + 2], held = KEYS[k + 3], stale = KEYS[k + 4],
+      draw = KEYS[k + 5], seq = KEYS[k + 6], arrivals = KEYS[k + 7], history = KEYS[k + 8],
+      share = configured[n] or 0, index = i}
+    general.share = general.share - (configured[n] or 0)
+  end
+  general.share = math.max(0, general.share)
+  return lines
+end
+
+-- field is a line's own field name in the tick HASH: name for the general
+-- lane, name:lane for a lane.
+local function field(line, name)
+  if line.name == '' then
+    return name
+  end
+  return name .. ':' .. line.name
+end
+
 -- not_applied is the reply of a call that applies no tick.
 local function not_applied(until_next)
-  local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+  local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, window_did, window_at, 0}
   out[TICK_UNTIL_NEXT] = until_next
   return out
 end
 
 -- place_draw places a scheduled opening's draw. From opens_at, every call
 -- (not just the interval's tick) places a bounded batch of the
--- pre-queue's participants in the line at draw_key(seed, user): a
+-- pre-queue's participants in each line at draw_key(seed, user): a
 -- uniformly random order, ahead of everyone who arrived after opens_at.
 -- The first such call records the seed (with draw_for = the opening), so
--- the draw can be audited. Nobody is admitted until every participant is
--- placed, so it returns true while some are left.
--- (A draw left behind by an opening the operator cleared is placed too.)
-local function place_draw()
-  if opens_at > now or redis.call('SCARD', KEYS[9]) == 0 then
+-- the draw can be audited; every line's draw uses it. Nobody is admitted
+-- until every participant is placed, so it returns true while some are
+-- left. (A draw left behind by an opening the operator cleared is
+-- placed too.)
+local function place_draw(lines)
+  if opens_at > now then
     return false
   end
-  local d = redis.call('HMGET', KEYS[5], 'draw_for', 'draw_seed')
-  local seed = d[2]
-  if tonumber(d[1]) ~= opens_at then
-    seed = ARGV[9]
-    redis.call('HSET', KEYS[5], 'draw_for', opens_at, 'draw_seed', seed, 'draw_count', 0)
-  end
-  local batch = redis.call('SPOP', KEYS[9], tonumber(ARGV[10]))
-  for i = 1, #batch, 500 do
-    local args = {}
-    for j = i, math.min(i + 499, #batch) do
-      args[#args + 1] = draw_key(seed, batch[j])
-      args[#args + 1] = batch[j]
+  local left = false
+  for _, line in ipairs(lines) do
+    if redis.call('SCARD', line.draw) > 0 then
+      local d = redis.call('HMGET', KEYS[5], 'draw_for', 'draw_seed')
+      local seed = d[2]
+      if tonumber(d[1]) ~= opens_at then
+        seed = ARGV[10]
+        redis.call('HSET', KEYS[5], 'draw_for', opens_at, 'draw_seed', seed, 'draw_count', 0)
+      end
+      local batch = redis.call('SPOP', line.draw, tonumber(ARGV[11]))
+      for i = 1, #batch, 500 do
+        local args = {}
+        for j = i, math.min(i + 499, #batch) do
+          args[#args + 1] = draw_key(seed, batch[j])
+          args[#args + 1] = batch[j]
+        end
+        redis.call('ZADD', line.waiting, unpack(args))
+      end
+      redis.call('HINCRBY', KEYS[5], 'draw_count', #batch)
+      redis.call('HINCRBY', KEYS[5], field(line, 'placed'), #batch) -- arrivals, for the history
+      left = left or redis.call('SCARD', line.draw) > 0
     end
-    redis.call('ZADD', KEYS[1], unpack(args))
   end
-  redis.call('HINCRBY', KEYS[5], 'draw_count', #batch)
-  redis.call('HINCRBY', KEYS[5], 'placed', #batch) -- arrivals, for the history
-  return redis.call('SCARD', KEYS[9]) > 0
+  return left
 end
 
--- last_tick returns the tick HASH's fields close_interval reads, the
--- arrival counter now and the direct admissions since the last tick.
-local function last_tick()
+-- last_tick returns the tick HASH's fields close_interval reads, with
+-- each line's arrival counter now and its own fields (line.state) read
+-- into the lines, and the direct admissions since the last tick.
+local function last_tick(lines)
   local state = redis.call('HMGET', KEYS[5], 'at_ms', 'moved', 'direct', 'abandoned', 'seq_at', 'placed', 'budget')
-  return state, tonumber(redis.call('GET', KEYS[12])) or 0, tonumber(state[3]) or 0
+  for _, line in ipairs(lines) do
+    line.state = redis.call('HMGET', KEYS[5], field(line, 'moved'), field(line, 'abandoned'), field(line, 'seq_at'),
+      field(line, 'placed'))
+    line.seq_now = tonumber(redis.call('GET', line.seq)) or 0
+  end
+  return state, tonumber(state[3]) or 0
 end
 
 -- close_interval closes the interval the previous tick opened (state:
@@ -139,21 +330,36 @@ end
 -- its leftover tokens, which is never more than refill_size. Before the
 -- very first tick, users may have entered on the initial full bucket:
 -- that counts as an interval too. Its arrivals are the arrival numbers
--- given since the last tick (seq_at: re-entries count, refusals do not),
--- the direct admissions and an opening's participants placed in the
--- line; enter.lua pays nothing for the count.
-local function close_interval(state, seq_now, direct)
-  local waiting_before = redis.call('ZCARD', KEYS[1])
+-- given since the last tick in every line (seq_at: re-entries count,
+-- refusals do not), the direct admissions and an opening's participants
+-- placed in the lines; enter.lua pays nothing for the count. Each lane's
+-- own history gets the same entry for its line (its direct admissions
+-- are the queue's only).
+local function close_interval(state, direct, lines)
   local admitted = (tonumber(state[2]) or 0) + direct
-  if state[1] or admitted > 0 then
-    local started = tonumber(state[1]) or (now - interval)
-    local arrivals = seq_now - (tonumber(state[5]) or seq_now) + direct + (tonumber(state[6]) or 0)
-    -- The seventh field is the interval's budget (issue 21); readers take
-    -- entries of three to six fields too (keys.go, history).
-    redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d:%d:%d:%d', started, admitted, waiting_before,
-      tonumber(state[4]) or 0, arrivals, active_count(KEYS[2], now, ttl), tonumber(state[7]) or refill))
-    redis.call('LTRIM', KEYS[6], -HISTORY_KEEP, -1)
+  if not (state[1] or admitted > 0) then
+    return admitted
   end
+  local started = tonumber(state[1]) or (now - interval)
+  local active = active_count(KEYS[2], now, ttl)
+  local waiting, arrivals = 0, direct
+  for _, line in ipairs(lines) do
+    local s = line.state
+    line.waiting_before = redis.call('ZCARD', line.waiting)
+    line.arrived = line.seq_now - (tonumber(s[3]) or line.seq_now) + (tonumber(s[4]) or 0)
+    waiting = waiting + line.waiting_before
+    arrivals = arrivals + line.arrived
+    if line.history then
+      redis.call('RPUSH', line.history, string.format('%d:%d:%d:%d:%d:%d:%d', started, tonumber(s[1]) or 0,
+        line.waiting_before, tonumber(s[2]) or 0, line.arrived, active, tonumber(state[7]) or refill))
+      redis.call('LTRIM', line.history, -HISTORY_KEEP, -1)
+    end
+  end
+  -- The seventh field is the interval's budget (issue 21); readers take
+  -- entries of three to six fields too (keys.go, history).
+  redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d:%d:%d:%d', started, admitted, waiting,
+    tonumber(state[4]) or 0, arrivals, active, tonumber(state[7]) or refill))
+  redis.call('LTRIM', KEYS[6], -HISTORY_KEEP, -1)
   return admitted
 end
 
@@ -200,7 +406,7 @@ end
 -- interval_budget) only while the controller is on and that reading is
 -- still the budget.
 local function adapt_budget()
-  local proposed, based_on = tonumber(ARGV[11]), tonumber(ARGV[12])
+  local proposed, based_on = tonumber(ARGV[12]), tonumber(ARGV[13])
   if proposed and proposed > 0 and based_on == budget then
     local a = redis.call('HMGET', KEYS[4], 'adapt_enabled', 'min_refill_size')
     if a[1] == '1' then
@@ -226,7 +432,7 @@ end
 -- Moving the head. A user not heard from (enter, status) for
 -- abandon_after_ms has closed the page: the place is dropped when it
 -- reaches the head, without spending a token, and the next one moves
--- instead; at most ARGV[8] (DROP_MAX) such places per tick.
+-- instead; at most ARGV[9] (DROP_MAX) such places per tick and line.
 -- A place with no record at all was far from the head when last heard
 -- (only places near_head keep one): its page may well be polling, just
 -- not yet near enough to say so (a refill raised tenfold brings such
@@ -238,40 +444,43 @@ end
 -- not lost. Unconfirmed by the deadline, it is dropped as abandoned
 -- (drop_expired). Set aside, held places never stop a tick from reaching
 -- the people behind them: silent places at the head cost the line none
--- of its rate. A tick drops at most ARGV[8] places in all (held ones past
+-- of its rate. A tick drops at most ARGV[9] places a line in all (held ones past
 -- their deadline first); an abandoned place popped beyond that is held
 -- with a deadline already past, for the next tick to drop. At most
 -- ARGV[13] (HOLD_MAX) are held per tick, so a tick pops at most room +
--- ARGV[8] + ARGV[13] + 1000 places (a round's pop is at most 1000), and
--- drop_expired reads at most ARGV[8] marks.
+-- ARGV[9] + ARGV[14] + 1000 places (a round's pop is at most 1000), and
+-- drop_expired reads at most ARGV[9] marks.
 -- The deadline is abandon_after from now, the time any place is given to
 -- be heard from: a page polling as told asks at least twice in it.
+
+-- (Each line, a lane's too, is moved the same way, with its own keys:
+-- line, lines_now.)
 
 -- drop_expired drops the held places whose deadline has passed (heard
 -- marks in [-now, 0)), at most DROP_MAX, adding them to dropped: a place
 -- that re-entered the line meanwhile keeps its new place, only the mark
 -- and the held entry go (unheard again, it is asked again if it reaches
 -- the head silent).
-local function drop_expired(dropped)
-  local marks = redis.call('ZRANGE', KEYS[7], -now, '(0', 'BYSCORE', 'LIMIT', 0, DROP_MAX)
+local function drop_expired(line, dropped)
+  local marks = redis.call('ZRANGE', line.heard, -now, '(0', 'BYSCORE', 'LIMIT', 0, DROP_MAX)
   if #marks == 0 then
     return
   end
-  local was_held = redis.call('ZMSCORE', KEYS[16], unpack(marks))
-  local in_line = redis.call('ZMSCORE', KEYS[1], unpack(marks))
+  local was_held = redis.call('ZMSCORE', line.held, unpack(marks))
+  local in_line = redis.call('ZMSCORE', line.waiting, unpack(marks))
   for i, u in ipairs(marks) do
     if was_held[i] and not in_line[i] then
       dropped[#dropped + 1] = u
     end
   end
-  redis.call('ZREM', KEYS[7], unpack(marks))
-  redis.call('ZREM', KEYS[16], unpack(marks))
+  redis.call('ZREM', line.heard, unpack(marks))
+  redis.call('ZREM', line.held, unpack(marks))
 end
 
 -- release puts held places back in the line when abandonment is off
 -- (abandon_after 0): nobody is asked to confirm any more.
-local function release()
-  local back = redis.call('ZRANGE', KEYS[16], 0, HOLD_MAX - 1, 'WITHSCORES')
+local function release(line)
+  local back = redis.call('ZRANGE', line.held, 0, HOLD_MAX - 1, 'WITHSCORES')
   if #back == 0 then
     return
   end
@@ -281,8 +490,8 @@ local function release()
     args[#args + 1] = back[i]
     users[#users + 1] = back[i]
   end
-  redis.call('ZADD', KEYS[1], unpack(args))
-  redis.call('ZREM', KEYS[16], unpack(users))
+  redis.call('ZADD', line.waiting, unpack(args))
+  redis.call('ZREM', line.held, unpack(users))
 end
 
 -- pop_head moves, drops or holds places from the head until room users
@@ -291,14 +500,14 @@ end
 -- round that admitted nobody (never more than 1000, far below Lua's stack
 -- limit for unpack, nor than may still be held); a heard place popped
 -- beyond room goes back (put_back). Returns the places held.
-local function pop_head(room, m)
+local function pop_head(line, room, m)
   local admit, admit_seq, dropped = m.admit, m.admit_seq, m.dropped
   local held, asked, put_back = {}, {}, {}
   local gone_before = now - abandon_after
   local confirm_by = now + abandon_after
   local want = room
   while #admit < room and #held < 2 * HOLD_MAX do
-    local popped = redis.call('ZPOPMIN', KEYS[1], math.min(want, 1000, HOLD_MAX - #held / 2))
+    local popped = redis.call('ZPOPMIN', line.waiting, math.min(want, 1000, HOLD_MAX - #held / 2))
     if #popped == 0 then
       break
     end
@@ -307,7 +516,7 @@ local function pop_head(room, m)
       users[#users + 1] = popped[i]
       seqs[#users] = popped[i + 1]
     end
-    local heard = redis.call('ZMSCORE', KEYS[7], unpack(users))
+    local heard = redis.call('ZMSCORE', line.heard, unpack(users))
     local done, admitted_before = {}, #admit
     for i, u in ipairs(users) do
       local h = tonumber(heard[i])
@@ -338,7 +547,7 @@ local function pop_head(room, m)
       end
     end
     if #done > 0 then
-      redis.call('ZREM', KEYS[7], unpack(done))
+      redis.call('ZREM', line.heard, unpack(done))
     end
     want = room - #admit
     if #admit == admitted_before then
@@ -346,41 +555,141 @@ local function pop_head(room, m)
     end
   end
   for i = 1, #held, 1000 do
-    redis.call('ZADD', KEYS[16], unpack(held, i, math.min(i + 999, #held)))
+    redis.call('ZADD', line.held, unpack(held, i, math.min(i + 999, #held)))
   end
   for i = 1, #asked, 1000 do
-    redis.call('ZADD', KEYS[7], unpack(asked, i, math.min(i + 999, #asked)))
+    redis.call('ZADD', line.heard, unpack(asked, i, math.min(i + 999, #asked)))
   end
   if #put_back > 0 then
-    redis.call('ZADD', KEYS[1], unpack(put_back))
+    redis.call('ZADD', line.waiting, unpack(put_back))
   end
   return #held / 2
 end
 
--- move_head moves up to room users from the head of the line into the
--- entered set (see "Moving the head" above) and returns {admit (users),
--- admit_seq (their arrival numbers), dropped (abandoned places)}.
-local function move_head(room)
-  local m = {admit = {}, admit_seq = {}, dropped = {}}
-  if abandon_after > 0 then
-    drop_expired(m.dropped)
-  else
-    release()
+-- The split (issue 30). Each lane holds a credit c (the tick HASH's
+-- "credit:<lane>", in [0, 1)): the fraction of a place it is owed. An
+-- applied tick with room places to give adds share x room to it and
+-- gives the lane its whole places; the general lane gets the rest. So a
+-- lane's admissions up to any tick are floor(its share of all the room
+-- so far + a constant): over any run of intervals, whichever, it gets
+-- its share of their room within one place (floor(x + w) - floor(x) is
+-- floor(w) or ceil(w)). The general lane, the rest, is as exact with one
+-- lane, and within as many places as there are lanes with more (no rule
+-- can hold every one of three or more lines within one place over every
+-- run: Fraenkel's balanced sequences). The lanes' whole places can
+-- exceed the room only when the general lane's part of it is less than
+-- the lanes less one (several lanes' fractions coming due together): the
+-- least owed then waits a tick, within two places of its share. A lane is charged its allocation whether or not it could use it:
+-- a line with fewer waiting gives the rest to the others in the same
+-- interval (spare, move_lines), which are not charged for it, so neither
+-- an idle lane banks its share nor a busy one pays back what nobody else
+-- wanted. A change of the configured lanes starts every credit at 0
+-- (credit_for: the configuration the credits are for).
+local function split(room, lines)
+  local fresh = redis.call('HGET', KEYS[5], 'credit_for') ~= configured_raw
+  local given = 0
+  for i = 2, #lines do
+    local line = lines[i]
+    local c = 0
+    if not fresh then
+      c = tonumber(redis.call('HGET', KEYS[5], field(line, 'credit'))) or 0
+    end
+    c = c + line.share * room
+    line.alloc = math.floor(c + 1e-9)
+    line.credit = math.max(0, c - line.alloc)
+    given = given + line.alloc
   end
-  pop_head(room, m)
-  local admit = m.admit
-  for i = 1, #admit, 500 do
+  while given > room do
+    local least = nil
+    for i = 2, #lines do
+      if lines[i].alloc > 0 and (not least or lines[i].credit < least.credit) then
+        least = lines[i]
+      end
+    end
+    least.alloc, least.credit, given = least.alloc - 1, least.credit + 1, given - 1
+  end
+  lines[1].alloc, lines[1].credit = room - given, 0
+  for i = 2, #lines do
+    redis.call('HSET', KEYS[5], field(lines[i], 'credit'), string.format('%.17g', lines[i].credit))
+  end
+  redis.call('HSET', KEYS[5], 'credit_for', configured_raw)
+end
+
+-- move_lines moves up to room places in all (see "Moving the head"):
+-- each line first up to its allocation (split), then the room they left
+-- to the lines that filled theirs, the most owed first, until the room is
+-- used or no line has more. Each line's admitted and their arrival
+-- numbers go into line.admit and line.admit_seq, the places dropped into
+-- dropped; returns everyone admitted.
+local function move_lines(room, lines, dropped)
+  local all = {}
+  local function take(line, n)
+    local m, before = {admit = {}, admit_seq = {}, dropped = dropped}, #dropped
+    pop_head(line, n, m)
+    line.dropped = line.dropped + #dropped - before
+    for i, u in ipairs(m.admit) do
+      line.admit[#line.admit + 1] = u
+      line.admit_seq[#line.admit_seq + 1] = m.admit_seq[i]
+      all[#all + 1] = u
+    end
+    return #m.admit
+  end
+  for _, line in ipairs(lines) do
+    line.admit, line.admit_seq, line.dropped = {}, {}, 0
+    if abandon_after > 0 then
+      local before = #dropped
+      drop_expired(line, dropped)
+      line.dropped = #dropped - before
+    else
+      release(line)
+    end
+    if #lines == 1 then
+      line.alloc = room
+    end
+    line.full = take(line, line.alloc) == line.alloc
+  end
+  local spare = room - #all
+  while spare > 0 do
+    local open = {}
+    for _, line in ipairs(lines) do
+      if line.full then
+        open[#open + 1] = line
+      end
+    end
+    if #open == 0 then
+      break
+    end
+    table.sort(open, function(a, b)
+      if a.credit ~= b.credit then
+        return a.credit > b.credit
+      end
+      return a.index < b.index
+    end)
+    for _, line in ipairs(open) do
+      local got = take(line, spare)
+      line.full = got == spare and got > 0
+      spare = spare - got
+      if spare == 0 then
+        break
+      end
+    end
+  end
+  return all
+end
+
+-- admit writes the admissions and the drops, and tells the site.
+local function admit(all, dropped)
+  for i = 1, #all, 500 do
     local chunk = {}
-    for j = i, math.min(i + 499, #admit) do
+    for j = i, math.min(i + 499, #all) do
       chunk[#chunk + 1] = now
-      chunk[#chunk + 1] = admit[j]
+      chunk[#chunk + 1] = all[j]
     end
     redis.call('ZADD', KEYS[2], unpack(chunk))
   end
-  mark_gone(KEYS[8], 'abandoned', m.dropped, now)
-  emit(KEYS[11], KEYS[4], 'abandoned', m.dropped, now)
-  emit(KEYS[11], KEYS[4], 'admitted', admit, now)
-  return m
+  mark_gone(KEYS[8], 'abandoned', dropped, now)
+  emit(KEYS[11], KEYS[4], 'abandoned', dropped, now)
+  emit(KEYS[11], KEYS[4], 'admitted', all, now)
 end
 
 -- leave_tokens sets and returns the tokens left for direct entries until
@@ -393,6 +702,42 @@ local function leave_tokens(moved)
   local tokens = budget - moved
   redis.call('SET', KEYS[3], tokens)
   return tokens
+end
+
+-- set_rates leaves each line's expected admissions per interval in the
+-- tick HASH ("rate:<lane>", common.lua's line_rate, for the ETA of its
+-- places): what it got when people are left in it, else its allocation
+-- and the room nobody used; never below 1. While nothing can be admitted
+-- (paused, at the cap) its share of the budget. Without lanes there are
+-- no rates: every script's ETA uses the budget, as before lanes.
+local function set_rates(room, lines, moved)
+  if #lines == 1 then
+    redis.call('HDEL', KEYS[5], 'rate:')
+    return
+  end
+  for _, line in ipairs(lines) do
+    local r = math.floor(line.share * budget)
+    if room > 0 then
+      r = #line.admit
+      if redis.call('ZCARD', line.waiting) == 0 then
+        r = (line.alloc or 0) + room - moved
+      end
+    end
+    line.rate = math.max(1, r)
+    redis.call('HSET', KEYS[5], 'rate:' .. line.name, line.rate)
+  end
+end
+
+-- forget_lanes takes out of the lanes SET each lane no longer configured
+-- whose line is empty, with its fields in the tick HASH.
+local function forget_lanes(lines)
+  for _, line in ipairs(lines) do
+    if line.name ~= '' and not configured[line.name] and redis.call('ZCARD', line.waiting) == 0 and
+        redis.call('ZCARD', line.held) == 0 and redis.call('SCARD', line.draw) == 0 then
+      redis.call('SREM', KEYS[18], line.name)
+      redis.call('HDEL', KEYS[5], 'rate:' .. line.name, 'credit:' .. line.name)
+    end
+  end
 end
 
 -- Line statistics (issue 22): how long the admitted waited, how far the
@@ -419,13 +764,13 @@ end
 -- times inside, which the back office reads (Store.LineReport).
 local SAMPLES_KEEP = 10000
 
--- new_groups returns an empty list of groups and measured, which adds
--- count people whose kind measured value to it, the same group as the
--- last of that kind when the value is the same: those admitted together
+-- new_groups returns measured, which adds to groups count people of line
+-- index whose kind measured value, the same group as the last of that
+-- kind when the value is the same: those admitted together
 -- mostly share their checkpoint, so runs are long, and a number compared
 -- costs far less than a string key built per user.
-local function new_groups()
-  local groups, last_of = {}, {}
+local function new_groups(groups, index)
+  local last_of = {}
   local function measured(kind, value, count)
     local i = last_of[kind]
     if i and groups[i + 1] == value then
@@ -435,14 +780,15 @@ local function new_groups()
       groups[#groups + 1] = kind
       groups[#groups + 1] = value
       groups[#groups + 1] = count
+      groups[#groups + 1] = index
     end
   end
-  return groups, measured
+  return measured
 end
 
 -- measure_waits measures the admitted's time in line and ETA error from
 -- the checkpoints (admit_seq: their arrival numbers, in arrival order).
-local function measure_waits(measured, admit_seq)
+local function measure_waits(line, measured, admit_seq)
   local first, last = nil, nil
   for _, s in ipairs(admit_seq) do
     if s >= 1 then
@@ -455,8 +801,8 @@ local function measure_waits(measured, admit_seq)
   end
   -- Admitted in arrival order: walk the checkpoints below the last one.
   -- The checkpoints below the last one, then the next one's member.
-  local cps = redis.call('ZRANGE', KEYS[13], '-inf', '(' .. last, 'BYSCORE', 'WITHSCORES')
-  cps[#cps + 1] = redis.call('ZRANGE', KEYS[13], last, '+inf', 'BYSCORE', 'LIMIT', 0, 1)[1]
+  local cps = redis.call('ZRANGE', line.arrivals, '-inf', '(' .. last, 'BYSCORE', 'WITHSCORES')
+  cps[#cps + 1] = redis.call('ZRANGE', line.arrivals, last, '+inf', 'BYSCORE', 'LIMIT', 0, 1)[1]
   local c, cp = -1, nil
   for _, s in ipairs(admit_seq) do
     while c + 3 <= #cps and tonumber(cps[c + 3]) < s do
@@ -479,11 +825,16 @@ local function measure_waits(measured, admit_seq)
 end
 
 -- save_samples appends the groups, then done.lua's times inside since the
--- last tick, to samples, keeping the newest SAMPLES_KEEP.
-local function save_samples(groups)
+-- last tick, to samples, keeping the newest SAMPLES_KEEP. A lane's
+-- samples carry its name as a fifth field (lines: index -> line).
+local function save_samples(groups, lines)
   local samples = {}
-  for i = 1, #groups, 3 do
-    samples[#samples + 1] = string.format('%d:%d:%d:%d', now, groups[i], groups[i + 1], groups[i + 2])
+  for i = 1, #groups, 4 do
+    local s = string.format('%d:%d:%d:%d', now, groups[i], groups[i + 1], groups[i + 2])
+    if groups[i + 3] > 0 then
+      s = s .. ':' .. lines[groups[i + 3] + 1].name
+    end
+    samples[#samples + 1] = s
   end
   -- done.lua's times inside since the last tick: already observed by the
   -- replica that ran it, so they go to samples only.
@@ -503,47 +854,55 @@ local function save_samples(groups)
 end
 
 -- line_statistics measures this tick's admissions (direct: those who
--- entered directly since the last tick; inside: the purged sessions'
--- times inside), saves them and returns their groups.
-local function line_statistics(direct, admit_seq, inside)
-  local groups, measured = new_groups()
+-- entered directly since the last tick; each line's admit_seq: the
+-- arrival numbers of those it moved; inside: the purged sessions' times
+-- inside), saves them and returns their groups.
+local function line_statistics(direct, lines, inside)
+  local groups = {}
+  local measured = new_groups(groups, 0)
   if direct > 0 then
     measured(STAT_LINE, 0, direct)
   end
-  measure_waits(measured, admit_seq)
   for _, v in ipairs(inside) do
     measured(STAT_INSIDE, v, 1)
   end
-  save_samples(groups)
+  for _, line in ipairs(lines) do
+    measure_waits(line, new_groups(groups, line.index), line.admit_seq)
+  end
+  save_samples(groups, lines)
   return groups
 end
 
--- checkpoint leaves this tick's checkpoint in arrivals (one with the same
--- score has seen no arrival since: this one replaces it), then drops
--- those no place in the line needs: all below the one that covers the
--- head. There is at most one checkpoint per applied tick, however many
--- arrive, so that trim needs no bound. Returns the line's length.
-local function checkpoint(seq_now)
-  local left = redis.call('ZCARD', KEYS[1])
-  redis.call('ZREMRANGEBYSCORE', KEYS[13], seq_now, seq_now)
-  redis.call('ZADD', KEYS[13], seq_now, string.format('%d:%d:%d:%d', now, left, budget, interval))
-  local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  local cover = redis.call('ZRANGE', KEYS[13], '(' .. (head[2] or seq_now + 1), '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
+-- checkpoint leaves this tick's checkpoint in a line's arrivals (one
+-- with the same score has seen no arrival since: this one replaces it),
+-- then drops those no place in the line needs: all below the one that
+-- covers the head. There is at most one checkpoint per applied tick,
+-- however many arrive, so that trim needs no bound. Its refill is what
+-- the line's pages were told an interval admits (line.rate with lanes,
+-- else the budget). Returns the line's length.
+local function checkpoint(line)
+  local left = redis.call('ZCARD', line.waiting)
+  local seq_now = line.seq_now
+  redis.call('ZREMRANGEBYSCORE', line.arrivals, seq_now, seq_now)
+  redis.call('ZADD', line.arrivals, seq_now, string.format('%d:%d:%d:%d', now, left, line.rate or budget, interval))
+  local head = redis.call('ZRANGE', line.waiting, 0, 0, 'WITHSCORES')
+  local cover = redis.call('ZRANGE', line.arrivals, '(' .. (head[2] or seq_now + 1), '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
   if cover[2] then
-    redis.call('ZREMRANGEBYSCORE', KEYS[13], '-inf', '(' .. cover[2])
+    redis.call('ZREMRANGEBYSCORE', line.arrivals, '-inf', '(' .. cover[2])
   end
   -- The stale credentials' marks the head has passed: the snapshot places
   -- no arrival number below the head (snapshot.go), so a mark left below
   -- it by the bound only costs a reader a Redis lookup it would make
   -- anyway, until a later tick trims it.
-  trim_below(KEYS[17], '(' .. (head[2] or seq_now + 1), STALE_TRIM_MAX)
+  trim_below(line.stale, '(' .. (head[2] or seq_now + 1), STALE_TRIM_MAX)
   return left
 end
 
 -- record_tick records the tick in the tick HASH: the next tick a full
 -- interval from now (see the top), whenever this one was due;
--- min_next_ms is the previous version's (next_tick_at).
-local function record_tick(seq_now, moved, dropped)
+-- min_next_ms is the previous version's (next_tick_at). Each line's
+-- arrival counter, and a lane's moves and drops, are its own fields.
+local function record_tick(lines, moved, dropped)
   redis.call('HDEL', KEYS[5], 'min_next_ms')
   redis.call('HSET', KEYS[5],
     'next_at_ms', now + interval,
@@ -551,14 +910,18 @@ local function record_tick(seq_now, moved, dropped)
     'moved', moved,
     'abandoned', dropped,
     'direct', 0,
-    'seq_at', seq_now,
-    'placed', 0,
     'budget', budget)
+  for _, line in ipairs(lines) do
+    redis.call('HSET', KEYS[5], field(line, 'seq_at'), line.seq_now, field(line, 'placed'), 0)
+    if line.name ~= '' then
+      redis.call('HSET', KEYS[5], field(line, 'moved'), #line.admit, field(line, 'abandoned'), line.dropped)
+    end
+  end
 end
 
 -- applied_reply is the reply of an applied tick (r: its counts by name,
--- groups: what it measured), in TICK_* order.
-local function applied_reply(r, groups)
+-- lines, groups: what it measured), in TICK_* order.
+local function applied_reply(r, lines, groups)
   local out = {}
   out[TICK_APPLIED] = 1
   out[TICK_MOVED] = r.moved
@@ -571,6 +934,13 @@ local function applied_reply(r, groups)
   out[TICK_UNTIL_NEXT] = interval
   out[TICK_BUDGET] = budget
   out[TICK_ADAPTED] = r.adapted
+  out[TICK_WINDOW] = window_did
+  out[TICK_WINDOW_AT] = window_at
+  out[TICK_LANES] = #lines - 1
+  for i = 2, #lines do
+    out[#out + 1] = #lines[i].admit
+    out[#out + 1] = lines[i].left
+  end
   for _, v in ipairs(groups) do
     out[#out + 1] = v
   end
@@ -578,22 +948,40 @@ local function applied_reply(r, groups)
 end
 
 -- The body: each step one call, in order.
-if place_draw() then
+local lines = lines_now()
+if not lines then
+  local out = not_applied(0)
+  out[TICK_APPLIED] = -1 -- the lanes changed since the caller read them
+  return out
+end
+if place_draw(lines) then
   return not_applied(0) -- the next calls go on placing it
 end
 if due and now < due then
   return not_applied(due - now)
 end
-local state, seq_now, direct = last_tick()                     -- what the last tick left
-local admitted = close_interval(state, seq_now, direct)       -- close the interval
-local purged, inside = purge_expired()                        -- purge
+local state, direct = last_tick(lines)                         -- what the last tick left
+local admitted = close_interval(state, direct, lines)          -- close the interval
+local purged, inside = purge_expired()                         -- purge
 local adapted
-budget, adapted = adapt_budget()                              -- budget
-local m = move_head(room_for_moves())                         -- move the head
-trim_below(KEYS[8], now - GONE_KEEP_MS, GONE_TRIM_MAX)        -- forget the gone past an hour
-local tokens = leave_tokens(#m.admit)                         -- tokens
-local groups = line_statistics(direct, m.admit_seq, inside)   -- statistics
-local left = checkpoint(seq_now)                              -- checkpoint
-record_tick(seq_now, #m.admit, #m.dropped)                    -- record the tick
-return applied_reply({moved = #m.admit, waiting = left, tokens = tokens, purged = purged,
-  admitted = admitted, abandoned = #m.dropped, adapted = adapted}, groups)
+budget, adapted = adapt_budget()                               -- budget
+local room = room_for_moves()
+if #lines > 1 then
+  split(room, lines)                                           -- each line's part
+end
+local dropped = {}
+local all = move_lines(room, lines, dropped)                   -- move the heads
+admit(all, dropped)
+trim_below(KEYS[8], now - GONE_KEEP_MS, GONE_TRIM_MAX)         -- forget the gone past an hour
+local tokens = leave_tokens(#all)                              -- tokens
+set_rates(room, lines, #all)                                   -- the lines' rates
+local groups = line_statistics(direct, lines, inside)          -- statistics
+local left = 0
+for _, line in ipairs(lines) do
+  line.left = checkpoint(line)                                 -- checkpoints
+  left = left + line.left
+end
+forget_lanes(lines)
+record_tick(lines, #all, #dropped)                             -- record the tick
+return applied_reply({moved = #all, waiting = left, tokens = tokens, purged = purged,
+  admitted = admitted, abandoned = #dropped, adapted = adapted}, lines, groups)
