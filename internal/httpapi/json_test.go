@@ -147,7 +147,7 @@ func FuzzAppendTicket(f *testing.F) {
 	f.Add("default", "user-1", "WAITING", int64(3), int64(10), int64(5), int64(5100), "v1.default.YTpB.bWFj", "", "")
 	f.Add("q", "a\"b\\c<d>&e\x01\xff\u2028", "ENTERED", int64(0), int64(-1), int64(0), int64(0), "", "e.y.J", "https://x/?a=1&b=2")
 	f.Fuzz(func(t *testing.T, q, user, status string, pos, waiting, eta, poll int64, token, pass, target string) {
-		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), token, pos, pos%3 == 0, pos * 7, waiting, eta, eta - waiting, eta + poll, poll, pos%2 == 0, target, token, pass, target, target})
+		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), token, pos, pos%3 == 0, pos * 7, pass, waiting, eta, eta - waiting, eta + poll, poll, pos%2 == 0, target, token, pass, target, target})
 	})
 }
 
