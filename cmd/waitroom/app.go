@@ -214,8 +214,13 @@ func (a *app) addAdapter(context.Context) error {
 
 // addScheduler adds the worker that ticks every queue each interval.
 func (a *app) addScheduler(context.Context) error {
+	auditLog, err := audit.New(a.rdb)
+	if err != nil {
+		return err
+	}
+	obs := windowAudit{log: auditLog, next: a.obs.tick, slog: a.log}
 	a.workers = append(a.workers, func(context.Context) (func(), error) {
-		sched, err := scheduler.StartAdapting(a.store, scheduler.Period(a.interval), a.log, a.obs.tick, a.adapter)
+		sched, err := scheduler.StartAdapting(a.store, scheduler.Period(a.interval), a.log, obs, a.adapter)
 		if err != nil {
 			return nil, err
 		}

@@ -595,6 +595,30 @@ func TestOpenAPIContract(t *testing.T) {
 		}
 		k.check(t, e, call{method: "GET", path: admin + "/audit", header: auth, status: 200})
 		k.check(t, e, call{method: "GET", path: admin + "/audit?limit=0", header: auth, status: 400, code: "invalid_limit", docRejects: true})
+		// Lanes, windows and the forecast (issue 30).
+		patch(`{"lanes":[{"name":"priority","share":0.3}]}`, 200, "", false)
+		patch(`{"lanes":[{"name":"a","share":0.7},{"name":"b","share":0.4}]}`, 400, "invalid_lanes", false)
+		patch(`{"lanes":[{"name":"Bad","share":0.3}]}`, 400, "invalid_lanes", true)
+		sched := admin + "/schedule"
+		k.check(t, e, call{method: "PUT", path: sched, body: `{"windows":[{"start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00Z","refill_size":40,"paused":false,"lanes":[{"name":"priority","share":0.5}]}]}`,
+			header: withJSON(auth...), status: 200})
+		k.check(t, e, call{method: "PUT", path: sched, body: `{"windows":[{"start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00Z"},{"start":"2030-01-01T09:30:00Z","end":"2030-01-01T11:00:00Z"}]}`,
+			header: withJSON(auth...), status: 400, code: "invalid_schedule"})
+		k.check(t, e, call{method: "PUT", path: sched, body: `{"windows":[{"start":"tomorrow"}]}`, header: withJSON(auth...), status: 400, code: "invalid_json", docRejects: true})
+		k.check(t, e, call{method: "GET", path: sched, header: auth, status: 200})
+		k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=40", header: auth, status: 200})
+		k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=40&lane=priority", header: auth, status: 200})
+		k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=0", header: auth, status: 400, code: "invalid_forecast", docRejects: true})
+		k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=4&lane=nope", header: auth, status: 400, code: "invalid_forecast"})
+		k.check(t, e, call{method: "PUT", path: sched, body: `{"windows":[]}`, header: withJSON(auth...), status: 200})
+		patch(`{"lanes":[]}`, 200, "", false)
+
+		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/schedule", header: auth, status: 404, code: "queue_not_found"})
+		k.check(t, e, call{method: "PUT", path: "/admin/v1/queues/nope/schedule", body: `{"windows":[]}`, header: withJSON(auth...), status: 404, code: "queue_not_found"})
+		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/forecast?refill_size=3", header: auth, status: 404, code: "queue_not_found"})
+		k.check(t, e, call{method: "GET", path: sched, status: 401, code: "unauthorized", docRejects: true})
+		k.check(t, e, call{method: "PUT", path: sched, body: `{"windows":[]}`, header: jsonCT, status: 401, code: "unauthorized", docRejects: true})
+		k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=3", status: 401, code: "unauthorized", docRejects: true})
 		// The queue's text on its waiting page, by language.
 		r = patch(`{"title":{"en":"Seollal holiday trains: Seoul → Busan","ko":"설 명절 열차"},"message":{"en":"Sales open at 07:00\nBe ready."}}`, 200, "", false)
 		if err := json.Unmarshal(r.body, &aq); err != nil || aq.Title["ko"] != "설 명절 열차" || aq.Message["en"] != "Sales open at 07:00\nBe ready." {

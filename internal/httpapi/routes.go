@@ -86,6 +86,9 @@ func (s *Server) routes() *chi.Mux {
 		r.With(operator).Patch("/queues/{queue}", s.patchSettings) // webhook_url and origin_probe_url: admin
 		r.With(operator).Put("/queues/{queue}/refill-size", s.setRefillSize)
 		r.With(viewer).Get("/queues/{queue}/history", s.history)
+		r.With(viewer).Get("/queues/{queue}/schedule", s.getSchedule)
+		r.With(operator).Put("/queues/{queue}/schedule", s.putSchedule)          // windows the tick applies (issue 30)
+		r.With(viewer).Get("/queues/{queue}/forecast", s.getForecast)            // what a refill size would do
 		r.With(viewer).Get("/queues/{queue}/audit", s.auditLog)                  // the admin changes, newest first
 		r.With(operator).Post("/queues/{queue}/origin", s.originReport)          // the site's own p95 and error rate (internal/autorate)
 		r.With(operator).Delete("/queues/{queue}/users/{user_id}", s.removeUser) // every admin call is logged at info

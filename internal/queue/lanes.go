@@ -151,3 +151,11 @@ func LaneOf(member string) string {
 	}
 	return lane
 }
+
+// MarshalJSON writes no lanes as [], never null.
+func (ls Lanes) MarshalJSON() ([]byte, error) {
+	if ls == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal([]Lane(ls))
+}

@@ -19,6 +19,7 @@ func TestCatalogMatchesTheTypes(t *testing.T) {
 		KindInt: reflect.TypeFor[int](), KindMillis: reflect.TypeFor[time.Duration](), KindBool: reflect.TypeFor[bool](),
 		KindRate: reflect.TypeFor[float64](), KindURL: reflect.TypeFor[string](), KindString: reflect.TypeFor[string](),
 		KindTime: reflect.TypeFor[time.Time](), KindLine: reflect.TypeFor[map[string]string](), KindText: reflect.TypeFor[map[string]string](),
+		KindLanes: reflect.TypeFor[Lanes](),
 	}
 	names := map[string]bool{}
 	for _, st := range Catalog {

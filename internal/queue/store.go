@@ -53,6 +53,7 @@ type Redis interface {
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	Ping(ctx context.Context) *redis.StatusCmd
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd
 }
 
 // Store runs the queue scripts for a fixed set of queues.

@@ -47,6 +47,7 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 		return TickResult{}, err
 	}
 	var lanes []string
+	var window []int64 // a window's change made by an attempt that was called again
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		// The lanes can change between the caller's reading and the
 		// script's (a PATCH, a window starting, a first place in a lane):
@@ -65,8 +66,14 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 			v, err := tickScript.Run(ctx, s.rdb, keys,
 				append(q.args[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base, holdBatch,
 					strings.Join(lanes, ","))...).Int64Slice()
-			if err != nil || len(v) <= tickApplied || v[tickApplied] != -1 {
+			if err == nil && len(v) >= tickLen && window != nil && v[tickWindow] == 0 {
+				v[tickWindow], v[tickWindowAt] = window[0], window[1]
+			}
+			if err != nil || len(v) < tickLen || v[tickApplied] != -1 {
 				return v, err
+			}
+			if v[tickWindow] != 0 {
+				window = []int64{v[tickWindow], v[tickWindowAt]}
 			}
 		}
 		return nil, errors.New("the lanes kept changing")

@@ -1,0 +1,86 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waitroom/waitroom/internal/audit"
+	"github.com/waitroom/waitroom/internal/forecast"
+	"github.com/waitroom/waitroom/internal/queue"
+)
+
+// Sale days (issue 30): a queue's schedule of windows, and the forecast
+// of a refill size before it is set.
+
+type scheduleResponse struct {
+	Windows []queue.Window `json:"windows"`
+	// Window is the window in force, as the tick applied it (null: none).
+	Window *queue.Window `json:"window"`
+}
+
+var errInvalidSchedule = &apiError{status: http.StatusBadRequest, code: "invalid_schedule"}
+
+// getSchedule answers the queue's windows and the one in force.
+func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
+	sc, inForce, err := s.store.Schedule(r.Context(), chi.URLParam(r, "queue"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, scheduleResponse{Windows: sc.Windows, Window: inForce})
+}
+
+// putSchedule replaces the queue's windows (audited as "schedule").
+func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
+	req, err := decode[queue.Schedule](w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := chi.URLParam(r, "queue")
+	before, _, err := s.store.Schedule(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.store.SetSchedule(r.Context(), q, req); err != nil {
+		if errors.Is(err, queue.ErrInvalidSchedule) {
+			e := *errInvalidSchedule
+			e.message = clientMessage(err)
+			err = &e
+		}
+		s.fail(w, r, err)
+		return
+	}
+	if req.Windows == nil {
+		req.Windows = []queue.Window{}
+	}
+	s.record(r, q, "schedule", "", []audit.Change{{Field: "windows", Old: audit.Value(before.Windows), New: audit.Value(req.Windows)}})
+	s.getSchedule(w, r)
+}
+
+var errInvalidForecast = &apiError{status: http.StatusBadRequest, code: "invalid_forecast",
+	message: "refill_size must be an integer from 1 to 100000, and lane one of the queue's lanes"}
+
+// getForecast answers what refill_size would do to the line (or, with
+// lane, to that lane) as it is now.
+func (s *Server) getForecast(w http.ResponseWriter, r *http.Request) {
+	refill, err := strconv.Atoi(r.URL.Query().Get("refill_size"))
+	st, _ := queue.Lookup("refill_size")
+	if err != nil || st.Check(refill) != nil {
+		s.fail(w, r, errInvalidForecast)
+		return
+	}
+	res, err := forecast.Forecaster{Store: s.store}.Forecast(r.Context(), chi.URLParam(r, "queue"), refill, r.URL.Query().Get("lane"))
+	if errors.Is(err, forecast.ErrUnknownLane) {
+		err = errInvalidForecast
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,117 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestScheduleWindowAppliedOnce: two replicas call the tick as fast as
+// they can through a window; it starts once and ends once, whichever
+// calls, its values are in force between (refill_size, max_active,
+// paused, lanes) and the settings from before come back after it.
+func TestScheduleWindowAppliedOnce(t *testing.T) {
+	ctx := context.Background()
+	a, q, rdb := newStore(t, Settings{RefillSize: 10, RefillInterval: time.Hour, SessionTTL: time.Hour, MaxActive: 50})
+	b, err := NewStore(rdb, []string{q}, Settings{RefillSize: 10, RefillInterval: time.Hour, SessionTTL: time.Hour, MaxActive: 50}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(400 * time.Millisecond).Truncate(time.Millisecond)
+	refill, active, paused := 40, 0, true
+	lanes := Lanes{{Name: "priority", Share: 0.5}}
+	sc := Schedule{Windows: []Window{{Start: start, End: start.Add(600 * time.Millisecond), RefillSize: &refill, MaxActive: &active, Paused: &paused, Lanes: &lanes}}}
+	if err := a.SetSchedule(ctx, q, sc); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var starts, ends int
+	var during Values
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(10 * time.Second)
+	for _, s := range []*Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				res, err := s.Tick(ctx, q)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if w := res.Window; w != nil {
+					if w.Started {
+						starts++
+						if v, err := s.Values(ctx, q); err == nil {
+							during = v
+						}
+					}
+					if w.Ended {
+						ends++
+					}
+				}
+				done := ends > 0
+				mu.Unlock()
+				if done {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if starts != 1 || ends != 1 {
+		t.Fatalf("window started %d and ended %d times, want once each", starts, ends)
+	}
+	if during["refill_size"] != 40 || during["max_active"] != 0 || during["paused"] != true || len(during["lanes"].(Lanes)) != 1 {
+		t.Fatalf("during the window: %v", during)
+	}
+	after, err := a.Values(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after["refill_size"] != 10 || after["max_active"] != 50 || after["paused"] != false || len(after["lanes"].(Lanes)) != 0 {
+		t.Fatalf("after the window: %v", after)
+	}
+	got, inForce, err := a.Schedule(ctx, q)
+	if err != nil || len(got.Windows) != 1 || inForce != nil || !got.Windows[0].Start.Equal(start) {
+		t.Fatalf("schedule after: %+v, in force %v, %v", got, inForce, err)
+	}
+}
+
+// Values is Store.Values' result, for the test's reading.
+type Values = map[string]any
+
+// TestScheduleValidate: overlaps, inverted windows and overrides out of
+// range are refused.
+func TestScheduleValidate(t *testing.T) {
+	t0 := time.Date(2026, 12, 24, 9, 0, 0, 0, time.UTC)
+	big, zero := MaxRefillSize+1, 0
+	bad := Lanes{{Name: "x", Share: 2}}
+	for _, c := range []struct {
+		name string
+		ws   []Window
+		ok   bool
+	}{
+		{"none", nil, true},
+		{"two apart", []Window{{Start: t0, End: t0.Add(time.Hour)}, {Start: t0.Add(time.Hour), End: t0.Add(2 * time.Hour)}}, true},
+		{"overlap", []Window{{Start: t0, End: t0.Add(time.Hour)}, {Start: t0.Add(30 * time.Minute), End: t0.Add(2 * time.Hour)}}, false},
+		{"overlap unsorted", []Window{{Start: t0.Add(30 * time.Minute), End: t0.Add(2 * time.Hour)}, {Start: t0, End: t0.Add(time.Hour)}}, false},
+		{"inverted", []Window{{Start: t0, End: t0}}, false},
+		{"no end", []Window{{Start: t0}}, false},
+		{"refill too big", []Window{{Start: t0, End: t0.Add(time.Hour), RefillSize: &big}}, false},
+		{"refill zero", []Window{{Start: t0, End: t0.Add(time.Hour), RefillSize: &zero}}, false},
+		{"bad lanes", []Window{{Start: t0, End: t0.Add(time.Hour), Lanes: &bad}}, false},
+	} {
+		sc := Schedule{Windows: c.ws}
+		err := sc.Validate()
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrInvalidSchedule)) {
+			t.Errorf("%s: %v, want ok %v", c.name, err, c.ok)
+		}
+	}
+}
