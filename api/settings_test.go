@@ -125,21 +125,15 @@ func property(in string, st queue.Setting, input bool) string {
 		p(2, "- type: string")
 		p(3, "maxLength: %d", st.Max)
 		p(2, `- type: "null"`)
-	case queue.KindLanes:
-		ref := `$ref: "#/components/schemas/Lanes"`
-		if !input {
-			p(1, "%s", ref)
-			break
-		}
-		p(1, "anyOf:")
-		p(2, "- %s", ref)
-		p(2, `- type: "null"`)
-	case queue.KindLine, queue.KindText:
+	case queue.KindLine, queue.KindText, queue.KindLanes:
 		// A text's schema names its languages and bound (QueueTitle for a
-		// line, QueueMessage for a text with line breaks).
+		// line, QueueMessage for a text with line breaks); lanes are Lanes.
 		ref := `$ref: "#/components/schemas/QueueTitle"`
-		if st.Kind == queue.KindText {
+		switch st.Kind {
+		case queue.KindText:
 			ref = `$ref: "#/components/schemas/QueueMessage"`
+		case queue.KindLanes:
+			ref = `$ref: "#/components/schemas/Lanes"`
 		}
 		if !input {
 			p(1, "%s", ref)
