@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -102,36 +103,64 @@ func (l Line) rateAt(refill int, t time.Time) float64 {
 	return r / (1 - a)
 }
 
-// wait is how long position p waits: the tick that carries its place
-// out, from now; false when the line never gets there.
+// wait is how long position p waits: until the tick that carries its
+// place out, from now; false when the line never gets there. The ticks
+// fall every interval from the next one; between the windows' edges the
+// rate is constant, so the walk takes one step per stretch (at most two
+// per window and one after the last), never one per tick: a forecast's
+// cost is bounded by the schedule's size, however far it looks.
 func (l Line) wait(refill int, p int64) (int64, bool) {
-	if p <= 0 || l.Interval <= 0 {
-		return 0, p <= 0
+	if p <= 0 {
+		return 0, true
 	}
-	t := l.Now.Add(l.UntilNextTick)
-	gone := 0.0
-	for i := 0; i < maxIntervals; i++ {
-		gone += l.rateAt(refill, t)
-		if gone+1e-9 >= float64(p) {
-			return int64(math.Ceil(t.Sub(l.Now).Seconds())), true
+	if l.Interval <= 0 {
+		return 0, false
+	}
+	first := l.Now.Add(l.UntilNextTick)
+	left := float64(p)
+	k := int64(0) // the next tick's index: first + k x interval
+	for _, edge := range append(l.edges(first), time.Time{}) {
+		rate := l.rateAt(refill, first.Add(time.Duration(k)*l.Interval))
+		// The ticks of this stretch: up to the next edge (none: for ever).
+		ticks := int64(math.MaxInt64)
+		if !edge.IsZero() {
+			ticks = tickIndex(first, l.Interval, edge) - k
 		}
-		t = t.Add(l.Interval)
-		if i > 1000 && l.rateAt(refill, t) == 0 && !l.windowAhead(t) {
+		if rate > 0 {
+			need := int64(math.Ceil(left/rate - 1e-6)) // whole places: a float a hair over one is that one
+			if need <= ticks {
+				at := first.Add(time.Duration(k+need-1) * l.Interval)
+				return int64(math.Ceil(at.Sub(l.Now).Seconds())), true
+			}
+			left -= float64(ticks) * rate
+		}
+		if edge.IsZero() {
 			return 0, false
 		}
+		k += ticks
 	}
 	return 0, false
 }
 
-// windowAhead reports whether a window starts after t (a paused stretch
-// may end).
-func (l Line) windowAhead(t time.Time) bool {
+// edges are the windows' starts and ends after first, in order, each
+// moved to the first tick at or after it (where the rate changes).
+func (l Line) edges(first time.Time) []time.Time {
+	var out []time.Time
 	for _, w := range l.Windows {
-		if w.End.After(t) {
-			return true
+		for _, t := range []time.Time{w.Start, w.End} {
+			if t.After(first) {
+				out = append(out, first.Add(time.Duration(tickIndex(first, l.Interval, t))*l.Interval))
+			}
 		}
 	}
-	return false
+	slices.SortFunc(out, time.Time.Compare)
+	return slices.CompactFunc(out, time.Time.Equal)
+}
+
+// tickIndex is the index of the first tick at or after t.
+func tickIndex(first time.Time, interval time.Duration, t time.Time) int64 {
+	d := t.Sub(first)
+	return int64((d + interval - 1) / interval)
 }
 
 // ErrUnknownLane is a forecast asked for a lane the queue does not have.
@@ -139,11 +168,9 @@ var ErrUnknownLane = errors.New("forecast: unknown lane")
 
 // Store is what a forecast reads of the queue.
 type Store interface {
-	Info(ctx context.Context, queue string) (queue.Info, error)
-	LineLengths(ctx context.Context, queue string) (map[string]int64, error)
-	LineReport(ctx context.Context, queue string) (queue.LineReport, error)
+	Overview(ctx context.Context, queue string) (queue.Overview, error)
+	Lines(ctx context.Context, queue string) ([]queue.LineState, error)
 	Schedule(ctx context.Context, queue string) (queue.Schedule, *queue.Window, error)
-	Values(ctx context.Context, queue string) (map[string]any, error)
 }
 
 // Forecaster forecasts a queue's line from the store.
@@ -152,17 +179,14 @@ type Forecaster struct {
 }
 
 // Forecast forecasts queue's line (lane: one lane's, "" the whole line)
-// at refill size refill.
+// at refill size refill: five round trips (the overview, the lines, the
+// schedule), whatever the line's length.
 func (f Forecaster) Forecast(ctx context.Context, q string, refill int, lane string) (Result, error) {
-	info, err := f.Store.Info(ctx, q)
+	o, err := f.Store.Overview(ctx, q)
 	if err != nil {
 		return Result{}, err
 	}
-	lengths, err := f.Store.LineLengths(ctx, q)
-	if err != nil {
-		return Result{}, err
-	}
-	report, err := f.Store.LineReport(ctx, q)
+	lines, err := f.Store.Lines(ctx, q)
 	if err != nil {
 		return Result{}, err
 	}
@@ -170,25 +194,22 @@ func (f Forecaster) Forecast(ctx context.Context, q string, refill int, lane str
 	if err != nil {
 		return Result{}, err
 	}
-	values, err := f.Store.Values(ctx, q)
-	if err != nil {
-		return Result{}, err
+	l := Line{Interval: o.Settings.RefillInterval, SessionTTL: o.Settings.SessionTTL, MaxActive: o.Settings.MaxActive,
+		Share: 1, Abandonment: o.Abandonment(), Windows: sched.Windows, Now: o.Now}
+	if !o.LastTickAt.IsZero() {
+		l.UntilNextTick = max(0, o.LastTickAt.Add(l.Interval).Sub(o.Now))
 	}
-	lanes, _ := values["lanes"].(queue.Lanes)
-	l := Line{Interval: info.Settings.RefillInterval, SessionTTL: info.Settings.SessionTTL, MaxActive: info.Settings.MaxActive,
-		Share: 1, Abandonment: report.Stats.AbandonmentRate, Windows: sched.Windows, Now: info.Now}
-	if !info.LastTickAt.IsZero() {
-		l.UntilNextTick = max(0, info.LastTickAt.Add(l.Interval).Sub(info.Now))
+	found := lane == ""
+	for _, line := range lines {
+		switch {
+		case lane == "":
+			l.Waiting += line.Waiting
+		case line.Lane == lane && line.Share > 0:
+			l.Waiting, l.Share, found = line.Waiting, line.Share, true
+		}
 	}
-	if lane == "" {
-		for _, n := range lengths {
-			l.Waiting += n
-		}
-	} else {
-		if !lanes.Has(lane) {
-			return Result{}, ErrUnknownLane
-		}
-		l.Waiting, l.Share = lengths[lane], lanes.Share(lane)
+	if !found {
+		return Result{}, ErrUnknownLane
 	}
 	res := Of(l, refill)
 	res.Lane = lane

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
@@ -99,4 +100,59 @@ func TestForecastWindows(t *testing.T) {
 	if r := Of(never, 10); r.DrainSeconds != nil && *r.DrainSeconds < 3600*999 {
 		t.Fatalf("paused for 1,000 hours: %+v", r)
 	}
+}
+
+// TestWaitMatchesATickByTickWalk: on generated lines, refills and
+// schedules, the stretch-by-stretch wait is the tick-by-tick walk's.
+func TestWaitMatchesATickByTickWalk(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 3))
+	now := time.Date(2026, 12, 24, 9, 0, 0, 0, time.UTC)
+	for range 300 {
+		l := Line{Waiting: 1 + rng.Int64N(5000), Interval: time.Duration(1+rng.IntN(10)) * time.Second,
+			UntilNextTick: time.Duration(rng.IntN(5000)) * time.Millisecond, SessionTTL: time.Duration(1+rng.IntN(20)) * time.Minute,
+			MaxActive: rng.IntN(3) * rng.IntN(500), Share: []float64{1, 0.3, 0.7, 0.05}[rng.IntN(4)],
+			Abandonment: []float64{0, 0.1, 0.5}[rng.IntN(3)], Now: now}
+		at := now
+		for range rng.IntN(5) {
+			at = at.Add(time.Duration(rng.IntN(600)) * time.Second)
+			w := queue.Window{Start: at, End: at.Add(time.Duration(1+rng.IntN(900)) * time.Second)}
+			switch rng.IntN(3) {
+			case 0:
+				p := rng.IntN(2) == 0
+				w.Paused = &p
+			case 1:
+				r := 1 + rng.IntN(50)
+				w.RefillSize = &r
+			default:
+				m := rng.IntN(100)
+				w.MaxActive = &m
+			}
+			l.Windows = append(l.Windows, w)
+			at = w.End
+		}
+		refill := 1 + rng.IntN(40)
+		for _, p := range positions(l.Waiting) {
+			got, ok := l.wait(refill, p)
+			want, wantOK := walk(l, refill, p)
+			if got != want || ok != wantOK {
+				t.Fatalf("%+v refill %d position %d: %d %v, the walk says %d %v", l, refill, p, got, ok, want, wantOK)
+			}
+		}
+	}
+}
+
+// walk is the wait worked out one tick at a time, the reference.
+func walk(l Line, refill int, p int64) (int64, bool) {
+	t := l.Now.Add(l.UntilNextTick)
+	gone := 0.0
+	for range 2_000_000 {
+		gone += l.rateAt(refill, t)
+		if gone+1e-6 >= float64(p) {
+			return int64(math.Ceil(t.Sub(l.Now).Seconds())), true
+		}
+		t = t.Add(l.Interval)
+	}
+	return 0, false
 }

@@ -21,8 +21,6 @@ type scheduleResponse struct {
 	Window *queue.Window `json:"window"`
 }
 
-var errInvalidSchedule = &apiError{status: http.StatusBadRequest, code: "invalid_schedule"}
-
 // getSchedule answers the queue's windows and the one in force.
 func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
 	sc, inForce, err := s.store.Schedule(r.Context(), chi.URLParam(r, "queue"))
@@ -33,7 +31,8 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, scheduleResponse{Windows: sc.Windows, Window: inForce})
 }
 
-// putSchedule replaces the queue's windows (audited as "schedule").
+// putSchedule replaces the queue's windows (audited as "schedule") and
+// answers them with the one in force.
 func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
 	req, err := decode[queue.Schedule](w, r)
 	if err != nil {
@@ -41,17 +40,11 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := chi.URLParam(r, "queue")
-	before, _, err := s.store.Schedule(r.Context(), q)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	before, inForce, err := s.store.SetSchedule(r.Context(), q, req)
+	if errors.Is(err, queue.ErrInvalidSchedule) {
+		err = &apiError{status: http.StatusBadRequest, code: "invalid_schedule", message: clientMessage(err)}
 	}
-	if err := s.store.SetSchedule(r.Context(), q, req); err != nil {
-		if errors.Is(err, queue.ErrInvalidSchedule) {
-			e := *errInvalidSchedule
-			e.message = clientMessage(err)
-			err = &e
-		}
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -59,7 +52,7 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
 		req.Windows = []queue.Window{}
 	}
 	s.record(r, q, "schedule", "", []audit.Change{{Field: "windows", Old: audit.Value(before.Windows), New: audit.Value(req.Windows)}})
-	s.getSchedule(w, r)
+	writeJSON(w, http.StatusOK, scheduleResponse{Windows: req.Windows, Window: inForce})
 }
 
 var errInvalidForecast = &apiError{status: http.StatusBadRequest, code: "invalid_forecast",

@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 func mintJoin(t *testing.T, claims jwt.MapClaims) string {
@@ -83,4 +86,51 @@ func TestJoinOneSpelling(t *testing.T) {
 			t.Errorf("Member(%q) = %q, %v; want ErrInvalidJoin", tok, m, err)
 		}
 	}
+}
+
+// FuzzJoinLane: whatever a signed token's sub and lane claim hold, a
+// member comes back only for a lane name [a-z0-9-]{1,32}, names that
+// lane (queue.LaneOf) and no other place, is a valid member id, and a
+// lane claim that names no lane is queue.ErrUnknownLane; a token with no
+// lane names the general lane's "u:" member as before.
+func FuzzJoinLane(f *testing.F) {
+	for _, c := range [][2]string{{"alice", "priority"}, {"a:b:c", "p"}, {"x", ""}, {"x", "Priority"}, {"x", "a:b"},
+		{"x", strings.Repeat("a", 33)}, {"l:p:x", "q"}, {strings.Repeat("s", 120), "lane"}, {"x", "../p"}, {"x", "p\n"}} {
+		f.Add(c[0], c[1])
+	}
+	j, err := NewJoin([]byte(secretA))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, sub, lane string) {
+		if !utf8.ValidString(sub) || !utf8.ValidString(lane) {
+			return // JSON would carry another string than the one given
+		}
+		claims := jwt.MapClaims{"sub": sub, "aud": "default", "exp": time.Now().Add(time.Hour).Unix()}
+		if lane != "" {
+			claims["lane"] = lane
+		}
+		member, err := j.Member("default", mintJoin(t, claims))
+		if err != nil {
+			if lane != "" && queue.CheckLaneName(lane) && errors.Is(err, queue.ErrUnknownLane) {
+				t.Fatalf("a valid lane %q refused as unknown", lane)
+			}
+			if lane != "" && !queue.CheckLaneName(lane) && !errors.Is(err, queue.ErrUnknownLane) && !errors.Is(err, ErrInvalidJoin) {
+				t.Fatalf("lane %q: %v", lane, err)
+			}
+			return
+		}
+		if queue.ValidateUserID(member) != nil {
+			t.Fatalf("member %q is no valid id", member)
+		}
+		if got := queue.LaneOf(member); got != lane {
+			t.Fatalf("sub %q lane %q: member %q is in lane %q", sub, lane, member, got)
+		}
+		if want := "u:" + sub; lane == "" && member != want {
+			t.Fatalf("no lane: %q, want %q", member, want)
+		}
+		if lane != "" && member != queue.LaneMember(lane, sub) {
+			t.Fatalf("lane %q: %q", lane, member)
+		}
+	})
 }

@@ -100,6 +100,13 @@ func (s *Store) LineReport(ctx context.Context, queue string) (LineReport, error
 	return LineReport{Overview: o, Stats: lineStats(o, samples, since)}, nil
 }
 
+// Abandonment is the share of the places reaching the head in the last
+// StatsWindow that were dropped as abandoned (LineStats.AbandonmentRate),
+// from the overview's history alone: no samples read.
+func (o Overview) Abandonment() float64 {
+	return lineStats(o, nil, o.Now.Add(-StatsWindow)).AbandonmentRate
+}
+
 // lineStats works out the figures from the overview and the samples of
 // the window that began at since.
 func lineStats(o Overview, samples []Sample, since time.Time) LineStats {

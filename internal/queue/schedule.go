@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -120,27 +121,31 @@ func (ss storedSchedule) schedule() Schedule {
 }
 
 // SetSchedule validates sc and stores it as queue's schedule, replacing
-// the one before; an empty one removes it (a window in force then ends
-// at the next tick call, its saved settings written back).
-func (s *Store) SetSchedule(ctx context.Context, queue string, sc Schedule) error {
+// the one before, which it returns with the window of sc in force (nil:
+// none) as the tick last applied it, all in one round trip. An empty one
+// removes the windows (a window in force then ends at the next tick call,
+// its saved settings written back).
+func (s *Store) SetSchedule(ctx context.Context, queue string, sc Schedule) (before Schedule, inForce *Window, err error) {
 	q, err := s.queue(queue)
 	if err != nil {
-		return err
+		return Schedule{}, nil, err
 	}
 	if err := sc.Validate(); err != nil {
-		return err
+		return Schedule{}, nil, err
 	}
-	b, err := json.Marshal(sc.stored())
+	stored := sc.stored()
+	b, err := json.Marshal(stored)
 	if err != nil {
-		return err
+		return Schedule{}, nil, err
 	}
-	_, err = WaitFor(ctx, s.timeout, func(ctx context.Context) (string, error) {
-		return s.rdb.Set(ctx, q.keys.schedule, b, 0).Result()
+	old, applied, err := s.readSchedule(ctx, q, func(ctx context.Context, p redis.Pipeliner) stringReply {
+		return p.SetArgs(ctx, q.keys.schedule, b, redis.SetArgs{Get: true}) // with GET: the value before
 	})
 	if err != nil {
-		return fmt.Errorf("queue: schedule: %w", err)
+		return Schedule{}, nil, err
 	}
-	return nil
+	_, inForce = stored.inForce(applied)
+	return old.schedule(), inForce, nil
 }
 
 // Schedule returns queue's schedule (none: no windows), and the window
@@ -150,13 +155,29 @@ func (s *Store) Schedule(ctx context.Context, queue string) (Schedule, *Window, 
 	if err != nil {
 		return Schedule{}, nil, err
 	}
-	var raw string
-	var applied string
-	_, err = WaitFor(ctx, s.timeout, func(ctx context.Context) (struct{}, error) {
-		var sched *redis.StringCmd
+	ss, applied, err := s.readSchedule(ctx, q, func(ctx context.Context, p redis.Pipeliner) stringReply {
+		return p.Get(ctx, q.keys.schedule)
+	})
+	if err != nil {
+		return Schedule{}, nil, err
+	}
+	sc, w := ss.inForce(applied)
+	return sc, w, nil
+}
+
+// stringReply is a command whose reply is a string: GET's, or SET's with
+// GET.
+type stringReply interface{ Val() string }
+
+// readSchedule runs get (a read of the schedule key, which may write it
+// too) with a read of the window the tick applied, in one round trip.
+func (s *Store) readSchedule(ctx context.Context, q *queueRef, get func(context.Context, redis.Pipeliner) stringReply) (storedSchedule, string, error) {
+	var raw, applied string
+	_, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (struct{}, error) {
+		var sched stringReply
 		var tick *redis.StringCmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			sched = p.Get(ctx, q.keys.schedule)
+			sched = get(ctx, p)
 			tick = p.HGet(ctx, q.keys.tick, "window")
 			return nil
 		})
@@ -167,19 +188,25 @@ func (s *Store) Schedule(ctx context.Context, queue string) (Schedule, *Window, 
 		return struct{}{}, nil
 	})
 	if err != nil {
-		return Schedule{}, nil, fmt.Errorf("queue: schedule: %w", err)
+		return storedSchedule{}, "", fmt.Errorf("queue: schedule: %w", err)
 	}
 	var ss storedSchedule
 	if raw != "" {
 		if err := json.Unmarshal([]byte(raw), &ss); err != nil {
-			return Schedule{}, nil, fmt.Errorf("queue: stored schedule: %w", err)
+			return storedSchedule{}, "", fmt.Errorf("queue: stored schedule: %w", err)
 		}
 	}
+	return ss, applied, nil
+}
+
+// inForce is the schedule and its window the tick applied (applied: the
+// tick HASH's "window", its start in ms; nil: none of these).
+func (ss storedSchedule) inForce(applied string) (Schedule, *Window) {
 	sc := ss.schedule()
 	for i, w := range ss.Windows {
-		if applied != "" && fmt.Sprint(w.StartMS) == applied {
-			return sc, &sc.Windows[i], nil
+		if applied != "" && strconv.FormatInt(w.StartMS, 10) == applied {
+			return sc, &sc.Windows[i]
 		}
 	}
-	return sc, nil, nil
+	return sc, nil
 }

@@ -26,7 +26,7 @@ func TestScheduleWindowAppliedOnce(t *testing.T) {
 	refill, active, paused := 40, 0, true
 	lanes := Lanes{{Name: "priority", Share: 0.5}}
 	sc := Schedule{Windows: []Window{{Start: start, End: start.Add(600 * time.Millisecond), RefillSize: &refill, MaxActive: &active, Paused: &paused, Lanes: &lanes}}}
-	if err := a.SetSchedule(ctx, q, sc); err != nil {
+	if _, _, err := a.SetSchedule(ctx, q, sc); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -81,6 +81,11 @@ func TestScheduleWindowAppliedOnce(t *testing.T) {
 	got, inForce, err := a.Schedule(ctx, q)
 	if err != nil || len(got.Windows) != 1 || inForce != nil || !got.Windows[0].Start.Equal(start) {
 		t.Fatalf("schedule after: %+v, in force %v, %v", got, inForce, err)
+	}
+	// Replaced, it answers the schedule before.
+	before, inForce, err := b.SetSchedule(ctx, q, Schedule{})
+	if err != nil || len(before.Windows) != 1 || *before.Windows[0].RefillSize != 40 || inForce != nil {
+		t.Fatalf("replaced: before %+v, in force %v, %v", before, inForce, err)
 	}
 }
 

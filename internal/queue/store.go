@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -132,71 +131,9 @@ type queueRef struct {
 	// lanes are the queue's lanes' lines (nil in a lane's own ref), made
 	// as a place in each is first seen (Store.line).
 	lanes *laneRefs
-}
-
-// laneRefs are one queue's lane lines, by lane name.
-type laneRefs struct {
-	mu    sync.Mutex
-	lines map[string]*queueRef
-}
-
-// newRef builds the ref of queue's lane line ("": the queue's own, the
-// general lane).
-func (s *Store) newRef(name, lane string) *queueRef {
-	k := keysForLine(name, lane)
-	q := &queueRef{
-		keys:       k,
-		enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events, k.gen, k.stale, k.arriving, k.lanes},
-		statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted, k.gen, k.held},
-		doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events, k.inside},
-		renewKeys:  []string{k.entered, k.config, k.admitted},
-		leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen, k.held, k.stale, k.seq, k.bulk},
-		tickKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events,
-			k.seq, k.arrivals, k.samples, k.inside, k.held, k.stale, k.lanes, k.schedule},
-		infoKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
-		snapKeys: []string{k.waiting, k.config, k.tick, k.draw, k.held, k.stale, k.seq},
-		stale:    newStaleSet(),
-	}
-	copy(q.args[:], s.defaultArgs[:])
-	q.args[5] = lane
-	if lane == "" {
-		q.lanes = &laneRefs{lines: map[string]*queueRef{}}
-	}
-	q.enters = batcher{timeout: s.timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
-		s.observer.Batch(name, OpEnter, len(calls))
-		keys, args := s.enterArgs(q, calls)
-		return s.runEnter(ctx, name, q, len(calls), keys, args) // the script, and WAIT if set (replica.go)
-	}}
-	q.statuses = batcher{timeout: s.timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
-		s.observer.Batch(name, OpStatus, len(calls))
-		keys, args := s.statusArgs(q, calls)
-		return s.runBatch(ctx, "status", statusScript, len(calls), keys, args)
-	}}
-	return q
-}
-
-// line is the ref of the line user's place is in: its lane's (LaneOf), or
-// the queue's own.
-func (s *Store) line(queue, user string) (*queueRef, error) {
-	q, err := s.queue(queue)
-	if err != nil {
-		return nil, err
-	}
-	lane := LaneOf(user)
-	if lane == "" {
-		return q, nil
-	}
-	q.lanes.mu.Lock()
-	defer q.lanes.mu.Unlock()
-	l, ok := q.lanes.lines[lane]
-	if !ok {
-		if len(q.lanes.lines) >= MaxLaneRefs {
-			return nil, ErrUnknownLane
-		}
-		l = s.newRef(queue, lane)
-		q.lanes.lines[lane] = l
-	}
-	return l, nil
+	// lanesSeen are the lanes the last tick call worked on (nil: not
+	// read yet), for the next one (tick.go).
+	lanesSeen atomic.Pointer[[]string]
 }
 
 // NewStore returns a store for the named queues. defaults are the settings
@@ -366,30 +303,6 @@ func (s *Store) Join(ctx context.Context, queue string, c Caller) (Ticket, error
 		}
 	}
 	return s.EnterAs(ctx, queue, c)
-}
-
-// checkLane reports ErrUnknownLane unless queue's lanes include lane (one
-// read of the config; only a lane's newcomer pays it).
-func (s *Store) checkLane(ctx context.Context, queue, lane string) error {
-	q, err := s.queue(queue)
-	if err != nil {
-		return err
-	}
-	raw, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (string, error) {
-		v, err := s.rdb.HGet(ctx, q.keys.config, "lanes").Result()
-		if errors.Is(err, redis.Nil) {
-			return "", nil
-		}
-		return v, err
-	})
-	if err != nil {
-		return fmt.Errorf("queue: lanes: %w", err)
-	}
-	ls, _ := ParseLanes(raw)
-	if !ls.Has(lane) {
-		return ErrUnknownLane
-	}
-	return nil
 }
 
 // EnterWith is the enter of the API, one call whatever the caller's

@@ -7,15 +7,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // TickPeriod is how often a replica calls Tick for a refill interval: a
@@ -49,15 +45,21 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 	var lanes []string
 	var window []int64 // a window's change made by an attempt that was called again
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
-		// The lanes can change between the caller's reading and the
-		// script's (a PATCH, a window starting, a first place in a lane):
-		// the script then changes nothing but the windows and says so
-		// (-1), and is called again with a new reading.
+		// The lanes the last call saw, which rarely change: the script
+		// checks them, and when they have (a PATCH, a window starting, a
+		// first place in a lane) it changes nothing but the windows and
+		// says so (-1), and is called again with a fresh reading.
+		seen := q.lanesSeen.Load()
 		for range 3 {
-			var err error
-			if lanes, err = s.tickLanes(ctx, q); err != nil {
-				return nil, err
+			if seen == nil {
+				read, err := s.readLanes(ctx, q)
+				if err != nil {
+					return nil, err
+				}
+				seen = &read
+				q.lanesSeen.Store(seen)
 			}
+			lanes = *seen
 			keys := q.tickKeys
 			for _, l := range lanes {
 				lk := keysForLine(queue, l)
@@ -75,6 +77,7 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 			if v[tickWindow] != 0 {
 				window = []int64{v[tickWindow], v[tickWindowAt]}
 			}
+			seen = nil
 		}
 		return nil, errors.New("the lanes kept changing")
 	})
@@ -82,34 +85,6 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
 	}
 	return newTickResult(v, lanes)
-}
-
-// tickLanes reads the lanes tick.lua works on: the configured ones and
-// those of the lanes SET (still holding places), sorted, in one round
-// trip.
-func (s *Store) tickLanes(ctx context.Context, q *queueRef) ([]string, error) {
-	var configured *redis.StringCmd
-	var held *redis.StringSliceCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		configured = p.HGet(ctx, q.keys.config, "lanes")
-		held = p.SMembers(ctx, q.keys.lanes)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
-	names := held.Val()
-	if raw := configured.Val(); raw != "" {
-		var ls Lanes
-		if err := json.Unmarshal([]byte(raw), &ls); err != nil {
-			return nil, fmt.Errorf("stored lanes: %w", err)
-		}
-		for _, l := range ls {
-			names = append(names, l.Name)
-		}
-	}
-	slices.Sort(names)
-	return slices.Compact(names), nil
 }
 
 // drawSeed is a fresh random seed for a draw: 52 bits, which Lua holds

@@ -132,12 +132,19 @@ end
 local DEFAULTS = 6 -- ARGV[1..DEFAULTS] are the defaults queue_config reads, and the lane
 local LANE = ARGV[6]
 
+-- timing_read is this call's one read of the tick HASH's timing fields
+-- and its line's rate, made by line_rate and reused by next_tick_at: a
+-- script that reads both (status, enter, snapshot) pays one HMGET, as it
+-- did before lanes. Only scripts that write none of them read through it.
+local timing_read = nil
+
 -- line_rate: what an interval admits from this script's line (LANE), for
 -- its ETA: with lanes, the tick leaves each line's expected admissions per
 -- interval in the tick HASH ("rate:<lane>", tick.lua "Lanes"); without,
 -- refill (the budget).
 local function line_rate(tick_key, refill)
-  return tonumber(redis.call('HGET', tick_key, 'rate:' .. LANE)) or refill
+  timing_read = {key = tick_key, v = redis.call('HMGET', tick_key, 'next_at_ms', 'min_next_ms', 'rate:' .. LANE)}
+  return tonumber(timing_read.v[3]) or refill
 end
 
 -- next_tick_at: when the next tick may be applied (Redis clock, ms), or
@@ -149,7 +156,12 @@ end
 -- running that version during an upgrade is waited for as long as it
 -- asked.
 local function next_tick_at(tick_key)
-  local t = redis.call('HMGET', tick_key, 'next_at_ms', 'min_next_ms')
+  local t
+  if timing_read and timing_read.key == tick_key then
+    t = timing_read.v
+  else
+    t = redis.call('HMGET', tick_key, 'next_at_ms', 'min_next_ms')
+  end
   local at, legacy = tonumber(t[1]), tonumber(t[2])
   if at and legacy then
     return math.max(at, legacy)

@@ -1,0 +1,179 @@
+package queue
+
+// A queue's lines (issue 30): the general lane's, the queue's own keys,
+// and one per lane (lanes.go), each with its scripts' KEYS and batchers.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// laneRefs are one queue's lane lines, by lane name.
+type laneRefs struct {
+	mu    sync.Mutex
+	lines map[string]*queueRef
+}
+
+// newRef builds the ref of queue's lane line ("": the queue's own, the
+// general lane).
+func (s *Store) newRef(name, lane string) *queueRef {
+	k := keysForLine(name, lane)
+	q := &queueRef{
+		keys:       k,
+		enterKeys:  []string{k.waiting, k.entered, k.tokens, k.seq, k.config, k.tick, k.heard, k.draw, k.admitted, k.events, k.gen, k.stale, k.arriving, k.lanes},
+		statusKeys: []string{k.waiting, k.entered, k.config, k.tick, k.heard, k.gone, k.draw, k.admitted, k.gen, k.held},
+		doneKeys:   []string{k.entered, k.gone, k.admitted, k.config, k.events, k.inside},
+		renewKeys:  []string{k.entered, k.config, k.admitted},
+		leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen, k.held, k.stale, k.seq, k.bulk},
+		tickKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events,
+			k.seq, k.arrivals, k.samples, k.inside, k.held, k.stale, k.lanes, k.schedule},
+		infoKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
+		snapKeys: []string{k.waiting, k.config, k.tick, k.draw, k.held, k.stale, k.seq},
+		stale:    newStaleSet(),
+	}
+	copy(q.args[:], s.defaultArgs[:])
+	q.args[5] = lane
+	if lane == "" {
+		q.lanes = &laneRefs{lines: map[string]*queueRef{}}
+	}
+	q.enters = batcher{timeout: s.timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
+		s.observer.Batch(name, OpEnter, len(calls))
+		keys, args := s.enterArgs(q, calls)
+		return s.runEnter(ctx, name, q, len(calls), keys, args) // the script, and WAIT if set (replica.go)
+	}}
+	q.statuses = batcher{timeout: s.timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
+		s.observer.Batch(name, OpStatus, len(calls))
+		keys, args := s.statusArgs(q, calls)
+		return s.runBatch(ctx, "status", statusScript, len(calls), keys, args)
+	}}
+	return q
+}
+
+// line is the ref of the line user's place is in: its lane's (LaneOf), or
+// the queue's own.
+func (s *Store) line(queue, user string) (*queueRef, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	lane := LaneOf(user)
+	if lane == "" {
+		return q, nil
+	}
+	q.lanes.mu.Lock()
+	defer q.lanes.mu.Unlock()
+	l, ok := q.lanes.lines[lane]
+	if !ok {
+		if len(q.lanes.lines) >= MaxLaneRefs {
+			return nil, ErrUnknownLane
+		}
+		l = s.newRef(queue, lane)
+		q.lanes.lines[lane] = l
+	}
+	return l, nil
+}
+
+// checkLane reports ErrUnknownLane unless queue's lanes include lane (one
+// read of the config; only a lane's newcomer pays it).
+func (s *Store) checkLane(ctx context.Context, queue, lane string) error {
+	q, err := s.queue(queue)
+	if err != nil {
+		return err
+	}
+	raw, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (string, error) {
+		v, err := s.rdb.HGet(ctx, q.keys.config, "lanes").Result()
+		if errors.Is(err, redis.Nil) {
+			return "", nil
+		}
+		return v, err
+	})
+	if err != nil {
+		return fmt.Errorf("queue: lanes: %w", err)
+	}
+	ls, _ := ParseLanes(raw)
+	if !ls.Has(lane) {
+		return ErrUnknownLane
+	}
+	return nil
+}
+
+// readLanes reads the lanes tick.lua works on: the configured ones and
+// those of the lanes SET (still holding places), sorted, in one round
+// trip.
+func (s *Store) readLanes(ctx context.Context, q *queueRef) ([]string, error) {
+	names, _, err := s.lanesOf(ctx, q)
+	return names, err
+}
+
+// lanesOf is readLanes with the configured lanes.
+func (s *Store) lanesOf(ctx context.Context, q *queueRef) ([]string, Lanes, error) {
+	var configured *redis.StringCmd
+	var held *redis.StringSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		configured = p.HGet(ctx, q.keys.config, "lanes")
+		held = p.SMembers(ctx, q.keys.lanes)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, err
+	}
+	names := held.Val()
+	var ls Lanes
+	if raw := configured.Val(); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &ls); err != nil {
+			return nil, nil, fmt.Errorf("stored lanes: %w", err)
+		}
+		for _, l := range ls {
+			names = append(names, l.Name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), ls, nil
+}
+
+// LineState is one of a queue's lines as it stands.
+type LineState struct {
+	Lane    string  // "": the general lane
+	Share   float64 // its configured share (the general lane: what the lanes leave; 0: a lane removed)
+	Waiting int64   // in its line, a scheduled opening's draw included
+}
+
+// Lines returns queue's lines, the general lane's first, then the lanes'
+// by name: two round trips (the lanes, then their lengths).
+func (s *Store) Lines(ctx context.Context, queue string) ([]LineState, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	return WaitFor(ctx, s.timeout, func(ctx context.Context) ([]LineState, error) {
+		names, configured, err := s.lanesOf(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out := []LineState{{Share: configured.Share("")}}
+		for _, n := range names {
+			out = append(out, LineState{Lane: n, Share: configured.Share(n)})
+		}
+		counts := make([]*redis.IntCmd, 2*len(out))
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, l := range out {
+				k := keysForLine(queue, l.Lane)
+				counts[2*i], counts[2*i+1] = p.ZCard(ctx, k.waiting), p.SCard(ctx, k.draw)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("queue: lines: %w", err)
+		}
+		for i := range out {
+			out[i].Waiting = counts[2*i].Val() + counts[2*i+1].Val()
+		}
+		return out, nil
+	})
+}
