@@ -53,6 +53,8 @@ type Metrics struct {
 	proxyCuts map[string]prometheus.Counter
 
 	queueCollector *queueCollector
+	// lanes: the lanes' lines (lanes.go)
+	lanes *laneVecs
 }
 
 // InfoTimeout bounds the Redis call that reads one queue's gauges during a
@@ -73,6 +75,7 @@ func New(store Store) *Metrics {
 
 	reg.MustRegister(newWaitShort(store))
 	vecs := newQueueVecs(reg)
+	m.lanes = newLaneVecs(reg)
 	for _, name := range store.Queues() {
 		m.queue[name] = vecs.forQueue(name)
 	}
@@ -147,6 +150,7 @@ func (m *Metrics) Tick(q string, res queue.TickResult, took time.Duration, err e
 		qm.abandoned.Add(float64(res.Abandoned))
 		qm.tickDuration.Observe(took.Seconds())
 		qm.tickLateness.Observe(res.Late.Seconds())
+		m.lanes.tick(q, res)
 		for _, s := range res.Samples {
 			if h := qm.samples[s.Kind]; h != nil {
 				for range s.Count {

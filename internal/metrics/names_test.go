@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
@@ -36,37 +38,40 @@ var (
 // below must meet each, so a family that goes missing (or that the walk
 // stops reaching) fails as a new one outside the table does.
 var families = map[string]dto.MetricType{
-	"waitroom_queue_waiting":                  dto.MetricType_GAUGE,
-	"waitroom_queue_active":                   dto.MetricType_GAUGE,
-	"waitroom_queue_tokens":                   dto.MetricType_GAUGE,
-	"waitroom_queue_refill_size":              dto.MetricType_GAUGE,
-	"waitroom_queue_refill_effective":         dto.MetricType_GAUGE,
-	"waitroom_queue_refill_interval_seconds":  dto.MetricType_GAUGE,
-	"waitroom_queue_paused":                   dto.MetricType_GAUGE,
-	"waitroom_queue_last_tick_age_seconds":    dto.MetricType_GAUGE,
-	"waitroom_queue_info_errors_total":        dto.MetricType_COUNTER,
-	"waitroom_queue_admitted_total":           dto.MetricType_COUNTER,
-	"waitroom_queue_abandoned_total":          dto.MetricType_COUNTER,
-	"waitroom_queue_rejected_total":           dto.MetricType_COUNTER,
-	"waitroom_queue_ticks_total":              dto.MetricType_COUNTER,
-	"waitroom_queue_tick_duration_seconds":    dto.MetricType_HISTOGRAM,
-	"waitroom_queue_tick_lateness_seconds":    dto.MetricType_HISTOGRAM,
-	"waitroom_queue_batch_size":               dto.MetricType_HISTOGRAM,
-	"waitroom_queue_time_in_line_seconds":     dto.MetricType_HISTOGRAM,
-	"waitroom_queue_eta_error_seconds":        dto.MetricType_HISTOGRAM,
-	"waitroom_queue_time_inside_seconds":      dto.MetricType_HISTOGRAM,
-	"waitroom_http_requests_total":            dto.MetricType_COUNTER,
-	"waitroom_http_request_duration_seconds":  dto.MetricType_HISTOGRAM,
-	"waitroom_redis_command_duration_seconds": dto.MetricType_HISTOGRAM,
-	"waitroom_redis_errors_total":             dto.MetricType_COUNTER,
-	"waitroom_redis_timeouts_total":           dto.MetricType_COUNTER,
-	"waitroom_redis_wait_short_total":         dto.MetricType_COUNTER,
-	"waitroom_webhook_deliveries_total":       dto.MetricType_COUNTER,
-	"waitroom_webhook_backlog":                dto.MetricType_GAUGE,
-	"waitroom_webhook_lag_seconds":            dto.MetricType_GAUGE,
-	"waitroom_webhook_events_dropped_total":   dto.MetricType_COUNTER,
-	"waitroom_gate_fail_open_total":           dto.MetricType_COUNTER,
-	"waitroom_proxy_cut_total":                dto.MetricType_COUNTER,
+	"waitroom_queue_waiting":                   dto.MetricType_GAUGE,
+	"waitroom_queue_active":                    dto.MetricType_GAUGE,
+	"waitroom_queue_tokens":                    dto.MetricType_GAUGE,
+	"waitroom_queue_refill_size":               dto.MetricType_GAUGE,
+	"waitroom_queue_refill_effective":          dto.MetricType_GAUGE,
+	"waitroom_queue_refill_interval_seconds":   dto.MetricType_GAUGE,
+	"waitroom_queue_paused":                    dto.MetricType_GAUGE,
+	"waitroom_queue_last_tick_age_seconds":     dto.MetricType_GAUGE,
+	"waitroom_queue_info_errors_total":         dto.MetricType_COUNTER,
+	"waitroom_queue_admitted_total":            dto.MetricType_COUNTER,
+	"waitroom_queue_abandoned_total":           dto.MetricType_COUNTER,
+	"waitroom_queue_rejected_total":            dto.MetricType_COUNTER,
+	"waitroom_queue_ticks_total":               dto.MetricType_COUNTER,
+	"waitroom_queue_tick_duration_seconds":     dto.MetricType_HISTOGRAM,
+	"waitroom_queue_tick_lateness_seconds":     dto.MetricType_HISTOGRAM,
+	"waitroom_queue_batch_size":                dto.MetricType_HISTOGRAM,
+	"waitroom_queue_time_in_line_seconds":      dto.MetricType_HISTOGRAM,
+	"waitroom_queue_eta_error_seconds":         dto.MetricType_HISTOGRAM,
+	"waitroom_queue_time_inside_seconds":       dto.MetricType_HISTOGRAM,
+	"waitroom_queue_lane_waiting":              dto.MetricType_GAUGE,
+	"waitroom_queue_lane_admitted_total":       dto.MetricType_COUNTER,
+	"waitroom_queue_lane_time_in_line_seconds": dto.MetricType_HISTOGRAM,
+	"waitroom_http_requests_total":             dto.MetricType_COUNTER,
+	"waitroom_http_request_duration_seconds":   dto.MetricType_HISTOGRAM,
+	"waitroom_redis_command_duration_seconds":  dto.MetricType_HISTOGRAM,
+	"waitroom_redis_errors_total":              dto.MetricType_COUNTER,
+	"waitroom_redis_timeouts_total":            dto.MetricType_COUNTER,
+	"waitroom_redis_wait_short_total":          dto.MetricType_COUNTER,
+	"waitroom_webhook_deliveries_total":        dto.MetricType_COUNTER,
+	"waitroom_webhook_backlog":                 dto.MetricType_GAUGE,
+	"waitroom_webhook_lag_seconds":             dto.MetricType_GAUGE,
+	"waitroom_webhook_events_dropped_total":    dto.MetricType_COUNTER,
+	"waitroom_gate_fail_open_total":            dto.MetricType_COUNTER,
+	"waitroom_proxy_cut_total":                 dto.MetricType_COUNTER,
 }
 
 // Every family on the registry follows the scheme, passes Prometheus's
@@ -163,6 +168,8 @@ func everyFamily(t *testing.T) *Metrics {
 		t.Fatal(err)
 	}
 	m.WebhookBacklog(q, 0, 0)
+	m.Tick(q, queue.TickResult{Applied: true, Moved: 1, Lanes: []queue.LaneTick{{Lane: "priority", Moved: 1}},
+		Samples: []queue.Sample{{Kind: queue.TimeInLine, Value: time.Second, Count: 1, Lane: "priority"}}}, 0, nil)
 	r := chi.NewRouter()
 	r.Use(m.Middleware)
 	r.Get("/", func(w http.ResponseWriter, r *http.Request) {})

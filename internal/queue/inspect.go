@@ -94,7 +94,26 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("queue: info: %w", err)
 	}
-	return newInfo(queue, v, s.defaults.SessionMax)
+	info, err := newInfo(queue, v, s.defaults.SessionMax)
+	if err != nil {
+		return Info{}, err
+	}
+	// info.lua counts the general lane's line; the lanes' lines are the
+	// queue's too (one more round trip, for a queue with lanes only).
+	lanes, err := s.knownLanes(ctx, q)
+	if err != nil {
+		return Info{}, fmt.Errorf("queue: info: %w", err)
+	}
+	if len(lanes) > 0 {
+		n, err := s.lineLengths(ctx, queue, lanes)
+		if err != nil {
+			return Info{}, fmt.Errorf("queue: info: %w", err)
+		}
+		for _, c := range n {
+			info.Waiting += c
+		}
+	}
+	return info, nil
 }
 
 // Overview is what the back office shows of a queue: its snapshot (Info)

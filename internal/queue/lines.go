@@ -160,20 +160,49 @@ func (s *Store) Lines(ctx context.Context, queue string) ([]LineState, error) {
 		for _, n := range names {
 			out = append(out, LineState{Lane: n, Share: configured.Share(n)})
 		}
-		counts := make([]*redis.IntCmd, 2*len(out))
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, l := range out {
-				k := keysForLine(queue, l.Lane)
-				counts[2*i], counts[2*i+1] = p.ZCard(ctx, k.waiting), p.SCard(ctx, k.draw)
-			}
-			return nil
-		})
+		counts, err := s.lineLengths(ctx, queue, append([]string{""}, names...))
 		if err != nil {
-			return nil, fmt.Errorf("queue: lines: %w", err)
+			return nil, err
 		}
 		for i := range out {
-			out[i].Waiting = counts[2*i].Val() + counts[2*i+1].Val()
+			out[i].Waiting = counts[i]
 		}
 		return out, nil
 	})
+}
+
+// lineLengths counts the people in each of lanes' lines ("": the general
+// lane), a scheduled opening's draw included, in one round trip.
+func (s *Store) lineLengths(ctx context.Context, queue string, lanes []string) ([]int64, error) {
+	counts := make([]*redis.IntCmd, 2*len(lanes))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, l := range lanes {
+			k := keysForLine(queue, l)
+			counts[2*i], counts[2*i+1] = p.ZCard(ctx, k.waiting), p.SCard(ctx, k.draw)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: lines: %w", err)
+	}
+	out := make([]int64, len(lanes))
+	for i := range lanes {
+		out[i] = counts[2*i].Val() + counts[2*i+1].Val()
+	}
+	return out, nil
+}
+
+// knownLanes are the lanes as this replica's last tick call saw them
+// (read once, if it has made none yet): what counting the queue's people
+// needs, without a read of its own on every call.
+func (s *Store) knownLanes(ctx context.Context, q *queueRef) ([]string, error) {
+	if seen := q.lanesSeen.Load(); seen != nil {
+		return *seen, nil
+	}
+	read, err := s.readLanes(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	q.lanesSeen.Store(&read)
+	return read, nil
 }
