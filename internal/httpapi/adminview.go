@@ -48,6 +48,12 @@ type adminQueueResponse struct {
 	// What an interval admits now: the effective refill while the order
 	// page's health drives the rate (internal/autorate), else refill_size.
 	RefillEffective int `json:"refill_effective"`
+	// Window is the schedule's window in force, as the tick applied it
+	// (null: none); refill_effective follows it (issue 30).
+	Window *queue.Window `json:"window"`
+	// Lines are a queue's lines when it has lanes (the general lane's
+	// first, "lane" absent), each with its share and its people.
+	Lines []lineView `json:"lines,omitempty"`
 	// Settings are the public settings by name, as the JSON shows them
 	// (viewValue); absent, a time not set.
 	Settings map[string]any `json:"-"`
@@ -242,6 +248,9 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 	}
 	if !o.LastTickAt.IsZero() {
 		aq.LastTickAtMS = o.LastTickAt.UnixMilli()
+	}
+	if aq.Window, aq.Lines, err = s.saleDay(ctx, q); err != nil {
+		return adminQueueResponse{}, err
 	}
 	if s.failOpens != nil {
 		rec, err := s.failOpens.Read(ctx, q)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -14,6 +15,31 @@ import (
 
 // Sale days (issue 30): a queue's schedule of windows, and the forecast
 // of a refill size before it is set.
+
+// lineView is one of a queue's lines in the admin view.
+type lineView struct {
+	Lane    string  `json:"lane,omitempty"` // absent: the general lane
+	Share   float64 `json:"share"`
+	Waiting int64   `json:"waiting"`
+}
+
+// saleDay is the admin view's part of issue 30: the window in force and,
+// with lanes, each line.
+func (s *Server) saleDay(ctx context.Context, q string) (*queue.Window, []lineView, error) {
+	_, window, err := s.store.Schedule(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	lines, err := s.store.Lines(ctx, q)
+	if err != nil || len(lines) < 2 {
+		return window, nil, err
+	}
+	views := make([]lineView, len(lines))
+	for i, l := range lines {
+		views[i] = lineView{Lane: l.Lane, Share: l.Share, Waiting: l.Waiting}
+	}
+	return window, views, nil
+}
 
 type scheduleResponse struct {
 	Windows []queue.Window `json:"windows"`
