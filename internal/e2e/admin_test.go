@@ -212,10 +212,11 @@ func TestAdminInKorean(t *testing.T) {
 	// englishLeft is the page's visible words of Latin letters, but for
 	// what is the same in every language: the product, the language
 	// switch, the token's variable, prefix, file and command, UTC, API,
-	// the queue's name and the settings' API names.
+	// the queue's name, the settings' API names and the lanes hint's
+	// example names (lane names are API names, [a-z0-9-]).
 	englishLeft := func() []string {
 		return eval[[]string](b, fmt.Sprintf(`(() => {
-		  const names = new Set(['waitroom', 'English', 'WAITROOM_ADMIN_TOKEN', 'wrt_', 'scripts', 'up', 'sh', 'token', 'admin', 'UTC', 'API', 'refill_size']);
+		  const names = new Set(['waitroom', 'English', 'WAITROOM_ADMIN_TOKEN', 'wrt_', 'scripts', 'up', 'sh', 'token', 'admin', 'UTC', 'API', 'refill_size', 'priority', 'seniors']);
 		  const queue = new Set(%q.split(/[^A-Za-z]+/));
 		  // The switch names each language in its own words, as do the
 		  // queue text form's boxes, one per language.

@@ -246,14 +246,19 @@ func newSecret() []byte {
 // joinToken is what a site mints for its signed-in user sub: an HS256 JWT
 // with the join secret, aud = the queue, valid for ten minutes.
 func (s *stack) joinToken(secret []byte, sub string) string {
+	return s.laneJoinToken(secret, sub, "")
+}
+
+// laneJoinToken is joinToken for a place in lane (issue 30's lane claim;
+// "": none).
+func (s *stack) laneJoinToken(secret []byte, sub, lane string) string {
 	s.t.Helper()
 	now := time.Now()
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
-		Subject:   sub,
-		Audience:  jwt.ClaimStrings{s.queue},
-		IssuedAt:  jwt.NewNumericDate(now.Add(-time.Second)),
-		ExpiresAt: jwt.NewNumericDate(now.Add(10 * time.Minute)),
-	}).SignedString(secret)
+	claims := jwt.MapClaims{"sub": sub, "aud": s.queue, "iat": now.Add(-time.Second).Unix(), "exp": now.Add(10 * time.Minute).Unix()}
+	if lane != "" {
+		claims["lane"] = lane
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -110,6 +110,7 @@ export function drawChart(view) {
     svg.setAttribute('aria-label', t('noTicksLabel'));
     return;
   }
+  drawWindows(svg, f, span, view.windows || []);
   const barW = Math.max(1, (f.plotW * slot) / (t1 - t0) * 0.8);
   const height = (v) => (v > 0 ? Math.max(MIN_BAR_PX, (v / scales.ticks.top) * scales.ticks.plotH) : 0);
   for (const p of points) {
@@ -130,6 +131,24 @@ export function drawChart(view) {
   }
   const last = { admitted: num(lastPoint.admitted), abandoned: num(abandoned(lastPoint)), max: num(maxOf(points, (p) => p.admitted)) };
   svg.setAttribute('aria-label', abandoned(lastPoint) > 0 ? t('ticksChartLabelAbandoned', last) : t('ticksChartLabel', last));
+}
+
+// drawWindows shades, behind the bars, the stretch of each of the
+// schedule's windows (issue 30) that the time axis shows, titled with its
+// times in UTC.
+function drawWindows(svg, f, span, windows) {
+  for (const w of windows) {
+    const a = Math.max(Date.parse(w.start), span.t0);
+    const b = Math.min(Date.parse(w.end), span.t1);
+    if (!(b > a)) continue;
+    const r = el('rect', { x: f.x(a).toFixed(1), y: PAD_TOP, width: Math.max(1, f.x(b) - f.x(a)).toFixed(1), height: f.base - PAD_TOP, class: 'window-band' });
+    r.append(el('title', {}, t('windowBand', { from: utcClock(Date.parse(w.start)), to: utcClock(Date.parse(w.end)) })));
+    svg.append(r);
+  }
+}
+
+function utcClock(ms) {
+  return new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
 }
 
 function minutes(span) {

@@ -80,3 +80,20 @@ export function waitText(seconds) {
   if (seconds < 90) return t('seconds', { s: num(seconds) });
   return t('minutes', { m: num(Math.ceil(seconds / 60)) });
 }
+
+// fromInputs is the API's value for a date (YYYY-MM-DD) and a time
+// (HH:MM or HH:MM:SS) typed in UTC: {value: null} when both are empty,
+// {error: key} when only one is. The server judges the rest.
+export function fromInputs(date, time) {
+  if (!date && !time) return { value: null };
+  if (!time) return { error: 'needTime' };
+  if (!date) return { error: 'needDate' };
+  const hms = time.length === 5 ? time + ':00' : time.slice(0, 8);
+  return { value: date + 'T' + hms + 'Z' };
+}
+
+// toInputs is a time (ms) as the UTC date and time inputs' values.
+export function toInputs(ms) {
+  const iso = new Date(ms).toISOString();
+  return { date: iso.slice(0, 10), time: iso.slice(11, 19) };
+}

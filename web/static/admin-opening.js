@@ -9,7 +9,7 @@
 
 import { uniqueId } from './dom.js';
 import { t } from './admin-messages.js';
-import { num, when, utcWhen, until } from './admin-format.js';
+import { num, when, utcWhen, until, fromInputs, toInputs } from './admin-format.js';
 import { patchQueue } from './admin-settings.js';
 
 // The two times of an opening: the API's field and the form's class prefix.
@@ -170,21 +170,4 @@ function zoneName(offset) {
   if (zone) return zone;
   const m = Math.abs(offset);
   return 'UTC' + (offset > 0 ? '-' : '+') + String(Math.floor(m / 60)).padStart(2, '0') + ':' + String(m % 60).padStart(2, '0');
-}
-
-// fromInputs is the API's value for a date (YYYY-MM-DD) and a time
-// (HH:MM or HH:MM:SS) typed in UTC: {value: null} when both are empty,
-// {error: key} when only one is. The server judges the rest.
-function fromInputs(date, time) {
-  if (!date && !time) return { value: null };
-  if (!time) return { error: 'needTime' };
-  if (!date) return { error: 'needDate' };
-  const hms = time.length === 5 ? time + ':00' : time.slice(0, 8);
-  return { value: date + 'T' + hms + 'Z' };
-}
-
-// toInputs is a time (ms) as the UTC date and time inputs' values.
-function toInputs(ms) {
-  const iso = new Date(ms).toISOString();
-  return { date: iso.slice(0, 10), time: iso.slice(11, 19) };
 }

@@ -11,6 +11,7 @@ import { buildOpening, updateOpening } from './admin-opening.js';
 import { buildText, updateText } from './admin-text.js';
 import { drawChart, chartWidth } from './admin-chart.js';
 import { renderAudit } from './admin-audit.js';
+import { buildSaleDay, updateSaleDay, refreshSchedule } from './admin-saleday.js';
 
 const AUDIT_SHOWN = 20; // the newest audit entries each queue shows
 
@@ -54,6 +55,7 @@ export async function refreshHistories(mine) {
     const [h, log] = await Promise.all([
       api('GET', path + '/history'),
       api('GET', path + '/audit?limit=' + AUDIT_SHOWN),
+      sections.has(name) ? refreshSchedule(sections.get(name), mine) : null,
     ]);
     const view = sections.get(name);
     if (mine !== currentSession() || !view) return;
@@ -134,6 +136,7 @@ function buildSection(name) {
     abandonedKey: q('.abandoned-key'),
     effectiveKey: q('.effective-key'),
     points: [], // the history of ticks, as the server last said
+    windows: [], // the schedule's windows, as the server last said (admin-saleday.js)
     intervalMs: 0,
     lineStats: null, // the history's stats (the last 10 minutes), as the server last said
     last: null, // the queue as the server last said
@@ -151,10 +154,12 @@ function buildSection(name) {
     paused: false, // as the server last said
     forms: [],
     update: (answer) => updateSection(view, answer), // after a change: the queue as the server answered it
+    redraw: () => drawChart(view), // after the windows changed
   };
   view.forms = buildForms(view, root);
   view.opening = buildOpening(view, q('form.opening-form'));
   view.text = buildText(view, q('form.text-form'));
+  view.saleDay = buildSaleDay(view, q('.saleday'));
   q('.queue-name').textContent = name;
   root.setAttribute('aria-label', t('queueLabel', { name: name }));
   view.pauseError.id = uniqueId('pause-error');
@@ -224,6 +229,7 @@ function showSection(view) {
   for (const form of view.forms) syncForm(form, q);
   updateOpening(view.opening, q);
   updateText(view.text, q);
+  updateSaleDay(view.saleDay, q);
 }
 
 // showRoutes lists a queue's gate routes ("shop.example/sale/"), each as
