@@ -3,11 +3,16 @@ package forecast
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
@@ -155,4 +160,185 @@ func walk(l Line, refill int, p int64) (int64, bool) {
 		t = t.Add(l.Interval)
 	}
 	return 0, false
+}
+
+// TestForecastCostIsBounded: what one operator gets from calling the
+// forecast again and again: the same few Redis commands whatever the
+// line's length, and a walk bounded by the schedule's windows (at most
+// queue.MaxWindows), not by how far the line reaches.
+func TestForecastCostIsBounded(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	t.Cleanup(func() { _ = rdb.Close() })
+	count := &redistest.Counter{}
+	rdb.AddHook(count)
+	q := fmt.Sprintf("fcost%d", time.Now().UnixNano())
+	s, err := queue.NewStore(rdb, []string{q}, queue.Settings{RefillSize: 1, RefillInterval: time.Second, SessionTTL: time.Hour}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanes := queue.Lanes{{Name: "priority", Share: 0.2}}
+	if err := s.UpdateSettings(ctx, q, queue.Update{Lanes: &lanes}); err != nil {
+		t.Fatal(err)
+	}
+	// The most windows a schedule holds, each a day's pause, a year on.
+	var sc queue.Schedule
+	paused := true
+	at := time.Now().Add(time.Hour)
+	for range queue.MaxWindows {
+		sc.Windows = append(sc.Windows, queue.Window{Start: at, End: at.Add(24 * time.Hour), Paused: &paused})
+		at = at.Add(72 * time.Hour)
+	}
+	if _, _, err := s.SetSchedule(ctx, q, sc); err != nil {
+		t.Fatal(err)
+	}
+	f := Forecaster{Store: s}
+	cost := func() int64 {
+		before := count.N()
+		res, err := f.Forecast(ctx, q, 1, "")
+		if err != nil || res.DrainSeconds == nil {
+			t.Fatalf("forecast: %+v, %v", res, err)
+		}
+		return count.N() - before
+	}
+	for i := range 10 {
+		if _, err := s.Enter(ctx, q, fmt.Sprint("u", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cost() // the first also reads which lanes there are, once
+	short := cost()
+	for i := range 2000 {
+		if _, err := s.Enter(ctx, q, fmt.Sprint("v", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if long := cost(); long != short || long > 12 {
+		t.Fatalf("a forecast costs %d Redis commands with 10 waiting, %d with 2,010; want the same few", short, long)
+	}
+	// The walk: 2,010 people at one a second across 100 windows of pause.
+	start := time.Now()
+	for range 100 {
+		Of(Line{Waiting: 2010, Interval: time.Second, Share: 1, SessionTTL: time.Hour, Windows: sc.Windows, Now: time.Now()}, 1)
+	}
+	t.Logf("%d commands a forecast; 100 walks over %d windows took %v", short, len(sc.Windows), time.Since(start))
+}
+
+// TestForecastWithAbandonment: a line where 3 in 10 never come back (their
+// pages closed), after a first crowd that showed the same: the forecast,
+// which counts the abandonment of the last 10 minutes, says when the
+// second crowd drains within 20 %.
+func TestForecastWithAbandonment(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Client(t)
+	q := fmt.Sprintf("fab%d", time.Now().UnixNano())
+	settings := queue.Settings{RefillSize: 7, RefillInterval: 400 * time.Millisecond, SessionTTL: time.Hour, AbandonAfter: time.Second}
+	s, err := queue.NewStore(rdb, []string{q}, settings, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Tick(ctx, q); err != nil { // the first tick: empty, it starts the clock
+		t.Fatal(err)
+	}
+	// Pages that poll: the live members ask their status every 200 ms,
+	// as a page near the head does, until they are admitted.
+	var mu sync.Mutex
+	live := map[string]bool{}
+	pollCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		for pollCtx.Err() == nil {
+			mu.Lock()
+			users := slices.Collect(maps.Keys(live))
+			mu.Unlock()
+			for _, u := range users {
+				tk, err := s.Status(pollCtx, q, u)
+				if err == nil && tk.Status != queue.Waiting {
+					mu.Lock()
+					delete(live, u)
+					mu.Unlock()
+				}
+			}
+			select {
+			case <-pollCtx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	crowd := func(name string, n int) {
+		for i := range n {
+			u := fmt.Sprint(name, i)
+			if _, err := s.Enter(ctx, q, u); err != nil {
+				t.Fatal(err)
+			}
+			if i%10 >= 3 { // 3 in 10 close the page at once
+				mu.Lock()
+				live[u] = true
+				mu.Unlock()
+			}
+		}
+	}
+	// drain ticks on the real clock until the line and the places set
+	// aside are gone, and returns how long it took.
+	drain := func() time.Duration {
+		start := time.Now()
+		deadline := start.Add(60 * time.Second)
+		for {
+			r, err := s.Tick(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Applied && r.Waiting == 0 {
+				return time.Since(start)
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the line did not drain")
+			}
+			time.Sleep(20 * time.Millisecond) // the scheduler's pace
+		}
+	}
+	crowd("first", 100)
+	drain()
+	// The first crowd's abandoned places leave once their deadline
+	// passes: wait until the history has counted them.
+	eventually(t, 10*time.Second, "the first crowd's abandonment in the history", func() (bool, string) {
+		if _, err := s.Tick(ctx, q); err != nil {
+			return false, err.Error()
+		}
+		o, err := s.Overview(ctx, q)
+		if err != nil {
+			return false, err.Error()
+		}
+		// 27 of the 93 who waited (the first bucket let 7 in at once).
+		return o.Abandonment() > 0.2, fmt.Sprint(o.Abandonment())
+	})
+	crowd("second", 300)
+	res, err := Forecaster{Store: s}.Forecast(ctx, q, 7, "")
+	if err != nil || res.DrainSeconds == nil {
+		t.Fatalf("forecast: %+v, %v", res, err)
+	}
+	measured := drain().Seconds()
+	got := float64(*res.DrainSeconds)
+	t.Logf("forecast %d s, measured %.1f s", *res.DrainSeconds, measured)
+	if math.Abs(got-measured) > 0.2*measured+1 {
+		t.Fatalf("forecast drain %.0f s, measured %.1f s: more than 20 %% apart", got, measured)
+	}
+}
+
+// eventually waits for cond, polling, until timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, last = cond(); ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %v waiting for %s; last saw %s", timeout, what, last)
 }

@@ -207,12 +207,28 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		RefillIntervalMS int64          `json:"refill_interval_ms"`
 		Points           []historyPoint `json:"points"`
 		Stats            lineStats      `json:"stats"`
-	}{Queue: q, RefillIntervalMS: rep.Settings.RefillInterval.Milliseconds(), Points: make([]historyPoint, len(rep.History)),
+		Lanes            []laneHistory  `json:"lanes,omitempty"` // a queue with lanes: each lane's own (issue 30)
+	}{Queue: q, RefillIntervalMS: rep.Settings.RefillInterval.Milliseconds(), Points: historyPoints(rep.History),
 		Stats: newLineStats(rep.Stats)}
-	for i, p := range rep.History {
-		resp.Points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting, p.Abandoned, p.Arrivals, p.Active, p.Refill}
+	for _, l := range rep.Lanes {
+		resp.Lanes = append(resp.Lanes, laneHistory{Lane: l.Lane, Points: historyPoints(l.History), TimeInLine: newSpread(l.TimeInLine)})
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// laneHistory is one lane's history and time in line (issue 30).
+type laneHistory struct {
+	Lane       string         `json:"lane"`
+	Points     []historyPoint `json:"points"`
+	TimeInLine spread         `json:"time_in_line"`
+}
+
+func historyPoints(history []queue.HistoryPoint) []historyPoint {
+	points := make([]historyPoint, len(history))
+	for i, p := range history {
+		points[i] = historyPoint{p.At.UnixMilli(), p.Admitted, p.Waiting, p.Abandoned, p.Arrivals, p.Active, p.Refill}
+	}
+	return points
 }
 
 // adminQueueInfo is queue q as the back office sees it.

@@ -599,6 +599,7 @@ func TestOpenAPIContract(t *testing.T) {
 		patch(`{"lanes":[{"name":"priority","share":0.3}]}`, 200, "", false)
 		patch(`{"lanes":[{"name":"a","share":0.7},{"name":"b","share":0.4}]}`, 400, "invalid_lanes", false)
 		patch(`{"lanes":[{"name":"Bad","share":0.3}]}`, 400, "invalid_lanes", true)
+		k.check(t, e, call{method: "GET", path: admin + "/history", header: auth, status: 200}) // with its lanes' own
 		sched := admin + "/schedule"
 		k.check(t, e, call{method: "PUT", path: sched, body: `{"windows":[{"start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00Z","refill_size":40,"paused":false,"lanes":[{"name":"priority","share":0.5}]}]}`,
 			header: withJSON(auth...), status: 200})

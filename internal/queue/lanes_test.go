@@ -187,6 +187,15 @@ func TestLanePlaces(t *testing.T) {
 	if g := status(t, s, q, "h39"); g.RefillSize != 7 {
 		t.Fatalf("general rate %d, want 7", g.RefillSize)
 	}
+	// The queue's waiting counts every line, and each lane has its own
+	// history and time in line.
+	if info, err := s.Info(ctx, q); err != nil || info.Waiting != p.Waiting+status(t, s, q, "h39").Waiting {
+		t.Fatalf("info waiting %d (%v), want the lanes' and the general lane's", info.Waiting, err)
+	}
+	rep, err := s.LineReport(ctx, q)
+	if err != nil || len(rep.Lanes) != 1 || rep.Lanes[0].Lane != "priority" || len(rep.Lanes[0].History) == 0 || rep.Lanes[0].TimeInLine.Count == 0 {
+		t.Fatalf("lane report: %+v, %v", rep.Lanes, err)
+	}
 	// Entering again goes to the back of the lane.
 	again := enter(t, s, q, LaneMember("priority", "b5"))
 	if again.Position != p.Position {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // What the line felt like, for the operator (issue 22): how long people
@@ -69,6 +71,18 @@ type LineStats struct {
 type LineReport struct {
 	Overview
 	Stats LineStats
+	// Lanes are each lane's own (issue 30), by name, for a queue with
+	// lanes: the history of its line and the time in line of those it
+	// admitted in the window. The general lane's is the queue's less
+	// theirs.
+	Lanes []LaneReport
+}
+
+// LaneReport is one lane's part of a LineReport.
+type LaneReport struct {
+	Lane       string
+	History    []HistoryPoint // its line's intervals, oldest first (direct admissions are the queue's only)
+	TimeInLine Spread
 }
 
 // LineReport reads a queue's overview and its samples (three round trips;
@@ -97,7 +111,52 @@ func (s *Store) LineReport(ctx context.Context, queue string) (LineReport, error
 			samples = append(samples, sample)
 		}
 	}
-	return LineReport{Overview: o, Stats: lineStats(o, samples, since)}, nil
+	lanes, err := s.laneReports(ctx, q, samples)
+	if err != nil {
+		return LineReport{}, err
+	}
+	return LineReport{Overview: o, Stats: lineStats(o, samples, since), Lanes: lanes}, nil
+}
+
+// laneReports reads each lane's history (one round trip, for a queue with
+// lanes only) and works out its time in line from the window's samples.
+func (s *Store) laneReports(ctx context.Context, q *queueRef, samples []Sample) ([]LaneReport, error) {
+	lanes, err := s.knownLanes(ctx, q)
+	if err != nil || len(lanes) == 0 {
+		return nil, err
+	}
+	raws, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]*redis.StringSliceCmd, error) {
+		cmds := make([]*redis.StringSliceCmd, len(lanes))
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, l := range lanes {
+				cmds[i] = p.LRange(ctx, keysForLine(q.keys.name, l).laneHistory, 0, -1)
+			}
+			return nil
+		})
+		return cmds, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: lane history: %w", err)
+	}
+	out := make([]LaneReport, len(lanes))
+	for i, l := range lanes {
+		out[i].Lane = l
+		for _, entry := range raws[i].Val() {
+			p, err := parseHistoryEntry(entry)
+			if err != nil {
+				return nil, err
+			}
+			out[i].History = append(out[i].History, p)
+		}
+		var own []Sample
+		for _, sm := range samples {
+			if sm.Lane == l {
+				own = append(own, sm)
+			}
+		}
+		out[i].TimeInLine = spread(own, TimeInLine)
+	}
+	return out, nil
 }
 
 // Abandonment is the share of the places reaching the head in the last

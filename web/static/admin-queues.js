@@ -62,6 +62,7 @@ export async function refreshHistories(mine) {
     view.points = h.points || [];
     view.intervalMs = h.refill_interval_ms;
     view.lineStats = h.stats || null;
+    view.laneStats = h.lanes || null; // each lane's time in line (admin-saleday.js)
     drawChart(view);
     showLineStats(view);
     renderAudit(view, log.entries || []);
@@ -139,6 +140,7 @@ function buildSection(name) {
     windows: [], // the schedule's windows, as the server last said (admin-saleday.js)
     intervalMs: 0,
     lineStats: null, // the history's stats (the last 10 minutes), as the server last said
+    laneStats: null, // its lanes' (issue 30)
     last: null, // the queue as the server last said
     auditEntries: [], // the audit log as the server last said
     drawnWidth: 0,
@@ -229,7 +231,7 @@ function showSection(view) {
   for (const form of view.forms) syncForm(form, q);
   updateOpening(view.opening, q);
   updateText(view.text, q);
-  updateSaleDay(view.saleDay, q);
+  updateSaleDay(view, q);
 }
 
 // showRoutes lists a queue's gate routes ("shop.example/sale/"), each as

@@ -5,7 +5,7 @@
 // the operator types it in the refill field (GET .../forecast).
 
 import { t } from './admin-messages.js';
-import { num, utcWhen, fromInputs, toInputs } from './admin-format.js';
+import { num, secs, utcWhen, fromInputs, toInputs } from './admin-format.js';
 import { api, currentSession, refused } from './admin-api.js';
 import { patchQueue } from './admin-settings.js';
 
@@ -51,10 +51,13 @@ export function buildSaleDay(view, root) {
 }
 
 // updateSaleDay shows the lines and the window in force of q (the queue as
-// the server said), and its lanes in the field unless the operator is
-// editing them.
-export function updateSaleDay(o, q) {
+// the server said) in view's section, each lane with its time in line of
+// the last ten minutes (view.laneStats, the history's), and its lanes in
+// the field unless the operator is editing them.
+export function updateSaleDay(view, q) {
+  const o = view.saleDay;
   const lines = q.lines || [];
+  const inLine = new Map((view.laneStats || []).map((l) => [l.lane, l.time_in_line]));
   if (!lines.length) {
     o.lines.textContent = t('lanesNone');
   } else {
@@ -62,7 +65,11 @@ export function updateSaleDay(o, q) {
       const li = document.createElement('li');
       li.className = 'line-row';
       li.setAttribute('data-lane', l.lane || '');
-      li.textContent = t('lineRow', { lane: l.lane || t('generalLane'), share: num(Math.round(l.share * 1000) / 10), n: num(l.waiting) });
+      const words = { lane: l.lane || t('generalLane'), share: num(Math.round(l.share * 1000) / 10), n: num(l.waiting) };
+      const st = inLine.get(l.lane);
+      li.textContent = st && st.count > 0
+        ? t('lineRowWaited', { ...words, mid: t('seconds', { s: secs(st.p50_ms / 1000) }), high: t('seconds', { s: secs(st.p90_ms / 1000) }) })
+        : t('lineRow', words);
       return li;
     }));
   }
