@@ -207,6 +207,14 @@ func TestLanePlaces(t *testing.T) {
 	if _, err := s.Join(ctx, q, Caller{User: LaneMember("priority", "new")}); !errors.Is(err, ErrUnknownLane) {
 		t.Fatalf("join a lane removed: %v, want ErrUnknownLane", err)
 	}
+	// Nor does entering again: a place in it stays where it is.
+	before := status(t, s, q, LaneMember("priority", "b7"))
+	if _, err := s.Enter(ctx, q, LaneMember("priority", "b7")); !errors.Is(err, ErrUnknownLane) {
+		t.Fatalf("enter a lane removed again: %v, want ErrUnknownLane", err)
+	}
+	if after := status(t, s, q, LaneMember("priority", "b7")); after.Position != before.Position {
+		t.Fatalf("a refused enter moved the place: %d, was %d", after.Position, before.Position)
+	}
 	for range 20 {
 		tick(t, s, rdb, q)
 	}

@@ -210,12 +210,21 @@ func (s *Store) Enter(ctx context.Context, queue, user string) (Ticket, error) {
 }
 
 // EnterAs is Enter for a call the defences check (defences.go): it may be
-// refused with ErrRateLimited, ErrQueueFull (both in a *Retry) or
-// ErrChallengeRequired, and then changed nothing.
+// refused with ErrRateLimited, ErrQueueFull (both in a *Retry),
+// ErrChallengeRequired, or for a place in a lane the queue no longer has
+// ErrUnknownLane, and then changed nothing.
 func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, error) {
 	q, err := s.line(queue, c.User)
 	if err != nil {
 		return Ticket{}, err
+	}
+	if q.keys.lane != "" {
+		// A place in a lane is made, or made again at the back, only while
+		// the queue has the lane (ErrUnknownLane): one read of the config,
+		// paid by a lane's enters alone.
+		if err := s.checkLane(ctx, queue, q.keys.lane); err != nil {
+			return Ticket{}, err
+		}
 	}
 	l := s.defaults.Limits
 	t, err := s.limited(ctx, &q.enters, queue, OpEnter, l.EnterPerClient, l.EnterPerPlace, c, l.EnterPerNetwork, l.EnterPerSite)
@@ -295,12 +304,6 @@ func (s *Store) Join(ctx context.Context, queue string, c Caller) (Ticket, error
 	t, err := s.Status(ctx, queue, c.User)
 	if err != nil || t.Status != NotWaiting {
 		return t, err
-	}
-	if lane := LaneOf(c.User); lane != "" {
-		// A place in a lane is made only while the queue has the lane.
-		if err := s.checkLane(ctx, queue, lane); err != nil {
-			return Ticket{}, err
-		}
 	}
 	return s.EnterAs(ctx, queue, c)
 }
