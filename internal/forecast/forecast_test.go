@@ -25,18 +25,7 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 // it drains within 10 % (and never on the early side by more).
 func TestForecastMatchesTheDrain(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Client(t)
-	q := fmt.Sprintf("fc%d", time.Now().UnixNano())
-	s, err := queue.NewStore(rdb, []string{q}, queue.Settings{RefillSize: 10, RefillInterval: 300 * time.Millisecond, SessionTTL: time.Hour}, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Seed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Tick(ctx, q); err != nil { // the first tick: empty, it starts the clock
-		t.Fatal(err)
-	}
+	s, q := startedQueue(t, queue.Settings{RefillSize: 10, RefillInterval: 300 * time.Millisecond, SessionTTL: time.Hour})
 	for i := range 300 {
 		if _, err := s.Enter(ctx, q, fmt.Sprint("u", i)); err != nil {
 			t.Fatal(err)
@@ -47,21 +36,7 @@ func TestForecastMatchesTheDrain(t *testing.T) {
 	if err != nil || res.DrainSeconds == nil || res.Waiting < 290 {
 		t.Fatalf("forecast: %+v, %v", res, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, err := s.Tick(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Applied && r.Waiting == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the line did not drain")
-		}
-		time.Sleep(10 * time.Millisecond) // the tick's own period, as the scheduler calls it
-	}
-	measured := time.Since(start).Seconds()
+	measured := drainFrom(t, s, q, start).Seconds()
 	if got := float64(*res.DrainSeconds); math.Abs(got-measured) > 0.1*measured+1 {
 		t.Fatalf("forecast drain %.0f s, measured %.1f s", got, measured)
 	}
@@ -230,19 +205,7 @@ func TestForecastCostIsBounded(t *testing.T) {
 // second crowd drains within 20 %.
 func TestForecastWithAbandonment(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Client(t)
-	q := fmt.Sprintf("fab%d", time.Now().UnixNano())
-	settings := queue.Settings{RefillSize: 7, RefillInterval: 400 * time.Millisecond, SessionTTL: time.Hour, AbandonAfter: time.Second}
-	s, err := queue.NewStore(rdb, []string{q}, settings, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Seed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Tick(ctx, q); err != nil { // the first tick: empty, it starts the clock
-		t.Fatal(err)
-	}
+	s, q := startedQueue(t, queue.Settings{RefillSize: 7, RefillInterval: 400 * time.Millisecond, SessionTTL: time.Hour, AbandonAfter: time.Second})
 	// Pages that poll: the live members ask their status every 200 ms,
 	// as a page near the head does, until they are admitted.
 	var mu sync.Mutex
@@ -281,27 +244,8 @@ func TestForecastWithAbandonment(t *testing.T) {
 			}
 		}
 	}
-	// drain ticks on the real clock until the line and the places set
-	// aside are gone, and returns how long it took.
-	drain := func() time.Duration {
-		start := time.Now()
-		deadline := start.Add(60 * time.Second)
-		for {
-			r, err := s.Tick(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Applied && r.Waiting == 0 {
-				return time.Since(start)
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the line did not drain")
-			}
-			time.Sleep(20 * time.Millisecond) // the scheduler's pace
-		}
-	}
 	crowd("first", 100)
-	drain()
+	drainFrom(t, s, q, time.Now())
 	// The first crowd's abandoned places leave once their deadline
 	// passes: wait until the history has counted them.
 	eventually(t, 10*time.Second, "the first crowd's abandonment in the history", func() (bool, string) {
@@ -320,7 +264,7 @@ func TestForecastWithAbandonment(t *testing.T) {
 	if err != nil || res.DrainSeconds == nil {
 		t.Fatalf("forecast: %+v, %v", res, err)
 	}
-	measured := drain().Seconds()
+	measured := drainFrom(t, s, q, time.Now()).Seconds()
 	got := float64(*res.DrainSeconds)
 	t.Logf("forecast %d s, measured %.1f s", *res.DrainSeconds, measured)
 	if math.Abs(got-measured) > 0.2*measured+1 {
@@ -341,4 +285,43 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("timed out after %v waiting for %s; last saw %s", timeout, what, last)
+}
+
+// startedQueue is a queue of its own with settings, its first tick
+// applied (an empty one: it starts the clock).
+func startedQueue(t *testing.T, settings queue.Settings) (*queue.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	q := fmt.Sprintf("fc%d", time.Now().UnixNano())
+	s, err := queue.NewStore(redistest.Client(t), []string{q}, settings, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Tick(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	return s, q
+}
+
+// drainFrom ticks q on the real clock, at the scheduler's pace, until its
+// line is empty, and returns the time since start.
+func drainFrom(t *testing.T, s *queue.Store, q string, start time.Time) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r, err := s.Tick(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Applied && r.Waiting == 0 {
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the line did not drain")
+		}
+		time.Sleep(10 * time.Millisecond) // a tick call's pace: the scheduler calls it when due
+	}
 }
