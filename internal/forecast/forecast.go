@@ -34,16 +34,17 @@ type Line struct {
 
 // Result is a forecast at one refill size.
 type Result struct {
-	RefillSize      int        `json:"refill_size"`
-	Lane            string     `json:"lane,omitempty"`
-	Waiting         int64      `json:"waiting"`
-	DrainSeconds    *int64     `json:"drain_seconds"`     // until the line is empty; null: never (paused, no share)
-	LastWaitSeconds *int64     `json:"last_wait_seconds"` // the wait of the last person in line now
-	ETAForPosition  [][2]int64 `json:"eta_for_position"`  // [position, seconds] at chosen places
+	RefillSize int    `json:"refill_size"`
+	Lane       string `json:"lane,omitempty"`
+	Waiting    int64  `json:"waiting"`
+	// DrainSeconds is until the line is empty, LastWaitSeconds the wait
+	// of the last person in it now: the same figure while the forecast
+	// counts the people waiting now and not those still to come; null:
+	// never (paused for good, no share).
+	DrainSeconds    *int64     `json:"drain_seconds"`
+	LastWaitSeconds *int64     `json:"last_wait_seconds"`
+	ETAForPosition  [][2]int64 `json:"eta_for_position"` // [position, seconds] at chosen places
 }
-
-// maxIntervals bounds the walk: a forecast beyond it is "never".
-const maxIntervals = 10_000_000
 
 // Of forecasts the line at refill size refill.
 func Of(l Line, refill int) Result {
