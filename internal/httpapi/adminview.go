@@ -265,7 +265,8 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 	if !o.LastTickAt.IsZero() {
 		aq.LastTickAtMS = o.LastTickAt.UnixMilli()
 	}
-	if aq.Window, aq.Lines, err = s.saleDay(ctx, q); err != nil {
+	configured, _ := values["lanes"].(queue.Lanes)
+	if aq.Window, aq.Lines, err = s.saleDay(ctx, q, configured); err != nil {
 		return adminQueueResponse{}, err
 	}
 	if s.failOpens != nil {

@@ -24,11 +24,13 @@ type lineView struct {
 }
 
 // saleDay is the admin view's part of issue 30: the window in force and,
-// with lanes, each line.
-func (s *Server) saleDay(ctx context.Context, q string) (*queue.Window, []lineView, error) {
+// for a queue with lanes configured, each line (a queue without reads no
+// lines: the view is asked every few seconds per queue; a lane removed
+// while people wait in it is in the queue's waiting and its history).
+func (s *Server) saleDay(ctx context.Context, q string, configured queue.Lanes) (*queue.Window, []lineView, error) {
 	_, window, err := s.store.Schedule(ctx, q)
-	if err != nil {
-		return nil, nil, err
+	if err != nil || len(configured) == 0 {
+		return window, nil, err
 	}
 	lines, err := s.store.Lines(ctx, q)
 	if err != nil || len(lines) < 2 {
