@@ -424,9 +424,10 @@ type call struct {
 	// member is the place the request proved with its place cookie, or for
 	// a request that proved none, the one its answer's cookie names (a
 	// fresh enter); "" when neither.
-	member string
-	status int
-	at     time.Time // when the answer was written
+	member  string
+	status  int
+	started time.Time // when the request arrived
+	at      time.Time // when the answer was written
 }
 
 // recorder keeps every request the server answered, so a test can check
@@ -441,6 +442,7 @@ type recorder struct {
 
 func (r *recorder) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		started := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		member := ""
 		if c, err := req.Cookie(place.CookieName(r.queue, false)); err == nil {
@@ -455,7 +457,7 @@ func (r *recorder) wrap(next http.Handler) http.Handler {
 			}
 		}
 		r.mu.Lock()
-		r.calls = append(r.calls, call{method: req.Method, path: req.URL.Path, member: member, status: sw.status, at: time.Now()})
+		r.calls = append(r.calls, call{method: req.Method, path: req.URL.Path, member: member, status: sw.status, started: started, at: time.Now()})
 		r.mu.Unlock()
 	})
 }
