@@ -204,14 +204,15 @@ func (b *batcher) expire() {
 // never read; enterArgs passes only the keys a call uses, and the usual
 // enter (enterAsks) none.
 func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
-	keys = make([]string, 0, len(q.enterKeys)+2+len(calls))
+	keys = make([]string, 0, len(q.enterKeys)+3+len(calls))
 	keys = append(keys, q.enterKeys...)
 	cur, prev := q.keys.seenKeys(time.Now())
-	keys = append(keys, cur, prev)
-	args = make([]any, 0, len(q.args)+len(s.enterLimits)+len(s.networkArgs)+2*len(calls))
+	keys = append(keys, cur, prev, q.keys.held)
+	args = make([]any, 0, len(q.args)+len(s.enterLimits)+len(s.networkArgs)+1+2*len(calls))
 	args = append(args, q.args[:]...)
 	args = append(args, s.enterLimits[:]...)
 	args = append(args, s.networkArgs[:]...)
+	args = append(args, s.humanArg())
 	priced := s.defaults.Price.Bits > 0
 	for _, c := range calls {
 		asks, proved, counted := enterAsks(c, priced)
@@ -239,29 +240,38 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 
 // enterAsks is what an enter asks of enter.lua beyond its place in line:
 // "" when nothing (no charge to the shared buckets, no proof of work, no
-// place credential, no network to price: an enter without a client),
-// else "<client cost> <network cost> <site cost> <place cost>
-// <difficulty> <expires ms> <gen> <counted> <offset 1> <offset 2>".
-// proved says it brings a proof of work, whose key then follows its
-// bucket keys; counted how many of its Networks' held ZSETs follow that
-// (priced: the price is on), and the offsets are those networks' bits in
-// the seen bitmaps (seenOffset; 0 when not counted).
+// place credential, no network to price, no class or human check: an
+// enter without a client), else "<client cost> <network cost> <site
+// cost> <place cost> <difficulty> <expires ms> <gen> <counted> <hash 1>
+// <hash 2> <flags>". proved says it brings a proof of work, whose key
+// then follows its bucket keys; counted how many of its Networks' held
+// ZSETs follow that (priced: the price is on, and the caller is priced
+// by its networks), and the hashes are those networks' in the seen
+// filters (seenHash; 0 when not counted). flags: 1, priced at the
+// ceiling (PriceCeiling); 2, passed a human check.
 func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	proved = c.Proof.ID != "" && c.Proof.Difficulty > 0
-	if priced && c.Networks[0] != "" {
+	if priced && c.Pricing == PriceByNetwork && c.Networks[0] != "" {
 		counted = 1
 		if c.Networks[1] != "" {
 			counted = 2
 		}
 	}
-	if c.clientCost == 0 && c.netCosts == [2]int{} && c.placeCost == 0 && !proved && !c.Credential && counted == 0 {
+	flags := 0
+	if c.Pricing == PriceCeiling {
+		flags |= 1
+	}
+	if c.Human {
+		flags |= 2
+	}
+	if c.clientCost == 0 && c.netCosts == [2]int{} && c.placeCost == 0 && !proved && !c.Credential && counted == 0 && flags == 0 {
 		return "", false, 0
 	}
 	difficulty, expires := 0, int64(0)
 	if proved {
 		difficulty, expires = c.Proof.Difficulty, c.Proof.Expires.UnixMilli()
 	}
-	b := make([]byte, 0, 56)
+	b := make([]byte, 0, 80)
 	b = strconv.AppendInt(b, int64(c.clientCost), 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(c.netCosts[0]), 10)
@@ -278,14 +288,26 @@ func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(counted), 10)
 	for i := range 2 {
-		off := uint32(0)
+		h := uint64(0)
 		if i < counted {
-			off = seenOffset(c.Networks[i])
+			h = seenHash(c.Networks[i])
 		}
 		b = append(b, ' ')
-		b = strconv.AppendUint(b, uint64(off), 10)
+		b = strconv.AppendUint(b, h, 10)
 	}
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(flags), 10)
 	return string(b), proved, counted
+}
+
+// humanArg says to the scripts whether the human check's provider
+// answers now ("1") or not ("0": a check asked falls back to proof of
+// work at the ceiling).
+func (s *Store) humanArg() string {
+	if s.human != nil && s.human() {
+		return "1"
+	}
+	return "0"
 }
 
 func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []any) {

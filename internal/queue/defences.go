@@ -42,23 +42,31 @@ func (s *Store) Challenge(ctx context.Context, queue string, c Caller) (int, err
 	}
 	l := s.defaults.Limits
 	lim, nets := l.EnterPerClient, [2]Limit{l.EnterPerNetwork, l.EnterPerSite}
-	c = Caller{Client: c.Client, Networks: c.Networks}
+	c = Caller{Client: c.Client, Networks: c.Networks, Pricing: c.Pricing, Human: c.Human}
 	if err := s.local.admit(queue, OpChallenge, &c, lim, Limit{}, nets, time.Now()); err != nil {
 		s.observe(queue, OpChallenge, Ticket{}, err)
 		return 0, err
 	}
 	cur, prev := q.keys.seenKeys(time.Now())
 	keys := []string{q.keys.config, q.keys.waiting, q.keys.draw, q.keys.arriving,
-		q.clientKey(OpChallenge, c), q.netKey(OpChallenge, c, 0), q.netKey(OpChallenge, c, 1), cur, prev}
-	var offsets [2]uint32
+		q.clientKey(OpChallenge, c), q.netKey(OpChallenge, c, 0), q.netKey(OpChallenge, c, 1), cur, prev, q.keys.held}
+	var hashes [2]uint64
 	if _, _, counted := enterAsks(c, s.defaults.Price.Bits > 0); counted > 0 {
 		for i, n := range c.Networks[:counted] {
 			keys = append(keys, q.keys.netPlacesKey(n))
-			offsets[i] = seenOffset(n)
+			hashes[i] = seenHash(n)
 		}
 	}
+	flags := 0
+	if c.Pricing == PriceCeiling {
+		flags |= 1
+	}
+	if c.Human {
+		flags |= 2
+	}
 	args := append(append([]any{s.enterLimits[0], s.enterLimits[1]}, s.networkArgs[:4]...),
-		c.clientCost, c.netCosts[0], c.netCosts[1], s.networkArgs[4], s.networkArgs[5], offsets[0], offsets[1])
+		c.clientCost, c.netCosts[0], c.netCosts[1], s.networkArgs[4], s.networkArgs[5], s.networkArgs[6],
+		s.humanArg(), hashes[0], hashes[1], flags)
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return challengeScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	})

@@ -25,6 +25,9 @@ var (
 	ErrRateLimited       = errors.New("queue: over the rate limit")
 	ErrQueueFull         = errors.New("queue: the line is full")
 	ErrChallengeRequired = errors.New("queue: proof of work required")
+	// ErrHumanCheckRequired refuses an enter that must pass the queue's
+	// human check first (human_check, price.go): the call changed nothing.
+	ErrHumanCheckRequired = errors.New("queue: human check required")
 	// ErrMoved refuses a place credential issued before its place moved
 	// to another device (internal/handoff): the call changed nothing.
 	ErrMoved = errors.New("queue: the place moved to another device")

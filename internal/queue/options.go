@@ -43,3 +43,15 @@ func WithObserver(build func(*Store) Observer) Option {
 		return nil
 	}
 }
+
+// WithHumanCheck tells the store whether the human check's provider
+// answers now (internal/humancheck's Available): while it does, a queue
+// whose human_check asks for one answers ErrHumanCheckRequired; while it
+// does not, the store asks proof of work at the ceiling instead. Without
+// this option no human check is ever asked.
+func WithHumanCheck(available func() bool) Option {
+	return func(s *Store) error {
+		s.human = available
+		return nil
+	}
+}

@@ -64,7 +64,39 @@ type Price struct {
 	// CalmArrivals is the queue's arrival rate (a second) up to which the
 	// price feels no pressure (0: never any).
 	CalmArrivals float64
+	// MaxBits is the ceiling: no place costs more proof of work than
+	// this, whatever its network holds, its class or the pressure (the
+	// queue's challenge_difficulty included). Beyond it a network meets
+	// its rate limits and, where configured, the human check.
+	MaxBits int
 }
+
+// DefaultMaxBits is the ceiling's default: 2^17 hashes, about 2 s in
+// Chromium on a quiet desktop and under 10 s on a slow phone.
+const DefaultMaxBits = 17
+
+// A queue's human_check: when its human check is asked (price_need in
+// networks.lua).
+const (
+	HumanOff      = "off"
+	HumanEscalate = "escalate"
+	HumanAlways   = "always"
+)
+
+// Pricing is how the price of a place applies to a caller.
+type Pricing uint8
+
+// The pricings.
+const (
+	// PriceByNetwork prices a place by the places its networks hold.
+	PriceByNetwork Pricing = iota
+	// PriceNone: an account (a site's join token) is one person, who
+	// holds one place per queue whatever network it comes from.
+	PriceNone
+	// PriceCeiling: a network of the hosting class (a data centre, a VPN
+	// exit) pays the ceiling, or the human check, for every place.
+	PriceCeiling
+)
 
 // Constants of the price, mirrored in networks.lua (TestPriceMatchesLua).
 const (
@@ -75,22 +107,28 @@ const (
 	SiteShare = 4
 	// heldCap bounds a network's count of places (4096² × 2 > 2^32).
 	heldCap = 4096
-	// seenBits is the size of a window's bitmap of networks (2 MiB).
-	seenBits = 1 << 24
+	// seenBits is the size of a window's filter of networks (2 MiB), and
+	// seenHashes the bits a network sets in it: with a million networks
+	// in each of the two windows read, under 0.1 % of first places find
+	// all their bits set by others (TestSeenFilterFalsePositives).
+	seenBits   = 1 << 24
+	seenHashes = 10
 	// seenWindow is a bitmap's window, and how long a network's ZSET is
 	// kept after its last new place (PRICE_HELD_TTL_MS in networks.lua).
 	seenWindow = 2 * time.Hour
 )
 
-// seenOffset is network's bit in the seen bitmaps: the same on every
-// replica (FNV-1a, not a seeded hash).
-func seenOffset(network string) uint32 {
-	h := uint32(2166136261)
+// seenHash is network's hash for the seen filters, from which
+// networks.lua derives its seenHashes offsets (two 24-bit halves, double
+// hashing): the same on every replica (FNV-1a, not a seeded hash), below
+// 2^48 so that Lua's numbers hold it exactly.
+func seenHash(network string) uint64 {
+	h := uint64(14695981039346656037)
 	for i := 0; i < len(network); i++ {
-		h ^= uint32(network[i])
-		h *= 16777619
+		h ^= uint64(network[i])
+		h *= 1099511628211
 	}
-	return h % seenBits
+	return h >> 16
 }
 
 // PriceDifficulty is the proof of work (leading zero bits) the next place
@@ -113,11 +151,47 @@ func (p Price) Validate() error {
 	if p.Bits < 0 || p.Bits > MaxChallengeDifficulty || p.CalmArrivals < 0 || math.IsNaN(p.CalmArrivals) || math.IsInf(p.CalmArrivals, 0) {
 		return fmt.Errorf("queue: price of a place: bits %d, calm arrivals %v: want bits 0…%d and arrivals ≥ 0", p.Bits, p.CalmArrivals, MaxChallengeDifficulty)
 	}
+	if p.MaxBits < 0 || p.MaxBits > MaxChallengeDifficulty { // 0: DefaultMaxBits
+		return fmt.Errorf("queue: price of a place: ceiling %d bits: want 1…%d (0: the default)", p.MaxBits, MaxChallengeDifficulty)
+	}
 	return nil
 }
 
-// args are the price's script arguments (networks.lua): bits, and calm
-// arrivals a second.
+// ceiling is MaxBits, or its default for a Price that names none.
+func (p Price) ceiling() int {
+	if p.MaxBits == 0 {
+		return DefaultMaxBits
+	}
+	return p.MaxBits
+}
+
+// args are the price's script arguments (networks.lua): bits, calm
+// arrivals a second, and the ceiling.
 func (p Price) args() []any {
-	return []any{strconv.Itoa(p.Bits), strconv.FormatFloat(p.CalmArrivals, 'g', -1, 64)}
+	return []any{strconv.Itoa(p.Bits), strconv.FormatFloat(p.CalmArrivals, 'g', -1, 64), strconv.Itoa(p.ceiling())}
+}
+
+// Need is what a place asks of a caller, as networks.lua's price_need
+// computes it: bits of proof of work, or human true when a human check
+// is asked instead. difficulty is the queue's challenge_difficulty, price
+// its networks' price before the ceiling (PriceDifficulty), mode the
+// queue's human_check, avail whether its provider answers.
+func (p Price) Need(difficulty, price int, pricing Pricing, passedHuman bool, mode string, avail bool) (bits int, human bool) {
+	ceiling := p.ceiling()
+	switch pricing {
+	case PriceCeiling:
+		price = ceiling
+	case PriceNone:
+		price = 0
+	}
+	if mode == HumanAlways || (mode == HumanEscalate && price > 0) {
+		switch {
+		case passedHuman:
+			return 0, false
+		case avail:
+			return 0, true
+		}
+		return ceiling, false
+	}
+	return min(max(difficulty, price), ceiling), false
 }

@@ -25,6 +25,7 @@ const (
 	statusLimited           // refused, place: the wait (ms)
 	statusFull              // refused, place: the wait (ms)
 	statusChallenge         // refused: no valid, unused proof of work
+	statusHuman             // refused: a human check is asked
 )
 
 // Positions in the head of enter.lua's and status.lua's replies (HEAD_*).
@@ -181,6 +182,8 @@ func refusal(status, wait int64) error {
 		err = ErrQueueFull
 	case statusChallenge:
 		return &ChallengeError{Difficulty: int(wait)}
+	case statusHuman:
+		return ErrHumanCheckRequired
 	case statusNotWaiting:
 		if wait == reasonMoved {
 			return ErrMoved

@@ -102,6 +102,9 @@ type Setting struct {
 	// Min and Max bound a number (ms for KindMillis), or Max a string's
 	// bytes or a text's characters.
 	Min, Max int64
+	// Choices, for a KindString, are the only values it takes ("" too,
+	// for the first).
+	Choices []string
 	Role     Role
 	Seed     SeedMode
 	// Private: left out of settings_changed, and audited by host only
@@ -146,6 +149,10 @@ var Catalog = []Setting{
 	{Name: "challenge_difficulty", Hash: "challenge_difficulty", Kind: KindInt, Min: 0, Max: MaxChallengeDifficulty, Role: RoleOperator,
 		Doc:  "The proof of work asked before entering, in leading zero bits (0 - none).",
 		Form: FormLine, Label: "Proof of work (difficulty)", Hint: "(0 = off; up to 32; 16 ≈ 1 s for a person on this machine, each +1 doubles it)"},
+	{Name: "human_check", Hash: "human_check", Kind: KindString, Max: 16, Choices: []string{HumanOff, HumanEscalate, HumanAlways}, Role: RoleOperator,
+		Doc: "A human check (WAITROOM_HUMAN_CHECK's provider) before entering: `off`; `escalate`, asked instead of proof of work of a " +
+			"network past its free place, of a `hosting` network, and of anyone the ceiling would otherwise have priced higher; " +
+			"`always`, of everyone. While the provider is unreachable, proof of work at the ceiling instead. null or \"\" for `off`."},
 	{Name: "abandon_after_ms", Hash: "abandon_after_ms", Env: "WAITROOM_ABANDON_AFTER", Default: "2m", Kind: KindMillis, Min: 0, Max: MaxAbandonAfter.Milliseconds(), Role: RoleOperator, Seed: SeedAlways,
 		Doc:  "How long a waiting place may go unheard before the tick drops it when the line reaches it (0 - never).",
 		Form: FormLine, Label: "Drop places unheard for (s)", Hint: "(0 = never; up to 86,400)", Scale: 1000},

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,6 +128,8 @@ func (st Setting) checkString(s string) error {
 		return nil
 	case st.Kind == KindURL:
 		return CheckProbeURL(s)
+	case len(st.Choices) > 0 && !slices.Contains(st.Choices, s):
+		return fieldError(st.Name, "must be one of %s", strings.Join(st.Choices, ", "))
 	case int64(len(s)) > st.Max:
 		return fieldError(st.Name, "must be at most %d bytes", st.Max)
 	}

@@ -70,7 +70,10 @@ type Store struct {
 	enterLimits, statusLimits [4]any
 	// networkArgs are enter.lua's limits per network and per site
 	// (Limit.args each) and the price of a place (Price.args).
-	networkArgs [6]any
+	networkArgs [7]any
+	// human says whether the human check's provider answers now
+	// (WithHumanCheck); nil: no provider, so never.
+	human func() bool
 	// local is the first stage of the rate limits (local.go).
 	local *localStage
 	// timeout bounds every call of the store, however Redis behaves.

@@ -128,6 +128,15 @@ type Caller struct {
 	// and counts the places it holds, which set the price of its next one
 	// (price.go). Unset, only Client's limit applies.
 	Networks [2]string
+	// Pricing says how the price of a place applies to the caller
+	// (price.go): by the places of its Networks (the default), not at all
+	// (an account, which holds one place whatever its network), or at the
+	// ceiling for every place (a network of the hosting class).
+	Pricing Pricing
+	// Human says the caller passed the queue's human check for this
+	// enter (its token verified by the provider, once): no proof of work
+	// is asked of it.
+	Human bool
 	// Proved says the caller proved the place (a credential or, in load
 	// tests, a plain id): the per-place limit applies.
 	Proved bool
@@ -369,6 +378,9 @@ type Update struct {
 	// caller (webhook.CheckURL, which knows the insecure switch); the
 	// store checks only its length.
 	WebhookURL *string `setting:"webhook_url"`
+	// HumanCheck is the queue's human_check: HumanOff ("" too),
+	// HumanEscalate or HumanAlways (price.go).
+	HumanCheck *string `setting:"human_check"`
 	// Title and Message are the queue's text on its waiting page, by
 	// language tag (Text); an empty map clears one.
 	Title   *map[string]string `setting:"title"`

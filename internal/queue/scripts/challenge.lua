@@ -1,8 +1,9 @@
 -- challenge.lua: the proof of work the caller must bring to enter, for
 -- the challenge endpoint, behind the client's rate limits: the queue's
 -- challenge_difficulty, or the price of a place on the caller's network
--- when that is higher (networks.lua, price.go), computed as enter.lua
--- will check it. A challenge serves one enter, so a client gets them at
+-- when that is higher, up to the ceiling, or a human check instead
+-- (networks.lua's price_need, price.go), computed as enter.lua will
+-- check it. A challenge serves one enter, so a client gets them at
 -- its enter limits (per client, network and site), in buckets of their
 -- own (op "challenge"): fetching one spends no enter. One call.
 --
@@ -14,17 +15,22 @@
 --            buckets (STRING, see rate_take), or the unused key for a
 --            bucket not to be charged
 -- KEYS[8], KEYS[9] -> the networks seen in this window and the one
---            before (STRING bitmaps, networks.lua's SEEN)
--- KEYS[10..] -> the held ZSETs of the caller's network and site (none
---            when the caller names no network)
+--            before (STRING Bloom filters, networks.lua's SEEN)
+-- KEYS[10] -> held (ZSET; places set aside at the head, held_floor)
+-- KEYS[11..] -> the held ZSETs of the caller's network and site (none
+--            when the caller is not priced by its networks)
 -- ARGV[1..6] -> the limits per client, network and site: period_ms (the
 --            time one call earns back, fractional; 0: no limit), burst
 -- ARGV[7..9] -> the calls to charge each bucket (0: not asked; the
 --            replica's local stage let the call through, see local.go)
--- ARGV[10..11] -> the price: bits (0: none), calm arrivals a second
--- ARGV[12..13] -> the bitmap offsets of the caller's network and site
--- Returns {ALLOWED, difficulty} (0: no proof of work asked), or {LIMITED,
--- wait_ms} when the client is over a limit (nothing charged).
+-- ARGV[10..12] -> the price: bits (0: none), calm arrivals a second, the
+--            ceiling (bits)
+-- ARGV[13] -> whether the human check's provider answers (1 or 0)
+-- ARGV[14..15] -> the seen-filter hashes of the caller's network and site
+-- ARGV[16] -> flags (enter.lua's): 1 hosting, 2 passed a human check
+-- Returns {ALLOWED, difficulty} (0: no proof of work asked), {HUMAN, 0}
+-- when a human check is asked instead, or {LIMITED, wait_ms} when the
+-- client is over a limit (nothing charged).
 local now = now_ms()
 local wait = take_all({
   {KEYS[5], ARGV[1], ARGV[2], tonumber(ARGV[7])},
@@ -34,12 +40,17 @@ local wait = take_all({
 if wait > 0 then
   return {LIMITED, math.ceil(wait)}
 end
-local cfg = redis.call('HMGET', KEYS[1], 'challenge_difficulty', 'opens_at_ms')
-local difficulty = tonumber(cfg[1]) or 0
-if #KEYS > 9 then
+local cfg = redis.call('HMGET', KEYS[1], 'challenge_difficulty', 'opens_at_ms', 'human_check')
+local difficulty, price = tonumber(cfg[1]) or 0, nil
+if #KEYS > 10 then
   SEEN.cur, SEEN.prev = KEYS[8], KEYS[9]
-  local floor = held_floor(KEYS[2], redis.call('SCARD', KEYS[3]), tonumber(cfg[2]) or 0, now)
+  local floor = held_floor(KEYS[2], KEYS[10], redis.call('SCARD', KEYS[3]), tonumber(cfg[2]) or 0, now)
   local pressure = arrival_pressure(KEYS[4], now, tonumber(ARGV[11]))
-  difficulty = math.max(difficulty, price_of({{KEYS[10], ARGV[12]}, KEYS[11] and {KEYS[11], ARGV[13]}}, floor, tonumber(ARGV[10]), pressure))
+  price = price_of({{KEYS[11], tonumber(ARGV[14])}, KEYS[12] and {KEYS[12], tonumber(ARGV[15])}}, floor, tonumber(ARGV[10]), pressure)
 end
-return {ALLOWED, difficulty}
+local flags = tonumber(ARGV[16])
+local need = price_need(difficulty, price, flags % 2 == 1, flags >= 2, cfg[3] or 'off', tonumber(ARGV[12]), ARGV[13] == '1')
+if need == nil then
+  return {HUMAN, 0}
+end
+return {ALLOWED, need}

@@ -8,11 +8,12 @@
 
 -- Status codes of a call's answer. ALLOWED: challenge.lua let the call
 -- through. NOT_OPEN: a scheduled opening's pre-queue window has not
--- begun, so nobody can join yet. The last three refuse one call and
+-- begun, so nobody can join yet. The last four refuse one call and
 -- change nothing for its user: LIMITED, the caller went over a rate
 -- limit; FULL, the line is at its cap (max_waiting); CHALLENGE, the queue
 -- asks for proof of work and the call brought none that is valid (or
--- brought one already used).
+-- brought one already used); HUMAN, the queue asks for a human check
+-- (networks.lua, price_need).
 local ALLOWED = 0
 local ENTERED = 1
 local WAITING = 2
@@ -21,6 +22,7 @@ local NOT_OPEN = 4
 local LIMITED = 5
 local FULL = 6
 local CHALLENGE = 7
+local HUMAN = 8
 
 -- The head of enter.lua's and status.lua's replies (reply_head), before
 -- a status and a place per call. Times and durations in ms.
@@ -109,11 +111,12 @@ end
 -- field that is missing (a fresh or flushed Redis). The eleventh value is
 -- the interval's budget: refill_size, or while the origin's health drives
 -- the rate (adapt_enabled, issue 21) the effective refill tick.lua last
--- stored, within [min_refill_size, refill_size] (interval_budget).
+-- stored, within [min_refill_size, refill_size] (interval_budget). The
+-- twelfth is human_check ("off", "escalate" or "always"; price_need).
 local function queue_config(key)
   local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms', 'max_active', 'paused',
     'abandon_after_ms', 'opens_at_ms', 'prequeue_from_ms', 'max_waiting', 'challenge_difficulty',
-    'adapt_enabled', 'refill_effective', 'min_refill_size')
+    'adapt_enabled', 'refill_effective', 'min_refill_size', 'human_check')
   local refill = tonumber(v[1]) or tonumber(ARGV[1])
   return refill,
          tonumber(v[2]) or tonumber(ARGV[2]),
@@ -125,7 +128,8 @@ local function queue_config(key)
          tonumber(v[8]) or 0,
          tonumber(v[9]) or 0,
          tonumber(v[10]) or 0,
-         interval_budget(refill, v[11] == '1', tonumber(v[12]), tonumber(v[13]) or 0)
+         interval_budget(refill, v[11] == '1', tonumber(v[12]), tonumber(v[13]) or 0),
+         v[14] or 'off'
 end
 -- ARGV[6] of those scripts is the lane of the line they work on ("": the
 -- general lane; issue 30), whose keys they were given.

@@ -38,8 +38,11 @@
 -- KEYS[14] -> lanes (SET of the lanes that may hold places: a lane's
 --              line names itself there as it takes a place, issue 30)
 -- KEYS[15], KEYS[16] -> the networks seen in this window and the one
---              before (STRING bitmaps, networks.lua's SEEN)
--- KEYS[17..] -> per call, only the keys it uses, in this order: the
+--              before (STRING Bloom filters, networks.lua's SEEN)
+-- KEYS[17] -> held  (ZSET member=user, score=arrival seq: places set aside
+--              at the head, tick.lua; they count in the line's cap and in
+--              their networks' price until admitted or dropped)
+-- KEYS[18..] -> per call, only the keys it uses, in this order: the
 --              client's rate bucket (if its client cost is above 0), its
 --              network's and its site's (likewise), the place's rate
 --              bucket (if its place cost is above 0), the key that marks
@@ -49,14 +52,16 @@
 --              abandon_after_ms, and the line's lane ("": general; DEFAULTS)
 -- ARGV[7..10] -> limits per client and per place: period_ms, burst (LIMITS)
 -- ARGV[11..14] -> limits per network and per site: period_ms, burst
--- ARGV[15..16] -> the price of a place: bits (0: none), calm arrivals a
---              second (0: no pressure); price.go (TIERS)
+-- ARGV[15..18] -> the price of a place: bits (0: none), calm arrivals a
+--              second (0: no pressure), the ceiling a person pays (bits),
+--              and whether the human check's provider answers (1 or 0);
+--              price.go (TIERS)
 -- ARGV[17..] -> per call, two values: user id, and what else it asks,
 --              "" for the usual enter (nothing to charge to the shared
 --              buckets, no proof of work, no place credential, no
 --              network), else "<client cost> <network cost> <site cost>
 --              <place cost> <difficulty> <expires> <gen> <counted>
---              <offset 1> <offset 2>":
+--              <hash 1> <hash 2> <flags>":
 --              the calls to charge the client's, its networks' and the
 --              place's buckets (0: not asked; see take_all), the
 --              difficulty its proof of work meets (0: none), when that
@@ -64,7 +69,10 @@
 --              credential (-1: none; a stale one is answered NOT_WAITING,
 --              reason moved, and changes nothing), and how many held
 --              ZSETs it brings (0-2): the price of its place is counted
---              on them, with each network's bit in the SEEN bitmaps. An
+--              on them, with each network's bits in the SEEN filters (from
+--              its hash, seen_ops), and flags: 1, its network is of the
+--              hosting class (every place at the ceiling); 2, it passed a
+--              human check (price_need). An
 --              enter without a client so costs one value and
 --              no key: a batch's arguments are most of the script's fixed
 --              cost (docs/PERFORMANCE.md, "Enter's per-user cost").
@@ -77,8 +85,9 @@
 -- included), until_open_ms the time until a scheduled opening (0: none
 -- ahead), and place is the position when WAITING (0 while in a draw), the
 -- admission time (ms) when ENTERED, and the time to wait (ms) before
--- trying again when LIMITED or FULL, and the difficulty the caller's
--- network must pay now when CHALLENGE (price.go). seq is the place's arrival number
+-- trying again when LIMITED or FULL, the difficulty the caller's
+-- network must pay now when CHALLENGE (price.go), and 0 when HUMAN (a
+-- human check is asked instead). seq is the place's arrival number
 -- (its score in the line) when WAITING in the line, else 0: the place
 -- credential carries it, so a replica can answer a place far from the
 -- head from its snapshot (snapshot.go).
@@ -90,14 +99,15 @@
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
-local FIXED = 16 -- KEYS before the per-call ones
+local FIXED = 17 -- KEYS before the per-call ones
 SEEN.cur, SEEN.prev = KEYS[15], KEYS[16]
-local TIERS = LIMITS + 6 -- ARGV before the per-call ones
+local TIERS = LIMITS + 8 -- ARGV before the per-call ones
 local CALLS = (#ARGV - TIERS) / 2
 local PRICE_BITS, CALM = tonumber(ARGV[LIMITS + 5]), tonumber(ARGV[LIMITS + 6])
+local CEILING, HUMAN_AVAIL = tonumber(ARGV[LIMITS + 7]), ARGV[LIMITS + 8] == '1'
 local seqs = {}
 local now = now_ms()
-local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty, budget =
+local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty, budget, human_mode =
   queue_config(KEYS[5])
 refill = budget -- what an interval admits (the effective refill while adapting): tokens, ETA
 local in_draw = redis.call('SCARD', KEYS[8])
@@ -125,7 +135,7 @@ end
 local pressure, floor, floor_read = 0, nil, false
 local function price_for(held_keys)
   if not floor_read then
-    floor, floor_read = held_floor(KEYS[1], in_draw, opens_at, now), true
+    floor, floor_read = held_floor(KEYS[1], KEYS[17], in_draw, opens_at, now), true
     pressure = arrival_pressure(KEYS[13], now, CALM)
   end
   return price_of(held_keys, floor, PRICE_BITS, pressure)
@@ -172,13 +182,13 @@ local users, slot, gens, proof_key, held = {}, {}, {}, {}, {}
 local function pass_defences()
   for i = 1, CALLS do
     local asks = ARGV[TIERS + 2 * i]
-    local passed, proved, expires, gen = true, 0, 0, -1
+    local passed, proved, expires, gen, flags = true, 0, 0, -1, 0
     if asks ~= '' then
-      local a = {string.match(asks, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+)$')}
+      local a = {string.match(asks, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+) (%d)$')}
       for k = 1, #a do
         a[k] = tonumber(a[k])
       end
-      proved, expires, gen = a[5], a[6], a[7]
+      proved, expires, gen, flags = a[5], a[6], a[7], a[11]
       passed = check_limits(i, a)
       proof_key[i] = next_key(proved)
       if a[8] > 0 then
@@ -190,12 +200,14 @@ local function pass_defences()
     end
     if passed then
       -- The queue's own difficulty, or the price of a place on the
-      -- caller's network when that is higher.
-      local need = difficulty
-      if held[i] then
-        need = math.max(need, price_for(held[i]))
-      end
-      if need > 0 and (proved < need or expires <= now or
+      -- caller's network when that is higher, up to the ceiling; or a
+      -- human check (price_need).
+      local need = price_need(difficulty, held[i] and price_for(held[i]), flags % 2 == 1,
+        flags >= 2, human_mode, CEILING, HUMAN_AVAIL)
+      if need == nil then
+        out[HEAD + 2 * i - 1] = HUMAN
+        out[HEAD + 2 * i] = 0
+      elseif need > 0 and (proved < need or expires <= now or
           not redis.call('SET', proof_key[i], 1, 'NX', 'PX', expires - now)) then
         out[HEAD + 2 * i - 1] = CHALLENGE
         out[HEAD + 2 * i] = need
@@ -409,7 +421,12 @@ local function join_line(direct, waiting)
   for j = direct + 1, #users do
     rest[#rest + 1] = j
   end
-  rest = room_for(rest, waiting, out[HEAD_UNTIL_NEXT_TICK], function(names)
+  -- Places set aside at the head are still the line's, in its cap.
+  local held_now = 0
+  if max_waiting > 0 then
+    held_now = redis.call('ZCARD', KEYS[17])
+  end
+  rest = room_for(rest, waiting + held_now, out[HEAD_UNTIL_NEXT_TICK], function(names)
     local scores = redis.call('ZMSCORE', KEYS[1], unpack(names))
     local member = {}
     for k = 1, #names do

@@ -1,14 +1,17 @@
--- networks.lua: the defences kept per network of the client (issue 26.2),
--- prepended after common.lua to enter.lua and challenge.lua (scripts.go):
--- the enter limits of the client's wider networks, and the price of a
--- place, proof of work rising with the places its network holds in the
--- line and with the queue's arrival rate (price.go has the design, and
--- mirrors the constants below; TestPriceMatchesLua checks both agree).
+-- networks.lua: the defences kept per network of the client, prepended
+-- after common.lua to enter.lua and challenge.lua (scripts.go): the enter
+-- limits of the client's wider networks, and the price of a place, proof
+-- of work rising with the places its network holds in the line and with
+-- the queue's arrival rate, never above the ceiling a person can pay
+-- (price.go has the design, and mirrors the constants below;
+-- TestPriceMatchesLua checks both agree).
 
 local PRICE_SITE_SHARE = 4         -- a /48 holding 4n places pays as a /56 holding n
 local PRICE_HELD_CAP = 4096        -- a network's count of places is capped here
 local PRICE_MAX_PRESSURE = 4       -- bits a flood of arrivals adds at most
 local PRICE_MAX_DIFFICULTY = 32    -- MaxChallengeDifficulty
+local SEEN_BITS = 16777216         -- seenBits: a window's filter of networks seen
+local SEEN_HASHES = 10             -- seenHashes: bits a network sets in it
 local PRICE_HELD_TTL_MS = 7200000  -- a network's count expires 2 h after its last new place
 local ARRIVALS_WINDOW_MS = 10000   -- the arrival rate's sliding window
 
@@ -37,10 +40,10 @@ local function take_all(buckets, now)
 end
 
 -- price_difficulty: the proof of work (leading zero bits) the next place
--- of a network holding `held` places costs, at base `bits` (0: no price)
--- and `pressure` bits: bits + pressure + ceil(log2(held²)), none for a
--- network holding nothing. Whole numbers only, so Go computes the same
--- (PriceDifficulty).
+-- of a network holding `held` places would cost, at base `bits` (0: no
+-- price) and `pressure` bits, before the ceiling (price_need):
+-- bits + pressure + ceil(log2(held²)), none for a network holding
+-- nothing. Whole numbers only, so Go computes the same (PriceDifficulty).
 local function price_difficulty(bits, held, pressure)
   if bits <= 0 or held <= 0 then
     return 0
@@ -54,37 +57,96 @@ local function price_difficulty(bits, held, pressure)
 end
 
 -- held_floor: the bound below which a network's places (arrival numbers)
--- have all left the line, as ZREMRANGEBYSCORE's max: "(<head's score>",
--- "+inf" for an empty line, or nil while a scheduled opening's draw is
--- open or not yet placed (its places carry no arrival number yet).
-local function held_floor(waiting_key, in_draw, opens_at, now)
+-- have all left the line, as ZREMRANGEBYSCORE's max: "(<lowest score>"
+-- of the line's head and of its held places (a place set aside at the
+-- head still counts in its network's price until it is admitted or
+-- dropped, or a network could park places for free), "+inf" when both
+-- are empty, or nil while a scheduled opening's draw is open or not yet
+-- placed (its places carry no arrival number yet).
+local function held_floor(waiting_key, held_key, in_draw, opens_at, now)
   if opens_at > now or in_draw > 0 then
     return nil
   end
-  local head = redis.call('ZRANGE', waiting_key, 0, 0, 'WITHSCORES')
-  if #head == 0 then
+  local low = nil
+  for _, key in ipairs({waiting_key, held_key}) do
+    local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    if #head > 0 and (low == nil or tonumber(head[2]) < low) then
+      low = tonumber(head[2])
+    end
+  end
+  if low == nil then
     return '+inf'
   end
-  return '(' .. head[2]
+  return '(' .. low
 end
 
--- The networks seen lately: a network's first place is a bit in a bitmap
--- (SEEN.cur, this window's, and SEEN.prev, the one before: STRINGs of
--- seenBits bits, the bit at an offset Go derives from the network,
--- price.go), not a member of a ZSET, so that a crowd spread over many
--- networks costs no key per person (a ZSET per IPv6 /56 and /48 made
--- 579 bytes of Redis per waiting place, against 137 without). Only a
--- network's second place starts its ZSET, with a stand-in for the first
--- ("~": scored as the second, it leaves a little later than the first
--- did). Two networks that share a bit make the later one's first place
--- cost a second's price (seenBits makes that rare); a bit outlives the
--- network's ZSET (each place sets it in this window's bitmap, which is
--- kept two windows, and a ZSET expires PRICE_HELD_TTL_MS after its last
--- place, one window).
-local SEEN = {} -- cur, prev: the bitmaps' keys, set by the script
+-- The networks seen lately: a network's first place is recorded in a
+-- Bloom filter (SEEN.cur, this window's, and SEEN.prev, the one before:
+-- STRINGs of SEEN_BITS bits; a network sets SEEN_HASHES of them, at
+-- offsets derived from one hash Go computes, price.go), not as a member
+-- of a ZSET, so that a crowd spread over many networks costs no key per
+-- person (a ZSET per IPv6 /56 and /48 made 579 bytes of Redis per waiting
+-- place, against 137 without). Only a network's second place starts its
+-- ZSET, with a stand-in for the first ("~": scored as the second, it
+-- leaves a little later than the first did). A network whose bits all
+-- happen to be set by others pays a second place's price for its first:
+-- with a million networks in each window, under 0.1 % of first places
+-- (one bit each made it 6 %). A network's bits outlive its ZSET (each
+-- place refreshes them in this window's filter, kept two windows, and a
+-- ZSET expires PRICE_HELD_TTL_MS after its last place, one window).
+local SEEN = {} -- cur, prev: the filters' keys, set by the script
 
-local function network_seen(off)
-  return redis.call('GETBIT', SEEN.cur, off) == 1 or redis.call('GETBIT', SEEN.prev, off) == 1
+-- seen_ops: a BITFIELD's operations on a network's bits (op GET or SET),
+-- from its hash h (0 ≤ h < 2^48): two 24-bit halves, double hashing.
+local function seen_ops(h, op)
+  local h1, h2 = h % SEEN_BITS, math.floor(h / SEEN_BITS) % SEEN_BITS
+  h2 = h2 - h2 % 2 + 1 -- odd, so the offsets differ
+  local ops = {}
+  for i = 0, SEEN_HASHES - 1 do
+    local n = #ops
+    ops[n + 1], ops[n + 2], ops[n + 3] = op, 'u1', (h1 + i * h2) % SEEN_BITS
+    if op == 'SET' then
+      ops[n + 4] = 1
+    end
+  end
+  return ops
+end
+
+-- seen_read reads, for each of nets ({held ZSET key, hash}), whether its
+-- network placed anyone in this window (2) or the one before (1), else 0:
+-- one BITFIELD_RO for all of them in this window's filter, and one in the
+-- last window's for those it missed (a network's first place, the common
+-- case in a crowd, costs two reads and one write whatever its tiers).
+local function seen_read(nets)
+  local seen = {}
+  for _, filter in ipairs({{SEEN.cur, 2}, {SEEN.prev, 1}}) do
+    local ops, asked = {}, {}
+    for _, net in ipairs(nets) do
+      if not seen[net[1]] then
+        asked[#asked + 1] = net[1]
+        for _, v in ipairs(seen_ops(net[2], 'GET')) do
+          ops[#ops + 1] = v
+        end
+      end
+    end
+    if #asked == 0 then
+      break
+    end
+    local bits = redis.call('BITFIELD_RO', filter[1], unpack(ops))
+    for k, key in ipairs(asked) do
+      local all = true
+      for b = (k - 1) * SEEN_HASHES + 1, k * SEEN_HASHES do
+        if bits[b] == 0 then
+          all = false
+          break
+        end
+      end
+      if all then
+        seen[key] = filter[2]
+      end
+    end
+  end
+  return seen
 end
 
 -- The places each network holds, read once per script call (held_cache,
@@ -92,32 +154,77 @@ end
 -- already let through in it (held_tally), so that a batch of one
 -- network's enters pays as if one after another. held_added counts the
 -- places recorded for it in this call.
-local held_cache, held_base, held_tally, held_added = {}, {}, {}, {}
+local held_cache, held_base, held_tally, held_added, seen_now = {}, {}, {}, {}, {}
 
-local function network_held(net, floor)
-  local key = net[1]
-  if held_cache[key] == nil then
-    local base, n = 0, 0
-    if network_seen(net[2]) then
+-- networks_held reads the places of each of nets not read yet in this
+-- call (their seen state in one pass, seen_read).
+local function networks_held(nets, floor)
+  local fresh = {}
+  for _, net in ipairs(nets) do
+    if held_cache[net[1]] == nil then
+      fresh[#fresh + 1] = net
+    end
+  end
+  if #fresh == 0 then
+    return
+  end
+  local seen = seen_read(fresh)
+  for _, net in ipairs(fresh) do
+    local key, base, n = net[1], 0, 0
+    seen_now[key] = seen[key] == 2
+    if seen[key] then
       if floor then
         redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
       end
       base = redis.call('ZCARD', key)
-      n = math.max(base, 1) -- its first place left only the bit
+      n = math.max(base, 1) -- its first place left only its bits
     end
     held_base[key], held_cache[key] = base, n
   end
-  return held_cache[key] + (held_tally[key] or 0)
+end
+
+local function network_held(net)
+  return held_cache[net[1]] + (held_tally[net[1]] or 0)
 end
 
 -- price_of: what the next place costs a caller whose networks are nets
 -- ({network} or {network, site}, each {held ZSET key, bitmap offset}).
 local function price_of(nets, floor, bits, pressure)
-  local n = network_held(nets[1], floor)
+  networks_held(nets, floor)
+  local n = network_held(nets[1])
   if nets[2] then
-    n = math.max(n, math.ceil(network_held(nets[2], floor) / PRICE_SITE_SHARE))
+    n = math.max(n, math.ceil(network_held(nets[2]) / PRICE_SITE_SHARE))
   end
   return price_difficulty(bits, n, pressure)
+end
+
+-- price_need: what a place asks of its caller, from the queue's own
+-- challenge_difficulty, the price of its networks (`price`, before the
+-- ceiling; nil: not counted) and its class: {bits} of proof of work, or
+-- nil when it must pass a human check instead. A person never pays more
+-- than `ceiling` bits, pressure included: beyond that a network meets its
+-- rate limits and, where configured, a human check, not minutes of
+-- hashing. `hosting` (a data centre or VPN exit) pays the ceiling for
+-- every place. mode is the queue's human_check: "always" asks everyone,
+-- "escalate" anyone whose place has a price (a network past its free
+-- place, hosting); a caller who passed one (human) pays nothing more.
+-- While the provider is unreachable (avail false) the check falls back
+-- to proof of work at the ceiling: never open, never stuck.
+local function price_need(difficulty, price, hosting, human, mode, ceiling, avail)
+  if hosting then
+    price = ceiling
+  end
+  price = price or 0
+  local ask_human = mode == 'always' or (mode == 'escalate' and price > 0)
+  if ask_human then
+    if human then
+      return 0
+    elseif avail then
+      return nil
+    end
+    return ceiling
+  end
+  return math.min(math.max(difficulty, price), ceiling)
 end
 
 -- price_paid counts a call let through against its networks, for the
@@ -129,20 +236,26 @@ local function price_paid(nets)
 end
 
 -- held_add records user's place (its arrival number; 0 in a draw) for
--- each of nets: a network's first place as its bit, a later one in its
--- ZSET (with the stand-in for the first, when the ZSET has none), keeping
--- the newest PRICE_HELD_CAP.
+-- each of nets: a network's first place as its bits (one BITFIELD for
+-- the nets not yet in this window's filter), a later one in its ZSET
+-- (with the stand-in for the first, when the ZSET has none), keeping the
+-- newest PRICE_HELD_CAP.
 local seen_set, held_zadded = false, {}
 local function held_add(nets, user, seq)
+  local ops = {}
   for _, net in ipairs(nets) do
     local k = net[1]
     local prior = (held_cache[k] or 0) + (held_added[k] or 0)
-    redis.call('SETBIT', SEEN.cur, net[2], 1)
-    seen_set = true
+    if not seen_now[k] then
+      for _, v in ipairs(seen_ops(net[2], 'SET')) do
+        ops[#ops + 1] = v
+      end
+      seen_now[k] = true
+    end
     if prior > 0 then
       local args = {seq, user}
       if (held_base[k] or 0) == 0 and not held_zadded[k] then
-        args[3], args[4] = seq, '~' -- the first place, which left only its bit
+        args[3], args[4] = seq, '~' -- the first place, which left only its bits
       end
       held_zadded[k] = true
       if redis.call('ZADD', k, unpack(args)) > 0 and prior >= PRICE_HELD_CAP then
@@ -151,6 +264,10 @@ local function held_add(nets, user, seq)
       redis.call('PEXPIRE', k, PRICE_HELD_TTL_MS)
     end
     held_added[k] = (held_added[k] or 0) + 1
+  end
+  if #ops > 0 then
+    redis.call('BITFIELD', SEEN.cur, unpack(ops))
+    seen_set = true
   end
 end
 
