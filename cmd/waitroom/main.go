@@ -27,6 +27,11 @@ import (
 const gcPercent = 400
 
 func main() {
+	// The operator's tools share the binary (so the image carries them);
+	// without a tool's name it is the service, run as always.
+	if len(os.Args) > 1 && os.Args[1] == "networks" {
+		os.Exit(networksCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}

@@ -110,12 +110,13 @@ func (r *Resolver) Addr(req *http.Request) netip.Addr {
 func (r *Resolver) isTrusted(a netip.Addr) bool { return r.trusted.Contains(a) }
 
 // Key names a's budget in every per-client limit: an IPv4 address as it
-// is (an IPv4-mapped IPv6 one as its IPv4), an IPv6 address as its /64, the
+// is (an IPv6 spelling of one, mapped, 6to4 or Teredo, as that IPv4:
+// Embedded), an IPv6 address as its /64, the
 // block one subscriber usually gets, so that walking the block's 2^64
 // addresses does not buy fresh budgets. The zero Addr (a peer that could
 // not be read) is "unknown", one budget for all such. Never empty.
 func Key(a netip.Addr) string {
-	a = a.Unmap()
+	a = Embedded(a)
 	switch {
 	case !a.IsValid():
 		return "unknown"

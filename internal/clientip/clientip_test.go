@@ -63,6 +63,8 @@ func TestKey(t *testing.T) {
 		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
 		{"fe80::1%eth0", "fe80::/64"},
 		{"::1", "::/64"},
+		{"2002:c000:0207:1::1", "192.0.2.7"},
+		{"2001:0:4136:e378:8000:63bf:3fff:fdf8", "192.0.2.7"},
 	} {
 		if got := Key(netip.MustParseAddr(tc.addr)); got != tc.want {
 			t.Errorf("Key(%s) = %q, want %q", tc.addr, got, tc.want)
@@ -75,17 +77,18 @@ func TestKey(t *testing.T) {
 
 // Every address of one /64 has the same key, addresses of two /64s have
 // different keys, and every IPv4 address is its own key, over generated
-// addresses. IPv4-mapped addresses, which lie in ::/64, count as IPv4
-// (TestKey), so they are skipped here.
+// addresses. IPv6 spellings of IPv4 addresses count as IPv4 (TestKey,
+// TestEmbedded), so they are skipped here.
 func TestKeyGroupsBy64(t *testing.T) {
 	// v6 is the address of block (the top 64 bits) and low; ok is false
-	// for an IPv4-mapped one.
+	// for an IPv6 spelling of an IPv4 address (mapped, 6to4, Teredo),
+	// which counts as that IPv4 address (TestEmbedded).
 	v6 := func(block, low [8]byte) (a netip.Addr, ok bool) {
 		var b [16]byte
 		copy(b[:8], block[:])
 		copy(b[8:], low[:])
 		a = netip.AddrFrom16(b)
-		return a, !a.Is4In6()
+		return a, !Embedded(a).Is4()
 	}
 	sameBlock := func(block, low1, low2 [8]byte) bool {
 		a, ok1 := v6(block, low1)

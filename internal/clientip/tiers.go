@@ -2,8 +2,8 @@ package clientip
 
 import "net/netip"
 
-// Tiers are the budgets one client address falls in, narrowest first
-// (issue 26.2). A limit kept per address alone is bought cheaply: a home
+// Tiers are the budgets one client address falls in, narrowest first.
+// A limit kept per address alone is bought cheaply: a home
 // IPv6 /56 is 256 /64s and an IPv4 /24 256 addresses, each a fresh budget.
 // So the enter limits and the price of a place (the proof of work rising
 // with the places a network holds) are kept per tier as well:
@@ -14,8 +14,9 @@ import "net/netip"
 //   - Site: the IPv6 /48, what one site gets and a tunnel broker hands out
 //     for free ("" for IPv4: a /16 is a provider, not a client).
 //
-// An IPv4-mapped IPv6 address is its IPv4 address in every tier, and a
-// zone is dropped, so neither spelling buys another budget. The zero Addr
+// An IPv4-mapped IPv6 address, and a 6to4 or Teredo address, is the IPv4
+// address it carries in every tier (Embedded), and a zone is dropped, so
+// no spelling buys another budget. The zero Addr
 // is "unknown" as Host, with no wider tiers. Each tier's key is the
 // prefix's canonical form ("192.0.2.0/24", "2001:db8:1:100::/56"), so keys
 // of different tiers, and of IPv4 and IPv6, never coincide.
@@ -25,7 +26,7 @@ type Tiers struct {
 
 // TiersOf returns a's tiers.
 func TiersOf(a netip.Addr) Tiers {
-	a = a.Unmap().WithZone("")
+	a = Embedded(a).WithZone("")
 	switch {
 	case !a.IsValid():
 		return Tiers{Host: "unknown"}
@@ -34,6 +35,51 @@ func TiersOf(a netip.Addr) Tiers {
 	default:
 		return Tiers{Host: Key(a), Network: prefix(a, 56), Site: prefix(a, 48)}
 	}
+}
+
+// AddressTiers returns a's tiers when a is in a network the operator
+// classes as shared (carrier NAT, a mobile carrier, a campus): thousands
+// of people behind one /24 would otherwise pay for their neighbours'
+// places, so such a network is counted per address, never per /24 or /56.
+// Host is TiersOf's; Network is the address itself (an IPv4 one as
+// "192.0.2.7/32", an IPv6 one as its /64, the block a subscriber gets);
+// Site is "". Embedded addresses count as their IPv4, as in TiersOf.
+func AddressTiers(a netip.Addr) Tiers {
+	a = Embedded(a).WithZone("")
+	switch {
+	case !a.IsValid():
+		return Tiers{Host: "unknown"}
+	case a.Is4():
+		return Tiers{Host: Key(a), Network: prefix(a, 32)}
+	default:
+		return Tiers{Host: Key(a), Network: prefix(a, 64)}
+	}
+}
+
+// Embedded returns the IPv4 address a carries when it is an IPv6 spelling
+// of one, and otherwise a unmapped:
+//
+//   - IPv4-mapped (::ffff:0:0/96): the last 32 bits;
+//   - 6to4 (2002::/16): bits 16-47, the site's IPv4 address;
+//   - Teredo (2001::/32): the last 32 bits inverted, the client's address
+//     as its NAT shows it.
+//
+// A client reaching the room through a 6to4 relay or a Teredo tunnel is
+// the IPv4 host behind it: priced and limited as its IPv6 address, it
+// would buy a fresh /48 per spelling of its one IPv4 address.
+func Embedded(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if !a.Is6() {
+		return a
+	}
+	b := a.As16()
+	switch {
+	case b[0] == 0x20 && b[1] == 0x02:
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+	case b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0:
+		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
+	}
+	return a
 }
 
 // prefix is a's /bits, which cannot fail for a valid, zoneless a and bits

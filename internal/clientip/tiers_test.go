@@ -29,13 +29,13 @@ func TestTiersOf(t *testing.T) {
 
 // tiersAgree checks the tiers of two addresses against the networks they
 // are in: one key per tier exactly when both are in the same /24 (IPv4,
-// an IPv4-mapped one included) or /56 and /48 (IPv6), never a key of one
-// tier or family equal to another's, and a mapped address never outside
-// its IPv4 tiers.
+// an IPv6 spelling of one included: mapped, 6to4, Teredo) or /56 and /48
+// (IPv6), never a key of one tier or family equal to another's, and an
+// IPv6 spelling of an IPv4 address never outside that address's tiers.
 func tiersAgree(t *testing.T, a, b netip.Addr) {
 	t.Helper()
 	ta, tb := TiersOf(a), TiersOf(b)
-	ua, ub := a.Unmap().WithZone(""), b.Unmap().WithZone("")
+	ua, ub := Embedded(a).WithZone(""), Embedded(b).WithZone("")
 	same := func(bits4, bits6 int) bool {
 		if ua.Is4() != ub.Is4() {
 			return false
@@ -73,7 +73,7 @@ func tiersAgree(t *testing.T, a, b netip.Addr) {
 	if ta.Host == tb.Network || ta.Network == tb.Site || ta.Host == tb.Site {
 		t.Fatalf("%v, %v: keys of different tiers coincide: %+v, %+v", a, b, ta, tb)
 	}
-	if a.Is4In6() && TiersOf(a) != TiersOf(ua) {
+	if ua.Is4() && TiersOf(a) != TiersOf(ua) {
 		t.Fatalf("%v escapes its IPv4 tiers: %+v, %+v", a, TiersOf(a), TiersOf(ua))
 	}
 }
@@ -143,6 +143,9 @@ func FuzzTiers(f *testing.F) {
 		{"fe80::1%eth0", "fe80::2"},
 		{"::192.0.2.7", "192.0.2.7"},
 		{"::", "0.0.0.0"},
+		{"2002:c000:0207::1", "192.0.2.9"},
+		{"2002:c000:0207::1", "2002:c000:0307::1"},
+		{"2001:0:4136:e378:8000:63bf:3fff:fdf8", "192.0.2.7"},
 	}
 	for _, s := range seeds {
 		a, b := netip.MustParseAddr(s[0]), netip.MustParseAddr(s[1])

@@ -1,0 +1,100 @@
+// Package netclass owns the operator's table of network classes: which
+// client networks are shared by many people (carrier NAT, mobile carriers,
+// campuses) and which are hosting (data centres, VPN exits), so that the
+// price of a place and the network limits can treat them apart from an
+// ordinary subscriber's network. A crowd behind one carrier's NAT shares a
+// /24 by the thousand; priced per /24, each person would pay for the
+// places of their neighbours.
+//
+// The table is a file of "prefix class" lines (Parse, deploy/networks/
+// README.md), built from public ASN data by `waitroom networks build`
+// (Build) and reloaded while the room runs (Watch).
+package netclass
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/gaissmai/bart"
+
+	"github.com/waitroom/waitroom/internal/clientip"
+)
+
+// Class is what the operator says a network is.
+type Class uint8
+
+const (
+	// Default is a network the table does not list: one subscriber or
+	// office, priced and limited per /24 (IPv4) or /56 (IPv6).
+	Default Class = iota
+	// Shared is a network many people share (carrier NAT, a mobile
+	// carrier, a campus): priced and limited per address.
+	Shared
+	// Hosting is a data centre or VPN exit, where a person rarely sits
+	// and a bot farm rents its addresses.
+	Hosting
+)
+
+// Classes lists every class, in order: for a gauge per class.
+var Classes = []Class{Default, Shared, Hosting}
+
+var classNames = [...]string{Default: "default", Shared: "shared", Hosting: "hosting"}
+
+// String is the class's name in the file: "default", "shared", "hosting".
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return fmt.Sprintf("class(%d)", uint8(c))
+}
+
+// ParseClass reads a class's name as String writes it.
+func ParseClass(s string) (Class, error) {
+	for c, name := range classNames {
+		if s == name {
+			return Class(c), nil
+		}
+	}
+	return Default, fmt.Errorf("%w %q (want default, shared or hosting)", ErrClass, s)
+}
+
+// Table maps client networks to classes; the longest listed prefix
+// containing an address wins. It is read-only once parsed, so any number
+// of goroutines may look up at once. A nil *Table lists nothing.
+type Table struct {
+	trie  bart.Table[Class]
+	sizes [len(classNames)]int
+}
+
+// Lookup returns the class of the longest listed prefix containing a, or
+// Default. An IPv6 spelling of an IPv4 address (mapped, 6to4, Teredo) is
+// looked up as that IPv4 address (clientip.Embedded), as it is priced.
+func (t *Table) Lookup(a netip.Addr) Class {
+	if t == nil {
+		return Default
+	}
+	c, _ := t.trie.Lookup(clientip.Embedded(a))
+	return c
+}
+
+// Len is the number of prefixes listed.
+func (t *Table) Len() int {
+	if t == nil {
+		return 0
+	}
+	return t.trie.Size()
+}
+
+// Sizes returns the number of prefixes listed per class, every class
+// present (0 for none).
+func (t *Table) Sizes() map[Class]int {
+	m := make(map[Class]int, len(Classes))
+	for _, c := range Classes {
+		if t != nil {
+			m[c] = t.sizes[c]
+		} else {
+			m[c] = 0
+		}
+	}
+	return m
+}
