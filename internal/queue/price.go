@@ -120,14 +120,21 @@ const (
 
 // seenHash is network's hash for the seen filters, from which
 // networks.lua derives its seenHashes offsets (two 24-bit halves, double
-// hashing): the same on every replica (FNV-1a, not a seeded hash), below
-// 2^48 so that Lua's numbers hold it exactly.
+// hashing): the same on every replica (FNV-1a, not a seeded hash, then
+// MurmurHash3's finalizer, since FNV-1a leaves the middle bits of
+// strings that differ in their last bytes almost alike, and networks'
+// names do), below 2^48 so that Lua's numbers hold it exactly.
 func seenHash(network string) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(network); i++ {
 		h ^= uint64(network[i])
 		h *= 1099511628211
 	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
 	return h >> 16
 }
 

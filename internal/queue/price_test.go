@@ -112,7 +112,7 @@ func TestPriceDefaultBounds(t *testing.T) {
 func TestPriceRisesWithPlacesHeld(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Price: Price{Bits: 13}})
+	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Price: Price{Bits: 13, MaxBits: MaxChallengeDifficulty}})
 	enter(t, s, q, "first") // takes the interval's one admission: everyone after waits
 	const home = "2001:db8:1:100::"
 	r := rand.New(rand.NewPCG(26, 21))
@@ -176,7 +176,7 @@ func TestPriceRisesWithPlacesHeld(t *testing.T) {
 func TestPriceCountsOneBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Price: Price{Bits: 13}})
+	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Price: Price{Bits: 13, MaxBits: MaxChallengeDifficulty}})
 	enter(t, s, q, "first")
 	for n := range 10 {
 		if _, err := s.EnterAs(ctx, q, withProof(callerAt(fmt.Sprintf("a%d", n), "192.0.2.1"), 32)); err != nil {

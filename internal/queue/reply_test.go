@@ -30,6 +30,7 @@ var luaMirror = []struct {
 	{"LIMITED", statusLimited},
 	{"FULL", statusFull},
 	{"CHALLENGE", statusChallenge},
+	{"HUMAN", statusHuman},
 
 	{"HEAD_WAITING", headWaiting + 1},
 	{"HEAD_UNTIL_NEXT_TICK", headUntilNextTick + 1},
