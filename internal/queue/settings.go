@@ -105,8 +105,8 @@ type Setting struct {
 	// Choices, for a KindString, are the only values it takes ("" too,
 	// for the first).
 	Choices []string
-	Role     Role
-	Seed     SeedMode
+	Role    Role
+	Seed    SeedMode
 	// Private: left out of settings_changed, and audited by host only
 	// (it may carry the receiver's token).
 	Private bool
