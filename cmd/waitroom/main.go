@@ -27,6 +27,14 @@ import (
 const gcPercent = 400
 
 func main() {
+	// A subcommand is a tool beside the service; anything else runs the
+	// service, as it always has.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "solve":
+			os.Exit(solveMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr)) // solve.go
+		}
+	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
