@@ -1,8 +1,8 @@
 // Entering with a proof of work, when the queue asks for one: an enter
 // refused with challenge_required made no place. The page gets a
 // challenge, solves it in a Web Worker (waiting-pow.js, pow-worker.js)
-// while it says it is checking the browser, and enters with {challenge,
-// nonce}. A challenge that expires before it is solved, or a solution
+// while it says it is checking the browser and about how long that
+// should take yet, and enters with {challenge, nonce}. A challenge that expires before it is solved, or a solution
 // refused again, gets a new challenge, at most CHALLENGE_ATTEMPTS in all,
 // then the error panel. Once asked, every later enter of this page solves
 // one first.
@@ -42,6 +42,7 @@ export async function solveAndEnter() {
   }
   attempt.challengeTries++;
   page.checking = true;
+  page.checkLeftMs = NaN; // the plain words until the worker's rate is known
   render();
   showCheckProgress(0);
   attempt.inFlight = true;
@@ -52,7 +53,7 @@ export async function solveAndEnter() {
     if (typeof ch.challenge !== 'string' || !(ch.difficulty >= 0)) {
       throw Object.assign(new Error('bad challenge'), { status: 0, code: 'bad_response' });
     }
-    solution = await solve(ch, showCheckProgress);
+    solution = await solve(ch, onProgress);
   } catch (err) {
     if (gen !== attempt.generation || err.code === 'cancelled') return;
     attempt.inFlight = false;
@@ -62,6 +63,14 @@ export async function solveAndEnter() {
   if (gen !== attempt.generation) return;
   showCheckProgress(100);
   step('enter', solution);
+}
+
+// onProgress shows a report of the solve: how far, and the time left
+// (render says it, waiting-format.js checkText).
+function onProgress(p) {
+  page.checkLeftMs = p.leftMs;
+  render();
+  showCheckProgress(p.pct);
 }
 
 // onUnsolved handles a challenge that brought no solution.
