@@ -2,10 +2,10 @@
 // refused with challenge_required made no place. The page gets a
 // challenge, solves it in a Web Worker (waiting-pow.js, pow-worker.js)
 // while it says it is checking the browser and about how long that
-// should take yet, and enters with {challenge, nonce}. A challenge that expires before it is solved, or a solution
-// refused again, gets a new challenge, at most CHALLENGE_ATTEMPTS in all,
-// then the error panel. Once asked, every later enter of this page solves
-// one first.
+// should take yet, and enters with {challenge, nonce}. A challenge that
+// expires before it is solved, or a solution refused again, gets a new
+// challenge, at most CHALLENGE_ATTEMPTS in all, then the error panel.
+// Once asked, every later enter of this page solves one first.
 
 import { t } from './waiting-messages.js';
 import { page } from './waiting-state.js';
