@@ -87,3 +87,43 @@ func TestChallengeSaysTimeLeft(t *testing.T) {
 		})
 	}
 }
+
+// What the page says while it checks, for each time left (ms) it may
+// reckon (waiting-format.js checkText): the plain words without a rate,
+// whole seconds rounded up, minutes and hours for long solves, a few
+// seconds at the end, and no negative time past the expectation; and the
+// time left from the worker's report (waiting-pow.js checkLeft).
+func TestCheckText(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	base := serveModules(t)
+	b := newBrowser(t, chromium)
+	b.navigate(base + "/")
+	got := importing[[]string](b, "waiting-format.js", `[NaN, Infinity, -1, -600000, 0, 1500, 2000, 2001, 3000, 88500, 89001, 90000, 5340000, 5400001, 36000000].map(m.checkText)`)
+	want := []string{
+		"Checking your browser… (this takes a second)",
+		"Checking your browser… (this takes a second)",
+		"Checking your browser… taking longer than expected",
+		"Checking your browser… taking longer than expected",
+		"Checking your browser… a few seconds left",
+		"Checking your browser… a few seconds left",
+		"Checking your browser… a few seconds left",
+		"Checking your browser… about 3 s left",
+		"Checking your browser… about 3 s left",
+		"Checking your browser… about 89 s left",
+		"Checking your browser… about 2 min left",
+		"Checking your browser… about 2 min left",
+		"Checking your browser… about 89 min left",
+		"Checking your browser… about 2 h left",
+		"Checking your browser… about 10 h left",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("checkText:\n got %q\nwant %q", got, want)
+	}
+	// 2^16 hashes expected; 16,384 tried in 250 ms by the worker is
+	// 65,536 a second, so 1 s in all: 700 ms left after 300 ms.
+	left := importing[[]float64](b, "waiting-pow.js", `[m.checkLeft(65536, 16384, 250, 300), m.checkLeft(65536, 16384, 250, 1300), m.checkLeft(65536, 0, 250, 300), m.checkLeft(65536, 100, 0, 300)].map((v) => isNaN(v) ? -1e9 : v)`)
+	if wantLeft := []float64{700, -300, -1e9, -1e9}; !slices.Equal(left, wantLeft) {
+		t.Errorf("checkLeft: %v, want %v (-1e9: NaN, no rate yet)", left, wantLeft)
+	}
+}
