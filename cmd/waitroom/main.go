@@ -27,10 +27,15 @@ import (
 const gcPercent = 400
 
 func main() {
-	// The operator's tools share the binary (so the image carries them);
-	// without a tool's name it is the service, run as always.
-	if len(os.Args) > 1 && os.Args[1] == "networks" {
-		os.Exit(networksCommand(os.Args[2:], os.Stdout, os.Stderr))
+	// A subcommand is an operator's tool beside the service (so the image
+	// carries them); without one it is the service, run as always.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "networks":
+			os.Exit(networksCommand(os.Args[2:], os.Stdout, os.Stderr)) // networks.go
+		case "solve":
+			os.Exit(solveMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr)) // solve.go
+		}
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)

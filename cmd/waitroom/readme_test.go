@@ -112,29 +112,7 @@ func TestAPIExamples(t *testing.T) {
 				r.call(t, "GET", "/admin/v1/queues/"+q+"/history", adminToken, &h)
 			}
 		}
-		var script strings.Builder
-		script.WriteString("set -euo pipefail\n")
-		for si, st := range steps {
-			cmd := strings.NewReplacer(
-				"localhost:8080", host,
-				"/queues/default", "/queues/"+q,
-				"queue=default", "queue="+q,
-				`$("$WR"/scripts/up.sh token)`, adminToken,
-				// The reader's scratch directory: here the test's own, which
-				// the next block must find enter.json in.
-				`cd "$(mktemp -d)"`, "cd .",
-				// As pasted, plus: fail the step on an HTTP error, and say it.
-				"curl -s ", "curl -sS --fail-with-body ",
-			).Replace(st.cmd)
-			fmt.Fprintf(&script, "%s\necho\necho '@@step %d@@'\n", cmd, si)
-		}
-		cmd := exec.Command("bash", "-c", script.String())
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("docs/API.md block %d: %v\n%s", bi+1, err, out)
-		}
-		outputs := strings.Split(string(out), "@@step ")
+		outputs := runAPIBlock(t, bi, steps, host, q, dir)
 		for si, st := range steps {
 			if st.example == "" {
 				continue
@@ -168,6 +146,85 @@ func TestAPIExamples(t *testing.T) {
 	}
 	if len(readmeBlocks(t)) < 2 {
 		t.Fatal("docs/API.md has fewer marked blocks than the users' and the admin's")
+	}
+}
+
+// runAPIBlock runs one docs/API.md block's steps as pasted, against the
+// service at host and its queue q, in dir, and returns the output of each
+// step (after the first, each begins with its number and "@@\n").
+func runAPIBlock(t *testing.T, bi int, steps []readmeStep, host, q, dir string) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	for si, st := range steps {
+		// As pasted, plus: fail the step on an HTTP error, and say it;
+		// but an enter the next step may answer with a solution is
+		// refused (403 challenge_required) as a matter of course.
+		failing := "curl -sS --fail-with-body "
+		if si+1 < len(steps) && strings.Contains(steps[si+1].cmd, "waitroom solve") {
+			failing = "curl -sS "
+		}
+		cmd := strings.NewReplacer(
+			"localhost:8080", host,
+			"/queues/default", "/queues/"+q,
+			"queue=default", "queue="+q,
+			`$("$WR"/scripts/up.sh token)`, adminToken,
+			// The reader's scratch directory: here the test's own, which
+			// the next block must find enter.json in.
+			`cd "$(mktemp -d)"`, "cd .",
+			// The reader's waitroom from the checkout: this test binary,
+			// which is the command's main (bounds_test.go).
+			`go -C "$WR" run ./cmd/waitroom`, childEnv+"=1 "+exe,
+			"curl -s ", failing,
+		).Replace(st.cmd)
+		fmt.Fprintf(&script, "%s\necho\necho '@@step %d@@'\n", cmd, si)
+	}
+	cmd := exec.Command("bash", "-c", script.String())
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("docs/API.md block %d: %v\n%s", bi+1, err, out)
+	}
+	return strings.Split(string(out), "@@step ")
+}
+
+// docs/API.md's users' block runs as pasted against a queue that asks
+// for proof of work too: each enter is refused with challenge_required,
+// and the next step pays it with `waitroom solve` and gets the place the
+// rest of the block uses.
+func TestAPIExamplesPayProofOfWork(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found; scripts/install-tools.sh test installs it", tool)
+		}
+	}
+	q := fmt.Sprintf("readmepow%d", time.Now().UnixNano())
+	r := startReplica(t, map[string]string{"WAITROOM_QUEUES": q, "WAITROOM_ADMIN_TOKEN": adminToken, "WAITROOM_REFILL_INTERVAL": "1s"})
+	r.askProofOfWork(t, q, solveTestDifficulty)
+	steps := readmeBlocks(t)[0]
+	outputs := runAPIBlock(t, 0, steps, strings.TrimPrefix(r.base, "http://"), q, t.TempDir())
+	var solved []string // the outputs of the steps that solve
+	for si, st := range steps {
+		if !strings.Contains(st.cmd, "waitroom solve") {
+			continue
+		}
+		// outputs[si] is step si's (after the previous one's number).
+		if !strings.Contains(outputs[si-1], `"challenge_required"`) {
+			t.Errorf("docs/API.md, %q: answered %q, want a refusal with challenge_required", steps[si-1].cmd, outputs[si-1])
+		}
+		solved = append(solved, outputs[si])
+	}
+	if len(solved) != 2 {
+		t.Fatalf("docs/API.md's users' block solves %d times, want 2 (its two enters)", len(solved))
+	}
+	for _, out := range solved {
+		if !strings.Contains(out, `"status":"WAITING"`) && !strings.Contains(out, `"status":"ENTERED"`) {
+			t.Errorf("docs/API.md: the enter with waitroom solve's body answered %q, want a place", out)
+		}
 	}
 }
 

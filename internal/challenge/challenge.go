@@ -142,9 +142,26 @@ func LeadingZeroBits(challenge, nonce string) int {
 	return n
 }
 
+// Stated is the difficulty challenge says it was issued at, read without
+// checking its MAC: what a client holding only the challenge must solve.
+// ok is false for anything not shaped like a challenge.
+func Stated(challenge string) (difficulty int, ok bool) {
+	parts := strings.Split(challenge, ".")
+	if len(parts) != 6 || parts[0] != "c1" {
+		return 0, false
+	}
+	d, err := strconv.Atoi(parts[2])
+	if err != nil || d < 0 || strconv.Itoa(d) != parts[2] {
+		return 0, false
+	}
+	return d, true
+}
+
 // Solve finds a nonce for challenge at difficulty by counting up, as the
-// waiting page's worker does: for tests and for measuring what a solution
-// costs.
+// waiting page's worker does: `waitroom solve` (a shell's way to pay what
+// a browser's worker pays), the tests, and measuring what a solution
+// costs. It expects 2^difficulty hashes and does not stop before it finds
+// one, so a caller bounds difficulty.
 func Solve(challenge string, difficulty int) string {
 	for i := 0; ; i++ {
 		nonce := strconv.Itoa(i)

@@ -207,3 +207,19 @@ func TestTTLFor(t *testing.T) {
 		t.Fatalf("a challenge at 26 expires after %s, want %s", exp.Sub(now), TTLFor(26))
 	}
 }
+
+// Stated reads the difficulty an issued challenge names, and nothing from
+// a string not shaped like one.
+func TestStated(t *testing.T) {
+	c := newChallenges(t)
+	for _, d := range []int{0, 1, 17, 32} {
+		if ch, _ := c.Issue("q", d); !func() bool { got, ok := Stated(ch); return ok && got == d }() {
+			t.Errorf("Stated(Issue(q, %d)) is not %d", d, d)
+		}
+	}
+	for _, ch := range []string{"", "c1", "c1.q.8.1.a", "c2.q.8.1.a.b", "c1.q.x.1.a.b", "c1.q.-1.1.a.b", "c1.q.08.1.a.b", "c1.q.+8.1.a.b", "c1.q.8.1.a.b.c"} {
+		if d, ok := Stated(ch); ok {
+			t.Errorf("Stated(%q) = %d, want none", ch, d)
+		}
+	}
+}

@@ -8,7 +8,10 @@
 // In:  {challenge, difficulty, batch?, pureJS?}  (batch: digests per
 //      await; pureJS: use the fallback below even with WebCrypto, to
 //      measure it)
-// Out: {type: 'progress', tried}         about every PROGRESS_MS
+// Out: {type: 'progress', tried, ms}     about every PROGRESS_MS: the
+//                                        hashes tried and the ms spent so
+//                                        far, from which the page reckons
+//                                        the rate and the time left
 //      {type: 'done', nonce, tried, ms}
 //      {type: 'error', message}
 //
@@ -22,7 +25,7 @@
 
 const DEFAULT_BATCH = 256;
 const MAX_BATCH = 4096;
-const PROGRESS_MS = 100;
+const PROGRESS_MS = 250; // often enough for a countdown in seconds
 
 self.onmessage = (e) => {
   const m = e.data || {};
@@ -60,7 +63,7 @@ async function solve(challenge, difficulty, batch, pureJS) {
     const now = performance.now();
     if (now - lastReport >= PROGRESS_MS) {
       lastReport = now;
-      self.postMessage({ type: 'progress', tried: tried });
+      self.postMessage({ type: 'progress', tried: tried, ms: now - started });
     }
   }
 }

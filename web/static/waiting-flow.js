@@ -73,6 +73,11 @@ const REJOIN_NOTICES = {
 
 export const base = '/api/v1/queues/' + encodeURIComponent(queue);
 
+// What follows a proof of work (waiting-challenge.js, which imports
+// nothing of this module): an enter with its solution, or the error
+// panel, or waiting while the room is away.
+const challengeFlow = { enter: (solution) => step('enter', solution), fail: fail, waitOut: waitOut };
+
 // start shows the page's first state and makes its first request. The
 // cookie may hold a place from an earlier visit (or an admission): ask
 // first, never enter blindly. A join token enters at once, which keeps
@@ -92,7 +97,7 @@ function schedule(ms) {
 // enter joins the line, with a solved challenge first when the queue
 // has asked this page for one.
 export function enter() {
-  if (attempt.needChallenge) solveAndEnter();
+  if (attempt.needChallenge) solveAndEnter(challengeFlow);
   else step('enter');
 }
 
@@ -153,7 +158,7 @@ function onRefused(action, solution, err) {
   attempt.limited = 0;
   const entering = action === 'enter';
   if (entering && err.code === 'challenge_required') {
-    onChallenge(); // definite: no place was made
+    onChallenge(challengeFlow); // definite: no place was made
   } else if (entering && err.code === 'queue_full') {
     onFull(err);
   } else if (entering && err.code === 'not_open') {

@@ -86,3 +86,20 @@ export function waitText(ticket) {
   if (typeof low === 'number' && typeof high === 'number') return etaRange(low, high);
   return humanEta(ticket.eta_seconds);
 }
+
+// checkText is what the page says while it solves a proof of work, with
+// the time the solve is expected to take yet (ms; waiting-pow.js
+// checkLeft): the plain words until the worker's rate is known, then
+// "about N s left" (minutes, hours for a long one), "a few seconds left"
+// at the end, and past the expectation that it is taking longer, never a
+// negative time. Rounded up, as the wait is.
+export function checkText(leftMs) {
+  if (!isFinite(leftMs)) return t('checking'); // no rate yet
+  if (leftMs < 0) return t('checkingLong');
+  const s = Math.ceil(leftMs / 1000);
+  if (s <= 2) return t('checkingFew');
+  if (s < 90) return t('checkingLeft', { s: fmt(s) });
+  const m = Math.ceil(s / 60);
+  if (m < 90) return t('checkingLeftMin', { m: fmt(m) });
+  return t('checkingLeftHours', { h: fmt(Math.ceil(m / 60)) });
+}

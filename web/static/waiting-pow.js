@@ -12,8 +12,9 @@ let solver = null; // {worker, cancel} of the solve in progress
 // solve runs the challenge ch ({challenge, difficulty, expires_at}) in a
 // worker and resolves to the solution {challenge, nonce}, or rejects (code
 // expired) when the challenge would expire before the enter could use it.
-// progress gets the chance, in %, that a solution has been found by now.
-// stopSolver cancels it (code cancelled); a worker that cannot run rejects
+// progress gets, at each report of the worker, {pct, leftMs}: the chance,
+// in %, that a solution has been found by now, and the time expected to be
+// left (checkLeft). stopSolver cancels it (code cancelled); a worker that cannot run rejects
 // with code no_worker.
 export function solve(ch, progress) {
   return new Promise((resolve, reject) => {
@@ -26,6 +27,7 @@ export function solve(ch, progress) {
       return;
     }
     const expected = Math.pow(2, ch.difficulty);
+    const started = performance.now();
     // expires_at is on the server's clock; at the latest 5 minutes.
     const expires = toLocal(Date.parse(ch.expires_at || ''));
     const left = isFinite(expires) ? expires - Date.now() - CHALLENGE_MARGIN_MS : 300000;
@@ -43,7 +45,10 @@ export function solve(ch, progress) {
       if (m.type === 'progress') {
         // The chance of having found a solution by now: it rises
         // steadily and reaches 100 % only when one is found.
-        progress(100 * (1 - Math.exp(-m.tried / expected)));
+        progress({
+          pct: 100 * (1 - Math.exp(-m.tried / expected)),
+          leftMs: checkLeft(expected, m.tried, m.ms, performance.now() - started),
+        });
       } else if (m.type === 'done') {
         finish(resolve, { challenge: ch.challenge, nonce: String(m.nonce) });
       } else {
@@ -57,6 +62,20 @@ export function solve(ch, progress) {
     };
     worker.postMessage({ challenge: ch.challenge, difficulty: ch.difficulty });
   });
+}
+
+// checkLeft is the time (ms) a solve of expected hashes on average is
+// expected to take beyond elapsed, at the rate the worker reports (tried
+// hashes in workerMs): NaN while there is no rate yet, below 0 once the
+// solve has run past its expectation. A solve's remaining work is, strictly,
+// 2^difficulty hashes at every moment (each hash is a fresh draw), which
+// would read as a countdown that never moves; so the page counts down to
+// the average total and says "about", and past it that the check is
+// taking longer than expected. elapsed is the page's own clock, which
+// includes the worker's start, as the person waits through it.
+export function checkLeft(expected, tried, workerMs, elapsed) {
+  if (!(tried > 0 && workerMs > 0)) return NaN;
+  return (expected * workerMs) / tried - elapsed;
 }
 
 export function stopSolver() {

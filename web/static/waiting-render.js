@@ -7,7 +7,7 @@ import { $ } from './dom.js';
 import { t } from './waiting-messages.js';
 import { page } from './waiting-state.js';
 import { serverNow } from './waiting-api.js';
-import { fmt, clock, when, hhmm, countdown, waitText } from './waiting-format.js';
+import { fmt, clock, when, hhmm, countdown, waitText, checkText } from './waiting-format.js';
 
 let clockTimer = 0; // re-renders a countdown on the second
 let retryTimer = 0; // re-renders the seconds to the next try while reconnecting
@@ -82,7 +82,7 @@ export function render() {
 
   let status;
   if (active && page.checking) {
-    status = t('checking'); // also when a lost place is entered again from 'waiting'
+    status = checkText(page.checkLeftMs); // also when a lost place is entered again from 'waiting'
   } else if (state === 'waiting' && ticket && paused) {
     status = t('summaryPaused', { n: fmt(ticket.waiting), count: ticket.waiting });
   } else if (state === 'waiting' && ticket && inDraw) {

@@ -55,6 +55,9 @@ export const page = {
   // when not given).
   opening: null,
   checking: false, // solving a challenge: the page says it checks the browser
+  // While checking: the time the solve is expected to take yet (ms; NaN
+  // until the worker's rate is known, below 0 past the expectation).
+  checkLeftMs: NaN,
   // A full line: the local time to try again at (shown) and when the
   // automatic retry comes (with its jitter; 0: none pending).
   fullAt: 0,
