@@ -275,9 +275,12 @@ local STALE_TRIM_MAX = 10000
 -- Lanes (issue 30). The lines are the general lane's (the queue's own
 -- keys, "") and one per lane of ARGV[15]: the configured lanes (the
 -- config's "lanes", JSON) and any lane of the lanes SET still holding
--- places (a lane removed goes on being served, with no share, until it
--- is empty, then leaves the SET). A line is a table of its keys, its name
--- and its share; the general lane's share is what the lanes leave.
+-- places. A lane removed is served at the share it had when it went (the
+-- tick HASH's "share:<lane>", lanes_replaced in common.lua) until it is
+-- empty, then leaves the SET and is forgotten (forget_lanes): its people
+-- keep their arrival order against everyone else, as they would have had
+-- it stayed. A line is a table of its keys, its name and its share; the
+-- general lane's share is what the lanes leave.
 local configured_raw = redis.call('HGET', KEYS[4], 'lanes') or ''
 local configured = {}
 if configured_raw ~= '' then
@@ -306,12 +309,32 @@ local function lines_now()
   local general = {name = '', waiting = KEYS[1], heard = KEYS[7], held = KEYS[16], stale = KEYS[17], draw = KEYS[9],
     seq = KEYS[12], arrivals = KEYS[13], share = 1, index = 0}
   local lines = {general}
+  local removed, kept = 0, 0
   for i, n in ipairs(names) do
     local k = 19 + 8 * (i - 1)
+    local share, gone = configured[n], configured[n] == nil
+    if gone then
+      share = tonumber(redis.call('HGET', KEYS[5], 'share:' .. n)) or 0
+      removed = removed + share
+    else
+      kept = kept + share
+    end
     lines[#lines + 1] = {name = n, waiting = KEYS[k + 1], heard = KEYS[k + 2], held = KEYS[k + 3], stale = KEYS[k + 4],
       draw = KEYS[k + 5], seq = KEYS[k + 6], arrivals = KEYS[k + 7], history = KEYS[k + 8],
-      share = configured[n] or 0, index = i}
-    general.share = general.share - (configured[n] or 0)
+      share = share, gone = gone, index = i}
+  end
+  -- The lanes removed keep their shares first (their people were
+  -- promised them); the configured lanes' shares give way to fit in what
+  -- is left, in proportion, until the removed lanes are empty.
+  local removed_scale = removed > 1 and 1 / removed or 1
+  local kept_scale = 1
+  if kept > 0 and kept > 1 - removed * removed_scale then
+    kept_scale = (1 - removed * removed_scale) / kept
+  end
+  for i = 2, #lines do
+    local line = lines[i]
+    line.share = line.share * (line.gone and removed_scale or kept_scale)
+    general.share = general.share - line.share
   end
   general.share = math.max(0, general.share)
   return lines
@@ -790,13 +813,14 @@ local function set_rates(room, lines, moved)
 end
 
 -- forget_lanes takes out of the lanes SET each lane no longer configured
--- whose line is empty, with its fields in the tick HASH.
+-- whose line is empty, with its fields in the tick HASH (its share when
+-- removed included).
 local function forget_lanes(lines)
   for _, line in ipairs(lines) do
     if line.name ~= '' and not configured[line.name] and redis.call('ZCARD', line.waiting) == 0 and
         redis.call('ZCARD', line.held) == 0 and redis.call('SCARD', line.draw) == 0 then
       redis.call('SREM', KEYS[18], line.name)
-      redis.call('HDEL', KEYS[5], 'rate:' .. line.name, 'credit:' .. line.name)
+      redis.call('HDEL', KEYS[5], 'rate:' .. line.name, 'credit:' .. line.name, 'share:' .. line.name)
     end
   end
 end
