@@ -171,7 +171,7 @@ func TestScheduleWindowKeepsPeoplesChanges(t *testing.T) {
 
 	// What the site was told, each under the schedule.
 	events := scheduleEvents(t, rdb, q)
-	want := []string{`{"max_active":1000,"refill_size":50}`, `{"refill_size":10}`, `{"refill_size":50}`}
+	want := []string{`{"max_active":"1000","refill_size":"50"}`, `{"refill_size":"10"}`, `{"refill_size":"50"}`}
 	var told []string
 	for _, e := range events {
 		b, _ := json.Marshal(e)

@@ -136,8 +136,22 @@ local function window_value(w, f)
   return string.format('%d', v)
 end
 
+-- stored_or_default is a config field's value as the HASH holds it, or
+-- (v false: not set) the replica's default in that form: what a
+-- settings_changed event carries, as settings.lua's do.
+local function stored_or_default(f, v)
+  if v then
+    return v
+  elseif f == 'paused' then
+    return '0'
+  elseif f == 'lanes' then
+    return ''
+  end
+  return string.format('%d', tonumber(f == 'refill_size' and ARGV[1] or ARGV[4]))
+end
+
 -- told is a config field's value (false: not set, the replica's default)
--- as JSON text, the way the site and the audit log show it.
+-- as JSON text, the way the admin API and the audit log show it.
 local function told(f, v)
   if f == 'paused' then
     return v == '1' and 'true' or 'false'
@@ -151,7 +165,7 @@ end
 
 -- write_field writes config field f (v false: delete it, the default
 -- again) and, when that changes the value in force, adds
--- {f, old, new} (told's JSON texts) to log.
+-- {f, old, new (told's JSON texts), new as stored} to log.
 local function write_field(f, v, log)
   local old = redis.call('HGET', KEYS[4], f) or false
   if f == 'lanes' then
@@ -163,22 +177,23 @@ local function write_field(f, v, log)
     redis.call('HDEL', KEYS[4], f)
   end
   if told(f, old) ~= told(f, v) then
-    log[#log + 1] = {f, told(f, old), told(f, v)}
+    log[#log + 1] = {f, told(f, old), told(f, v), stored_or_default(f, v)}
   end
 end
 
 -- window_event tells the site of the fields a window's start or end
 -- changed (log, write_field's), as settings_changed with the schedule as
--- its actor; nothing when it changed none.
+-- its actor, the values as stored like a person's change; nothing when
+-- it changed none.
 local function window_event(log)
   if #log == 0 then
     return
   end
-  local parts = {}
+  local settings = {}
   for _, c in ipairs(log) do
-    parts[#parts + 1] = cjson.encode(c[1]) .. ':' .. c[3]
+    settings[c[1]] = c[4]
   end
-  emit(KEYS[11], KEYS[4], 'settings_changed', {}, now, '{' .. table.concat(parts, ',') .. '}', '{"kind":"schedule"}')
+  emit(KEYS[11], KEYS[4], 'settings_changed', {}, now, cjson.encode(settings), '{"kind":"schedule"}')
 end
 
 -- end_window restores each field the window set that nobody has changed
