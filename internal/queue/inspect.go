@@ -182,7 +182,7 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	// One script stores them and writes the settings_changed event, if
 	// the queue has webhooks (settings.lua).
 	_, err = WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
-		return settingsScript.Run(ctx, s.rdb, []string{q.keys.config, q.keys.events}, append([]any{string(event), by}, fields...)...).Int64()
+		return settingsScript.Run(ctx, s.rdb, []string{q.keys.config, q.keys.events, q.keys.tick, q.keys.lanes}, append([]any{string(event), by}, fields...)...).Int64()
 	})
 	if err != nil {
 		return fmt.Errorf("queue: update settings: %w", err)

@@ -201,8 +201,8 @@ func TestLanePlaces(t *testing.T) {
 	if again.Position != p.Position {
 		t.Fatalf("again: %+v, want the back of the lane (%d)", again, p.Position)
 	}
-	// Removed, the lane keeps its places and is served with what the
-	// others leave.
+	// Removed, the lane keeps its places and is served at its share
+	// until it is empty (TestLaneRemovedKeepsItsShare).
 	setLanes(t, s, q, nil)
 	if _, err := s.Join(ctx, q, Caller{User: LaneMember("priority", "new")}); !errors.Is(err, ErrUnknownLane) {
 		t.Fatalf("join a lane removed: %v, want ErrUnknownLane", err)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -140,7 +141,7 @@ func (s *Store) lanesOf(ctx context.Context, q *queueRef) ([]string, Lanes, erro
 // LineState is one of a queue's lines as it stands.
 type LineState struct {
 	Lane    string  // "": the general lane
-	Share   float64 // its configured share (the general lane: what the lanes leave; 0: a lane removed)
+	Share   float64 // the share it is served at (lineShares: the general lane's is what the lanes leave)
 	Waiting int64   // in its line, a scheduled opening's draw included
 }
 
@@ -156,9 +157,16 @@ func (s *Store) Lines(ctx context.Context, queue string) ([]LineState, error) {
 		if err != nil {
 			return nil, err
 		}
-		out := []LineState{{Share: configured.Share("")}}
+		var removed map[string]float64
+		if gone := slices.DeleteFunc(slices.Clone(names), configured.Has); len(gone) > 0 {
+			if removed, err = s.removedShares(ctx, q, gone); err != nil {
+				return nil, err
+			}
+		}
+		general, shares := lineShares(configured, removed)
+		out := []LineState{{Share: general}}
 		for _, n := range names {
-			out = append(out, LineState{Lane: n, Share: configured.Share(n)})
+			out = append(out, LineState{Lane: n, Share: shares[n]})
 		}
 		counts, err := s.lineLengths(ctx, queue, append([]string{""}, names...))
 		if err != nil {
@@ -205,4 +213,56 @@ func (s *Store) knownLanes(ctx context.Context, q *queueRef) ([]string, error) {
 	}
 	q.lanesSeen.Store(&read)
 	return read, nil
+}
+
+// removedShares reads the shares the lanes gone had when they were
+// removed (the tick HASH's share:<lane>, tick.lua serves them at it).
+func (s *Store) removedShares(ctx context.Context, q *queueRef, gone []string) (map[string]float64, error) {
+	fields := make([]string, len(gone))
+	for i, n := range gone {
+		fields[i] = "share:" + n
+	}
+	v, err := s.rdb.HMGet(ctx, q.keys.tick, fields...).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]float64, len(gone))
+	for i, n := range gone {
+		str, _ := v[i].(string)
+		out[n], _ = strconv.ParseFloat(str, 64) // none: 0
+	}
+	return out, nil
+}
+
+// lineShares is tick.lua's rule (lines_now) for the share each line is
+// served at: the lanes removed (removed) keep the shares they had first,
+// scaled down only if they alone exceed the whole; the configured lanes
+// give way in proportion to fit in what is left; the general lane gets
+// the rest.
+func lineShares(configured Lanes, removed map[string]float64) (general float64, shares map[string]float64) {
+	var gone, kept float64
+	for _, sh := range removed {
+		gone += sh
+	}
+	for _, l := range configured {
+		kept += l.Share
+	}
+	goneScale, keptScale := 1.0, 1.0
+	if gone > 1 {
+		goneScale = 1 / gone
+	}
+	if left := 1 - gone*goneScale; kept > 0 && kept > left {
+		keptScale = left / kept
+	}
+	shares = make(map[string]float64, len(configured)+len(removed))
+	general = 1
+	for n, sh := range removed {
+		shares[n] = sh * goneScale
+		general -= shares[n]
+	}
+	for _, l := range configured {
+		shares[l.Name] = l.Share * keptScale
+		general -= shares[l.Name]
+	}
+	return max(0, general), shares
 }

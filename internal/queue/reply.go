@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -82,10 +83,11 @@ const (
 	tickUntilNext
 	tickBudget
 	tickAdapted
-	tickWindow   // WindowStarted | WindowEnded
-	tickWindowAt // the start (ms) of the window concerned
-	tickLanes    // n: then moved and waiting for each of the n lanes the call was given
-	tickLen      // then a group of four per Sample: kind, value (ms), count, line (0: general, i: the i-th lane)
+	tickWindow        // WindowStarted | WindowEnded
+	tickWindowAt      // the start (ms) of the window concerned
+	tickWindowChanges // a string: the fields they changed (WindowChange)
+	tickLanes         // n: then moved and waiting for each of the n lanes the call was given
+	tickLen           // then a group of four per Sample: kind, value (ms), count, line (0: general, i: the i-th lane)
 )
 
 // reasons are the codes of the scripts' REASONS (common.lua), from 1.
@@ -196,7 +198,8 @@ func refusal(status, wait int64) error {
 }
 
 // newTickResult reads tick.lua's reply.
-func newTickResult(v []int64, lanes []string) (TickResult, error) {
+// changes is its TICK_WINDOW_CHANGES.
+func newTickResult(v []int64, changes string, lanes []string) (TickResult, error) {
 	if len(v) < tickLen {
 		return TickResult{}, fmt.Errorf("queue: tick: unexpected reply %v", v)
 	}
@@ -219,6 +222,13 @@ func newTickResult(v []int64, lanes []string) (TickResult, error) {
 	var window *WindowChange
 	if v[tickWindow] != 0 {
 		window = &WindowChange{Started: v[tickWindow]&windowStarted != 0, Ended: v[tickWindow]&windowEnded != 0, At: msTime(v[tickWindowAt])}
+		if changes != "" {
+			var c struct{ Ended, Started []SettingChange }
+			if err := json.Unmarshal([]byte(changes), &c); err != nil {
+				return TickResult{}, fmt.Errorf("queue: tick: the windows' changes %q: %w", changes, err)
+			}
+			window.EndChanges, window.StartChanges = c.Ended, c.Started
+		}
 	}
 	return TickResult{
 		Lanes:     lines,

@@ -78,6 +78,7 @@ var luaMirror = []struct {
 	{"TICK_ADAPTED", tickAdapted + 1},
 	{"TICK_WINDOW", tickWindow + 1},
 	{"TICK_WINDOW_AT", tickWindowAt + 1},
+	{"TICK_WINDOW_CHANGES", tickWindowChanges + 1},
 	{"TICK_LANES", tickLanes + 1},
 	{"STAT_LINE", int(TimeInLine)},
 	{"STAT_ETA", int(ETAError)},

@@ -12,11 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A schedule of windows (issue 30): each window overrides some of a
-// queue's settings from its start to its end. The tick applies them
-// (tick.lua, "Windows"), on the Redis clock, whichever replica ticks: at
-// a window's start it saves the settings it overrides and writes its
-// own, at its end it writes the saved ones back, each exactly once.
+// A schedule of windows: each window overrides some of a queue's
+// settings from its start to its end. The tick applies them (tick.lua,
+// "Windows"), on the Redis clock, whichever replica ticks: at a window's
+// start it writes its own and remembers each field's value before and
+// the value it wrote, at its end it puts back those nobody changed since,
+// each exactly once.
 
 // Window is one window of a schedule; a nil override leaves that setting
 // as it is.

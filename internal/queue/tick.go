@@ -43,8 +43,10 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 		return TickResult{}, err
 	}
 	var lanes []string
-	var window []int64 // a window's change made by an attempt that was called again
-	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
+	// A window's change made by an attempt that was called again: its
+	// start or end happened, once, in that attempt.
+	var window *tickReply
+	r, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (tickReply, error) {
 		// The lanes the last call saw, which rarely change: the script
 		// checks them, and when they have (a PATCH, a window starting, a
 		// first place in a lane) it changes nothing but the windows and
@@ -54,7 +56,7 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 			if seen == nil {
 				read, err := s.readLanes(ctx, q)
 				if err != nil {
-					return nil, err
+					return tickReply{}, err
 				}
 				seen = &read
 				q.lanesSeen.Store(seen)
@@ -65,26 +67,62 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 				lk := keysForLine(queue, l)
 				keys = append(keys[:len(keys):len(keys)], lk.waiting, lk.heard, lk.held, lk.stale, lk.draw, lk.seq, lk.arrivals, lk.laneHistory)
 			}
-			v, err := tickScript.Run(ctx, s.rdb, keys,
+			raw, err := tickScript.Run(ctx, s.rdb, keys,
 				append(q.args[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base, holdBatch,
-					strings.Join(lanes, ","))...).Int64Slice()
-			if err == nil && len(v) >= tickLen && window != nil && v[tickWindow] == 0 {
-				v[tickWindow], v[tickWindowAt] = window[0], window[1]
+					strings.Join(lanes, ","))...).Slice()
+			if err != nil {
+				return tickReply{}, err
 			}
-			if err != nil || len(v) < tickLen || v[tickApplied] != -1 {
-				return v, err
+			r, err := readTickReply(raw)
+			if err != nil {
+				return tickReply{}, err
 			}
-			if v[tickWindow] != 0 {
-				window = []int64{v[tickWindow], v[tickWindowAt]}
+			if window != nil && r.v[tickWindow] == 0 {
+				r.v[tickWindow], r.v[tickWindowAt], r.changes = window.v[tickWindow], window.v[tickWindowAt], window.changes
+			}
+			if r.v[tickApplied] != -1 {
+				return r, nil
+			}
+			if r.v[tickWindow] != 0 {
+				window = &r
 			}
 			seen = nil
 		}
-		return nil, errors.New("the lanes kept changing")
+		return tickReply{}, errors.New("the lanes kept changing")
 	})
 	if err != nil {
 		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
 	}
-	return newTickResult(v, lanes)
+	return newTickResult(r.v, r.changes, lanes)
+}
+
+// tickReply is tick.lua's reply: every value an integer but
+// TICK_WINDOW_CHANGES, a string (in v, 0).
+type tickReply struct {
+	v       []int64
+	changes string
+}
+
+// readTickReply reads tick.lua's reply as go-redis gives it.
+func readTickReply(raw []any) (tickReply, error) {
+	r := tickReply{v: make([]int64, len(raw))}
+	for i, x := range raw {
+		switch x := x.(type) {
+		case int64:
+			r.v[i] = x
+		case string:
+			if i != tickWindowChanges {
+				return tickReply{}, fmt.Errorf("unexpected string at %d of the reply", i)
+			}
+			r.changes = x
+		default:
+			return tickReply{}, fmt.Errorf("unexpected %T at %d of the reply", x, i)
+		}
+	}
+	if len(r.v) < tickLen {
+		return tickReply{}, fmt.Errorf("unexpected reply %v", raw)
+	}
+	return r, nil
 }
 
 // drawSeed is a fresh random seed for a draw: 52 bits, which Lua holds

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/waitroom/waitroom/internal/actor"
@@ -413,6 +414,19 @@ type LaneTick struct {
 type WindowChange struct {
 	Started, Ended bool
 	At             time.Time // the start of the window started, or, ended alone, of the one ended
+	// EndChanges and StartChanges are the settings the end and the start
+	// changed, each with its value before and after: the fields the
+	// window set that nobody had changed since, at its end.
+	EndChanges, StartChanges []SettingChange
+}
+
+// SettingChange is one setting a window's start or end changed, by its
+// name (Catalog), its values before and after as the admin API shows
+// them (JSON).
+type SettingChange struct {
+	Field string          `json:"field"`
+	Old   json.RawMessage `json:"old"`
+	New   json.RawMessage `json:"new"`
 }
 
 // The bits of TICK_WINDOW.

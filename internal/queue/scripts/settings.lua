@@ -4,6 +4,9 @@
 --
 -- KEYS[1] -> config (HASH)
 -- KEYS[2] -> events (STREAM: the webhooks' outbox, emit in common.lua)
+-- KEYS[3] -> tick   (HASH: the window in force and its memory, the
+--            shares of lanes removed; see common.lua)
+-- KEYS[4] -> lanes  (SET of the lanes that may hold places)
 -- ARGV[1] -> the event's settings, JSON {field: value}: the fields the site
 --            is told of (the caller leaves out the private ones, such as
 --            webhook_url, which may carry the receiver's token)
@@ -11,6 +14,11 @@
 -- ARGV[3..] -> field, value, field, value, ... (validated by the caller,
 --            the fields of queue.Catalog)
 -- Returns HSET's count of fields new to the HASH.
+for i = 3, #ARGV, 2 do
+  if ARGV[i] == 'lanes' then
+    lanes_replaced(KEYS[3], KEYS[4], redis.call('HGET', KEYS[1], 'lanes'), ARGV[i + 1])
+  end
+end
 local n = redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 for i = 3, #ARGV, 2 do
   -- The controller switched off (issue 21): its effective refill goes, so
@@ -20,5 +28,6 @@ for i = 3, #ARGV, 2 do
     redis.call('HDEL', KEYS[1], 'refill_effective')
   end
 end
+person_changed(KEYS[3], ARGV, 3)
 emit(KEYS[2], KEYS[1], 'settings_changed', {}, now_ms(), ARGV[1], ARGV[2])
 return n

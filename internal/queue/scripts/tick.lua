@@ -76,7 +76,8 @@
 -- first tick), ms until the next tick is due, the budget of the interval
 -- it opens, 1 if it stored the proposed refill_effective}; a call that
 -- applies no tick answers 0 for all but TICK_UNTIL_NEXT (0 while a draw is
--- being placed). An applied tick then adds what it measured, three values
+-- being placed) and the three of the windows (TICK_WINDOW, TICK_WINDOW_AT,
+-- and TICK_WINDOW_CHANGES, the one string). An applied tick then adds what it measured, three values
 -- a group: {kind (STAT_*), value_ms, count} (see "Line statistics" below).
 --
 -- The body, at the end, is one call per step: place a draw, close the
@@ -86,19 +87,24 @@
 local now = now_ms()
 local PURGE_MAX, HISTORY_KEEP, DROP_MAX, HOLD_MAX = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[14])
 
--- Windows (issue 30): the schedule (KEYS[19]) is a JSON object
+-- Windows: the schedule (KEYS[19]) is a JSON object
 -- {"windows": [{"start_ms", "end_ms", and any of "refill_size",
 -- "max_active", "lanes" (a JSON string of lanes, "" for none), "paused"}]},
 -- validated and without overlaps (internal/queue schedule.go). Every call
 -- (not only the interval's tick) brings the config in line with the
--- window in force on the Redis clock: at a window's start it saves the
--- config fields the window overrides in the tick HASH (window_saved) and
--- writes the window's values; at its end it writes the saved ones back
--- (deleting those that were not set). The tick HASH's "window" (the
--- start of the window applied) makes both happen exactly once, whichever
--- replica calls first. Each is told to the site as settings_changed with
--- the actor {"kind": "schedule"}, and to the caller (TICK_WINDOW), which
--- audits it.
+-- window in force on the Redis clock: at a window's start it writes the
+-- window's values and remembers, per field, the value before and the
+-- value it wrote (the tick HASH's window_saved); at its end it restores a
+-- field only if nobody has changed it since: its value is still the one
+-- the window wrote, and no person wrote it meanwhile (person_changed,
+-- common.lua, drops it from the memory). An operator's emergency change
+-- during a window so outlives the window, and a pause a person set during
+-- one is never lifted by the schedule (pause_kept). The tick HASH's
+-- "window" (the start of the window applied) makes both happen exactly
+-- once, whichever replica calls first. Every field whose value a start or
+-- an end changes is told to the site as settings_changed with the actor
+-- {"kind": "schedule"}, and to the caller with its old and new values
+-- (TICK_WINDOW, TICK_WINDOW_CHANGES), which audits it.
 local WINDOW_NONE, WINDOW_STARTED, WINDOW_ENDED = 0, 1, 2
 local WINDOW_FIELDS = {'refill_size', 'max_active', 'lanes', 'paused'}
 
@@ -116,88 +122,158 @@ local function window_in_force()
   return nil
 end
 
--- window_event tells the site of a window's start or end: the fields it
--- set, as settings_changed with the schedule as its actor.
-local function window_event(fields)
+-- window_value is the value w sets for field f as the config HASH holds
+-- it, or nil when w leaves f alone.
+local function window_value(w, f)
+  local v = w[f]
+  if v == nil or v == cjson.null then
+    return nil
+  elseif f == 'paused' then
+    return v and '1' or '0'
+  elseif f == 'lanes' then
+    return v
+  end
+  return string.format('%d', v)
+end
+
+-- stored_or_default is a config field's value as the HASH holds it, or
+-- (v false: not set) the replica's default in that form: what a
+-- settings_changed event carries, as settings.lua's do.
+local function stored_or_default(f, v)
+  if v then
+    return v
+  elseif f == 'paused' then
+    return '0'
+  elseif f == 'lanes' then
+    return ''
+  end
+  return string.format('%d', tonumber(f == 'refill_size' and ARGV[1] or ARGV[4]))
+end
+
+-- told is a config field's value (false: not set, the replica's default)
+-- as JSON text, the way the admin API and the audit log show it.
+local function told(f, v)
+  if f == 'paused' then
+    return v == '1' and 'true' or 'false'
+  elseif f == 'lanes' then
+    return (v and v ~= '') and v or '[]'
+  elseif f == 'refill_size' then
+    return string.format('%d', tonumber(v) or tonumber(ARGV[1]))
+  end
+  return string.format('%d', tonumber(v) or tonumber(ARGV[4])) -- max_active
+end
+
+-- write_field writes config field f (v false: delete it, the default
+-- again) and, when that changes the value in force, adds
+-- {f, old, new (told's JSON texts), new as stored} to log.
+local function write_field(f, v, log)
+  local old = redis.call('HGET', KEYS[4], f) or false
+  if f == 'lanes' then
+    lanes_replaced(KEYS[5], KEYS[18], old, v or '')
+  end
+  if v then
+    redis.call('HSET', KEYS[4], f, v)
+  else
+    redis.call('HDEL', KEYS[4], f)
+  end
+  if told(f, old) ~= told(f, v) then
+    log[#log + 1] = {f, told(f, old), told(f, v), stored_or_default(f, v)}
+  end
+end
+
+-- window_event tells the site of the fields a window's start or end
+-- changed (log, write_field's), as settings_changed with the schedule as
+-- its actor, the values as stored like a person's change; nothing when
+-- it changed none.
+local function window_event(log)
+  if #log == 0 then
+    return
+  end
   local settings = {}
-  for i = 1, #fields, 2 do
-    local f, v = fields[i], fields[i + 1]
-    if f == 'paused' then
-      settings[f] = v == '1'
-    elseif f == 'lanes' then
-      settings[f] = v ~= '' and cjson.decode(v) or {}
-    else
-      settings[f] = tonumber(v)
-    end
+  for _, c in ipairs(log) do
+    settings[c[1]] = c[4]
   end
   emit(KEYS[11], KEYS[4], 'settings_changed', {}, now, cjson.encode(settings), '{"kind":"schedule"}')
 end
 
--- end_window writes the saved fields back.
-local function end_window()
-  local saved = cjson.decode(redis.call('HGET', KEYS[5], 'window_saved') or '{}')
-  local fields, gone = {}, {}
+-- end_window restores each field the window set that nobody has changed
+-- since. A memory of the version before (field -> the value before) has
+-- no written value to compare with: those fields are restored as then.
+local function end_window(log)
+  local memory = cjson.decode(redis.call('HGET', KEYS[5], 'window_saved') or '{}')
   for _, f in ipairs(WINDOW_FIELDS) do
-    if saved[f] ~= nil then
-      if saved[f] == false then
-        gone[#gone + 1] = f
-      else
-        fields[#fields + 1] = f
-        fields[#fields + 1] = saved[f]
-      end
+    local m = memory[f]
+    if type(m) ~= 'table' and m ~= nil then
+      m = {was = m}
     end
-  end
-  if #fields > 0 then
-    redis.call('HSET', KEYS[4], unpack(fields))
-  end
-  if #gone > 0 then
-    redis.call('HDEL', KEYS[4], unpack(gone))
+    if m and (m.set == nil or redis.call('HGET', KEYS[4], f) == m.set) then
+      write_field(f, m.was, log)
+    end
   end
   redis.call('HDEL', KEYS[5], 'window', 'window_saved')
-  window_event(fields)
+  window_event(log)
 end
 
--- start_window saves the fields w overrides and writes w's values.
-local function start_window(w)
-  local fields, saved = {}, {}
+-- start_window writes w's values and remembers, per field, the value
+-- before and the one written; a pause a person set during a window
+-- (pause_kept) is not lifted: that field is left out.
+local function start_window(w, log)
+  local memory = {}
+  local kept = redis.call('HGET', KEYS[5], 'pause_kept') == '1'
   for _, f in ipairs(WINDOW_FIELDS) do
-    local v = w[f]
-    if v ~= nil and v ~= cjson.null then
-      if f == 'paused' then
-        v = v and '1' or '0'
-      end
-      saved[f] = redis.call('HGET', KEYS[4], f) or false
-      fields[#fields + 1] = f
-      fields[#fields + 1] = tostring(v)
+    local v = window_value(w, f)
+    if v and not (f == 'paused' and v == '0' and kept and redis.call('HGET', KEYS[4], f) == '1') then
+      memory[f] = {was = redis.call('HGET', KEYS[4], f) or false, set = v}
+      write_field(f, v, log)
     end
   end
-  if #fields > 0 then
-    redis.call('HSET', KEYS[4], unpack(fields))
+  redis.call('HSET', KEYS[5], 'window', w.start_ms, 'window_saved', next(memory) == nil and '{}' or cjson.encode(memory))
+  window_event(log)
+end
+
+-- window_changes is the changes of a window's end and of a start, as
+-- TICK_WINDOW_CHANGES holds them: {"ended": [...], "started": [...]},
+-- each a list of {"field", "old", "new"} (JSON values), a list left out
+-- when empty; "" when there are none.
+local function window_changes(ended, started)
+  local parts = {}
+  for _, l in ipairs({{'ended', ended}, {'started', started}}) do
+    if #l[2] > 0 then
+      local items = {}
+      for _, c in ipairs(l[2]) do
+        items[#items + 1] = '{"field":' .. cjson.encode(c[1]) .. ',"old":' .. c[2] .. ',"new":' .. c[3] .. '}'
+      end
+      parts[#parts + 1] = '"' .. l[1] .. '":[' .. table.concat(items, ',') .. ']'
+    end
   end
-  redis.call('HSET', KEYS[5], 'window', w.start_ms, 'window_saved', cjson.encode(saved))
-  window_event(fields)
+  if #parts == 0 then
+    return ''
+  end
+  return '{' .. table.concat(parts, ',') .. '}'
 end
 
 -- apply_windows brings the config in line with the window in force and
--- returns what it did (WINDOW_*) and the start of the window concerned.
+-- returns what it did (WINDOW_*), the start of the window concerned and
+-- the fields it changed (window_changes).
 local function apply_windows()
   local w = window_in_force()
   local current = tonumber(redis.call('HGET', KEYS[5], 'window'))
+  local ended, started = {}, {}
   if current and (not w or w.start_ms ~= current) then
-    end_window()
+    end_window(ended)
     if w then
-      start_window(w)
-      return WINDOW_STARTED + WINDOW_ENDED, w.start_ms
+      start_window(w, started)
+      return WINDOW_STARTED + WINDOW_ENDED, w.start_ms, window_changes(ended, started)
     end
-    return WINDOW_ENDED, current
+    return WINDOW_ENDED, current, window_changes(ended, started)
   elseif w and not current then
-    start_window(w)
-    return WINDOW_STARTED, w.start_ms
+    start_window(w, started)
+    return WINDOW_STARTED, w.start_ms, window_changes(ended, started)
   end
-  return WINDOW_NONE, 0
+  return WINDOW_NONE, 0, ''
 end
 
-local window_did, window_at = apply_windows()
+local window_did, window_at, window_log = apply_windows()
 local refill, interval, ttl, max_active, paused, abandon_after, opens_at, _, _, _, budget = queue_config(KEYS[4])
 local due = next_tick_at(KEYS[5])
 
@@ -214,9 +290,12 @@ local STALE_TRIM_MAX = 10000
 -- Lanes (issue 30). The lines are the general lane's (the queue's own
 -- keys, "") and one per lane of ARGV[15]: the configured lanes (the
 -- config's "lanes", JSON) and any lane of the lanes SET still holding
--- places (a lane removed goes on being served, with no share, until it
--- is empty, then leaves the SET). A line is a table of its keys, its name
--- and its share; the general lane's share is what the lanes leave.
+-- places. A lane removed is served at the share it had when it went (the
+-- tick HASH's "share:<lane>", lanes_replaced in common.lua) until it is
+-- empty, then leaves the SET and is forgotten (forget_lanes): its people
+-- keep their arrival order against everyone else, as they would have had
+-- it stayed. A line is a table of its keys, its name and its share; the
+-- general lane's share is what the lanes leave.
 local configured_raw = redis.call('HGET', KEYS[4], 'lanes') or ''
 local configured = {}
 if configured_raw ~= '' then
@@ -245,12 +324,32 @@ local function lines_now()
   local general = {name = '', waiting = KEYS[1], heard = KEYS[7], held = KEYS[16], stale = KEYS[17], draw = KEYS[9],
     seq = KEYS[12], arrivals = KEYS[13], share = 1, index = 0}
   local lines = {general}
+  local removed, kept = 0, 0
   for i, n in ipairs(names) do
     local k = 19 + 8 * (i - 1)
+    local share, gone = configured[n], configured[n] == nil
+    if gone then
+      share = tonumber(redis.call('HGET', KEYS[5], 'share:' .. n)) or 0
+      removed = removed + share
+    else
+      kept = kept + share
+    end
     lines[#lines + 1] = {name = n, waiting = KEYS[k + 1], heard = KEYS[k + 2], held = KEYS[k + 3], stale = KEYS[k + 4],
       draw = KEYS[k + 5], seq = KEYS[k + 6], arrivals = KEYS[k + 7], history = KEYS[k + 8],
-      share = configured[n] or 0, index = i}
-    general.share = general.share - (configured[n] or 0)
+      share = share, gone = gone, index = i}
+  end
+  -- The lanes removed keep their shares first (their people were
+  -- promised them); the configured lanes' shares give way to fit in what
+  -- is left, in proportion, until the removed lanes are empty.
+  local removed_scale = removed > 1 and 1 / removed or 1
+  local kept_scale = 1
+  if kept > 0 and kept > 1 - removed * removed_scale then
+    kept_scale = (1 - removed * removed_scale) / kept
+  end
+  for i = 2, #lines do
+    local line = lines[i]
+    line.share = line.share * (line.gone and removed_scale or kept_scale)
+    general.share = general.share - line.share
   end
   general.share = math.max(0, general.share)
   return lines
@@ -267,7 +366,7 @@ end
 
 -- not_applied is the reply of a call that applies no tick.
 local function not_applied(until_next)
-  local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, window_did, window_at, 0}
+  local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, window_did, window_at, window_log, 0}
   out[TICK_UNTIL_NEXT] = until_next
   return out
 end
@@ -729,13 +828,14 @@ local function set_rates(room, lines, moved)
 end
 
 -- forget_lanes takes out of the lanes SET each lane no longer configured
--- whose line is empty, with its fields in the tick HASH.
+-- whose line is empty, with its fields in the tick HASH (its share when
+-- removed included).
 local function forget_lanes(lines)
   for _, line in ipairs(lines) do
     if line.name ~= '' and not configured[line.name] and redis.call('ZCARD', line.waiting) == 0 and
         redis.call('ZCARD', line.held) == 0 and redis.call('SCARD', line.draw) == 0 then
       redis.call('SREM', KEYS[18], line.name)
-      redis.call('HDEL', KEYS[5], 'rate:' .. line.name, 'credit:' .. line.name)
+      redis.call('HDEL', KEYS[5], 'rate:' .. line.name, 'credit:' .. line.name, 'share:' .. line.name)
     end
   end
 end
@@ -936,6 +1036,7 @@ local function applied_reply(r, lines, groups)
   out[TICK_ADAPTED] = r.adapted
   out[TICK_WINDOW] = window_did
   out[TICK_WINDOW_AT] = window_at
+  out[TICK_WINDOW_CHANGES] = window_log
   out[TICK_LANES] = #lines - 1
   for i = 2, #lines do
     out[#out + 1] = #lines[i].admit
