@@ -59,8 +59,8 @@ func Seq(q string) string { return prefix(q) + "seq" }
 func Config(q string) string { return prefix(q) + "config" }
 
 // Tick is q's interval state. HASH next_at_ms, at_ms, moved, abandoned,
-// direct, seq_at, placed, budget, draw_for, draw_seed, draw_count
-// (tick.lua). Owner: queue.
+// direct, seq_at, placed, budget, draw_for, draw_seed, draw_count,
+// grace_until_ms (tick.lua). Owner: queue.
 func Tick(q string) string { return prefix(q) + "tick" }
 
 // History is q's ended intervals, oldest first, at most 720. LIST of
