@@ -302,9 +302,10 @@ func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []a
 }
 
 // runBatch runs status.lua once for n calls, with keys and args from
-// statusArgs: it replies a head (head* in reply.go) and then a status and
-// place per call. (enter.lua runs through runEnter, replica.go.)
+// statusArgs: it replies a head (head* in reply.go), then a status and
+// place per call, then an arrival number per call. (enter.lua runs
+// through runEnter, replica.go.)
 func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, n int, keys []string, args []any) ([]Ticket, error) {
 	v, err := script.Run(ctx, s.rdb, keys, args...).Int64Slice()
-	return s.batchTickets(name, n, v, err, false)
+	return s.batchTickets(name, n, v, err, true)
 }

@@ -26,9 +26,11 @@
 --              pass_limits), and the generation of the caller's place
 --              credential (-1: none; a stale one is answered NOT_WAITING,
 --              reason moved)
--- Returns the head (HEAD_*, common.lua), then a status and place per call:
+-- Returns the head (HEAD_*, common.lua), then a status and place per call,
+-- then an arrival number per call (as enter.lua):
 --         {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
---          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...}
+--          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...,
+--          seq1, seq2, ...}
 -- where waiting includes a draw's participants, until_open_ms is the time
 -- until a scheduled opening (0: none ahead), place is the position when
 -- WAITING (0 while in a draw), the admission time (ms) when
@@ -38,7 +40,10 @@
 -- limit, answered without looking) the time to wait in ms. A page polls
 -- at the pace the answers suggest (poll_after_ms), far below the limits;
 -- a client polling faster is told to wait, at the cost of two reads here
--- and no round trip of its own.
+-- and no round trip of its own. seq is the place's arrival number (its
+-- score in the line) when WAITING in the line, else 0: the one the
+-- caller's credential carries may be an older place's (the same member
+-- entered again), and a page far back places itself by it.
 local now = now_ms()
 local _, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from, _, _, refill = queue_config(KEYS[3])
 -- refill: what an interval admits from this line (the effective refill
@@ -62,8 +67,18 @@ for i = 1, (#ARGV - LIMITS) / 4 do
   end
 end
 users, slot = keep_current(KEYS[9], users, slot, gens, out, HEAD)
-if #users == 0 then
+
+-- finish appends each call's arrival number (0: none) to the reply.
+local CALLS = (#ARGV - LIMITS) / 4
+local seqs = {}
+local function finish()
+  for i = 1, CALLS do
+    out[HEAD + 2 * CALLS + i] = seqs[i] or 0
+  end
   return out
+end
+if #users == 0 then
+  return finish()
 end
 
 -- One ZMSCORE answers "admitted?" for every user of the call.
@@ -110,6 +125,11 @@ for i, user in ipairs(users) do
     if rank or drawing[i] == 1 then
       out[at - 1] = WAITING
       out[at] = rank and rank + 1 or 0 -- 0: in the draw, no place yet
+      if rank then
+        -- A drawn place's score is below 1: no arrival number.
+        local seq = tonumber(redis.call('ZSCORE', KEYS[1], user))
+        seqs[slot[i]] = seq >= 1 and seq or 0
+      end
       heard[#heard + 1] = now
       heard[#heard + 1] = user
     elseif admitted_at then
@@ -139,4 +159,4 @@ if #renewed > 0 then
     end
   end
 end
-return out
+return finish()
