@@ -289,14 +289,16 @@ func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 }
 
 func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
-	keys = make([]string, 0, len(q.statusKeys)+2*len(calls))
+	keys = make([]string, 0, len(q.statusKeys)+3*len(calls))
 	keys = append(keys, q.statusKeys...)
-	args = make([]any, 0, len(q.args)+len(s.statusLimits)+4*len(calls))
+	args = make([]any, 0, len(q.args)+len(s.statusLimits)+1+5*len(calls))
 	args = append(args, q.args[:]...)
 	args = append(args, s.statusLimits[:]...)
+	args = append(args, s.heldReturn)
 	for _, c := range calls {
-		keys = append(keys, q.clientKey("status", c), q.placeKey("status", c))
-		args = append(args, c.User, c.clientCost, c.placeCost, c.gen())
+		held, counted := q.heldKey(c)
+		keys = append(keys, q.clientKey("status", c), q.placeKey("status", c), held)
+		args = append(args, c.User, c.clientCost, c.placeCost, c.gen(), counted)
 	}
 	return keys, args
 }

@@ -151,6 +151,13 @@ func NetworkRate(q, op, network string) string {
 // with the challenge. Owner: queue.
 func Proof(q, id string) string { return prefix(q) + "pow:" + id }
 
+// HeldReturns counts the held places a client network (queue.Caller's
+// Networks[0], else its address) brought back into the line in the
+// interval in progress (status.lua). HASH at (the at_ms of the tick that
+// opened the interval), n; expires two intervals after its last write.
+// Owner: queue.
+func HeldReturns(q, network string) string { return prefix(q) + "heldback:" + network }
+
 // Unused is a key no script reads or writes, given for a call's key that
 // does not apply (no limit, no proof). Never exists. Owner: queue.
 func Unused(q string) string { return prefix(q) + "unused" }

@@ -36,6 +36,8 @@ var registry = []Key{
 		func() string { return PlaceRate(q, "{op}", "{user}") }},
 	{"wr:{q}:rate:{op}:n:{network}", "STRING", OwnerQueue, "the same per client network (IPv4 /24, IPv6 /56 or /48)",
 		func() string { return NetworkRate(q, "{op}", "{network}") }},
+	{"wr:{q}:heldback:{network}", "HASH", OwnerQueue, "`at` (the interval's tick) and `n`, the held places a client network brought back in it; expires two intervals after its last write",
+		func() string { return HeldReturns(q, "{network}") }},
 	{"wr:{q}:pow:{id}", "STRING", OwnerQueue, "a used proof-of-work challenge; expires with the challenge",
 		func() string { return Proof(q, "{id}") }},
 	{"wr:{q}:admitted", "HASH", OwnerQueue, "sliding sessions renewed since they began: member user id, value the admission's start (ms), which their pass names",
