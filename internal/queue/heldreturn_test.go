@@ -167,3 +167,52 @@ func TestHeldReturnUnlimited(t *testing.T) {
 		t.Fatalf("%d still held", n)
 	}
 }
+
+// A held place asking beyond its network's budget was heard: it stays
+// held with a new deadline, so the tick does not drop it when the old one
+// passes, and it comes back on a later ask at its own arrival number.
+func TestHeldBeyondBudgetKeepsItsPlace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bots := names("bot", 3)
+	s, q, rdb, seqs := heldLine(t, bots, names("p", 2))
+	// Every deadline to confirm is due in 200 ms (the Redis clock).
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := now.Add(200 * time.Millisecond)
+	for _, b := range bots {
+		if err := rdb.ZAdd(ctx, keysFor(q).heard, redis.Z{Score: float64(-due.UnixMilli()), Member: b}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range fromNetwork(bots, "198.51.100.0/24", "198.51.100.7") {
+		if st, err := s.StatusAs(ctx, q, c); err != nil || st.Status != Waiting || st.Seq != int64(seqs[c.User]) {
+			t.Fatalf("%s: %+v, %v", c.User, st, err)
+		}
+	}
+	if n := heldCount(t, rdb, q); n != 1 {
+		t.Fatalf("%d held, want the third bot", n)
+	}
+	for {
+		tm, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tm.After(due.Add(10 * time.Millisecond)) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if res := tick(t, s, rdb, q); res.Abandoned != 0 {
+		t.Fatalf("the tick after the old deadline dropped %d", res.Abandoned)
+	}
+	st, err := s.StatusAs(ctx, q, fromNetwork(bots[2:], "198.51.100.0/24", "198.51.100.7")[0])
+	if err != nil || st.Status != Waiting {
+		t.Fatalf("bot2 on a later ask: %+v, %v", st, err)
+	}
+	if score, err := rdb.ZScore(ctx, keysFor(q).waiting, "bot2").Result(); err != nil || score != seqs["bot2"] {
+		t.Fatalf("bot2 in line at %v (%v), its arrival %v", score, err, seqs["bot2"])
+	}
+}
