@@ -247,6 +247,9 @@ func limits(r *reader) queue.Limits {
 		// /56, four addresses' worth, and its IPv6 /48, ten.
 		EnterPerNetwork: limit("WAITROOM_LIMIT_ENTER_PER_NETWORK", "20,1200"),
 		EnterPerSite:    limit("WAITROOM_LIMIT_ENTER_PER_SITE", "50,3000"),
+		// A network asking for many parked places at once brings back two
+		// an interval, so the people behind them move back by two at most.
+		HeldReturnPerTick: r.integer("WAITROOM_HELD_RETURN_PER_TICK", "2", 0, 1_000_000),
 	}
 }
 

@@ -39,3 +39,26 @@ func TestNetworkLimitsAndPrice(t *testing.T) {
 		}
 	}
 }
+
+// WAITROOM_HELD_RETURN_PER_TICK: 2 by default, 0 for no limit, a bad
+// value stops start-up.
+func TestHeldReturnPerTick(t *testing.T) {
+	for v, want := range map[string]int{"": 2, "0": 0, "5": 5} {
+		m := map[string]string{}
+		if v != "" {
+			m["WAITROOM_HELD_RETURN_PER_TICK"] = v
+		}
+		c, err := Load(env(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Defaults.Limits.HeldReturnPerTick; got != want {
+			t.Errorf("%q: %d, want %d", v, got, want)
+		}
+	}
+	for _, v := range []string{"-1", "two", "2.5"} {
+		if _, err := Load(env(map[string]string{"WAITROOM_HELD_RETURN_PER_TICK": v})); err == nil {
+			t.Errorf("%q accepted", v)
+		}
+	}
+}

@@ -118,3 +118,45 @@ func TestEnterAndStatusCarryTheArrival(t *testing.T) {
 		t.Fatalf("status %+v, enter arrival %d", st, tk.Arrival)
 	}
 }
+
+// TestOlderCredentialIsToldTheCurrentPlace: a member that entered again
+// (a double click) holds two credentials, T1 for its first arrival number
+// and T2 for its new one. A status with T1 answers the place the member
+// holds now: its current arrival number, with a fresh credential for it
+// (place_token and the cookie), so a page holding the older answer moves
+// to the current place. A status with a current credential carries none.
+func TestOlderCredentialIsToldTheCurrentPlace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, redistest.Client(t), queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Minute}, testTimeout, Options{})
+	enterPath, statusPath := "/api/v1/queues/"+e.queue+"/enter", "/api/v1/queues/"+e.queue+"/status"
+	enter := func(h ...string) ticketResponse {
+		return decodeTicket(t, e.do("POST", enterPath, "{}", append([]string{"Content-Type", "application/json"}, h...)...))
+	}
+	enter() // takes the bucket's token
+	for range 4 {
+		enter() // others ahead
+	}
+	t1 := enter()
+	for range 3 {
+		enter() // others behind
+	}
+	t2 := enter(bearerHeader(t1.PlaceToken)...)
+	if t2.UserID != t1.UserID || t2.Arrival <= t1.Arrival || t2.PlaceToken == "" {
+		t.Fatalf("entering again: %+v, first %+v", t2, t1)
+	}
+	r := e.do("GET", statusPath, "", bearerHeader(t1.PlaceToken)...)
+	old := decodeTicket(t, r)
+	if old.Status != queue.Waiting || old.Arrival != t2.Arrival || old.Position != t2.Position {
+		t.Fatalf("status with the older credential: %+v, want arrival %d at position %d", old, t2.Arrival, t2.Position)
+	}
+	if old.PlaceToken == "" || old.PlaceToken == t1.PlaceToken || !strings.Contains(r.header.Get("Set-Cookie"), "wr_place_"+e.queue+"=") {
+		t.Fatalf("no fresh credential for the current place: %+v, Set-Cookie %q", old, r.header.Get("Set-Cookie"))
+	}
+	for name, token := range map[string]string{"the fresh credential": old.PlaceToken, "T2": t2.PlaceToken} {
+		r := e.do("GET", statusPath, "", bearerHeader(token)...)
+		st := decodeTicket(t, r)
+		if st.Arrival != t2.Arrival || st.Position != t2.Position || st.PlaceToken != "" || r.header.Get("Set-Cookie") != "" {
+			t.Fatalf("status with %s: %+v, Set-Cookie %q; want arrival %d and no new credential", name, st, r.header.Get("Set-Cookie"), t2.Arrival)
+		}
+	}
+}

@@ -163,7 +163,23 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if t.Seq == 0 {
 		t.Seq = c.Seq // the arrival number the credential carries
 	}
-	s.writeTicket(w, r, q, c.User, "", t, t.PollAfter())
+	s.writeTicket(w, r, q, c.User, s.currentCredential(w, q, c, t), t, t.PollAfter())
+}
+
+// currentCredential is a fresh place credential for a waiting place whose
+// caller proved it with one that names another arrival number (set as
+// the cookie too), or "": the member entered again (a double click, a
+// second tab), so an older credential names a place that is gone, and a
+// page far back places itself by the number it holds. Without this, the
+// page holding the older answer would go on placing itself ahead of its
+// real place until the head reached it.
+func (s *Server) currentCredential(w http.ResponseWriter, q string, c queue.Caller, t queue.Ticket) string {
+	if !c.Credential || t.Status != queue.Waiting || t.Seq <= 0 || t.Seq == c.Seq {
+		return ""
+	}
+	token := s.places.IssueGen(q, c.User, t.Seq, c.Gen)
+	s.setPlaceCookie(w, q, token)
+	return token
 }
 
 // leavePlace gives up the place the caller proves, and forgets the cookie.

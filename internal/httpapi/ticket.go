@@ -33,11 +33,14 @@ type ticketResponse struct {
 	ETALowSeconds  int64  `json:"eta_low_seconds"`
 	ETAHighSeconds int64  `json:"eta_high_seconds"`
 	PollAfterMS    int64  `json:"poll_after_ms"`
-	Paused         bool   `json:"paused,omitempty"`      // the operator holds admissions; the place is kept
-	OpensAt        string `json:"opens_at,omitempty"`    // WAITING in a scheduled opening's draw: when it is drawn
-	PlaceToken     string `json:"place_token,omitempty"` // enter only: the place credential
-	Pass           string `json:"pass,omitempty"`        // ENTERED only: the entry pass
-	TargetURL      string `json:"target_url,omitempty"`
+	Paused         bool   `json:"paused,omitempty"`   // the operator holds admissions; the place is kept
+	OpensAt        string `json:"opens_at,omitempty"` // WAITING in a scheduled opening's draw: when it is drawn
+	// PlaceToken: the place credential, on enter, and on a status whose
+	// caller's credential names an older arrival number of the member
+	// (it entered again): the one for the place it holds now.
+	PlaceToken string `json:"place_token,omitempty"`
+	Pass       string `json:"pass,omitempty"` // ENTERED only: the entry pass
+	TargetURL  string `json:"target_url,omitempty"`
 	// NextPath: ENTERED without a target URL, in gate mode, the page of
 	// the queue's room on this site to continue to (the page adds the
 	// pass).

@@ -311,22 +311,25 @@ func (s *Store) humanArg() string {
 }
 
 func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
-	keys = make([]string, 0, len(q.statusKeys)+2*len(calls))
+	keys = make([]string, 0, len(q.statusKeys)+3*len(calls))
 	keys = append(keys, q.statusKeys...)
-	args = make([]any, 0, len(q.args)+len(s.statusLimits)+4*len(calls))
+	args = make([]any, 0, len(q.args)+len(s.statusLimits)+1+5*len(calls))
 	args = append(args, q.args[:]...)
 	args = append(args, s.statusLimits[:]...)
+	args = append(args, s.heldReturn)
 	for _, c := range calls {
-		keys = append(keys, q.clientKey("status", c), q.placeKey("status", c))
-		args = append(args, c.User, c.clientCost, c.placeCost, c.gen())
+		held, counted := q.heldKey(c)
+		keys = append(keys, q.clientKey("status", c), q.placeKey("status", c), held)
+		args = append(args, c.User, c.clientCost, c.placeCost, c.gen(), counted)
 	}
 	return keys, args
 }
 
 // runBatch runs status.lua once for n calls, with keys and args from
-// statusArgs: it replies a head (head* in reply.go) and then a status and
-// place per call. (enter.lua runs through runEnter, replica.go.)
+// statusArgs: it replies a head (head* in reply.go), then a status and
+// place per call, then an arrival number per call. (enter.lua runs
+// through runEnter, replica.go.)
 func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, n int, keys []string, args []any) ([]Ticket, error) {
 	v, err := script.Run(ctx, s.rdb, keys, args...).Int64Slice()
-	return s.batchTickets(name, n, v, err, false)
+	return s.batchTickets(name, n, v, err, true)
 }

@@ -125,6 +125,20 @@ func (k keys) seenKeys(now time.Time) (cur, prev string) {
 	return rediskeys.NetSeen(k.name, strconv.FormatInt(w, 10)), rediskeys.NetSeen(k.name, strconv.FormatInt(w-1, 10))
 }
 
+// heldKey is the counter of the held places c's network brought back this
+// interval (Limits.HeldReturnPerTick): its Networks[0], else its Client
+// address; with neither, the unused key and 0 (not counted).
+func (q *queueRef) heldKey(c Caller) (string, int) {
+	network := c.Networks[0]
+	if network == "" {
+		network = c.Client
+	}
+	if network == "" {
+		return q.keys.unused, 0
+	}
+	return rediskeys.HeldReturns(q.keys.name, network), 1
+}
+
 func (q *queueRef) placeKey(op string, c Caller) string {
 	if c.placeCost == 0 {
 		return q.keys.unused

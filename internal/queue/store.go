@@ -68,6 +68,8 @@ type Store struct {
 	// enterLimits and statusLimits are the scripts' limit arguments
 	// (Limit.args: per client, then per place).
 	enterLimits, statusLimits [4]any
+	// heldReturn is status.lua's ARGV after the limits (Limits.HeldReturnPerTick).
+	heldReturn int
 	// networkArgs are enter.lua's limits per network and per site
 	// (Limit.args each) and the price of a place (Price.args).
 	networkArgs [7]any
@@ -173,6 +175,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 	}
 	copy(s.enterLimits[:], append(defaults.Limits.EnterPerClient.args(), defaults.Limits.EnterPerPlace.args()...))
 	copy(s.statusLimits[:], append(defaults.Limits.StatusPerClient.args(), defaults.Limits.StatusPerPlace.args()...))
+	s.heldReturn = defaults.Limits.HeldReturnPerTick
 	copy(s.networkArgs[:], append(append(defaults.Limits.EnterPerNetwork.args(), defaults.Limits.EnterPerSite.args()...), defaults.Price.args()...))
 	for _, name := range queues {
 		if err := ValidateQueueName(name); err != nil {

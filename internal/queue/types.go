@@ -114,6 +114,15 @@ type Limits struct {
 	// (Caller.Networks): the IPv4 /24 or IPv6 /56, and the IPv6 /48, so
 	// that walking the addresses of a block buys no fresh budgets.
 	EnterPerNetwork, EnterPerSite Limit
+	// HeldReturnPerTick is how many held places (set aside at the head
+	// until their holder asks, tick.lua) one client network brings back
+	// into the line per interval (0: no limit). A place asking beyond it
+	// stays held, is answered where it would stand, and comes back on a
+	// later ask, at its own arrival number: one address asking for many
+	// parked places at once cannot push everyone behind them back at
+	// once. The network is the caller's Networks[0], else its Client;
+	// a caller with neither is not limited.
+	HeldReturnPerTick int
 }
 
 // Caller is one enter or status call, with what the defences check.

@@ -81,6 +81,9 @@ func (l Limits) Validate() error {
 			return fmt.Errorf("queue: rate limit %s: rate %v, burst %d: want a rate ≥ 0 and, with a rate, a burst of 1…1000000", name, v.Rate, v.Burst)
 		}
 	}
+	if l.HeldReturnPerTick < 0 || l.HeldReturnPerTick > 1_000_000 {
+		return fmt.Errorf("queue: held places returned per network per tick %d: want 0…1000000", l.HeldReturnPerTick)
+	}
 	return nil
 }
 

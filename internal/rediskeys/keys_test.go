@@ -36,6 +36,7 @@ func TestNamesAreStable(t *testing.T) {
 		{ClientRate("a", "enter", "192.0.2.7"), "wr:{a}:rate:enter:c:192.0.2.7"},
 		{PlaceRate("a", "status", "u1"), "wr:{a}:rate:status:p:u1"},
 		{NetworkRate("a", "enter", "2001:db8::/48"), "wr:{a}:rate:enter:n:2001:db8::/48"},
+		{HeldReturns("a", "198.51.100.0/24"), "wr:{a}:heldback:198.51.100.0/24"},
 		{Proof("a", "ch1"), "wr:{a}:pow:ch1"},
 		{Unused("a"), "wr:{a}:unused"},
 		{Lane("a", "priority", "waiting"), "wr:{a}:lane:priority:waiting"},
@@ -92,7 +93,7 @@ func TestRegistryMatchesBuilders(t *testing.T) {
 			t.Errorf("row %q: a queue's key outside the queue's hash tag", k.Pattern)
 		}
 	}
-	if len(seen) != 51 {
+	if len(seen) != 52 {
 		t.Errorf("%d rows; a key added or removed? update TestNamesAreStable too", len(seen))
 	}
 }

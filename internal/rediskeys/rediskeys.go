@@ -59,8 +59,8 @@ func Seq(q string) string { return prefix(q) + "seq" }
 func Config(q string) string { return prefix(q) + "config" }
 
 // Tick is q's interval state. HASH next_at_ms, at_ms, moved, abandoned,
-// direct, seq_at, placed, budget, draw_for, draw_seed, draw_count
-// (tick.lua). Owner: queue.
+// direct, seq_at, placed, budget, draw_for, draw_seed, draw_count,
+// grace_until_ms (tick.lua). Owner: queue.
 func Tick(q string) string { return prefix(q) + "tick" }
 
 // History is q's ended intervals, oldest first, at most 720. LIST of
@@ -150,6 +150,13 @@ func NetworkRate(q, op, network string) string {
 // Proof marks the proof of work of challenge id used. STRING, expiring
 // with the challenge. Owner: queue.
 func Proof(q, id string) string { return prefix(q) + "pow:" + id }
+
+// HeldReturns counts the held places a client network (queue.Caller's
+// Networks[0], else its address) brought back into the line in the
+// interval in progress (status.lua). HASH at (the at_ms of the tick that
+// opened the interval), n; expires two intervals after its last write.
+// Owner: queue.
+func HeldReturns(q, network string) string { return prefix(q) + "heldback:" + network }
 
 // Unused is a key no script reads or writes, given for a call's key that
 // does not apply (no limit, no proof). Never exists. Owner: queue.

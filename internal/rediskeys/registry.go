@@ -36,6 +36,8 @@ var registry = []Key{
 		func() string { return PlaceRate(q, "{op}", "{user}") }},
 	{"wr:{q}:rate:{op}:n:{network}", "STRING", OwnerQueue, "the same per client network (IPv4 /24, IPv6 /56 or /48)",
 		func() string { return NetworkRate(q, "{op}", "{network}") }},
+	{"wr:{q}:heldback:{network}", "HASH", OwnerQueue, "`at` (the interval's tick) and `n`, the held places a client network brought back in it; expires two intervals after its last write",
+		func() string { return HeldReturns(q, "{network}") }},
 	{"wr:{q}:pow:{id}", "STRING", OwnerQueue, "a used proof-of-work challenge; expires with the challenge",
 		func() string { return Proof(q, "{id}") }},
 	{"wr:{q}:admitted", "HASH", OwnerQueue, "sliding sessions renewed since they began: member user id, value the admission's start (ms), which their pass names",
@@ -50,8 +52,8 @@ var registry = []Key{
 		"and `refill_effective`, its last step while on); the outbox's `webhooks`, `webhooks_bulk_max` and `webhooks_dropped_*`, which the webhook workers set and take through the queue",
 		func() string { return Config(q) }},
 	{"wr:{q}:tick", "HASH", OwnerQueue, "`next_at_ms` (next interval), last tick's `at_ms`, `moved` and `abandoned`, `direct` admissions since, " +
-		"`seq_at` and `placed` (arrivals), `budget` (what its interval admits), `draw_for`, `draw_seed`, `draw_count` (a scheduled opening's draw); " +
-		"a `min_next_ms` left by a version before issue 20 is honoured once and deleted by the next tick",
+		"`seq_at` and `placed` (arrivals), `budget` (what its interval admits), `draw_for`, `draw_seed`, `draw_count` (a scheduled opening's draw), " +
+		"`grace_until_ms` (after an outage, no place is dropped as abandoned before it); a `min_next_ms` left by a version before issue 20 is honoured once and deleted by the next tick",
 		func() string { return Tick(q) }},
 	{"wr:{q}:history", "LIST", OwnerQueue, "`at_ms:admitted:waiting:abandoned:arrivals:active:budget`, one per ended interval, at most 720 " +
 		"(format: internal/queue `keys.go`; older entries have fewer fields)",

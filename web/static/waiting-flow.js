@@ -237,8 +237,15 @@ export function waitOut(err, next) {
 function onTicket(tk, action) {
   heard();
   page.updatedAt = new Date();
-  if (tk.user_id !== page.member || action === 'enter') {
-    page.lowest = 0; // a new place, or the back of the line again
+  const held = page.ticket;
+  if (tk.user_id !== page.member || action === 'enter' ||
+      (tk.arrival > 0 && held && held.arrival > 0 && tk.arrival !== held.arrival)) {
+    // A new place, or the back of the line again; or the answer of an
+    // older credential's place (a double click kept the first enter's
+    // answer): the server answers with the member's current place and
+    // its number (and credential), which the page follows from now on,
+    // even when it is further back than the position shown.
+    page.lowest = 0;
   }
   if (tk.user_id !== page.member) {
     page.member = tk.user_id || '';

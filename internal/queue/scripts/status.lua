@@ -17,18 +17,23 @@
 --                      credentials, for places that moved: keep_current)
 -- KEYS[10] -> held    (ZSET member=user, score=arrival seq: places set
 --                      aside at the head until they confirm, tick.lua)
--- KEYS[11..] -> per call, two keys: the client's rate bucket and the place's
+-- KEYS[11..] -> per call, three keys: the client's rate bucket, the place's,
+--              and the held places its network brought back this interval
+--              (HASH at, n; see "Held places come back a few at a time")
 -- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
 --              abandon_after_ms, and the line's lane ("": general; DEFAULTS)
 -- ARGV[7..10] -> limits per client and per place: period_ms, burst (LIMITS)
--- ARGV[11..] -> per call, four values: user id, the calls to charge the
+-- ARGV[11] -> held places one network brings back per interval (0: no limit)
+-- ARGV[12..] -> per call, five values: user id, the calls to charge the
 --              client's and the place's buckets (0: not asked; see
---              pass_limits), and the generation of the caller's place
+--              pass_limits), the generation of the caller's place
 --              credential (-1: none; a stale one is answered NOT_WAITING,
---              reason moved)
--- Returns the head (HEAD_*, common.lua), then a status and place per call:
+--              reason moved), and 1 if its network is counted (else 0)
+-- Returns the head (HEAD_*, common.lua), then a status and place per call,
+-- then an arrival number per call (as enter.lua):
 --         {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
---          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...}
+--          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...,
+--          seq1, seq2, ...}
 -- where waiting includes a draw's participants, until_open_ms is the time
 -- until a scheduled opening (0: none ahead), place is the position when
 -- WAITING (0 while in a draw), the admission time (ms) when
@@ -38,7 +43,10 @@
 -- limit, answered without looking) the time to wait in ms. A page polls
 -- at the pace the answers suggest (poll_after_ms), far below the limits;
 -- a client polling faster is told to wait, at the cost of two reads here
--- and no round trip of its own.
+-- and no round trip of its own. seq is the place's arrival number (its
+-- score in the line) when WAITING in the line, else 0: the one the
+-- caller's credential carries may be an older place's (the same member
+-- entered again), and a page far back places itself by it.
 local now = now_ms()
 local _, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from, _, _, refill = queue_config(KEYS[3])
 -- refill: what an interval admits from this line (the effective refill
@@ -51,19 +59,34 @@ local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[4], now,
 -- The rate limits, per call; users and slot are the calls let through
 -- and their index among the calls (where their answer goes).
 local FIXED = 10 -- KEYS before the per-call ones
+local HELD_RETURN = tonumber(ARGV[LIMITS + 1])
+local PER_CALL = LIMITS + 1 -- ARGV before the per-call ones
 local HEAD = #out
-local users, slot, gens = {}, {}, {}
-for i = 1, (#ARGV - LIMITS) / 4 do
-  local a = LIMITS + 4 * (i - 1)
-  if pass_limits(i, a, KEYS[FIXED + 2 * i - 1], KEYS[FIXED + 2 * i], now, out, HEAD) then
+local users, slot, gens, nets = {}, {}, {}, {}
+for i = 1, (#ARGV - PER_CALL) / 5 do
+  local a = PER_CALL + 5 * (i - 1)
+  if pass_limits(i, a, KEYS[FIXED + 3 * i - 2], KEYS[FIXED + 3 * i - 1], now, out, HEAD) then
     users[#users + 1] = ARGV[a + 1]
     slot[#users] = i
     gens[#users] = tonumber(ARGV[a + 4])
+    if ARGV[a + 5] == '1' then
+      nets[i] = KEYS[FIXED + 3 * i]
+    end
   end
 end
 users, slot = keep_current(KEYS[9], users, slot, gens, out, HEAD)
-if #users == 0 then
+
+-- finish appends each call's arrival number (0: none) to the reply.
+local CALLS = (#ARGV - PER_CALL) / 5
+local seqs = {}
+local function finish()
+  for i = 1, CALLS do
+    out[HEAD + 2 * CALLS + i] = seqs[i] or 0
+  end
   return out
+end
+if #users == 0 then
+  return finish()
 end
 
 -- One ZMSCORE answers "admitted?" for every user of the call.
@@ -73,12 +96,39 @@ if in_draw > 0 then
   drawing = redis.call('SMISMEMBER', KEYS[7], unpack(users))
 end
 
+-- Held places come back a few at a time. One network (net: its counter
+-- for this call, nil when not counted) brings back at most HELD_RETURN
+-- held places per interval (the interval is named by the at_ms of the
+-- tick that opened it): one address asking for many parked places at
+-- once would otherwise put them all at the head, each pushing back
+-- everyone who polled all along. A place asking beyond that stays held,
+-- its deadline to confirm renewed (it was heard), and is answered where
+-- it would stand; it comes back on a later ask, at its own arrival
+-- number. Returns true when user may come back now (and counts it).
+local interval_tick = nil
+local function may_return(net)
+  if HELD_RETURN <= 0 or not net then
+    return true
+  end
+  interval_tick = interval_tick or (redis.call('HGET', KEYS[4], 'at_ms') or '0')
+  local c = redis.call('HMGET', net, 'at', 'n')
+  local n = c[1] == interval_tick and tonumber(c[2]) or 0
+  if n >= HELD_RETURN then
+    return false
+  end
+  redis.call('HSET', net, 'at', interval_tick, 'n', n + 1)
+  redis.call('PEXPIRE', net, 2 * interval)
+  return true
+end
+
 -- confirm puts user, held aside at the head (tick.lua), back in the line
 -- at its arrival number, ahead of all who arrived after it: the next tick
--- admits it (late, not lost). Returns its rank, or nil when not held.
--- The held ZSET is read only when it has members (one ZCARD per call).
+-- admits it (late, not lost), unless its network brought back its share
+-- this interval (may_return). Returns its rank and whether it is back, or
+-- nil when not held. The held ZSET is read only when it has members (one
+-- ZCARD per call).
 local held_n = nil
-local function confirm(user)
+local function confirm(user, net)
   held_n = held_n or redis.call('ZCARD', KEYS[10])
   if held_n == 0 then
     return nil
@@ -87,10 +137,16 @@ local function confirm(user)
   if not seq then
     return nil
   end
+  if not may_return(net) then
+    if abandon_after > 0 then
+      redis.call('ZADD', KEYS[5], -(now + abandon_after), user) -- heard: a new deadline
+    end
+    return redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. seq), false
+  end
   redis.call('ZREM', KEYS[10], user)
   redis.call('ZADD', KEYS[1], seq, user)
   out[HEAD_WAITING] = out[HEAD_WAITING] + 1
-  return redis.call('ZRANK', KEYS[1], user)
+  return redis.call('ZRANK', KEYS[1], user), true
 end
 
 local heard, renewed = {}, {}
@@ -106,12 +162,22 @@ for i, user in ipairs(users) do
     renewed[#renewed + 1] = at
     renewed[#renewed + 1] = user
   else
-    local rank = redis.call('ZRANK', KEYS[1], user) or confirm(user)
+    local rank, back = redis.call('ZRANK', KEYS[1], user), true
+    if not rank then
+      rank, back = confirm(user, nets[slot[i]])
+    end
     if rank or drawing[i] == 1 then
       out[at - 1] = WAITING
       out[at] = rank and rank + 1 or 0 -- 0: in the draw, no place yet
-      heard[#heard + 1] = now
-      heard[#heard + 1] = user
+      if rank then
+        -- A drawn place's score is below 1: no arrival number.
+        local seq = tonumber(redis.call('ZSCORE', KEYS[back == false and 10 or 1], user))
+        seqs[slot[i]] = seq >= 1 and seq or 0
+      end
+      if back ~= false then -- a place still held keeps its mark (confirm)
+        heard[#heard + 1] = now
+        heard[#heard + 1] = user
+      end
     elseif admitted_at then
       out[at - 1] = NOT_WAITING
       out[at] = 3 -- expired, not purged yet
@@ -139,4 +205,4 @@ if #renewed > 0 then
     end
   end
 end
-return out
+return finish()

@@ -555,12 +555,42 @@ end
 -- (Each line, a lane's too, is moved the same way, with its own keys:
 -- line, lines_now.)
 
+-- Outages. A place is judged by when it was last heard (or its deadline
+-- to confirm), and no page can be heard while Redis is away or every
+-- replica is down: a holder asking then gets a 503, and its page backs off
+-- (longer each time) before it asks again. So time when no tick could run
+-- must not count against anyone. A tick applied more than an interval
+-- (and at least OUTAGE_MIN_MS: a scheduler under load lags by less) after
+-- it was due finds that the room was away for about that long; from then
+-- until "grace_until_ms" in the tick HASH, the away time again and a full
+-- abandon_after later, no place is dropped as abandoned: a place that
+-- reaches the head unheard is held aside until then instead, and the
+-- holder's next ask brings it back (status.lua). The grace is one field,
+-- whatever the line's length: no mark is rewritten. A place that went
+-- silent with no outage is dropped as before.
+local OUTAGE_MIN_MS = 1000
+
+-- outage_grace returns until when no place is dropped as abandoned (0:
+-- no outage), recording a new one when this tick comes after one.
+local function outage_grace()
+  local grace = tonumber(redis.call('HGET', KEYS[5], 'grace_until_ms')) or 0
+  local away = due and now - due or 0
+  if abandon_after > 0 and away > math.max(interval, OUTAGE_MIN_MS) then
+    grace = math.max(grace, now + away + abandon_after)
+    redis.call('HSET', KEYS[5], 'grace_until_ms', grace)
+  end
+  return grace
+end
+
 -- drop_expired drops the held places whose deadline has passed (heard
 -- marks in [-now, 0)), at most DROP_MAX, adding them to dropped: a place
 -- that re-entered the line meanwhile keeps its new place, only the mark
 -- and the held entry go (unheard again, it is asked again if it reaches
 -- the head silent).
-local function drop_expired(line, dropped)
+local function drop_expired(line, dropped, grace)
+  if now < grace then
+    return -- the room was away: see "Outages"
+  end
   local marks = redis.call('ZRANGE', line.heard, -now, '(0', 'BYSCORE', 'LIMIT', 0, DROP_MAX)
   if #marks == 0 then
     return
@@ -600,7 +630,7 @@ end
 -- limit for unpack, nor than may still be held); a heard place popped
 -- beyond room goes back (put_back). Returns the places held.
 local function pop_head(line, room, m)
-  local admit, admit_seq, dropped = m.admit, m.admit_seq, m.dropped
+  local admit, admit_seq, dropped, grace = m.admit, m.admit_seq, m.dropped, m.grace
   local held, asked, put_back = {}, {}, {}
   local gone_before = now - abandon_after
   local confirm_by = now + abandon_after
@@ -627,6 +657,13 @@ local function pop_head(line, room, m)
           asked[#asked + 1] = -confirm_by
           asked[#asked + 1] = u
         end
+      elseif abandon_after > 0 and h <= gone_before and now < grace then
+        -- Unheard for abandon_after, but the room was away meanwhile
+        -- ("Outages"): held until the grace ends, not dropped.
+        held[#held + 1] = seqs[i]
+        held[#held + 1] = u
+        asked[#asked + 1] = -grace
+        asked[#asked + 1] = u
       elseif abandon_after > 0 and h <= gone_before and #dropped < DROP_MAX then
         dropped[#dropped + 1] = u
         done[#done + 1] = u
@@ -720,10 +757,10 @@ end
 -- used or no line has more. Each line's admitted and their arrival
 -- numbers go into line.admit and line.admit_seq, the places dropped into
 -- dropped; returns everyone admitted.
-local function move_lines(room, lines, dropped)
+local function move_lines(room, lines, dropped, grace)
   local all = {}
   local function take(line, n)
-    local m, before = {admit = {}, admit_seq = {}, dropped = dropped}, #dropped
+    local m, before = {admit = {}, admit_seq = {}, dropped = dropped, grace = grace}, #dropped
     pop_head(line, n, m)
     line.dropped = line.dropped + #dropped - before
     for i, u in ipairs(m.admit) do
@@ -737,7 +774,7 @@ local function move_lines(room, lines, dropped)
     line.admit, line.admit_seq, line.dropped = {}, {}, 0
     if abandon_after > 0 then
       local before = #dropped
-      drop_expired(line, dropped)
+      drop_expired(line, dropped, grace)
       line.dropped = #dropped - before
     else
       release(line)
@@ -1071,7 +1108,7 @@ if #lines > 1 then
   split(room, lines)                                           -- each line's part
 end
 local dropped = {}
-local all = move_lines(room, lines, dropped)                   -- move the heads
+local all = move_lines(room, lines, dropped, outage_grace())   -- move the heads
 admit(all, dropped)
 trim_below(KEYS[8], now - GONE_KEEP_MS, GONE_TRIM_MAX)         -- forget the gone past an hour
 local tokens = leave_tokens(#all)                              -- tokens
