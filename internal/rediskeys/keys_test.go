@@ -55,6 +55,7 @@ func TestNamesAreStable(t *testing.T) {
 		{AdmissionClients("a", "1700000000000", "u1"), "wr:{a}:admclients:1700000000000:u1"},
 		{Secrets, "wr:secrets"},
 		{Lockout("192.0.2.7"), "wr:lockout:192.0.2.7"},
+		{HumanToken("ab12"), "wr:human:ab12"},
 		{APITokens, "wr:{~admin}:tokens"},
 		{APITokenExpiry, "wr:{~admin}:tokens:expiry"},
 		{APITokenUsed, "wr:{~admin}:tokens:used"},
@@ -92,7 +93,7 @@ func TestRegistryMatchesBuilders(t *testing.T) {
 			t.Errorf("row %q: a queue's key outside the queue's hash tag", k.Pattern)
 		}
 	}
-	if len(seen) != 51 {
+	if len(seen) != 52 {
 		t.Errorf("%d rows; a key added or removed? update TestNamesAreStable too", len(seen))
 	}
 }
