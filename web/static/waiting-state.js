@@ -55,6 +55,9 @@ export const page = {
   // when not given).
   opening: null,
   checking: false, // solving a challenge: the page says it checks the browser
+  // Asking for the human check (waiting-human.js): {failed} (the last
+  // token was refused), or null.
+  human: null,
   // A full line: the local time to try again at (shown) and when the
   // automatic retry comes (with its jitter; 0: none pending).
   fullAt: 0,
