@@ -194,7 +194,10 @@ func (c *Checker) Verify(ctx context.Context, token, remoteIP string) error {
 			c.log.WarnContext(ctx, "human check: cannot lift the mark of an unjudged token", "err", derr)
 		}
 	}
-	c.note(ctx, err)
+	if ctx.Err() == nil {
+		// A caller that gave up (a closed tab) says nothing of the provider.
+		c.note(ctx, err)
+	}
 	return err
 }
 
@@ -332,14 +335,11 @@ func (c *Checker) endProbe(probe bool) {
 	c.mu.Unlock()
 }
 
-// note records a call's outcome: any judgement (nil or ErrFailed) shows
-// the provider is there; ErrUnavailable counts towards away. A full pool
-// or a refused mark says nothing of the provider and is not counted.
+// note records the outcome of a call to the provider: any judgement (nil
+// or ErrFailed) shows it is there; ErrUnavailable counts towards away.
+// What Verify answers without asking it (a full pool, a used token, a
+// Redis failure) is not noted: it says nothing of the provider.
 func (c *Checker) note(ctx context.Context, err error) {
-	var e *Error
-	if errors.As(err, &e) && (e.Reason == ReasonBusy || e.Reason == ReasonStore || e.Reason == ReasonReused) {
-		return
-	}
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
