@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -335,6 +336,10 @@ func TestSecretNeverShown(t *testing.T) {
 	} else {
 		texts = append(texts, err.Error())
 	}
+	// Options as a log or an error would show them.
+	shown := sp.Options(humancheck.Turnstile, roomHost)
+	slog.New(slog.NewTextHandler(out, nil)).Info("options", "human_check", shown)
+	texts = append(texts, fmt.Sprintf("%v %+v %s", shown, shown, shown))
 	all := strings.Join(texts, "\n") + "\n" + out.String() + badOut.String()
 	for _, s := range append([]string{humanchecktest.Secret, "wrong-secret-5ac1"}, tokens...) {
 		if strings.Contains(all, s) {
@@ -466,4 +471,30 @@ func FuzzVerifyToken(f *testing.F) {
 			t.Fatalf("Verify(%q) = %v: not a typed error", token, err)
 		}
 	})
+}
+
+func TestFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"WAITROOM_HUMAN_CHECK": "hcaptcha", "WAITROOM_HUMAN_CHECK_SITEKEY": " k ", "WAITROOM_HUMAN_CHECK_SECRET": "s",
+		"WAITROOM_HUMAN_CHECK_SCRIPT_URL": "https://assets.shop.example/hcaptcha.js",
+	}
+	o, err := humancheck.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Hosts = []string{"shop.example"}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := o.WithDefaults()
+	if d.Provider != humancheck.HCaptcha || d.SiteKey != "k" || d.VerifyURL != "https://api.hcaptcha.com/siteverify" || d.ScriptURL != "https://assets.shop.example/hcaptcha.js" {
+		t.Errorf("from the environment: %+v", d)
+	}
+	if o, err := humancheck.FromEnv(func(string) string { return "" }); err != nil || o.Provider != humancheck.Off || o.Validate() != nil {
+		t.Errorf("an empty environment: %+v, %v", o, err)
+	}
+	if _, err := humancheck.FromEnv(func(k string) string { return map[string]string{"WAITROOM_HUMAN_CHECK": "captcha"}[k] }); err == nil {
+		t.Error("an unknown provider was read")
+	}
 }

@@ -3,6 +3,7 @@ package humancheck
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -167,4 +168,52 @@ func Origin(raw string) string {
 		return ""
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// The environment variables FromEnv reads.
+const (
+	EnvProvider  = "WAITROOM_HUMAN_CHECK"
+	EnvSiteKey   = "WAITROOM_HUMAN_CHECK_SITEKEY"
+	EnvSecret    = "WAITROOM_HUMAN_CHECK_SECRET"
+	EnvVerifyURL = "WAITROOM_HUMAN_CHECK_VERIFY_URL"
+	EnvScriptURL = "WAITROOM_HUMAN_CHECK_SCRIPT_URL"
+)
+
+// FromEnv reads the WAITROOM_HUMAN_CHECK variables through getenv. Hosts
+// (the room's public hostnames), Timeout and MaxInFlight are the
+// caller's to set before New, which validates the whole.
+func FromEnv(getenv func(string) string) (Options, error) {
+	p, err := ParseProvider(getenv(EnvProvider))
+	if err != nil {
+		return Options{}, err
+	}
+	return Options{
+		Provider:  p,
+		SiteKey:   strings.TrimSpace(getenv(EnvSiteKey)),
+		Secret:    strings.TrimSpace(getenv(EnvSecret)),
+		VerifyURL: strings.TrimSpace(getenv(EnvVerifyURL)),
+		ScriptURL: strings.TrimSpace(getenv(EnvScriptURL)),
+	}, nil
+}
+
+// String shows o without its secret, for a %v in a log or an error.
+func (o Options) String() string {
+	return fmt.Sprintf("{Provider:%s SiteKey:%s Secret:%s VerifyURL:%s ScriptURL:%s Hosts:%v Timeout:%s MaxInFlight:%d}",
+		o.Provider, o.SiteKey, redacted(o.Secret), o.VerifyURL, o.ScriptURL, o.Hosts, o.Timeout, o.MaxInFlight)
+}
+
+// LogValue is o for slog, without its secret.
+func (o Options) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("provider", string(o.Provider)), slog.String("sitekey", o.SiteKey),
+		slog.String("secret", redacted(o.Secret)), slog.String("verify_url", o.VerifyURL),
+		slog.String("script_url", o.ScriptURL), slog.Any("hosts", o.Hosts),
+		slog.Duration("timeout", o.Timeout), slog.Int("max_in_flight", o.MaxInFlight))
+}
+
+func redacted(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "[redacted]"
 }
