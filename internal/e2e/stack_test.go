@@ -90,6 +90,9 @@ type stackOptions struct {
 	// before they are built (failmode_test.go).
 	gate func(*proxy.GateOptions, *queue.Store)
 	api  func(*httpapi.Options)
+	// wrap, when set, goes around the server, inside the recorder: a
+	// test's stand-in for wiring the server does not have yet.
+	wrap func(http.Handler) http.Handler
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -202,7 +205,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if o.api != nil {
 		o.api(&apiOpts)
 	}
-	srv := httptest.NewServer(calls.wrap(httpapi.New(apiOpts)))
+	var handler http.Handler = httpapi.New(apiOpts)
+	if o.wrap != nil {
+		handler = o.wrap(handler)
+	}
+	srv := httptest.NewServer(calls.wrap(handler))
 	// Registered after the scheduler's cleanup, so it runs before it: no
 	// request is in flight when the scheduler and Redis client go.
 	t.Cleanup(srv.Close)

@@ -61,6 +61,9 @@ func (s *Server) waitingPage(w http.ResponseWriter, r *http.Request) {
 	// The page is in the language the request asked for.
 	h.Set("Vary", "Accept-Language, Cookie")
 	h.Set("Content-Language", lang)
+	if s.waitingCSP != nil {
+		h["Content-Security-Policy"] = s.waitingCSP // built once, never written into
+	}
 	_, _ = w.Write(page.Bytes())
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/handoff"
+	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/linedoc"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
@@ -114,6 +115,10 @@ type Options struct {
 	// rate: it stores what the site pushes (POST .../origin); nil: that
 	// endpoint answers 404.
 	Adapt *autorate.Runner
+	// HumanCheck is the human check's widget (humancheck.Checker.Public):
+	// the waiting page's Content-Security-Policy then allows its script
+	// and frame. The zero value: no human check, no third party.
+	HumanCheck humancheck.Public
 }
 
 // Server serves the HTTP API.
@@ -151,6 +156,7 @@ type Server struct {
 	handoffs            *handoff.Service   // nil: none
 	lines               *linedoc.Documents // the queues' public line documents (line.go)
 	adapt               *autorate.Runner   // nil: none
+	waitingCSP          []string           // the waiting page's CSP with a human check (humancheck.go); nil: the common one
 }
 
 // New returns the server with its routes.
@@ -196,6 +202,7 @@ func New(o Options) *Server {
 	}
 	s.admin = newAdminGuard(o)
 	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
+	s.waitingCSP = waitingPageCSP(o.HumanCheck)
 	s.handler = s.routes()
 	s.own = routed(s.handler)
 	s.gated = s.gatedRoutes(o.Upstream)

@@ -56,6 +56,7 @@ func TestNamesAreStable(t *testing.T) {
 		{AdmissionClients("a", "1700000000000", "u1"), "wr:{a}:admclients:1700000000000:u1"},
 		{Secrets, "wr:secrets"},
 		{Lockout("192.0.2.7"), "wr:lockout:192.0.2.7"},
+		{HumanToken("ab12"), "wr:human:ab12"},
 		{APITokens, "wr:{~admin}:tokens"},
 		{APITokenExpiry, "wr:{~admin}:tokens:expiry"},
 		{APITokenUsed, "wr:{~admin}:tokens:used"},

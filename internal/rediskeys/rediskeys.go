@@ -33,6 +33,7 @@ const (
 	OwnerLockout    = "internal/lockout"
 	OwnerAPIToken   = "internal/apitoken"
 	OwnerSession    = "internal/adminsession"
+	OwnerHumanCheck = "internal/humancheck"
 )
 
 // --- internal/queue: the line, its sessions, its settings and defences.
@@ -242,6 +243,11 @@ const Secrets = "wr:secrets"
 // Lockout is client's failed authentications and lock (client as
 // clientip.Key formats it). HASH, see lockout's attempt.lua. Owner: lockout.
 func Lockout(client string) string { return "wr:lockout:" + client }
+
+// HumanToken marks a human check's token used, named by sum, the hex
+// SHA-256 of the token (never the token itself). STRING "1", kept 10
+// minutes: longer than a provider keeps a token valid. Owner: humancheck.
+func HumanToken(sum string) string { return "wr:human:" + sum }
 
 // --- the back office's credentials: every key under the hash tag
 // {~admin}, so that a script may touch several of them on a Cluster. A

@@ -132,6 +132,8 @@ var registry = []Key{
 		func() string { return Secrets }},
 	{"wr:lockout:{client}", "HASH", OwnerLockout, "a client's failed authentications (`fails`, `window_ends_ms`, `locked_until_ms`, `strikes`; IPv6: its /64); not a queue's key",
 		func() string { return Lockout("{client}") }},
+	{"wr:human:{sha256}", "STRING", OwnerHumanCheck, "a human check's token, used: named by its SHA-256 (hex), never the token; set before the provider is asked, lifted if it could not judge; kept 10 minutes, longer than a provider keeps a token valid; not a queue's key",
+		func() string { return HumanToken("{sha256}") }},
 	{"wr:{~admin}:tokens", "HASH", OwnerAPIToken, "the admin API's tokens: field token id, value its JSON record (name, role, queues, times, the secret's keyed hash, never the secret)",
 		func() string { return APITokens }},
 	{"wr:{~admin}:tokens:expiry", "ZSET", OwnerAPIToken, "when each API token expires: member token id, score ms (Redis clock); expired tokens are swept at each create and list",

@@ -13,6 +13,7 @@ export const attempt = {
   // Proof of work (waiting-challenge.js).
   needChallenge: false, // the queue asked for one: later enters solve first
   challengeTries: 0, // challenges fetched since the last ticket or join
+  humanTries: 0, // human check widgets drawn since the last ticket or join (waiting-human.js)
   fullAutoUsed: false, // a full line's automatic retry is used since the last ticket or click
 };
 

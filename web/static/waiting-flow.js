@@ -19,6 +19,9 @@
 //
 //   - challenge_required: the queue asks for proof of work
 //     (waiting-challenge.js).
+//   - human_check_required, human_check_failed: the room asks for a
+//     human check, or refused its token; the page shows the provider's
+//     widget and enters with its token (waiting-human.js).
 //   - queue_full: the line is at its cap; one automatic retry at the time
 //     the server gives, and a button (waiting-full.js).
 //   - rate_limited (also for a status): the call is made again after
@@ -52,6 +55,7 @@ import { render, say, announce } from './waiting-render.js';
 import { alertTurn, whenSeen } from './waiting-alerts.js';
 import { attempt, later, stopTimer } from './waiting-attempt.js';
 import { onChallenge, solveAndEnter } from './waiting-challenge.js';
+import { askHuman } from './waiting-human.js';
 import { onFull, fullWhenDue } from './waiting-full.js';
 import { onNotOpen, opened, enterWhenDue } from './waiting-opening.js';
 import { onMoved } from './waiting-move.js';
@@ -102,8 +106,9 @@ export function enter() {
 }
 
 // step runs one request; every answer or error decides the next one.
-// An enter carries the join token while there is one, and solution, a
-// solved challenge {challenge, nonce}, when given.
+// An enter carries the join token while there is one, and solution when
+// given: a solved challenge {challenge, nonce}, a human check's
+// {human_token}, or both.
 export async function step(action, solution) {
   stopTimer();
   const gen = attempt.generation;
@@ -125,6 +130,7 @@ export async function step(action, solution) {
   attempt.limited = 0;
   page.checking = false;
   attempt.challengeTries = 0;
+  attempt.humanTries = 0;
   attempt.fullAutoUsed = false;
   if (action === 'enter') {
     if (page.handoff) page.notice = 'movedHere';
@@ -140,10 +146,11 @@ function request(action, solution) {
   if (action !== 'enter') return api('GET', base + '/status');
   const moving = page.handoff;
   const body = moving ? { handoff: moving } : page.joinToken ? { join_token: page.joinToken } : {};
-  if (solution) {
+  if (solution && solution.challenge) {
     body.challenge = solution.challenge;
     body.nonce = solution.nonce;
   }
+  if (solution && solution.human_token) body.human_token = solution.human_token;
   return api('POST', base + '/enter', body);
 }
 
@@ -159,6 +166,16 @@ function onRefused(action, solution, err) {
   const entering = action === 'enter';
   if (entering && err.code === 'challenge_required') {
     onChallenge(challengeFlow); // definite: no place was made
+  } else if (entering && (err.code === 'human_check_required' || err.code === 'human_check_failed')) {
+    // Definite: no place was made. The enter is made again as it was
+    // (a solved challenge stays unused), with the widget's token.
+    attempt.failures = 0;
+    page.retryInMs = 0;
+    const asked = solution || {};
+    askHuman(err.detail, err.code === 'human_check_failed', {
+      enter: (token) => step('enter', { challenge: asked.challenge, nonce: asked.nonce, human_token: token }),
+      fail: fail,
+    });
   } else if (entering && err.code === 'queue_full') {
     onFull(err);
   } else if (entering && err.code === 'not_open') {

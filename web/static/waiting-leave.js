@@ -5,6 +5,7 @@ import { t } from './waiting-messages.js';
 import { page, clearPlace } from './waiting-state.js';
 import { api, transient, backoff } from './waiting-api.js';
 import { stopSolver } from './waiting-pow.js';
+import { stopHuman } from './waiting-human.js';
 import { render, say, forgetAnnounced } from './waiting-render.js';
 import { attempt, stopTimer } from './waiting-attempt.js';
 import { base, enter } from './waiting-flow.js';
@@ -17,6 +18,7 @@ export function leave() {
   attempt.generation++;
   stopTimer();
   stopSolver();
+  stopHuman();
   page.checking = false;
   attempt.inFlight = false;
   clearPlace();
@@ -75,6 +77,8 @@ export async function joinAgain() {
   page.retryInMs = 0;
   attempt.limited = 0;
   attempt.challengeTries = 0;
+  attempt.humanTries = 0;
+  stopHuman();
   page.checking = false;
   attempt.fullAutoUsed = false;
   page.ticket = null;

@@ -17,6 +17,7 @@ import { page, queue } from './waiting-state.js';
 import { api } from './waiting-api.js';
 import { hhmm } from './waiting-format.js';
 import { stopSolver } from './waiting-pow.js';
+import { stopHuman } from './waiting-human.js';
 import { render, say } from './waiting-render.js';
 import { attempt, stopTimer } from './waiting-attempt.js';
 import { step } from './waiting-flow.js';
@@ -92,6 +93,7 @@ export function useHandoff(code) {
   attempt.generation++;
   stopTimer();
   stopSolver();
+  stopHuman(); // a hand-over proves the place: no human check
   page.handoff = code;
   page.checking = false;
   page.state = 'loading';

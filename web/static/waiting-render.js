@@ -34,6 +34,9 @@ export function render() {
     $('full-auto').hidden = !page.fullRetryAt;
   }
   $('checking').hidden = !(active && page.checking);
+  const human = active && !!page.human;
+  $('human-check').hidden = !human;
+  $('human-check-text').textContent = human ? t(page.human.failed ? 'humanFailed' : 'humanCheck') : '';
   $('error').hidden = state !== 'error';
   $('error-text').textContent = page.errorText;
   $('retry').hidden = !page.canRetry;
@@ -83,6 +86,8 @@ export function render() {
   let status;
   if (active && page.checking) {
     status = checkText(page.checkLeftMs); // also when a lost place is entered again from 'waiting'
+  } else if (human) {
+    status = t('humanCheck');
   } else if (state === 'waiting' && ticket && paused) {
     status = t('summaryPaused', { n: fmt(ticket.waiting), count: ticket.waiting });
   } else if (state === 'waiting' && ticket && inDraw) {

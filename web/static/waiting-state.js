@@ -58,6 +58,9 @@ export const page = {
   // While checking: the time the solve is expected to take yet (ms; NaN
   // until the worker's rate is known, below 0 past the expectation).
   checkLeftMs: NaN,
+  // Asking for the human check (waiting-human.js): {failed} (the last
+  // token was refused), or null.
+  human: null,
   // A full line: the local time to try again at (shown) and when the
   // automatic retry comes (with its jitter; 0: none pending).
   fullAt: 0,
