@@ -98,3 +98,16 @@ func (t *Table) Sizes() map[Class]int {
 	}
 	return m
 }
+
+// Tiers are the budgets a's client counts in, by its class: a Shared
+// network's people each count as their own address (clientip.AddressTiers),
+// never as the /24 or /56 they share with thousands of others; any other
+// class as its networks (clientip.TiersOf). Both the limits of a
+// network's tier and the price of a place follow them.
+func (t *Table) Tiers(a netip.Addr) (clientip.Tiers, Class) {
+	c := t.Lookup(a)
+	if c == Shared {
+		return clientip.AddressTiers(a), c
+	}
+	return clientip.TiersOf(a), c
+}

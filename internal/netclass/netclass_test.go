@@ -396,3 +396,28 @@ func BenchmarkLookupSmall(b *testing.B) {
 	}
 	reportCPU(b, before)
 }
+
+// A shared network's clients count per address, the others per network,
+// and a nil table is the default class for all.
+func TestTiersByClass(t *testing.T) {
+	tb, err := Parse(strings.NewReader("198.51.100.0/24 shared\n203.0.113.0/24 hosting\n"), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		addr  string
+		table *Table
+		class Class
+		net   string
+	}{
+		{"198.51.100.7", tb, Shared, "198.51.100.7/32"},
+		{"203.0.113.7", tb, Hosting, "203.0.113.0/24"},
+		{"192.0.2.7", tb, Default, "192.0.2.0/24"},
+		{"198.51.100.7", nil, Default, "198.51.100.0/24"},
+	} {
+		tiers, c := tc.table.Tiers(netip.MustParseAddr(tc.addr))
+		if c != tc.class || tiers.Network != tc.net {
+			t.Errorf("%s: %v %+v, want %v and network %s", tc.addr, c, tiers, tc.class, tc.net)
+		}
+	}
+}
