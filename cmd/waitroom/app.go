@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,8 +15,10 @@ import (
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/handoff"
+	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/metrics"
+	"github.com/waitroom/waitroom/internal/netclass"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/scheduler"
@@ -35,6 +38,9 @@ type app struct {
 	obs       observers
 	interval  time.Duration // the tick period the stored settings ask for
 	trust     trust         // trust.go
+
+	networks *netclass.Watcher   // the operator's network classes; nil: none
+	human    *humancheck.Checker // the human check's provider; nil: none
 
 	moves     *handoff.Tracker
 	handoffs  *handoff.Service
@@ -66,6 +72,7 @@ func newApp(ctx context.Context, cfg config.Config, log *slog.Logger) (*app, err
 	a := &app{cfg: cfg, log: log}
 	for _, step := range []func(context.Context) error{
 		a.connect,
+		a.addDefences,
 		a.openStore,
 		a.waitForRedis,
 		a.addHandoffs,
@@ -105,6 +112,30 @@ func (a *app) connect(context.Context) error {
 	return nil
 }
 
+// addDefences loads the operator's network classes (a file that does not
+// parse refuses to start, naming its line; later edits are reloaded, a
+// bad one kept out) and the human check's provider.
+func (a *app) addDefences(ctx context.Context) error {
+	if f := a.cfg.NetworksFile; f != "" {
+		w, err := netclass.Watch(ctx, f, 10*time.Second, a.log)
+		if err != nil {
+			return errFatal{fmt.Errorf("WAITROOM_NETWORKS_FILE: %w", err)}
+		}
+		at, sizes := w.Loaded()
+		a.log.Info("network classes", "file", f, "loaded_at", at, "shared", sizes[netclass.Shared], "hosting", sizes[netclass.Hosting])
+		a.networks = w
+	}
+	if a.cfg.HumanCheck.Provider != humancheck.Off {
+		h, err := humancheck.New(a.cfg.HumanCheck, a.rdb, a.log)
+		if err != nil {
+			return errFatal{err}
+		}
+		a.log.Info("human check", "options", a.cfg.HumanCheck)
+		a.human = h
+	}
+	return nil
+}
+
 // openStore builds the queue store with what it works with: this
 // replica's view of the places moved to another device lately, which keeps
 // the far-back status path from answering their older credentials
@@ -113,6 +144,9 @@ func (a *app) connect(context.Context) error {
 func (a *app) openStore(context.Context) error {
 	a.moves = handoff.NewTracker(a.rdb, a.cfg.Queues)
 	opts := []queue.Option{queue.WithRecentMoves(a.moves), queue.WithReplicaWait(a.replicaWait())}
+	if a.human != nil {
+		opts = append(opts, queue.WithHumanCheck(a.human.Available))
+	}
 	if a.cfg.MetricsAddr != "" {
 		opts = append(opts, queue.WithObserver(a.serveMetrics))
 	}

@@ -106,6 +106,8 @@ func (a *app) apiOptions() (httpapi.Options, error) {
 		FailOpens:           a.failOpens,
 		Handoffs:            a.handoffs,
 		Adapt:               a.adapter,
+		Human:               a.human,
+		Networks:            a.networks,
 	}, nil
 }
 

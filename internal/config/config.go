@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/crossorigin"
+	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
@@ -61,6 +62,16 @@ type Config struct {
 	// WAITROOM_ISSUER when that is such an origin; "": no QR codes).
 	// Never a request's Host, which the client chooses (issue 26.6).
 	PublicURL string
+	// NetworksFile is the operator's table of network classes
+	// (WAITROOM_NETWORKS_FILE, package netclass; "": none, every network
+	// of the default class).
+	NetworksFile string
+	// HumanCheck is the human check's provider (WAITROOM_HUMAN_CHECK and
+	// its _SITEKEY, _SECRET, _VERIFY_URL, _SCRIPT_URL; package
+	// humancheck), with the hosts a token's hostname may name: the
+	// public URL's and the allowed origins'.
+	HumanCheck humancheck.Options
+
 	// CookieSecure marks cookies Secure (WAITROOM_COOKIE_SECURE); only
 	// local development over plain http turns it off.
 	CookieSecure bool
@@ -188,6 +199,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	c.loadServer(r)
 	c.loadQueues(r)
 	c.loadTrust(r)
+	c.loadDefences(r)
 	c.loadAdmin(r)
 	c.loadGate(r)
 	c.loadWebhooks(r)

@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/crossorigin"
+	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -260,7 +261,7 @@ func limits(r *reader) queue.Limits {
 // WAITROOM_POW_CALM_ARRIVALS, the queue's arrivals a second above which
 // every price rises by a bit per doubling (0: never).
 func price(r *reader) queue.Price {
-	var p queue.Price
+	p := queue.Price{MaxBits: r.integer("WAITROOM_POW_MAX_BITS", strconv.Itoa(queue.DefaultMaxBits), 1, queue.MaxChallengeDifficulty)}
 	if v := r.str("WAITROOM_POW_NETWORK_BITS", "13"); v != "off" {
 		b, err := strconv.Atoi(v)
 		if err != nil || b < 0 || b > queue.MaxChallengeDifficulty {
@@ -306,6 +307,31 @@ func (c *Config) loadTrust(r *reader) {
 	if c.ClientIP, err = clientip.New(r.list("WAITROOM_TRUSTED_PROXIES", "")); err != nil {
 		r.failf("WAITROOM_TRUSTED_PROXIES: %w", err)
 	}
+}
+
+// loadDefences reads what the defences judge a client by besides its
+// address: the operator's networks file, and the human check's provider
+// with the hosts its tokens may name (the public URL's, and each allowed
+// origin's: a token made on another site's page is refused).
+func (c *Config) loadDefences(r *reader) {
+	c.NetworksFile = r.str("WAITROOM_NETWORKS_FILE", "")
+	opts, err := humancheck.FromEnv(func(k string) string { return r.str(k, "") })
+	if err != nil {
+		r.failf("%w", err)
+		return
+	}
+	if opts.Provider == humancheck.Off {
+		return
+	}
+	for _, o := range append([]string{c.PublicURL}, r.list("WAITROOM_CORS_ORIGINS", "")...) {
+		if u, err := url.Parse(o); err == nil && u.Hostname() != "" {
+			opts.Hosts = append(opts.Hosts, u.Hostname())
+		}
+	}
+	if err := opts.WithDefaults().Validate(); err != nil {
+		r.failf("%w (the hosts come from WAITROOM_PUBLIC_URL and WAITROOM_CORS_ORIGINS)", err)
+	}
+	c.HumanCheck = opts
 }
 
 // publicURL reads WAITROOM_PUBLIC_URL: an http(s) origin, without a

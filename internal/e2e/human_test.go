@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -15,66 +11,14 @@ import (
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/humancheck/humanchecktest"
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-// humanCheckStandInEnter asks every enter of the page for a human check,
-// in front of the real server: an enter without {human_token}, or with
-// one the checker refuses, is answered 403 human_check_required or
-// human_check_failed with the widget's fields in the error body; an enter
-// whose token passes goes on to the server without it.
-//
-// It stands in for the enter path's own wiring of humancheck, so the page
-// can be tested before that exists. Once the server asks for the check
-// itself, drop this wrapper (stackOptions.wrap) and these tests run
-// against the real path as they are.
-func humanCheckStandInEnter(c *humancheck.Checker) func(http.Handler) http.Handler {
-	refuse := func(w http.ResponseWriter, code, message string) {
-		p := c.Public()
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(http.StatusForbidden)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{
-			"code": code, "message": message, "provider": p.Provider, "sitekey": p.SiteKey, "script_url": p.ScriptURL,
-		}})
-	}
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/enter") {
-				next.ServeHTTP(w, r)
-				return
-			}
-			raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-			if err != nil {
-				http.Error(w, "body", http.StatusBadRequest)
-				return
-			}
-			body := map[string]any{}
-			_ = json.Unmarshal(raw, &body)
-			token, _ := body["human_token"].(string)
-			if token == "" {
-				refuse(w, "human_check_required", "this room asks for a human check")
-				return
-			}
-			switch err := c.Verify(r.Context(), token, ""); {
-			case errors.Is(err, humancheck.ErrFailed):
-				refuse(w, "human_check_failed", "the human check did not pass")
-				return
-			case err != nil:
-				http.Error(w, "unavailable", http.StatusServiceUnavailable)
-				return
-			}
-			delete(body, "human_token")
-			raw, _ = json.Marshal(body)
-			r.Body = io.NopCloser(bytes.NewReader(raw))
-			r.ContentLength = int64(len(raw))
-			next.ServeHTTP(w, r)
-		})
-	}
-}
-
-// humanStack is a stack whose enter asks for a human check of the
-// stand-in provider sp, as provider p, with the page's policy allowing
-// its widget.
+// humanStack is a stack whose queue asks everyone for a human check
+// (human_check: always) of the stand-in provider sp, as provider p,
+// through the real enter path: the server verifies the page's token with
+// the provider, and the page's policy allows its widget.
 func humanStack(t *testing.T, sp *humanchecktest.Server, p humancheck.Provider) *stack {
 	t.Helper()
 	sp.SetHostname("") // the page's own host, as the widget reports it
@@ -82,10 +26,12 @@ func humanStack(t *testing.T, sp *humanchecktest.Server, p humancheck.Provider) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	always := queue.HumanAlways
 	return newStack(t, stackOptions{
-		settings: fastTicks(1),
-		api:      func(o *httpapi.Options) { o.HumanCheck = checker.Public() },
-		wrap:     humanCheckStandInEnter(checker),
+		settings:  fastTicks(1),
+		api:       func(o *httpapi.Options) { o.Human = checker },
+		storeOpts: []queue.Option{queue.WithHumanCheck(checker.Available)},
+		update:    &queue.Update{HumanCheck: &always},
 	})
 }
 

@@ -90,9 +90,10 @@ type stackOptions struct {
 	// before they are built (failmode_test.go).
 	gate func(*proxy.GateOptions, *queue.Store)
 	api  func(*httpapi.Options)
-	// wrap, when set, goes around the server, inside the recorder: a
-	// test's stand-in for wiring the server does not have yet.
-	wrap func(http.Handler) http.Handler
+	// storeOpts are the store's options beyond the hand-overs' tracker,
+	// and update the queue's settings once it is seeded.
+	storeOpts []queue.Option
+	update    *queue.Update
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -110,13 +111,18 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	// Places moved to another device, as main wires them.
 	moves := handoff.NewTracker(rdb, queues)
-	store, err := queue.NewStore(rdb, queues, o.settings, 5*time.Second, queue.WithRecentMoves(moves))
+	store, err := queue.NewStore(rdb, queues, o.settings, 5*time.Second, append([]queue.Option{queue.WithRecentMoves(moves)}, o.storeOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	if err := store.Seed(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if o.update != nil {
+		if err := store.UpdateSettings(ctx, name, *o.update); err != nil {
+			t.Fatal(err)
+		}
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 
@@ -206,9 +212,6 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		o.api(&apiOpts)
 	}
 	var handler http.Handler = httpapi.New(apiOpts)
-	if o.wrap != nil {
-		handler = o.wrap(handler)
-	}
 	srv := httptest.NewServer(calls.wrap(handler))
 	// Registered after the scheduler's cleanup, so it runs before it: no
 	// request is in flight when the scheduler and Redis client go.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/handoff"
+	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -55,6 +56,8 @@ var (
 	errCrossSite         = &apiError{status: http.StatusForbidden, code: "cross_site_request", message: "this request must come from the waiting room's own page or an allowed origin"}
 	errNotJSON           = &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", message: "send the body as Content-Type: application/json"}
 	errChallengeRequired = &apiError{status: http.StatusForbidden, code: queue.RefusedChallenge, message: "this queue asks for proof of work: get /challenge, solve it and send challenge and nonce with enter"}
+	errHumanRequired     = &apiError{status: http.StatusForbidden, code: "human_check_required", message: "this queue asks for a human check: show the provider's widget (provider, sitekey, script_url) and send its token with enter as human_token"}
+	errHumanFailed       = &apiError{status: http.StatusForbidden, code: "human_check_failed", message: "the human check was not passed (refused, expired or used already): show the provider's widget again"}
 )
 
 type errorBody struct {
@@ -68,9 +71,13 @@ type errorDetail struct {
 	OpensAt      string `json:"opens_at,omitempty"`
 	PrequeueFrom string `json:"prequeue_from,omitempty"`
 	RetryAt      string `json:"retry_at,omitempty"` // when a rate-limited or full-line call may be tried again
-	// Difficulty: with challenge_required, the proof of work to solve
-	// (issue 26.2).
+	// Difficulty: with challenge_required, the proof of work to solve.
 	Difficulty *int `json:"difficulty,omitempty"`
+	// Provider, SiteKey and ScriptURL: with human_check_required and
+	// human_check_failed, the widget to show (humancheck.Public).
+	Provider  string `json:"provider,omitempty"`
+	SiteKey   string `json:"sitekey,omitempty"`
+	ScriptURL string `json:"script_url,omitempty"`
 }
 
 // fail is the one place that turns an error into an HTTP answer. Redis
@@ -96,7 +103,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errInvalidPlace, errInvalidPass, errPlaceMoved:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
 	}
-	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field, e.opensAt, e.prequeueFrom, retryAt, e.difficulty}})
+	d := errorDetail{Code: e.code, Message: e.message, Field: e.field, OpensAt: e.opensAt, PrequeueFrom: e.prequeueFrom, RetryAt: retryAt, Difficulty: e.difficulty}
+	if (e == errHumanRequired || e == errHumanFailed) && s.human != nil {
+		p := s.human.Public()
+		d.Provider, d.SiteKey, d.ScriptURL = p.Provider, p.SiteKey, p.ScriptURL
+	}
+	writeJSON(w, e.status, errorBody{d})
 }
 
 func classify(err error) *apiError {
@@ -127,6 +139,10 @@ func classify(err error) *apiError {
 			retryAfter: storeWait(err)}
 	case errors.Is(err, queue.ErrChallengeRequired), errors.Is(err, challenge.ErrInvalid):
 		return errChallengeRequired
+	case errors.Is(err, queue.ErrHumanCheckRequired):
+		return errHumanRequired
+	case errors.Is(err, humancheck.ErrFailed):
+		return errHumanFailed
 	case errors.Is(err, queue.ErrMoved):
 		return errPlaceMoved
 	case errors.Is(err, handoff.ErrInvalid):

@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waitroom/waitroom/internal/clientip"
+	"github.com/waitroom/waitroom/internal/netclass"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -45,9 +46,15 @@ func (s *Server) clientKey(r *http.Request) string {
 
 // client names r's client in the enter limits and the price of a place:
 // its address (clientKey) and its wider networks, the IPv4 /24 or IPv6
-// /56 and the IPv6 /48 (clientip.TiersOf), so that a block's addresses
-// share its budgets and its count of places (issue 26.2).
+// /56 and the IPv6 /48, so that a block's addresses share its budgets
+// and its count of places; by the operator's networks file
+// (netclass.Table.Tiers), a shared network's people each count as their
+// own address, and a hosting network pays the ceiling for every place.
 func (s *Server) client(r *http.Request) queue.Caller {
-	t := clientip.TiersOf(s.clientIP.Addr(r))
-	return queue.Caller{Client: t.Host, Networks: [2]string{t.Network, t.Site}}
+	t, class := s.networks.Table().Tiers(s.clientIP.Addr(r))
+	c := queue.Caller{Client: t.Host, Networks: [2]string{t.Network, t.Site}}
+	if class == netclass.Hosting {
+		c.Pricing = queue.PriceCeiling
+	}
+	return c
 }

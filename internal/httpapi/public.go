@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waitroom/waitroom/internal/crossorigin"
+	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/reqcheck"
@@ -29,6 +30,9 @@ type enterRequest struct {
 	// Handoff takes over a place another device handed over: its token
 	// or its code (handoff.go).
 	Handoff string `json:"handoff"`
+	// HumanToken is the human check's answer (the provider's widget
+	// gives it), when the queue asked for one (human_check_required).
+	HumanToken string `json:"human_token"`
 }
 
 func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
@@ -92,6 +96,17 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 // queue's difficulty.
 func (s *Server) entry(r *http.Request, q string, req enterRequest) (queue.Entry, bool, error) {
 	e := queue.Entry{Caller: s.client(r)}
+	if req.HumanToken != "" && s.human != nil {
+		// Checked before the store: the provider's answer is what the
+		// store's price reads (Caller.Human). A provider that cannot answer
+		// makes this enter pay proof of work at the ceiling instead.
+		switch err := s.human.Verify(r.Context(), req.HumanToken, s.clientIP.Addr(r).String()); {
+		case err == nil:
+			e.Human = true
+		case errors.Is(err, humancheck.ErrFailed):
+			return queue.Entry{}, false, err
+		}
+	}
 	if req.Challenge != "" {
 		p, err := s.challenges.Check(q, req.Challenge, req.Nonce)
 		if err != nil {
@@ -114,8 +129,11 @@ func (s *Server) entry(r *http.Request, q string, req enterRequest) (queue.Entry
 			return queue.Entry{}, false, err
 		}
 		// The account may already hold a place from another device; an
-		// anonymous place this browser held is given up for it.
+		// anonymous place this browser held is given up for it. An account
+		// is one person, whatever network it comes from: it pays no
+		// network's price.
 		e.User, e.Proved, e.Join = member, true, true
+		e.Pricing = queue.PriceNone
 		if old, err := s.placeOf(r, q); err == nil {
 			e.Replaces = old.Member
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/linedoc"
+	"github.com/waitroom/waitroom/internal/netclass"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
@@ -115,15 +116,22 @@ type Options struct {
 	// rate: it stores what the site pushes (POST .../origin); nil: that
 	// endpoint answers 404.
 	Adapt *autorate.Runner
-	// HumanCheck is the human check's widget (humancheck.Checker.Public):
-	// the waiting page's Content-Security-Policy then allows its script
-	// and frame. The zero value: no human check, no third party.
-	HumanCheck humancheck.Public
+	// Human checks a human check's token with its provider (nil: no
+	// human check; a human_token is then ignored, and the store never
+	// asks for one). The waiting page's Content-Security-Policy allows
+	// its widget's script and frame.
+	Human *humancheck.Checker
+	// Networks is the operator's table of network classes
+	// (WAITROOM_NETWORKS_FILE, reloaded as it changes); nil: every
+	// network of the default class.
+	Networks *netclass.Watcher
 }
 
 // Server serves the HTTP API.
 type Server struct {
 	store        *queue.Store
+	human        *humancheck.Checker
+	networks     *netclass.Watcher
 	places       *place.Credentials
 	passes       *pass.Passes
 	join         *place.Join
@@ -163,6 +171,8 @@ type Server struct {
 func New(o Options) *Server {
 	s := &Server{
 		store:             o.Store,
+		human:             o.Human,
+		networks:          o.Networks,
 		places:            o.Places,
 		passes:            o.Passes,
 		join:              o.Join,
@@ -202,7 +212,9 @@ func New(o Options) *Server {
 	}
 	s.admin = newAdminGuard(o)
 	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
-	s.waitingCSP = waitingPageCSP(o.HumanCheck)
+	if o.Human != nil {
+		s.waitingCSP = waitingPageCSP(o.Human.Public())
+	}
 	s.handler = s.routes()
 	s.own = routed(s.handler)
 	s.gated = s.gatedRoutes(o.Upstream)

@@ -66,7 +66,10 @@ func (s *Server) callerOf(r *http.Request, q string) (queue.Caller, error) {
 	if err != nil {
 		return queue.Caller{}, err
 	}
-	return queue.Caller{User: p.Member, Client: s.clientKey(r), Proved: true, Seq: p.Seq, Credential: true, Gen: p.Gen}, nil
+	// The network (one address of a shared network) is the budget of the
+	// held places its callers bring back per tick.
+	t, _ := s.networks.Table().Tiers(s.clientIP.Addr(r))
+	return queue.Caller{User: p.Member, Client: t.Host, Networks: [2]string{t.Network}, Proved: true, Seq: p.Seq, Credential: true, Gen: p.Gen}, nil
 }
 
 // placeCookie is the cookie that carries queue q's place credential in
