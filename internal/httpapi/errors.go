@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/forecast"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
@@ -103,6 +104,7 @@ func classify(err error) *apiError {
 	var ae *apiError
 	var ce *queue.ChallengeError
 	var fe *queue.FieldError
+	var le *forecast.LimitError
 	switch {
 	case errors.As(err, &ae):
 		return ae
@@ -119,6 +121,9 @@ func classify(err error) *apiError {
 		e := *errChallengeRequired
 		e.difficulty = &ce.Difficulty
 		return &e
+	case errors.As(err, &le):
+		return &apiError{status: http.StatusTooManyRequests, code: queue.RefusedRateLimited, message: "too many forecasts for this credential; try again after Retry-After seconds",
+			retryAfter: le.After}
 	case errors.Is(err, queue.ErrRateLimited):
 		return &apiError{status: http.StatusTooManyRequests, code: queue.RefusedRateLimited, message: "too many requests from this address or for this place; try again after Retry-After seconds",
 			retryAfter: storeWait(err)}

@@ -34,6 +34,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/autorate"
 	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/forecast"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/place"
@@ -617,6 +618,19 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/schedule", header: auth, status: 404, code: "queue_not_found"})
 		k.check(t, e, call{method: "PUT", path: "/admin/v1/queues/nope/schedule", body: `{"windows":[]}`, header: withJSON(auth...), status: 404, code: "queue_not_found"})
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/forecast?refill_size=3", header: auth, status: 404, code: "queue_not_found"})
+		// Forecasts are limited per credential: a burst is refused with
+		// when to ask again.
+		for i := 0; ; i++ {
+			if i > forecast.PerCredential+100 {
+				t.Fatal("forecasts were never limited")
+			}
+			if r := e.do("GET", admin+"/forecast?refill_size=5", "", auth...); r.status == http.StatusTooManyRequests {
+				break
+			}
+		}
+		if r := k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=5", header: auth, status: 429, code: "rate_limited"}); r.header.Get("Retry-After") == "" {
+			t.Fatal("a limited forecast without Retry-After")
+		}
 		k.check(t, e, call{method: "GET", path: sched, status: 401, code: "unauthorized", docRejects: true})
 		k.check(t, e, call{method: "PUT", path: sched, body: `{"windows":[]}`, header: jsonCT, status: 401, code: "unauthorized", docRejects: true})
 		k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=3", status: 401, code: "unauthorized", docRejects: true})

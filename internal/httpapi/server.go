@@ -27,6 +27,7 @@ import (
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/failopen"
+	"github.com/waitroom/waitroom/internal/forecast"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/linedoc"
 	"github.com/waitroom/waitroom/internal/pages"
@@ -141,7 +142,8 @@ type Server struct {
 	clientIP                            *clientip.Resolver
 	challenges                          *challenge.Challenges
 	origins                             *crossorigin.Policy
-	admin                               adminGuard // lockout and audit log of the admin API (admin.go)
+	admin                               adminGuard      // lockout and audit log of the admin API (admin.go)
+	forecasts                           *forecast.Guard // per-credential limit and a second's cache (saleday.go)
 	// metrics wraps the routes (Options.Metrics); nil: none.
 	metrics func(http.Handler) http.Handler
 	// webhookInsecureHTTP: Options.WebhookInsecureHTTP
@@ -195,6 +197,7 @@ func New(o Options) *Server {
 		s.origins, _ = crossorigin.New(nil) // no origins: cannot fail
 	}
 	s.admin = newAdminGuard(o)
+	s.forecasts = forecast.NewGuard(forecast.Forecaster{Store: o.Store}.Forecast, nil)
 	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
 	s.handler = s.routes()
 	s.own = routed(s.handler)
