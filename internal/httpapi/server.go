@@ -102,6 +102,9 @@ type Options struct {
 	// WebhookInsecureHTTP lets an operator set a plain http webhook_url
 	// anywhere (WAITROOM_WEBHOOK_INSECURE_HTTP).
 	WebhookInsecureHTTP bool
+	// NoWebhookSecret: WAITROOM_WEBHOOK_SECRET is not set, so no event is
+	// delivered; a webhook_url is then refused (webhooks_disabled).
+	NoWebhookSecret bool
 	// ProbePolicy is what an origin_probe_url may reach (safeurl; issue
 	// 26, item 13): the zero policy refuses loopback and private targets.
 	ProbePolicy safeurl.Policy
@@ -146,13 +149,13 @@ type Server struct {
 	forecasts                           *forecast.Guard // per-credential limit and a second's cache (saleday.go)
 	// metrics wraps the routes (Options.Metrics); nil: none.
 	metrics func(http.Handler) http.Handler
-	// webhookInsecureHTTP: Options.WebhookInsecureHTTP
-	webhookInsecureHTTP bool
-	probePolicy         safeurl.Policy     // Options.ProbePolicy
-	failOpens           *failopen.Recorder // nil: none
-	handoffs            *handoff.Service   // nil: none
-	lines               *linedoc.Documents // the queues' public line documents (line.go)
-	adapt               *autorate.Runner   // nil: none
+	// webhookChecks: Options.WebhookInsecureHTTP and NoWebhookSecret
+	webhookChecks webhookChecks
+	probePolicy   safeurl.Policy     // Options.ProbePolicy
+	failOpens     *failopen.Recorder // nil: none
+	handoffs      *handoff.Service   // nil: none
+	lines         *linedoc.Documents // the queues' public line documents (line.go)
+	adapt         *autorate.Runner   // nil: none
 }
 
 // New returns the server with its routes.
@@ -174,8 +177,8 @@ func New(o Options) *Server {
 		assetTags:         newAssetTags(o.Static),
 		gate:              o.Gate,
 		// a plain http webhook_url anywhere (webhook.CheckURL)
-		webhookInsecureHTTP: o.WebhookInsecureHTTP,
-		probePolicy:         o.ProbePolicy,
+		webhookChecks: webhookChecks{insecureHTTP: o.WebhookInsecureHTTP, noSecret: o.NoWebhookSecret},
+		probePolicy:   o.ProbePolicy,
 	}
 	if s.pages == nil {
 		s.pages = pages.Default()
