@@ -30,6 +30,7 @@ import (
 	"github.com/waitroom/waitroom/internal/forecast"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/linedoc"
+	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
@@ -147,6 +148,7 @@ type Server struct {
 	origins                             *crossorigin.Policy
 	admin                               adminGuard      // lockout and audit log of the admin API (admin.go)
 	forecasts                           *forecast.Guard // per-credential limit and a second's cache (saleday.go)
+	failures                            *loglimit.Keyed // the 5xx lines, one per cause and route a period (errors.go)
 	// metrics wraps the routes (Options.Metrics); nil: none.
 	metrics func(http.Handler) http.Handler
 	// webhookChecks: Options.WebhookInsecureHTTP and NoWebhookSecret
@@ -200,6 +202,7 @@ func New(o Options) *Server {
 		s.origins, _ = crossorigin.New(nil) // no origins: cannot fail
 	}
 	s.admin = newAdminGuard(o)
+	s.failures = loglimit.NewKeyed(failureLogEvery, maxFailureKeys, nil)
 	s.forecasts = forecast.NewGuard(forecast.Forecaster{Store: o.Store}.Forecast, nil)
 	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
 	s.handler = s.routes()
