@@ -555,9 +555,10 @@ func TestOpenAPIContract(t *testing.T) {
 		if err := json.Unmarshal(r.body, &aq); err != nil || aq.MaxWaiting != 100 || !aq.Paused {
 			t.Fatalf("patch: %s", r.body)
 		}
-		// Paused: the ticket says so.
-		if tk := ticket(k.check(t, e, call{method: "POST", path: q + "/enter", body: "{}", header: jsonCT, status: 200})); !tk.Paused {
-			t.Fatalf("enter while paused: %+v", tk)
+		// Paused: the ticket says so, and promises no time.
+		r = k.check(t, e, call{method: "POST", path: q + "/enter", body: "{}", header: jsonCT, status: 200})
+		if tk := ticket(r); !tk.Paused || tk.ETASeconds != nil || tk.ETALowSeconds != nil || tk.ETAHighSeconds != nil {
+			t.Fatalf("enter while paused: %s", r.body)
 		}
 		patch(`{"paused":false,"max_active":0,"refill_size":2}`, 200, "", false)
 		patch(`{"refill_size":0}`, 400, "invalid_settings", true)
