@@ -145,6 +145,30 @@ func TestAdminSaleDay(t *testing.T) {
 	if got := eval[string](b, fmt.Sprintf(`document.querySelector(%q).value`, section+" .window-row .w-lanes")); got != "priority 50" {
 		t.Errorf("the window's lanes field after saving: %q", got)
 	}
+	// The audit log words the windows and the lanes as the section does,
+	// not as JSON.
+	b.waitJS(15*time.Second, "the schedule's change in the audit log", fmt.Sprintf(
+		`[...document.querySelectorAll(%q)].some((li) => li.textContent.startsWith('windows: '))`, section+" .audit-change"))
+	changes := eval[[]string](b, fmt.Sprintf(`[...document.querySelectorAll(%q)].map((li) => li.textContent)`, section+" .audit-change"))
+	var windows, lanesChange string
+	for _, c := range changes {
+		if strings.HasPrefix(c, "windows: ") {
+			windows = c
+		}
+		if strings.HasPrefix(c, "lanes: none → ") {
+			lanesChange = c
+		}
+		if strings.Contains(c, "{") || strings.Contains(c, "[") {
+			t.Errorf("an audit change in JSON: %q", c)
+		}
+	}
+	if !strings.HasPrefix(windows, "windows: none → ") || !strings.HasSuffix(windows, "(refill 3, lanes priority 50%)") {
+		t.Errorf("the schedule's audit change %q, want none → the window, refill 3, lanes priority 50%%", windows)
+	}
+	if lanesChange != "lanes: none → priority 30%" {
+		t.Errorf("the lanes' audit change %q (all: %q)", lanesChange, changes)
+	}
+
 	// The lanes fields look like the number fields beside them.
 	if got := eval[string](b, fmt.Sprintf(`(() => {
 	  const look = (sel) => { const s = getComputedStyle(document.querySelector(sel)); return [s.borderTopStyle, s.borderTopWidth, s.borderRadius, s.minHeight, s.paddingLeft].join(' '); };

@@ -91,14 +91,20 @@ export async function refreshSchedule(view, mine) {
 }
 
 // overrides says what a window changes ("refill 40, paused").
-function overrides(w) {
+export function overrides(w) {
   const parts = [];
   if (w.refill_size !== undefined) parts.push(t('windowRefill', { n: num(w.refill_size) }));
   if (w.max_active !== undefined) parts.push(t('windowCap', { n: num(w.max_active) }));
   if (w.paused === true) parts.push(t('windowPaused'));
   if (w.paused === false) parts.push(t('windowAdmitting'));
-  if (w.lanes) parts.push(t('windowLanes', { lanes: w.lanes.map((l) => l.name + ' ' + num(Math.round(l.share * 1000) / 10) + '%').join(', ') || '–' }));
+  if (w.lanes) parts.push(t('windowLanes', { lanes: lanesShares(w.lanes) || '–' }));
   return parts.join(', ') || t('windowNothing');
+}
+
+// lanesShares is lanes as an operator reads them: "priority 30%,
+// seniors 10%" ('' for none).
+export function lanesShares(lanes) {
+  return lanes.map((l) => l.name + ' ' + num(Math.round(l.share * 1000) / 10) + '%').join(', ');
 }
 
 // lanesText is lanes as parseLanes reads them, in any language
