@@ -26,8 +26,13 @@
 # WAITROOM_IMAGE to run other images; with registry access,
 # `docker compose up --build` works too.
 #
+# The service's other settings (webhooks, max_active, lanes, proof of
+# work ...) go in the env file compose passes to every replica,
+# WAITROOM_ENV_FILE (.waitroom/waitroom.env: made empty if missing, by any
+# command of this script).
+#
 # Other knobs: WAITROOM_PORT (host port, 8080), WAITROOM_ADMIN_TOKEN,
-# WAITROOM_STATE_DIR (where the token is kept, .waitroom),
+# WAITROOM_STATE_DIR (where the token and env file are kept, .waitroom),
 # WAITROOM_SUBNET (the project's network, 172.30.78.0/24),
 # COMPOSE_PROJECT_NAME (waitroom).
 set -euo pipefail
@@ -54,6 +59,18 @@ new_admin_token() {
 	)
 	mv "$token_file.tmp" "$token_file"
 }
+
+# The env file compose passes to the replicas must exist, or compose
+# refuses to start; an empty one sets nothing.
+export WAITROOM_ENV_FILE=${WAITROOM_ENV_FILE:-$state_dir/waitroom.env}
+if [ ! -e "$WAITROOM_ENV_FILE" ]; then
+	mkdir -p "$(dirname "$WAITROOM_ENV_FILE")"
+	# It may come to hold the webhook secret: this user's only.
+	(
+		umask 077
+		: >"$WAITROOM_ENV_FILE"
+	)
+fi
 
 if [ "${1:-}" = token ]; then
 	if [ -n "${WAITROOM_ADMIN_TOKEN:-}" ]; then

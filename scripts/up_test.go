@@ -80,6 +80,44 @@ func TestUpAdminToken(t *testing.T) {
 	}
 }
 
+// TestUpEnvFile: compose passes the service's other settings from an env
+// file, which up.sh makes empty (this user's only) when it is missing and
+// never overwrites; the README names it.
+func TestUpEnvFile(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	upToken(t, dir)
+	file := filepath.Join(dir, "waitroom.env")
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("env file: %d bytes, mode %v; want empty, 0600", fi.Size(), fi.Mode().Perm())
+	}
+	if err := os.WriteFile(file, []byte("WAITROOM_MAX_ACTIVE=500\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	upToken(t, dir)
+	if b, _ := os.ReadFile(file); string(b) != "WAITROOM_MAX_ACTIVE=500\n" {
+		t.Fatalf("up.sh changed the env file: %q", b)
+	}
+	own := filepath.Join(t.TempDir(), "mine.env")
+	upToken(t, dir, "WAITROOM_ENV_FILE="+own)
+	if _, err := os.Stat(own); err != nil {
+		t.Fatalf("WAITROOM_ENV_FILE not made: %v", err)
+	}
+
+	compose, _ := os.ReadFile("../docker-compose.yml")
+	if !strings.Contains(string(compose), "env_file:\n      - ${WAITROOM_ENV_FILE:-.waitroom/waitroom.env}") {
+		t.Error("docker-compose.yml does not pass the replicas .waitroom/waitroom.env (env_file)")
+	}
+	readme, _ := os.ReadFile("../README.md")
+	if !strings.Contains(string(readme), ".waitroom/waitroom.env") {
+		t.Error("README.md does not name the env file")
+	}
+}
+
 // No default token is left in what ships: compose, the scripts, the docs.
 func TestNoDefaultAdminToken(t *testing.T) {
 	t.Parallel()

@@ -102,7 +102,8 @@ func (a *app) apiOptions() (httpapi.Options, error) {
 		Metrics:         a.obs.http,
 		// a plain http webhook_url anywhere (webhook.CheckURL)
 		WebhookInsecureHTTP: cfg.WebhookInsecureHTTP,
-		ProbePolicy:         cfg.ProbePolicy, // what origin_probe_url may reach
+		NoWebhookSecret:     len(cfg.WebhookSecret) == 0, // a webhook_url would deliver nothing
+		ProbePolicy:         cfg.ProbePolicy,             // what origin_probe_url may reach
 		FailOpens:           a.failOpens,
 		Handoffs:            a.handoffs,
 		Adapt:               a.adapter,

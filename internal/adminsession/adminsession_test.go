@@ -106,6 +106,12 @@ func TestEndPersonEverywhereWithinASecond(t *testing.T) {
 	if _, ok, _ := b.Find(ctx, other); !ok {
 		t.Fatal("another person's session ended too")
 	}
+	// Again, and for someone who never signed in: nothing to end, said so.
+	for _, name := range []string{p.Name, "nobody@example.com"} {
+		if n, err := a.EndPerson(ctx, name); !errors.Is(err, adminsession.ErrNoSession) || n != 0 {
+			t.Fatalf("ending %s with no session: %d, %v", name, n, err)
+		}
+	}
 }
 
 // TestIdleAndAbsoluteTimeouts, on the Redis clock.

@@ -54,6 +54,10 @@ var endLua string
 //go:embed scripts/claim.lua
 var claimLua string
 
+// ErrNoSession: the person has no live session to end. An answer of
+// "ended 0" read like a success to an admin who mistyped a name.
+var ErrNoSession = errors.New("adminsession: the person has no live session")
+
 var (
 	startScript = redis.NewScript(startLua)
 	touchScript = redis.NewScript(touchLua)
@@ -196,8 +200,8 @@ func (s *Sessions) forget(id string) {
 	s.cache.Remove(id)
 }
 
-// EndPerson ends every session of person and returns how many were live.
-// Other replicas refuse them within CacheFor.
+// EndPerson ends every session of person and returns how many were live;
+// ErrNoSession when none was. Other replicas refuse them within CacheFor.
 func (s *Sessions) EndPerson(ctx context.Context, person string) (int, error) {
 	ids, err := s.rdb.SMembers(ctx, rediskeys.PersonSessions(person)).Result()
 	if err != nil {
@@ -211,11 +215,15 @@ func (s *Sessions) EndPerson(ctx context.Context, person string) (int, error) {
 		argv = append(argv, id)
 	}
 	if len(ids) == 0 {
-		return 0, nil
+		return 0, ErrNoSession
 	}
 	n, err := endScript.Run(ctx, s.rdb, keys, argv...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("adminsession: end person: %w", err)
+	}
+	if n == 0 {
+		// Only ids of sessions that expired on their own: nothing ended.
+		return 0, ErrNoSession
 	}
 	return n, nil
 }

@@ -170,6 +170,24 @@ func TestAdmin(t *testing.T) {
 		t.Errorf(".now-waiting = %q, want '· N now'", got)
 	}
 
+	// The admitted panel's keys read "■ Abandoned  ┄ Refill in force":
+	// each swatch before its word, a gap between the keys.
+	b.waitJS(10*time.Second, "the refill in force's key", fmt.Sprintf(`!document.querySelector(%q).hidden`, section+" .effective-key"))
+	keys := eval[string](b, fmt.Sprintf(`(() => {
+	  const k = document.querySelector(%q), sw = k.querySelector('.swatch'), word = k.querySelector('[data-i18n]');
+	  const before = [...k.parentElement.children].filter((e) => e !== k && !e.hidden && e.getClientRects().length &&
+	    (k.compareDocumentPosition(e) & Node.DOCUMENT_POSITION_PRECEDING)).pop();
+	  const r = (e) => e.getBoundingClientRect();
+	  const problems = [];
+	  if (getComputedStyle(sw).borderTopStyle !== 'dashed' || r(sw).width < 8) problems.push('no dashed swatch');
+	  if (r(sw).right > r(word).left) problems.push('swatch after its word');
+	  if (r(k).left - r(before).right < 4) problems.push('no gap after ' + before.className);
+	  return problems.join(', ');
+	})()`, section+" .effective-key"))
+	if keys != "" {
+		t.Errorf("the chart's keys: %s", keys)
+	}
+
 	// The labels are 12px whatever the chart's width: on this 1000px
 	// window and on a phone.
 	b.waitJS(5*time.Second, "the chart's labels at their size on a desktop", chartLabelsOK(section))

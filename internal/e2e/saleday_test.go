@@ -131,11 +131,51 @@ func TestAdminSaleDay(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(section+" .window-row .end-date"), end.Format("2006-01-02")),
 		chromedp.SetValue(chromedp.CSS(section+" .window-row .end-time"), end.Format("15:04:05")),
 		chromedp.SendKeys(chromedp.CSS(section+" .window-row .w-refill"), "3"),
+		chromedp.SendKeys(chromedp.CSS(section+" .window-row .w-lanes"), "priority 50"),
 		chromedp.Click(chromedp.CSS(section+" .schedule-submit")))
 	b.waitJS(5*time.Second, "the schedule saved", fmt.Sprintf(`!document.querySelector(%q).hidden`, section+" .schedule-ok"))
 	sched, _, err := s.store.Schedule(context.Background(), s.queue)
 	if err != nil || len(sched.Windows) != 1 || *sched.Windows[0].RefillSize != 3 || !sched.Windows[0].Start.Equal(start.Truncate(time.Second)) {
 		t.Fatalf("stored schedule: %+v, %v", sched, err)
+	}
+	// The window's lanes, set in its row, stored and shown again there.
+	if l := sched.Windows[0].Lanes; l == nil || len(*l) != 1 || (*l)[0].Name != "priority" || (*l)[0].Share != 0.5 {
+		t.Fatalf("the window's lanes: %+v", sched.Windows[0].Lanes)
+	}
+	if got := eval[string](b, fmt.Sprintf(`document.querySelector(%q).value`, section+" .window-row .w-lanes")); got != "priority 50" {
+		t.Errorf("the window's lanes field after saving: %q", got)
+	}
+	// The audit log words the windows and the lanes as the section does,
+	// not as JSON.
+	b.waitJS(15*time.Second, "the schedule's change in the audit log", fmt.Sprintf(
+		`[...document.querySelectorAll(%q)].some((li) => li.textContent.startsWith('windows: '))`, section+" .audit-change"))
+	changes := eval[[]string](b, fmt.Sprintf(`[...document.querySelectorAll(%q)].map((li) => li.textContent)`, section+" .audit-change"))
+	var windows, lanesChange string
+	for _, c := range changes {
+		if strings.HasPrefix(c, "windows: ") {
+			windows = c
+		}
+		if strings.HasPrefix(c, "lanes: none → ") {
+			lanesChange = c
+		}
+		if strings.Contains(c, "{") || strings.Contains(c, "[") {
+			t.Errorf("an audit change in JSON: %q", c)
+		}
+	}
+	if !strings.HasPrefix(windows, "windows: none → ") || !strings.HasSuffix(windows, "(refill 3, lanes priority 50%)") {
+		t.Errorf("the schedule's audit change %q, want none → the window, refill 3, lanes priority 50%%", windows)
+	}
+	if lanesChange != "lanes: none → priority 30%" {
+		t.Errorf("the lanes' audit change %q (all: %q)", lanesChange, changes)
+	}
+
+	// The lanes fields look like the number fields beside them.
+	if got := eval[string](b, fmt.Sprintf(`(() => {
+	  const look = (sel) => { const s = getComputedStyle(document.querySelector(sel)); return [s.borderTopStyle, s.borderTopWidth, s.borderRadius, s.minHeight, s.paddingLeft].join(' '); };
+	  const want = look(%q);
+	  return [%q, %q].filter((sel) => look(sel) !== want).join(', ');
+	})()`, section+" .window-row .w-refill", section+" .lanes-input", section+" .window-row .w-lanes")); got != "" {
+		t.Errorf("unlike the number fields: %s", got)
 	}
 	b.waitJS(10*time.Second, "the window in force", fmt.Sprintf(`document.querySelector(%q).textContent.includes('In force') && document.querySelector(%q).textContent.includes('refill 3')`,
 		section+" .window-state", section+" .window-state"))

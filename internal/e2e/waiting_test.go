@@ -146,11 +146,11 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 	if st, eta := summaryAndEta(b); eta != "less than a minute" || st != fmt.Sprintf("%d people are waiting; estimated wait %s", b.number("#waiting-total"), eta) {
 		t.Errorf("#status-text = %q, #eta = %q; want the line summary ending in the card's 'less than a minute'", st, eta)
 	}
-	// The bar starts above 0 % on arrival: joining is the first of P + 1
-	// steps for a place joined at P.
+	// The bar starts at 0 % on arrival, at the position joined at (the
+	// store may already be a tick ahead).
 	arrival := progress(b)
-	if arrival.Percent != arrival.want() || arrival.Percent <= 0 || arrival.Percent >= 100 {
-		t.Errorf("progress on arrival %+v, want %d%%, above 0 and below 100", arrival, arrival.want())
+	if arrival.Percent != arrival.want() || arrival.Percent >= 100 || arrival.Position == arrival.Initial && arrival.Percent != 0 {
+		t.Errorf("progress on arrival %+v, want %d%%: 0 at the position joined at, below 100", arrival, arrival.want())
 	}
 	// The page shows what the store says (the store may be a tick ahead).
 	if tk := s.status(member); tk.Status != queue.Waiting || tk.Position > first {
@@ -244,11 +244,11 @@ func progress(b *browser) progressBar {
 	return p
 }
 
-// want is the page's rule: joining at P is the first of P + 1 steps, each
-// place moved up one more, kept within 1 – 99 % while waiting.
+// want is the page's rule: 0 on joining at P, each place moved up one
+// P-th of the way, kept below 100 % while waiting.
 func (p progressBar) want() int {
-	f := float64(p.Initial-p.Position+1) / float64(p.Initial+1)
-	return min(99, max(1, int(math.Round(f*100))))
+	f := float64(p.Initial-p.Position) / float64(max(p.Initial, 1))
+	return min(99, max(0, int(math.Round(f*100))))
 }
 
 // summaryAndEta reads the summary line and the Estimated wait card at once.
@@ -259,7 +259,8 @@ func summaryAndEta(b *browser) (summary, eta string) {
 }
 
 // Someone who joins at the front (position 1, the next tick admits them,
-// an hour from now) is not shown as done: the bar is at 50 %, not 100 %.
+// an hour from now) is not shown as done: the bar is at 0 %, where every
+// new place starts, not 100 %.
 // The summary line and the card give the wait in the same words, in
 // English and in Korean.
 func TestWaitingAtTheFront(t *testing.T) {
@@ -287,8 +288,8 @@ func TestWaitingAtTheFront(t *testing.T) {
 
 	b.navigate(s.url + "/q/" + s.queue)
 	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
-	if p := progress(b); p.Position != 1 || p.Initial != 1 || p.Percent != 50 {
-		t.Errorf("progress at the front %+v, want position 1 joined at 1 and the bar at 50%%", p)
+	if p := progress(b); p.Position != 1 || p.Initial != 1 || p.Percent != 0 {
+		t.Errorf("progress at the front %+v, want position 1 joined at 1 and the bar at 0%%", p)
 	}
 	st, eta := summaryAndEta(b)
 	if !strings.HasPrefix(eta, "about ") || st != "1 person is waiting; estimated wait "+eta {
@@ -302,8 +303,8 @@ func TestWaitingAtTheFront(t *testing.T) {
 	if !strings.HasPrefix(eta, "약 ") || st != "현재 대기 인원 1명, 예상 대기 시간 "+eta {
 		t.Errorf("Korean #status-text = %q, #eta = %q; want the summary to end in the card's estimate", st, eta)
 	}
-	if p := progress(b); p.Percent != 50 {
-		t.Errorf("progress in Korean %+v, want 50%%", p)
+	if p := progress(b); p.Percent != 0 {
+		t.Errorf("progress in Korean %+v, want 0%%", p)
 	}
 	b.screenshot("front-ko")
 }

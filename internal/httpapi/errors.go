@@ -7,11 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/forecast"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/humancheck"
+	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -87,7 +90,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	// A full line is a refusal the operator chose, met by every newcomer
 	// while it lasts: not an error to log line by line.
 	if e.status >= 500 && e.code != queue.RefusedQueueFull {
-		logger(r, s.log).Error("request failed", "status", e.status, "err", err)
+		s.logFailure(r, e, err)
 	}
 	retryAt := ""
 	switch {
@@ -111,10 +114,38 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.status, errorBody{d})
 }
 
+// failureLogEvery is how often a failure of one cause on one route is
+// logged: while the store is away every request fails alike, and a line
+// each (151 in 80 s from a dozen polling pages) hides what else happens.
+const failureLogEvery = 10 * time.Second
+
+// maxFailureKeys bounds the (cause, method, route) kept: codes and route
+// patterns are few, but a method outside the routes is the client's.
+const maxFailureKeys = 1024
+
+// logFailure writes a 5xx's ERROR line: the first of its cause (the
+// stable code), method and route pattern in each failureLogEvery, with
+// how many there were since the last line of the three (count) and the
+// error of this one.
+func (s *Server) logFailure(r *http.Request, e *apiError, err error) {
+	route := "(unrouted)"
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		route = rc.RoutePattern()
+	}
+	method := loglimit.Cut(r.Method, 16)
+	n, ok := s.failures.Take(e.code + " " + method + " " + route)
+	if !ok {
+		return
+	}
+	logger(r, s.log).Error("request failed", "status", e.status, "code", e.code, "method", method, "route", route,
+		"count", n, "err", err)
+}
+
 func classify(err error) *apiError {
 	var ae *apiError
 	var ce *queue.ChallengeError
 	var fe *queue.FieldError
+	var le *forecast.LimitError
 	switch {
 	case errors.As(err, &ae):
 		return ae
@@ -131,6 +162,9 @@ func classify(err error) *apiError {
 		e := *errChallengeRequired
 		e.difficulty = &ce.Difficulty
 		return &e
+	case errors.As(err, &le):
+		return &apiError{status: http.StatusTooManyRequests, code: queue.RefusedRateLimited, message: "too many forecasts for this credential; try again after Retry-After seconds",
+			retryAfter: le.After}
 	case errors.Is(err, queue.ErrRateLimited):
 		return &apiError{status: http.StatusTooManyRequests, code: queue.RefusedRateLimited, message: "too many requests from this address or for this place; try again after Retry-After seconds",
 			retryAfter: storeWait(err)}

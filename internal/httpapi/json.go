@@ -213,6 +213,14 @@ func putBuf(b *[]byte) {
 	bufs.Put(b)
 }
 
+// appendIntOrNull appends *v, or null for nil (as encoding/json does).
+func appendIntOrNull(b []byte, v *int64) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, *v, 10)
+}
+
 func appendTicket(b []byte, t ticketResponse) []byte {
 	b = append(b, `{"queue":`...)
 	b = appendString(b, t.Queue)
@@ -240,11 +248,11 @@ func appendTicket(b []byte, t ticketResponse) []byte {
 	b = append(b, `,"waiting":`...)
 	b = strconv.AppendInt(b, t.Waiting, 10)
 	b = append(b, `,"eta_seconds":`...)
-	b = strconv.AppendInt(b, t.ETASeconds, 10)
+	b = appendIntOrNull(b, t.ETASeconds)
 	b = append(b, `,"eta_low_seconds":`...)
-	b = strconv.AppendInt(b, t.ETALowSeconds, 10)
+	b = appendIntOrNull(b, t.ETALowSeconds)
 	b = append(b, `,"eta_high_seconds":`...)
-	b = strconv.AppendInt(b, t.ETAHighSeconds, 10)
+	b = appendIntOrNull(b, t.ETAHighSeconds)
 	b = append(b, `,"poll_after_ms":`...)
 	b = strconv.AppendInt(b, t.PollAfterMS, 10)
 	if t.Paused {

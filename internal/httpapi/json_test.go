@@ -130,14 +130,14 @@ func BenchmarkUnmarshal(b *testing.B) {
 func TestAppendTicketMatchesEncodingJSON(t *testing.T) {
 	for _, tk := range []ticketResponse{
 		{},
-		{Queue: "default", UserID: "user-1", Status: queue.Waiting, Position: 12, Waiting: 300, ETASeconds: 6, ETALowSeconds: 0, ETAHighSeconds: 11, PollAfterMS: 5400},
-		{Queue: "default", UserID: "user-1", Status: queue.Waiting, Position: 1800, Waiting: 3000, ETASeconds: 896, ETALowSeconds: 710, ETAHighSeconds: 901, PollAfterMS: 60000},
+		{Queue: "default", UserID: "user-1", Status: queue.Waiting, Position: 12, Waiting: 300, ETASeconds: ptr(int64(6)), ETALowSeconds: ptr(int64(0)), ETAHighSeconds: ptr(int64(11)), PollAfterMS: 5400},
+		{Queue: "default", UserID: "user-1", Status: queue.Waiting, Position: 1800, Waiting: 3000, ETASeconds: ptr(int64(896)), ETALowSeconds: ptr(int64(710)), ETAHighSeconds: ptr(int64(901)), PollAfterMS: 60000},
 		{Queue: "q_1-x", UserID: "김<&>\"\\'\u2028\u2029", Status: queue.Entered, Pass: "eyJhbGciOiJFZERTQSJ9.e30.c2ln", TargetURL: "https://shop.example/order?event=7&wr_pass=eyJ"},
 		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, Position: 1, PlaceToken: "v1.default.YTpB.bWFj"},
 		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, Position: 9, Paused: true},
 		{Queue: "default", UserID: "a:AAAA", Status: queue.NotWaiting, Reason: "abandoned"},
 		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, OpensAt: "2026-12-24T09:00:00Z"},
-		{Queue: "q", UserID: "u", Status: queue.NotWaiting, Position: math.MinInt64, Waiting: math.MaxInt64, ETASeconds: -1, ETALowSeconds: math.MinInt64, ETAHighSeconds: math.MaxInt64, PollAfterMS: 0},
+		{Queue: "q", UserID: "u", Status: queue.NotWaiting, Position: math.MinInt64, Waiting: math.MaxInt64, ETASeconds: ptr(int64(-1)), ETALowSeconds: ptr(int64(math.MinInt64)), ETAHighSeconds: ptr(int64(math.MaxInt64)), PollAfterMS: 0},
 	} {
 		checkTicketBytes(t, tk)
 	}
@@ -147,9 +147,15 @@ func FuzzAppendTicket(f *testing.F) {
 	f.Add("default", "user-1", "WAITING", int64(3), int64(10), int64(5), int64(5100), "v1.default.YTpB.bWFj", "", "")
 	f.Add("q", "a\"b\\c<d>&e\x01\xff\u2028", "ENTERED", int64(0), int64(-1), int64(0), int64(0), "", "e.y.J", "https://x/?a=1&b=2")
 	f.Fuzz(func(t *testing.T, q, user, status string, pos, waiting, eta, poll int64, token, pass, target string) {
-		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), token, pos, pos%3 == 0, pos * 7, pass, waiting, eta, eta - waiting, eta + poll, poll, pos%2 == 0, target, token, pass, target, target})
+		etas := []*int64{ptr(eta), ptr(eta - waiting), ptr(eta + poll)}
+		if pos%2 == 0 { // paused: no time promised
+			etas = []*int64{nil, nil, nil}
+		}
+		checkTicketBytes(t, ticketResponse{q, user, queue.Status(status), token, pos, pos%3 == 0, pos * 7, pass, waiting, etas[0], etas[1], etas[2], poll, pos%2 == 0, target, token, pass, target, target})
 	})
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func checkTicketBytes(t *testing.T, tk ticketResponse) {
 	t.Helper()

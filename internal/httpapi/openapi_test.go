@@ -34,6 +34,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/autorate"
 	"github.com/waitroom/waitroom/internal/challenge"
+	"github.com/waitroom/waitroom/internal/forecast"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/place"
@@ -554,9 +555,10 @@ func TestOpenAPIContract(t *testing.T) {
 		if err := json.Unmarshal(r.body, &aq); err != nil || aq.MaxWaiting != 100 || !aq.Paused {
 			t.Fatalf("patch: %s", r.body)
 		}
-		// Paused: the ticket says so.
-		if tk := ticket(k.check(t, e, call{method: "POST", path: q + "/enter", body: "{}", header: jsonCT, status: 200})); !tk.Paused {
-			t.Fatalf("enter while paused: %+v", tk)
+		// Paused: the ticket says so, and promises no time.
+		r = k.check(t, e, call{method: "POST", path: q + "/enter", body: "{}", header: jsonCT, status: 200})
+		if tk := ticket(r); !tk.Paused || tk.ETASeconds != nil || tk.ETALowSeconds != nil || tk.ETAHighSeconds != nil {
+			t.Fatalf("enter while paused: %s", r.body)
 		}
 		patch(`{"paused":false,"max_active":0,"refill_size":2}`, 200, "", false)
 		patch(`{"refill_size":0}`, 400, "invalid_settings", true)
@@ -617,6 +619,19 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/schedule", header: auth, status: 404, code: "queue_not_found"})
 		k.check(t, e, call{method: "PUT", path: "/admin/v1/queues/nope/schedule", body: `{"windows":[]}`, header: withJSON(auth...), status: 404, code: "queue_not_found"})
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/forecast?refill_size=3", header: auth, status: 404, code: "queue_not_found"})
+		// Forecasts are limited per credential: a burst is refused with
+		// when to ask again.
+		for i := 0; ; i++ {
+			if i > forecast.PerCredential+100 {
+				t.Fatal("forecasts were never limited")
+			}
+			if r := e.do("GET", admin+"/forecast?refill_size=5", "", auth...); r.status == http.StatusTooManyRequests {
+				break
+			}
+		}
+		if r := k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=5", header: auth, status: 429, code: "rate_limited"}); r.header.Get("Retry-After") == "" {
+			t.Fatal("a limited forecast without Retry-After")
+		}
 		k.check(t, e, call{method: "GET", path: sched, status: 401, code: "unauthorized", docRejects: true})
 		k.check(t, e, call{method: "PUT", path: sched, body: `{"windows":[]}`, header: jsonCT, status: 401, code: "unauthorized", docRejects: true})
 		k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=3", status: 401, code: "unauthorized", docRejects: true})

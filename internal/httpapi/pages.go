@@ -76,7 +76,7 @@ func (s *Server) pageFailed(w http.ResponseWriter, r *http.Request, q string, er
 		s.fail(w, r, err)
 		return
 	}
-	logger(r, s.log).Error("request failed", "status", http.StatusServiceUnavailable, "err", err)
+	s.logFailure(r, errUnavailable, err)
 	v := outage.Joining
 	if c, err := r.Cookie(s.placeCookiePrefix + q); err == nil && c.Value != "" {
 		v = outage.InLine

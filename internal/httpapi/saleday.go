@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waitroom/waitroom/internal/adminauth"
 	"github.com/waitroom/waitroom/internal/audit"
 	"github.com/waitroom/waitroom/internal/forecast"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -87,7 +88,8 @@ var errInvalidForecast = &apiError{status: http.StatusBadRequest, code: "invalid
 	message: "refill_size must be an integer from 1 to 100000, and lane one of the queue's lanes"}
 
 // getForecast answers what refill_size would do to the line (or, with
-// lane, to that lane) as it is now.
+// lane, to that lane) as it is now, within the caller's limit of
+// forecasts (429 rate_limited past it).
 func (s *Server) getForecast(w http.ResponseWriter, r *http.Request) {
 	refill, err := strconv.Atoi(r.URL.Query().Get("refill_size"))
 	st, _ := queue.Lookup("refill_size")
@@ -95,7 +97,8 @@ func (s *Server) getForecast(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errInvalidForecast)
 		return
 	}
-	res, err := forecast.Forecaster{Store: s.store}.Forecast(r.Context(), chi.URLParam(r, "queue"), refill, r.URL.Query().Get("lane"))
+	p, _ := adminauth.FromContext(r.Context())
+	res, err := s.forecasts.Forecast(r.Context(), p.Actor.String(), chi.URLParam(r, "queue"), refill, r.URL.Query().Get("lane"))
 	if errors.Is(err, forecast.ErrUnknownLane) {
 		err = errInvalidForecast
 	}

@@ -27,10 +27,12 @@ import (
 	"github.com/waitroom/waitroom/internal/clientip"
 	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/failopen"
+	"github.com/waitroom/waitroom/internal/forecast"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/linedoc"
 	"github.com/waitroom/waitroom/internal/netclass"
+	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
@@ -103,6 +105,9 @@ type Options struct {
 	// WebhookInsecureHTTP lets an operator set a plain http webhook_url
 	// anywhere (WAITROOM_WEBHOOK_INSECURE_HTTP).
 	WebhookInsecureHTTP bool
+	// NoWebhookSecret: WAITROOM_WEBHOOK_SECRET is not set, so no event is
+	// delivered; a webhook_url is then refused (webhooks_disabled).
+	NoWebhookSecret bool
 	// ProbePolicy is what an origin_probe_url may reach (safeurl; issue
 	// 26, item 13): the zero policy refuses loopback and private targets.
 	ProbePolicy safeurl.Policy
@@ -154,16 +159,18 @@ type Server struct {
 	clientIP                            *clientip.Resolver
 	challenges                          *challenge.Challenges
 	origins                             *crossorigin.Policy
-	admin                               adminGuard // lockout and audit log of the admin API (admin.go)
+	admin                               adminGuard      // lockout and audit log of the admin API (admin.go)
+	forecasts                           *forecast.Guard // per-credential limit and a second's cache (saleday.go)
+	failures                            *loglimit.Keyed // the 5xx lines, one per cause and route a period (errors.go)
 	// metrics wraps the routes (Options.Metrics); nil: none.
 	metrics func(http.Handler) http.Handler
-	// webhookInsecureHTTP: Options.WebhookInsecureHTTP
-	webhookInsecureHTTP bool
-	probePolicy         safeurl.Policy     // Options.ProbePolicy
-	failOpens           *failopen.Recorder // nil: none
-	handoffs            *handoff.Service   // nil: none
-	lines               *linedoc.Documents // the queues' public line documents (line.go)
-	adapt               *autorate.Runner   // nil: none
+	// webhookChecks: Options.WebhookInsecureHTTP and NoWebhookSecret
+	webhookChecks webhookChecks
+	probePolicy   safeurl.Policy     // Options.ProbePolicy
+	failOpens     *failopen.Recorder // nil: none
+	handoffs      *handoff.Service   // nil: none
+	lines         *linedoc.Documents // the queues' public line documents (line.go)
+	adapt         *autorate.Runner   // nil: none
 	waitingCSP          []string           // the waiting page's CSP with a human check (humancheck.go); nil: the common one
 }
 
@@ -188,8 +195,8 @@ func New(o Options) *Server {
 		assetTags:         newAssetTags(o.Static),
 		gate:              o.Gate,
 		// a plain http webhook_url anywhere (webhook.CheckURL)
-		webhookInsecureHTTP: o.WebhookInsecureHTTP,
-		probePolicy:         o.ProbePolicy,
+		webhookChecks: webhookChecks{insecureHTTP: o.WebhookInsecureHTTP, noSecret: o.NoWebhookSecret},
+		probePolicy:   o.ProbePolicy,
 	}
 	if s.pages == nil {
 		s.pages = pages.Default()
@@ -211,6 +218,8 @@ func New(o Options) *Server {
 		s.origins, _ = crossorigin.New(nil) // no origins: cannot fail
 	}
 	s.admin = newAdminGuard(o)
+	s.failures = loglimit.NewKeyed(failureLogEvery, maxFailureKeys, nil)
+	s.forecasts = forecast.NewGuard(forecast.Forecaster{Store: o.Store}.Forecast, nil)
 	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
 	if o.Human != nil {
 		s.waitingCSP = waitingPageCSP(o.Human.Public())

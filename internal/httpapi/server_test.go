@@ -215,7 +215,7 @@ func TestEnterStatusLeave(t *testing.T) {
 	}
 
 	a := e.enter("alice")
-	if a.Status != queue.Entered || a.Position != 0 || a.ETASeconds != 0 || a.PollAfterMS != 0 || a.Pass == "" || a.PlaceToken != "" {
+	if a.Status != queue.Entered || a.Position != 0 || a.ETASeconds == nil || *a.ETASeconds != 0 || a.PollAfterMS != 0 || a.Pass == "" || a.PlaceToken != "" {
 		t.Fatalf("alice = %+v", a)
 	}
 	wantTarget := "https://shop.example/order?event=7&wr_pass=" + a.Pass
@@ -227,8 +227,8 @@ func TestEnterStatusLeave(t *testing.T) {
 	if c.Status != queue.Waiting || c.Position != 1 || c.Waiting != 1 || c.TargetURL != "" {
 		t.Fatalf("carol = %+v", c)
 	}
-	if c.ETASeconds < 1 || c.ETASeconds > 3600 || c.PollAfterMS <= 0 {
-		t.Fatalf("carol eta %ds poll %dms", c.ETASeconds, c.PollAfterMS)
+	if c.ETASeconds == nil || *c.ETASeconds < 1 || *c.ETASeconds > 3600 || c.PollAfterMS <= 0 {
+		t.Fatalf("carol eta %v poll %dms", c.ETASeconds, c.PollAfterMS)
 	}
 	d := e.enter("dave 🎫 김")
 	if st := e.status("dave 🎫 김"); st.Position != 2 || st.UserID != "dave 🎫 김" || st.Queue != e.queue {

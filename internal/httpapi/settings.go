@@ -31,7 +31,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request) {
 	err = allowed(r, settingsRole(fields))
 	var u queue.Update
 	if err == nil {
-		u, err = parseUpdate(fields, s.webhookInsecureHTTP, s.probePolicy)
+		u, err = parseUpdate(fields, s.webhookChecks, s.probePolicy)
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -94,10 +94,9 @@ func (s *Server) applySettings(w http.ResponseWriter, r *http.Request, action st
 
 // parseUpdate reads the settings of a PATCH body (queue.Catalog's
 // operator settings); the first field at fault, in name order, is named
-// in the error. insecureHTTP lets webhook_url be plain http anywhere
-// (WAITROOM_WEBHOOK_INSECURE_HTTP, webhook.CheckURL); probes is what
+// in the error. hooks is what webhook_url may be; probes is what
 // origin_probe_url may reach.
-func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool, probes safeurl.Policy) (queue.Update, error) {
+func parseUpdate(fields map[string]json.RawMessage, hooks webhookChecks, probes safeurl.Policy) (queue.Update, error) {
 	if len(fields) == 0 {
 		return queue.Update{}, &apiError{status: http.StatusBadRequest, code: "invalid_settings", message: "no setting given"}
 	}
@@ -107,7 +106,7 @@ func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool, probes sa
 		if !ok || !st.Role.Live() {
 			return queue.Update{}, queue.NotASetting(name)
 		}
-		v, err := decodeSetting(st, fields[name], insecureHTTP, probes)
+		v, err := decodeSetting(st, fields[name], hooks, probes)
 		if err != nil {
 			return queue.Update{}, err
 		}
@@ -119,10 +118,10 @@ func parseUpdate(fields map[string]json.RawMessage, insecureHTTP bool, probes sa
 // decodeSetting reads one setting (queue.Setting.Decode) and checks what
 // only the API knows: a webhook URL's form, what a probe may reach, the
 // pages' languages.
-func decodeSetting(st queue.Setting, raw json.RawMessage, insecureHTTP bool, probes safeurl.Policy) (any, error) {
+func decodeSetting(st queue.Setting, raw json.RawMessage, hooks webhookChecks, probes safeurl.Policy) (any, error) {
 	switch st.Name {
 	case "webhook_url":
-		return webhookURLField(raw, insecureHTTP)
+		return webhookURLField(raw, hooks)
 	case "origin_probe_url":
 		return probeURLField(raw, probes)
 	}
@@ -132,9 +131,24 @@ func decodeSetting(st queue.Setting, raw json.RawMessage, insecureHTTP bool, pro
 	return st.Decode(raw)
 }
 
+// webhookChecks is what a webhook_url must meet on this service.
+type webhookChecks struct {
+	// insecureHTTP lets it be plain http anywhere
+	// (WAITROOM_WEBHOOK_INSECURE_HTTP, webhook.CheckURL).
+	insecureHTTP bool
+	// noSecret: WAITROOM_WEBHOOK_SECRET is not set, so nothing would be
+	// delivered to it (and nothing logged): a URL is refused rather than
+	// stored to wait in silence.
+	noSecret bool
+}
+
+// errWebhooksDisabled: a webhook_url set while no webhook secret is.
+var errWebhooksDisabled = &apiError{status: http.StatusBadRequest, code: "webhooks_disabled", field: "webhook_url",
+	message: "webhooks are off on this service: set WAITROOM_WEBHOOK_SECRET (32 bytes or more) on every replica, then set webhook_url"}
+
 // webhookURLField reads webhook_url: an https URL (webhook.CheckURL), or
 // null or "" for the default.
-func webhookURLField(raw json.RawMessage, insecureHTTP bool) (string, error) {
+func webhookURLField(raw json.RawMessage, hooks webhookChecks) (string, error) {
 	var v *string
 	if json.Unmarshal(raw, &v) != nil {
 		return "", invalidSetting("webhook_url", "must be an https URL, or null or \"\" for the default")
@@ -142,8 +156,11 @@ func webhookURLField(raw json.RawMessage, insecureHTTP bool) (string, error) {
 	if v == nil || *v == "" {
 		return "", nil
 	}
-	if err := webhook.CheckURL(*v, insecureHTTP); err != nil {
+	if err := webhook.CheckURL(*v, hooks.insecureHTTP); err != nil {
 		return "", invalidSetting("webhook_url", err.Error())
+	}
+	if hooks.noSecret {
+		return "", errWebhooksDisabled
 	}
 	return *v, nil
 }

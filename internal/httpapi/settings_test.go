@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,7 +195,7 @@ func TestScheduledOpeningAPI(t *testing.T) {
 		t.Fatal(r.status)
 	}
 	tk, _ := e.enterAnon()
-	if tk.Status != queue.Waiting || tk.Position != 0 || tk.OpensAt != aq.OpensAt || tk.ETASeconds < 3500 {
+	if tk.Status != queue.Waiting || tk.Position != 0 || tk.OpensAt != aq.OpensAt || tk.ETASeconds == nil || *tk.ETASeconds < 3500 {
 		t.Fatalf("in the draw: %+v", tk)
 	}
 	// The opening passes (the operator moves it to now) and a tick draws.
@@ -222,6 +223,51 @@ func TestScheduledOpeningAPI(t *testing.T) {
 		{`{"opens_at":null,"prequeue_from":"2030-01-01T11:00:00Z"}`, "prequeue_from"},
 	} {
 		wantInvalidSettings(t, e.patch(tc.body), tc.field)
+	}
+}
+
+// TestWebhookURLNeedsASecret: without WAITROOM_WEBHOOK_SECRET nothing is
+// delivered, so a webhook_url is refused (webhooks_disabled) instead of
+// stored to wait in silence; clearing one is still taken.
+func TestWebhookURLNeedsASecret(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, NoWebhookSecret: true})
+	r := e.patch(`{"webhook_url":"http://127.0.0.1:8000/hook"}`)
+	wantError(t, r, 400, "webhooks_disabled")
+	if got := e.rdb.HGet(context.Background(), rediskeys.Config(e.queue), "webhook_url").Val(); got != "" {
+		t.Fatalf("stored %q", got)
+	}
+	for _, body := range []string{`{"webhook_url":null}`, `{"webhook_url":""}`} {
+		if r := e.patch(body); r.status != 200 {
+			t.Fatalf("%s: %d %s", body, r.status, r.body)
+		}
+	}
+	// A URL that is wrong anyway is named as such first.
+	wantInvalidSettings(t, e.patch(`{"webhook_url":"ftp://hooks.example/w"}`), "webhook_url")
+}
+
+// TestAuditKeepsTheWebhookHostTyped: the audit log names the host the
+// operator typed (the URL's own, port included), not an address it
+// resolves to.
+func TestAuditKeepsTheWebhookHostTyped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken})
+	for _, url := range []string{"http://127.0.0.1:8000/hook?token=s3cret", "http://localhost:8000/hook", "https://hooks.example/w"} {
+		if r := e.patch(`{"webhook_url":"` + url + `"}`); r.status != 200 {
+			t.Fatalf("%s: %d %s", url, r.status, r.body)
+		}
+	}
+	var got []string
+	for _, entry := range e.auditEntries("") {
+		for _, c := range entry.Changes {
+			if c.Field == "webhook_url" {
+				got = append(got, string(c.New))
+			}
+		}
+	}
+	want := []string{`"hooks.example"`, `"localhost:8000"`, `"127.0.0.1:8000"`} // newest first
+	if !slices.Equal(got, want) {
+		t.Fatalf("audited %v, want %v", got, want)
 	}
 }
 

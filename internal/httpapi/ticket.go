@@ -24,14 +24,16 @@ type ticketResponse struct {
 	Arrival int64 `json:"arrival,omitempty"`
 	// Lane is the lane the place is in (issue 30); absent: the general
 	// lane. Position, waiting and the ETA count the lane's own line.
-	Lane       string `json:"lane,omitempty"`
-	Waiting    int64  `json:"waiting"`
-	ETASeconds int64  `json:"eta_seconds"`
-	// The wait as a range (queue.Ticket.ETALow, ETAHigh): likely no
+	Lane    string `json:"lane,omitempty"`
+	Waiting int64  `json:"waiting"`
+	// The wait, and as a range (queue.Ticket.ETALow, ETAHigh): likely no
 	// sooner than the low end, due no later than the high end; the page
-	// shows it ("about 12–15 min").
-	ETALowSeconds  int64  `json:"eta_low_seconds"`
-	ETAHighSeconds int64  `json:"eta_high_seconds"`
+	// shows it ("about 12–15 min"). All three are null while the queue is
+	// paused: nobody is admitted until an operator resumes, so no time can
+	// be promised.
+	ETASeconds     *int64 `json:"eta_seconds"`
+	ETALowSeconds  *int64 `json:"eta_low_seconds"`
+	ETAHighSeconds *int64 `json:"eta_high_seconds"`
 	PollAfterMS    int64  `json:"poll_after_ms"`
 	Paused         bool   `json:"paused,omitempty"`   // the operator holds admissions; the place is kept
 	OpensAt        string `json:"opens_at,omitempty"` // WAITING in a scheduled opening's draw: when it is drawn
@@ -52,22 +54,24 @@ type ticketResponse struct {
 // one was issued, and for an admitted user a freshly signed entry pass.
 func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, placeToken string, t queue.Ticket, poll time.Duration) {
 	resp := ticketResponse{
-		Queue:      q,
-		UserID:     member,
-		Status:     t.Status,
-		Reason:     t.Reason,
-		Position:   t.Position,
-		Estimated:  t.Estimated,
-		Arrival:    arrivalOf(t),
-		Lane:       queue.LaneOf(member),
-		Waiting:    t.Waiting,
-		ETASeconds: int64((t.ETA + time.Second - 1) / time.Second),
+		Queue:       q,
+		UserID:      member,
+		Status:      t.Status,
+		Reason:      t.Reason,
+		Position:    t.Position,
+		Estimated:   t.Estimated,
+		Arrival:     arrivalOf(t),
+		Lane:        queue.LaneOf(member),
+		Waiting:     t.Waiting,
+		PollAfterMS: poll.Milliseconds(),
+		Paused:      t.Paused,
+		PlaceToken:  placeToken,
+	}
+	if !t.Paused {
+		resp.ETASeconds = seconds((t.ETA + time.Second - 1) / time.Second)
 		// The low end rounded down, the high end up: the range only widens.
-		ETALowSeconds:  int64(t.ETALow / time.Second),
-		ETAHighSeconds: int64((t.ETAHigh + time.Second - 1) / time.Second),
-		PollAfterMS:    poll.Milliseconds(),
-		Paused:         t.Paused,
-		PlaceToken:     placeToken,
+		resp.ETALowSeconds = seconds(t.ETALow / time.Second)
+		resp.ETAHighSeconds = seconds((t.ETAHigh + time.Second - 1) / time.Second)
 	}
 
 	if t.Status == queue.Waiting && t.Position == 0 {
@@ -92,6 +96,12 @@ func (s *Server) writeTicket(w http.ResponseWriter, r *http.Request, q, member, 
 		}
 	}
 	writeTicketJSON(w, resp)
+}
+
+// seconds is n (a count of seconds) as an answer's field.
+func seconds(n time.Duration) *int64 {
+	v := int64(n)
+	return &v
 }
 
 // targetURL is the order page's address with the entry pass added as

@@ -11,6 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/actor"
 	"github.com/waitroom/waitroom/internal/adminauth"
+	"github.com/waitroom/waitroom/internal/adminsession"
 	"github.com/waitroom/waitroom/internal/apitoken"
 )
 
@@ -25,6 +26,7 @@ var (
 	errTooManyTokens   = &apiError{status: http.StatusConflict, code: "too_many_tokens", message: apitoken.ErrTooMany.Error()[len("apitoken: "):]}
 	errTokenNotFound   = &apiError{status: http.StatusNotFound, code: "token_not_found", message: "no such token"}
 	errInvalidPersonID = &apiError{status: http.StatusBadRequest, code: "invalid_person", message: "name the person as the audit log does: their e-mail or subject, 1 to 256 bytes"}
+	errPersonNotFound  = &apiError{status: http.StatusNotFound, code: "person_not_found", message: "this person has no live session: check the name as the audit log writes it"}
 )
 
 // meResponse is who the caller is, and what the back office may show
@@ -136,6 +138,8 @@ func tokenError(err error) error {
 		return errTooManyTokens
 	case errors.Is(err, apitoken.ErrNotFound):
 		return errTokenNotFound
+	case errors.Is(err, adminsession.ErrNoSession):
+		return errPersonNotFound
 	}
 	return err
 }
@@ -180,7 +184,7 @@ func (s *Server) endSessions(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	n, err := s.admin.sessions.EndPerson(ctx, person)
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, tokenError(err))
 		return
 	}
 	logger(r, s.log).Info("sessions ended", "person", person, "ended", n, "by", actor.FromContext(r.Context()).String())

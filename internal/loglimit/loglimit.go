@@ -116,3 +116,44 @@ func (e *Every) Take() (n int, ok bool) {
 	ok, dropped := e.b.take(time.Now())
 	return dropped + 1, ok
 }
+
+// Keyed is an Every per key: one line per cause in each period for
+// events that repeat one cause at any rate (a store that is away fails
+// every request), each with how many happened since its last line. At
+// most max keys are kept: past it they are all forgotten at once, so a
+// key chosen by clients can never grow memory, and each is logged again
+// at its next event.
+type Keyed struct {
+	period time.Duration
+	max    int
+	now    func() time.Time
+
+	mu   sync.Mutex
+	keys map[string]*bucket
+}
+
+// NewKeyed returns a Keyed of period and max keys; now is the clock (nil:
+// time.Now).
+func NewKeyed(period time.Duration, max int, now func() time.Time) *Keyed {
+	if now == nil {
+		now = time.Now
+	}
+	return &Keyed{period: period, max: max, now: now, keys: map[string]*bucket{}}
+}
+
+// Take reports whether this event of key is to be logged, and then how
+// many of key happened since its last one logged, this one included.
+func (k *Keyed) Take(key string) (n int, ok bool) {
+	k.mu.Lock()
+	b, found := k.keys[key]
+	if !found {
+		if len(k.keys) >= k.max {
+			clear(k.keys)
+		}
+		b = &bucket{burst: 1, period: k.period}
+		k.keys[key] = b
+	}
+	k.mu.Unlock()
+	ok, dropped := b.take(k.now())
+	return dropped + 1, ok
+}

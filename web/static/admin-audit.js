@@ -4,7 +4,8 @@
 
 import { html } from './dom.js';
 import { i18n, t } from './admin-messages.js';
-import { num, dateClock } from './admin-format.js';
+import { num, dateClock, utcWhen } from './admin-format.js';
+import { overrides, lanesShares } from './admin-saleday.js';
 
 // The log's actions -> their words; another action shows as its name.
 const ACTIONS = {
@@ -67,6 +68,16 @@ function actorName(a) {
 // auditValue is one old or new value as an operator reads it.
 function auditValue(v) {
   if (v === null || v === undefined || v === '') return t('auditNone');
+  if (Array.isArray(v)) {
+    // The schedule's windows and the lanes, as the sale day's section
+    // words them, not as JSON.
+    if (v.length === 0) return t('auditNone');
+    if (v.every((w) => w && w.start && w.end)) {
+      return v.map((w) => utcWhen(Date.parse(w.start)) + ' – ' + utcWhen(Date.parse(w.end)) + ' (' + overrides(w) + ')').join('; ');
+    }
+    if (v.every((l) => l && typeof l.name === 'string' && typeof l.share === 'number')) return lanesShares(v);
+    return JSON.stringify(v);
+  }
   if (typeof v === 'object') {
     if (v.status) {
       // A status the catalog does not name is shown as the server sends it.

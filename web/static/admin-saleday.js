@@ -74,7 +74,7 @@ export function updateSaleDay(view, q) {
     }));
   }
   if (!o.lanesDirty && document.activeElement !== o.lanesInput) {
-    o.lanesInput.value = (q.lanes || []).map((l) => l.name + ' ' + String(Math.round(l.share * 1000) / 10)).join(', '); // as parseLanes reads it, in any language
+    o.lanesInput.value = lanesText(q.lanes);
   }
   const w = q.window;
   o.windowState.textContent = w ? t('windowInForce', { from: utcWhen(Date.parse(w.start)), to: utcWhen(Date.parse(w.end)), what: overrides(w) }) : t('windowNone');
@@ -91,14 +91,26 @@ export async function refreshSchedule(view, mine) {
 }
 
 // overrides says what a window changes ("refill 40, paused").
-function overrides(w) {
+export function overrides(w) {
   const parts = [];
   if (w.refill_size !== undefined) parts.push(t('windowRefill', { n: num(w.refill_size) }));
   if (w.max_active !== undefined) parts.push(t('windowCap', { n: num(w.max_active) }));
   if (w.paused === true) parts.push(t('windowPaused'));
   if (w.paused === false) parts.push(t('windowAdmitting'));
-  if (w.lanes) parts.push(t('windowLanes', { lanes: w.lanes.map((l) => l.name + ' ' + num(Math.round(l.share * 1000) / 10) + '%').join(', ') || '–' }));
+  if (w.lanes) parts.push(t('windowLanes', { lanes: lanesShares(w.lanes) || '–' }));
   return parts.join(', ') || t('windowNothing');
+}
+
+// lanesShares is lanes as an operator reads them: "priority 30%,
+// seniors 10%" ('' for none).
+export function lanesShares(lanes) {
+  return lanes.map((l) => l.name + ' ' + num(Math.round(l.share * 1000) / 10) + '%').join(', ');
+}
+
+// lanesText is lanes as parseLanes reads them, in any language
+// ("priority 30, seniors 10"); '' for none.
+function lanesText(lanes) {
+  return (lanes || []).map((l) => l.name + ' ' + String(Math.round(l.share * 1000) / 10)).join(', ');
 }
 
 // parseLanes reads the lanes field: "priority 30, seniors 10" (a name and
@@ -136,8 +148,9 @@ function showRows(o, windows) {
   for (const w of windows) addRow(o, w);
 }
 
-// addRow adds a row for window w (empty: a new one). A window's lanes,
-// which the editor does not show, are kept as they were.
+// addRow adds a row for window w (empty: a new one). Its lanes read as
+// the lanes field does ("priority 30, seniors 10"); empty leaves the
+// lanes as they are, unless the window set none (kept as none).
 function addRow(o, w) {
   const row = o.rowTemplate.cloneNode(true);
   const q = (sel) => row.querySelector(sel);
@@ -150,7 +163,8 @@ function addRow(o, w) {
   q('.w-refill').value = w.refill_size !== undefined ? String(w.refill_size) : '';
   q('.w-cap').value = w.max_active !== undefined ? String(w.max_active) : '';
   q('.w-paused').value = w.paused === true ? 'pause' : w.paused === false ? 'admit' : '';
-  row.lanes = w.lanes;
+  q('.w-lanes').value = lanesText(w.lanes);
+  row.noLanes = Array.isArray(w.lanes) && w.lanes.length === 0;
   q('.window-remove').addEventListener('click', () => {
     row.remove();
     o.scheduleDirty = true;
@@ -175,7 +189,14 @@ function rowWindow(row) {
   }
   const paused = q('.w-paused').value;
   if (paused) w.paused = paused === 'pause';
-  if (row.lanes) w.lanes = row.lanes;
+  const lanesRaw = q('.w-lanes').value.trim();
+  if (lanesRaw !== '') {
+    const lanes = parseLanes(lanesRaw);
+    if (!lanes) return { error: 'lanesInvalid' };
+    w.lanes = lanes;
+  } else if (row.noLanes) {
+    w.lanes = [];
+  }
   return { window: w };
 }
 

@@ -44,8 +44,15 @@ export async function signIn(token, quiet) {
     schedule(mine);
   } catch (err) {
     if (mine !== currentSession()) return;
-    clearToken();
     setMe(null);
+    if (!credentialFault(err)) {
+      // The server could not judge the token (its store or the server
+      // itself is away): it is not wrong, so it stays, in the field and
+      // in this tab, for the next try.
+      showLogin(authMessage(err), token);
+      return;
+    }
+    clearToken();
     if (!token && err.status === 401) showLogin(''); // no sign-in cookie: nothing ended
     else showLogin(quiet && err.status === 401 ? t('sessionEnded') : authMessage(err));
   } finally {
@@ -65,8 +72,17 @@ export function signOut(message) {
   if (cookie) api('POST', '/admin/logout').catch(() => { /* the cookie lapses anyway */ });
 }
 
+// credentialFault reports whether err says the credential is at fault
+// (refused, locked out, not allowed), not that it could not be judged.
+function credentialFault(err) {
+  return err.status > 0 && err.status < 500;
+}
+
 // showLogin shows the sign-in form, with message under it ('' for none).
-export function showLogin(message) {
+// keep, when given, is a token the server could not judge ('' for the
+// session cookie's): left in the field and not marked wrong; without it
+// the field is emptied and, with a message, marked wrong.
+export function showLogin(message, keep) {
   document.body.setAttribute('data-state', 'signed-out');
   $('dashboard').hidden = true;
   $('signout').hidden = true;
@@ -75,8 +91,8 @@ export function showLogin(message) {
   const err = $('login-error');
   err.textContent = message;
   err.hidden = !message;
-  $('token').setAttribute('aria-invalid', String(!!message));
-  $('token').value = '';
+  $('token').setAttribute('aria-invalid', String(!!message && keep === undefined));
+  $('token').value = keep || '';
   $('token').focus();
 }
 
@@ -113,6 +129,7 @@ function authMessage(err) {
   if (err.code === 'too_many_attempts') return t('tooManyAttempts', { wait: waitText(err.retryAfter) });
   if (err.code === 'admin_disabled') return t('adminDisabled');
   if (err.status === 0) return t('unreachable');
+  if (err.code === 'unavailable') return t('storeUnreachable');
   return t('serverError', { code: err.code, message: err.message });
 }
 

@@ -177,18 +177,14 @@ function tickRetry(at) {
   retryTimer = setTimeout(render, (left % 1000) + 20);
 }
 
-// How far the user has come since joining. Joining at position P is the
-// first of P + 1 steps and each place moved up is one more; the last step,
-// admission, is the turn panel, which has no bar. So the bar shows
-// (P - position + 1) / (P + 1): a start above 0 % on arrival (the user is
-// in line: 1 / (P + 1)), 50 % for someone who joins at position 1 (the
-// next tick admits them, but it has not yet), and never 100 % while
-// waiting. Rounding is kept within 1 – 99 %, so a long line's first
-// screen does not read 0 % and its front does not read 100 %.
+// How far the user has come since joining at position P: nothing yet on
+// arrival (0 %), and each place moved up one P-th of the way. Admission,
+// the end of the way, is the turn panel, which has no bar, so the bar
+// stays below 100 % while waiting.
 function progressPercent(position) {
   const start = Math.max(page.place ? page.place.initial_position : position, position, 1);
-  const f = (start - position + 1) / (start + 1);
-  return Math.min(99, Math.max(1, Math.round(f * 100)));
+  const f = (start - position) / start;
+  return Math.min(99, Math.max(0, Math.round(f * 100)));
 }
 
 // showCheckProgress shows how far the proof of work has come (%).
