@@ -31,8 +31,8 @@ import (
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/linedoc"
-	"github.com/waitroom/waitroom/internal/netclass"
 	"github.com/waitroom/waitroom/internal/loglimit"
+	"github.com/waitroom/waitroom/internal/netclass"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/place"
@@ -171,7 +171,7 @@ type Server struct {
 	handoffs      *handoff.Service   // nil: none
 	lines         *linedoc.Documents // the queues' public line documents (line.go)
 	adapt         *autorate.Runner   // nil: none
-	waitingCSP          []string           // the waiting page's CSP with a human check (humancheck.go); nil: the common one
+	waitingCSP    []string           // the waiting page's CSP with a human check (humancheck.go); nil: the common one
 }
 
 // New returns the server with its routes.
