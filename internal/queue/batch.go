@@ -204,10 +204,10 @@ func (b *batcher) expire() {
 // never read; enterArgs passes only the keys a call uses, and the usual
 // enter (enterAsks) none.
 func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
-	keys = make([]string, 0, len(q.enterKeys)+3+len(calls))
+	keys = make([]string, 0, len(q.enterKeys)+1+len(calls))
 	keys = append(keys, q.enterKeys...)
-	cur, prev := q.keys.seenKeys(time.Now())
-	keys = append(keys, cur, prev, q.keys.held)
+	keys = append(keys, q.keys.held)
+	now := time.Now()
 	args = make([]any, 0, len(q.args)+len(s.enterLimits)+len(s.networkArgs)+1+2*len(calls))
 	args = append(args, q.args[:]...)
 	args = append(args, s.enterLimits[:]...)
@@ -232,7 +232,8 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 			keys = append(keys, q.keys.proof(c.Proof.ID))
 		}
 		for _, n := range c.Networks[:counted] {
-			keys = append(keys, q.keys.netPlacesKey(n))
+			cur, prev := q.keys.seenKeys(now, n)
+			keys = append(keys, q.keys.netPlacesKey(n), cur, prev)
 		}
 	}
 	return keys, args
@@ -247,7 +248,8 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 // then follows its bucket keys; counted how many of its Networks' held
 // ZSETs follow that (priced: the price is on, and the caller is priced
 // by its networks), and the hashes are those networks' in the seen
-// filters (seenHash; 0 when not counted). flags: 1, priced at the
+// filters (seenHash; 0 when not counted); each counted network's held
+// ZSET is followed by its keys in the filters (seenKeys). flags: 1, priced at the
 // ceiling (PriceCeiling); 2, passed a human check.
 func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	proved = c.Proof.ID != "" && c.Proof.Difficulty > 0

@@ -47,13 +47,14 @@ func (s *Store) Challenge(ctx context.Context, queue string, c Caller) (int, err
 		s.observe(queue, OpChallenge, Ticket{}, err)
 		return 0, err
 	}
-	cur, prev := q.keys.seenKeys(time.Now())
 	keys := []string{q.keys.config, q.keys.waiting, q.keys.draw, q.keys.arriving,
-		q.clientKey(OpChallenge, c), q.netKey(OpChallenge, c, 0), q.netKey(OpChallenge, c, 1), cur, prev, q.keys.held}
+		q.clientKey(OpChallenge, c), q.netKey(OpChallenge, c, 0), q.netKey(OpChallenge, c, 1), q.keys.held}
 	var hashes [2]uint64
 	if _, _, counted := enterAsks(c, s.defaults.Price.Bits > 0); counted > 0 {
+		now := time.Now()
 		for i, n := range c.Networks[:counted] {
-			keys = append(keys, q.keys.netPlacesKey(n))
+			cur, prev := q.keys.seenKeys(now, n)
+			keys = append(keys, q.keys.netPlacesKey(n), cur, prev)
 			hashes[i] = seenHash(n)
 		}
 	}

@@ -107,12 +107,15 @@ const (
 	SiteShare = 4
 	// heldCap bounds a network's count of places (4096² × 2 > 2^32).
 	heldCap = 4096
-	// seenBits is the size of a window's filter of networks (2 MiB), and
-	// seenHashes the bits a network sets in it: with a million networks
-	// in each of the two windows read, under 0.1 % of first places find
-	// all their bits set by others (TestSeenFilterFalsePositives).
-	seenBits   = 1 << 24
-	seenHashes = 10
+	// A window's filter of networks seen is seenShards keys of
+	// seenBlocks 32-bit blocks (8 MiB in all, taken as networks land),
+	// and a network sets seenProbes bits of one block: with a million
+	// networks in each of the two windows read, about 0.05 % of first
+	// places find all their bits set by others
+	// (TestSeenFilterFalsePositives). networks.lua mirrors them.
+	seenShards = 256
+	seenBlocks = 8192
+	seenProbes = 5
 	// seenWindow is a bitmap's window, and how long a network's ZSET is
 	// kept after its last new place (PRICE_HELD_TTL_MS in networks.lua).
 	seenWindow = 2 * time.Hour

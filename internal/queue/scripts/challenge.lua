@@ -14,11 +14,11 @@
 -- KEYS[5..7] -> the client's, its network's and its site's challenge rate
 --            buckets (STRING, see rate_take), or the unused key for a
 --            bucket not to be charged
--- KEYS[8], KEYS[9] -> the networks seen in this window and the one
---            before (STRING Bloom filters, networks.lua's SEEN)
--- KEYS[10] -> held (ZSET; places set aside at the head, held_floor)
--- KEYS[11..] -> the held ZSETs of the caller's network and site (none
---            when the caller is not priced by its networks)
+-- KEYS[8] -> held (ZSET; places set aside at the head, held_floor)
+-- KEYS[9..] -> for the caller's network and site, each: its held ZSET,
+--            and its key of this window's and the last window's filter
+--            of networks seen (none when the caller is not priced by its
+--            networks)
 -- ARGV[1..6] -> the limits per client, network and site: period_ms (the
 --            time one call earns back, fractional; 0: no limit), burst
 -- ARGV[7..9] -> the calls to charge each bucket (0: not asked; the
@@ -42,11 +42,14 @@ if wait > 0 then
 end
 local cfg = redis.call('HMGET', KEYS[1], 'challenge_difficulty', 'opens_at_ms', 'human_check')
 local difficulty, price = tonumber(cfg[1]) or 0, nil
-if #KEYS > 10 then
-  SEEN.cur, SEEN.prev = KEYS[8], KEYS[9]
-  local floor = held_floor(KEYS[2], KEYS[10], redis.call('SCARD', KEYS[3]), tonumber(cfg[2]) or 0, now)
+if #KEYS > 8 then
+  local floor = held_floor(KEYS[2], KEYS[8], redis.call('SCARD', KEYS[3]), tonumber(cfg[2]) or 0, now)
   local pressure = arrival_pressure(KEYS[4], now, tonumber(ARGV[11]))
-  price = price_of({{KEYS[11], tonumber(ARGV[14])}, KEYS[12] and {KEYS[12], tonumber(ARGV[15])}}, floor, tonumber(ARGV[10]), pressure)
+  local nets = {{KEYS[9], tonumber(ARGV[14]), KEYS[10], KEYS[11]}}
+  if KEYS[12] then
+    nets[2] = {KEYS[12], tonumber(ARGV[15]), KEYS[13], KEYS[14]}
+  end
+  price = price_of(nets, floor, tonumber(ARGV[10]), pressure)
 end
 local flags = tonumber(ARGV[16])
 local need = price_need(difficulty, price, flags % 2 == 1, flags >= 2, cfg[3] or 'off', tonumber(ARGV[12]), ARGV[13] == '1')

@@ -37,17 +37,17 @@
 -- KEYS[13] -> arrival rate (HASH w, n, p: arrivals_note, networks.lua)
 -- KEYS[14] -> lanes (SET of the lanes that may hold places: a lane's
 --              line names itself there as it takes a place, issue 30)
--- KEYS[15], KEYS[16] -> the networks seen in this window and the one
---              before (STRING Bloom filters, networks.lua's SEEN)
--- KEYS[17] -> held  (ZSET member=user, score=arrival seq: places set aside
+-- KEYS[15] -> held  (ZSET member=user, score=arrival seq: places set aside
 --              at the head, tick.lua; they count in the line's cap and in
 --              their networks' price until admitted or dropped)
--- KEYS[18..] -> per call, only the keys it uses, in this order: the
+-- KEYS[16..] -> per call, only the keys it uses, in this order: the
 --              client's rate bucket (if its client cost is above 0), its
 --              network's and its site's (likewise), the place's rate
 --              bucket (if its place cost is above 0), the key that marks
---              its proof of work used (if it brings one), and the held
---              ZSETs of its network and site (as many as it counts)
+--              its proof of work used (if it brings one), and for each
+--              network it counts (its network, then its site): the held
+--              ZSET, and its key of this window's and the last window's
+--              filter of networks seen (STRINGs, networks.lua's seen_read)
 -- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
 --              abandon_after_ms, and the line's lane ("": general; DEFAULTS)
 -- ARGV[7..10] -> limits per client and per place: period_ms, burst (LIMITS)
@@ -69,7 +69,7 @@
 --              credential (-1: none; a stale one is answered NOT_WAITING,
 --              reason moved, and changes nothing), and how many held
 --              ZSETs it brings (0-2): the price of its place is counted
---              on them, with each network's bits in the SEEN filters (from
+--              on them, with each network's bits in the filters of networks seen (from
 --              its hash, seen_ops), and flags: 1, its network is of the
 --              hosting class (every place at the ceiling); 2, it passed a
 --              human check (price_need). An
@@ -99,8 +99,7 @@
 -- Before a scheduled opening (opens_at_ms in the future) nobody enters the
 -- line: from prequeue_from_ms everyone joins the draw (the order among them
 -- is drawn at the opening), before it everyone is NOT_OPEN.
-local FIXED = 17 -- KEYS before the per-call ones
-SEEN.cur, SEEN.prev = KEYS[15], KEYS[16]
+local FIXED = 15 -- KEYS before the per-call ones
 local TIERS = LIMITS + 8 -- ARGV before the per-call ones
 local CALLS = (#ARGV - TIERS) / 2
 local PRICE_BITS, CALM = tonumber(ARGV[LIMITS + 5]), tonumber(ARGV[LIMITS + 6])
@@ -135,7 +134,7 @@ end
 local pressure, floor, floor_read = 0, nil, false
 local function price_for(held_keys)
   if not floor_read then
-    floor, floor_read = held_floor(KEYS[1], KEYS[17], in_draw, opens_at, now), true
+    floor, floor_read = held_floor(KEYS[1], KEYS[15], in_draw, opens_at, now), true
     pressure = arrival_pressure(KEYS[13], now, CALM)
   end
   return price_of(held_keys, floor, PRICE_BITS, pressure)
@@ -192,9 +191,9 @@ local function pass_defences()
       passed = check_limits(i, a)
       proof_key[i] = next_key(proved)
       if a[8] > 0 then
-        held[i] = {{next_key(1), a[9]}}
+        held[i] = {{next_key(1), a[9], next_key(1), next_key(1)}}
         if a[8] > 1 then
-          held[i][2] = {next_key(1), a[10]}
+          held[i][2] = {next_key(1), a[10], next_key(1), next_key(1)}
         end
       end
     end
@@ -424,7 +423,7 @@ local function join_line(direct, waiting)
   -- Places set aside at the head are still the line's, in its cap.
   local held_now = 0
   if max_waiting > 0 then
-    held_now = redis.call('ZCARD', KEYS[17])
+    held_now = redis.call('ZCARD', KEYS[15])
   end
   rest = room_for(rest, waiting + held_now, out[HEAD_UNTIL_NEXT_TICK], function(names)
     local scores = redis.call('ZMSCORE', KEYS[1], unpack(names))

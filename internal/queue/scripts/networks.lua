@@ -10,8 +10,9 @@ local PRICE_SITE_SHARE = 4         -- a /48 holding 4n places pays as a /56 hold
 local PRICE_HELD_CAP = 4096        -- a network's count of places is capped here
 local PRICE_MAX_PRESSURE = 4       -- bits a flood of arrivals adds at most
 local PRICE_MAX_DIFFICULTY = 32    -- MaxChallengeDifficulty
-local SEEN_BITS = 16777216         -- seenBits: a window's filter of networks seen
-local SEEN_HASHES = 10             -- seenHashes: bits a network sets in it
+local SEEN_SHARDS = 256            -- seenShards: a window's filter is this many keys
+local SEEN_BLOCKS = 8192           -- seenBlocks: 32-bit blocks per key (32 KiB)
+local SEEN_PROBES = 5              -- seenProbes: bits a network sets in its block
 local PRICE_HELD_TTL_MS = 7200000  -- a network's count expires 2 h after its last new place
 local ARRIVALS_WINDOW_MS = 10000   -- the arrival rate's sliding window
 
@@ -81,72 +82,72 @@ local function held_floor(waiting_key, held_key, in_draw, opens_at, now)
 end
 
 -- The networks seen lately: a network's first place is recorded in a
--- Bloom filter (SEEN.cur, this window's, and SEEN.prev, the one before:
--- STRINGs of SEEN_BITS bits; a network sets SEEN_HASHES of them, at
--- offsets derived from one hash Go computes, price.go), not as a member
--- of a ZSET, so that a crowd spread over many networks costs no key per
--- person (a ZSET per IPv6 /56 and /48 made 579 bytes of Redis per waiting
--- place, against 137 without). Only a network's second place starts its
--- ZSET, with a stand-in for the first ("~": scored as the second, it
--- leaves a little later than the first did). A network whose bits all
--- happen to be set by others pays a second place's price for its first:
--- with a million networks in each window, under 0.1 % of first places
--- (one bit each made it 6 %). A network's bits outlive its ZSET (each
--- place refreshes them in this window's filter, kept two windows, and a
--- ZSET expires PRICE_HELD_TTL_MS after its last place, one window).
-local SEEN = {} -- cur, prev: the filters' keys, set by the script
+-- blocked Bloom filter, not as a member of a ZSET, so that a crowd spread
+-- over many networks costs no key per person (a ZSET per IPv6 /56 and /48
+-- made 579 bytes of Redis per waiting place, against 137 without). A
+-- window's filter is SEEN_SHARDS STRING keys of SEEN_BLOCKS 32-bit blocks;
+-- a network's hash (Go's seenHash) names its key (Go passes it), its
+-- block, and SEEN_PROBES bits within the block, so one BITFIELD
+-- operation reads or writes them all (ten single bits, one operation
+-- each, made enter three times as costly in Lua), and a key takes memory
+-- only once networks land in it. This window's filter and the last one's
+-- are read. Only a network's second place starts its ZSET, with a
+-- stand-in for the first ("~": scored as the second, it leaves a little
+-- later than the first did). A network whose bits all happen to be set
+-- by others pays a second place's price for its first: with a million
+-- networks in each window, about 0.05 % of first places (one bit a
+-- network made it 6 %; TestSeenFilterFalsePositives). A network's bits
+-- outlive its ZSET (each place refreshes them in this window's filter,
+-- kept two windows, and a ZSET expires PRICE_HELD_TTL_MS after its last
+-- place, one window).
 
--- seen_ops: a BITFIELD's operations on a network's bits (op GET or SET),
--- from its hash h (0 ≤ h < 2^48): two 24-bit halves, double hashing.
-local function seen_ops(h, op)
-  local h1, h2 = h % SEEN_BITS, math.floor(h / SEEN_BITS) % SEEN_BITS
-  h2 = h2 - h2 % 2 + 1 -- odd, so the offsets differ
-  local ops = {}
-  for i = 0, SEEN_HASHES - 1 do
-    local n = #ops
-    ops[n + 1], ops[n + 2], ops[n + 3] = op, 'u1', (h1 + i * h2) % SEEN_BITS
-    if op == 'SET' then
-      ops[n + 4] = 1
-    end
+-- seen_block: the BITFIELD offset of the block of the network of hash h
+-- (0 ≤ h < 2^48) and the bits it sets there, as an int32 mask.
+local function seen_block(h)
+  local rest = math.floor(h / SEEN_SHARDS) -- the low bits named the key
+  local block = rest % SEEN_BLOCKS
+  rest = math.floor(rest / SEEN_BLOCKS)
+  local mask = 0
+  for _ = 1, SEEN_PROBES do
+    mask = bit.bor(mask, bit.lshift(1, rest % 32))
+    rest = math.floor(rest / 32)
   end
-  return ops
+  return block * 32, mask
 end
 
--- seen_read reads, for each of nets ({held ZSET key, hash}), whether its
--- network placed anyone in this window (2) or the one before (1), else 0:
--- one BITFIELD_RO for all of them in this window's filter, and one in the
--- last window's for those it missed (a network's first place, the common
--- case in a crowd, costs two reads and one write whatever its tiers).
-local function seen_read(nets)
-  local seen = {}
-  for _, filter in ipairs({{SEEN.cur, 2}, {SEEN.prev, 1}}) do
-    local ops, asked = {}, {}
-    for _, net in ipairs(nets) do
-      if not seen[net[1]] then
-        asked[#asked + 1] = net[1]
-        for _, v in ipairs(seen_ops(net[2], 'GET')) do
-          ops[#ops + 1] = v
-        end
-      end
-    end
-    if #asked == 0 then
-      break
-    end
-    local bits = redis.call('BITFIELD_RO', filter[1], unpack(ops))
-    for k, key in ipairs(asked) do
-      local all = true
-      for b = (k - 1) * SEEN_HASHES + 1, k * SEEN_HASHES do
-        if bits[b] == 0 then
-          all = false
-          break
-        end
-      end
-      if all then
-        seen[key] = filter[2]
-      end
-    end
+-- This call's view of the filter blocks it read or wrote ("<key>:<off>"
+-- -> int32), so that networks of one call that share a block see each
+-- other's bits.
+local seen_blocks = {}
+
+local function block_get(key, off)
+  local id = key .. ':' .. off
+  local v = seen_blocks[id]
+  if v == nil then
+    v = redis.call('BITFIELD_RO', key, 'GET', 'i32', off)[1]
+    seen_blocks[id] = v
   end
-  return seen
+  return v
+end
+
+local function block_set(key, off, mask)
+  local v = bit.bor(block_get(key, off), mask)
+  redis.call('BITFIELD', key, 'SET', 'i32', off, v)
+  seen_blocks[key .. ':' .. off] = v
+end
+
+-- seen_read reads whether the network net ({held ZSET key, hash, this
+-- window's filter key, the last one's}) placed anyone in this window (2)
+-- or the one before (1), else 0.
+local function seen_read(net)
+  local off, mask = seen_block(net[2])
+  if bit.band(block_get(net[3], off), mask) == mask then
+    return 2
+  end
+  if bit.band(block_get(net[4], off), mask) == mask then
+    return 1
+  end
+  return 0
 end
 
 -- The places each network holds, read once per script call (held_cache,
@@ -157,29 +158,22 @@ end
 local held_cache, held_base, held_tally, held_added, seen_now = {}, {}, {}, {}, {}
 
 -- networks_held reads the places of each of nets not read yet in this
--- call (their seen state in one pass, seen_read).
+-- call.
 local function networks_held(nets, floor)
-  local fresh = {}
   for _, net in ipairs(nets) do
-    if held_cache[net[1]] == nil then
-      fresh[#fresh + 1] = net
-    end
-  end
-  if #fresh == 0 then
-    return
-  end
-  local seen = seen_read(fresh)
-  for _, net in ipairs(fresh) do
-    local key, base, n = net[1], 0, 0
-    seen_now[key] = seen[key] == 2
-    if seen[key] then
-      if floor then
-        redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
+    local key = net[1]
+    if held_cache[key] == nil then
+      local seen, base, n = seen_read(net), 0, 0
+      seen_now[key] = seen == 2
+      if seen > 0 then
+        if floor then
+          redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
+        end
+        base = redis.call('ZCARD', key)
+        n = math.max(base, 1) -- its first place left only its bits
       end
-      base = redis.call('ZCARD', key)
-      n = math.max(base, 1) -- its first place left only its bits
+      held_base[key], held_cache[key] = base, n
     end
-    held_base[key], held_cache[key] = base, n
   end
 end
 
@@ -236,21 +230,18 @@ local function price_paid(nets)
 end
 
 -- held_add records user's place (its arrival number; 0 in a draw) for
--- each of nets: a network's first place as its bits (one BITFIELD for
--- the nets not yet in this window's filter), a later one in its ZSET
--- (with the stand-in for the first, when the ZSET has none), keeping the
--- newest PRICE_HELD_CAP.
-local seen_set, held_zadded = false, {}
+-- each of nets: a network's first place in this window as its bits, a
+-- later one in its ZSET (with the stand-in for the first, when the ZSET
+-- has none), keeping the newest PRICE_HELD_CAP.
+local seen_written, held_zadded = {}, {}
 local function held_add(nets, user, seq)
-  local ops = {}
   for _, net in ipairs(nets) do
     local k = net[1]
     local prior = (held_cache[k] or 0) + (held_added[k] or 0)
     if not seen_now[k] then
-      for _, v in ipairs(seen_ops(net[2], 'SET')) do
-        ops[#ops + 1] = v
-      end
-      seen_now[k] = true
+      local off, mask = seen_block(net[2])
+      block_set(net[3], off, mask)
+      seen_now[k], seen_written[net[3]] = true, true
     end
     if prior > 0 then
       local args = {seq, user}
@@ -265,17 +256,12 @@ local function held_add(nets, user, seq)
     end
     held_added[k] = (held_added[k] or 0) + 1
   end
-  if #ops > 0 then
-    redis.call('BITFIELD', SEEN.cur, unpack(ops))
-    seen_set = true
-  end
 end
 
--- seen_keep keeps this window's bitmap two windows, once per call that
--- set a bit in it.
+-- seen_keep keeps each filter key this call wrote two windows.
 local function seen_keep()
-  if seen_set then
-    redis.call('PEXPIRE', SEEN.cur, 2 * PRICE_HELD_TTL_MS)
+  for key in pairs(seen_written) do
+    redis.call('PEXPIRE', key, 2 * PRICE_HELD_TTL_MS)
   end
 end
 
