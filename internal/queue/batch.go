@@ -232,8 +232,11 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 			keys = append(keys, q.keys.proof(c.Proof.ID))
 		}
 		for _, n := range c.Networks[:counted] {
-			cur, prev := q.keys.seenKeys(now, n)
-			keys = append(keys, q.keys.netPlacesKey(n), cur, prev)
+			keys = append(keys, q.keys.netPlacesKey(n))
+		}
+		if counted > 0 {
+			cur, prev := q.keys.seenKeys(now, c.Networks[counted-1])
+			keys = append(keys, cur, prev)
 		}
 	}
 	return keys, args
@@ -248,8 +251,9 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 // then follows its bucket keys; counted how many of its Networks' held
 // ZSETs follow that (priced: the price is on, and the caller is priced
 // by its networks), and the hashes are those networks' in the seen
-// filters (seenHash; 0 when not counted); each counted network's held
-// ZSET is followed by its keys in the filters (seenKeys). flags: 1, priced at the
+// filters (seenHash; 0 when not counted); the counted networks' held
+// ZSETs are followed by their keys in the filters (seenKeys, by the
+// widest of them: one shard holds a caller's network and site). flags: 1, priced at the
 // ceiling (PriceCeiling); 2, passed a human check.
 func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	proved = c.Proof.ID != "" && c.Proof.Difficulty > 0

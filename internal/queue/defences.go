@@ -53,10 +53,11 @@ func (s *Store) Challenge(ctx context.Context, queue string, c Caller) (int, err
 	if _, _, counted := enterAsks(c, s.defaults.Price.Bits > 0); counted > 0 {
 		now := time.Now()
 		for i, n := range c.Networks[:counted] {
-			cur, prev := q.keys.seenKeys(now, n)
-			keys = append(keys, q.keys.netPlacesKey(n), cur, prev)
+			keys = append(keys, q.keys.netPlacesKey(n))
 			hashes[i] = seenHash(n)
 		}
+		cur, prev := q.keys.seenKeys(now, c.Networks[counted-1])
+		keys = append(keys, cur, prev)
 	}
 	flags := 0
 	if c.Pricing == PriceCeiling {

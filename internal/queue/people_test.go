@@ -242,10 +242,11 @@ func TestSeenBlocksMatchLua(t *testing.T) {
 	t.Cleanup(func() { rdb.Del(context.Background(), cur, prev) })
 	script := redis.NewScript(commonLua + networksLua + `
 local net = {'n', tonumber(ARGV[1]), KEYS[1], KEYS[2]}
-local before = seen_read(net)
-local off, mask = seen_block(net[2])
-block_set(net[3], off, mask)
-return {before, seen_read(net)}`)
+local before = seen_read({net}).n
+networks_held({net}, nil)
+held_add({net}, 'u', 1)
+seen_blocks = {} -- read Redis again, not this call's view
+return {before, seen_read({net}).n}`)
 	for i := range 50 {
 		h := seenHash(fmt.Sprintf("2001:db8:%x::/56", i*7919))
 		rdb.Del(ctx, cur)
@@ -320,7 +321,7 @@ func TestSeenFilterFalsePositives(t *testing.T) {
 local n = 0
 for i = 1, #ARGV do
   local h = tonumber(ARGV[i])
-  if seen_read({'n' .. i, h, KEYS[2 * i - 1], KEYS[2 * i]}) > 0 then
+  if seen_read({{'n', h, KEYS[2 * i - 1], KEYS[2 * i]}}).n > 0 then
     n = n + 1
   end
 end

@@ -15,9 +15,9 @@
 --            buckets (STRING, see rate_take), or the unused key for a
 --            bucket not to be charged
 -- KEYS[8] -> held (ZSET; places set aside at the head, held_floor)
--- KEYS[9..] -> for the caller's network and site, each: its held ZSET,
---            and its key of this window's and the last window's filter
---            of networks seen (none when the caller is not priced by its
+-- KEYS[9..] -> the held ZSETs of the caller's network and site, then
+--            their key of this window's and the last window's filter of
+--            networks seen (none when the caller is not priced by its
 --            networks)
 -- ARGV[1..6] -> the limits per client, network and site: period_ms (the
 --            time one call earns back, fractional; 0: no limit), burst
@@ -45,9 +45,10 @@ local difficulty, price = tonumber(cfg[1]) or 0, nil
 if #KEYS > 8 then
   local floor = held_floor(KEYS[2], KEYS[8], redis.call('SCARD', KEYS[3]), tonumber(cfg[2]) or 0, now)
   local pressure = arrival_pressure(KEYS[4], now, tonumber(ARGV[11]))
-  local nets = {{KEYS[9], tonumber(ARGV[14]), KEYS[10], KEYS[11]}}
-  if KEYS[12] then
-    nets[2] = {KEYS[12], tonumber(ARGV[15]), KEYS[13], KEYS[14]}
+  local cur, prev = KEYS[#KEYS - 1], KEYS[#KEYS]
+  local nets = {{KEYS[9], tonumber(ARGV[14]), cur, prev}}
+  if #KEYS > 11 then
+    nets[2] = {KEYS[10], tonumber(ARGV[15]), cur, prev}
   end
   price = price_of(nets, floor, tonumber(ARGV[10]), pressure)
 end

@@ -44,9 +44,9 @@
 --              client's rate bucket (if its client cost is above 0), its
 --              network's and its site's (likewise), the place's rate
 --              bucket (if its place cost is above 0), the key that marks
---              its proof of work used (if it brings one), and for each
---              network it counts (its network, then its site): the held
---              ZSET, and its key of this window's and the last window's
+--              its proof of work used (if it brings one), the held ZSETs
+--              of the networks it counts (its network, then its site),
+--              and then their key of this window's and the last window's
 --              filter of networks seen (STRINGs, networks.lua's seen_read)
 -- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
 --              abandon_after_ms, and the line's lane ("": general; DEFAULTS)
@@ -191,9 +191,13 @@ local function pass_defences()
       passed = check_limits(i, a)
       proof_key[i] = next_key(proved)
       if a[8] > 0 then
-        held[i] = {{next_key(1), a[9], next_key(1), next_key(1)}}
+        held[i] = {{next_key(1), a[9]}}
         if a[8] > 1 then
-          held[i][2] = {next_key(1), a[10], next_key(1), next_key(1)}
+          held[i][2] = {next_key(1), a[10]}
+        end
+        local cur, prev = next_key(1), next_key(1)
+        for _, net in ipairs(held[i]) do
+          net[3], net[4] = cur, prev
         end
       end
     end

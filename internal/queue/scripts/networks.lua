@@ -102,7 +102,9 @@ end
 -- place, one window).
 
 -- seen_block: the BITFIELD offset of the block of the network of hash h
--- (0 ≤ h < 2^48) and the bits it sets there, as an int32 mask.
+-- (0 ≤ h < 2^48) and the bits it sets there, as an int32 mask. Its
+-- key is its caller's widest network's (seenKeys), so the low bits of h
+-- are left out.
 local function seen_block(h)
   local rest = math.floor(h / SEEN_SHARDS) -- the low bits named the key
   local block = rest % SEEN_BLOCKS
@@ -120,34 +122,59 @@ end
 -- other's bits.
 local seen_blocks = {}
 
-local function block_get(key, off)
-  local id = key .. ':' .. off
-  local v = seen_blocks[id]
-  if v == nil then
-    v = redis.call('BITFIELD_RO', key, 'GET', 'i32', off)[1]
-    seen_blocks[id] = v
+-- seen_fetch reads the blocks at offs of key not read yet in this call,
+-- in one BITFIELD_RO.
+local function seen_fetch(key, offs)
+  local ops, ids = {}, {}
+  for _, off in ipairs(offs) do
+    local id = key .. ':' .. off
+    if seen_blocks[id] == nil then
+      seen_blocks[id] = 0 -- read below
+      ids[#ids + 1] = id
+      ops[#ops + 1], ops[#ops + 2], ops[#ops + 3] = 'GET', 'i32', off
+    end
   end
-  return v
+  if #ops > 0 then
+    local v = redis.call('BITFIELD_RO', key, unpack(ops))
+    for i, id in ipairs(ids) do
+      seen_blocks[id] = v[i]
+    end
+  end
 end
 
-local function block_set(key, off, mask)
-  local v = bit.bor(block_get(key, off), mask)
-  redis.call('BITFIELD', key, 'SET', 'i32', off, v)
-  seen_blocks[key .. ':' .. off] = v
+local function block_has(key, off, mask)
+  return bit.band(seen_blocks[key .. ':' .. off], mask) == mask
 end
 
--- seen_read reads whether the network net ({held ZSET key, hash, this
--- window's filter key, the last one's}) placed anyone in this window (2)
--- or the one before (1), else 0.
-local function seen_read(net)
-  local off, mask = seen_block(net[2])
-  if bit.band(block_get(net[3], off), mask) == mask then
-    return 2
+-- seen_read reads whether each network of nets (each {held ZSET key,
+-- hash, this window's filter key, the last one's}: one key pair for all,
+-- Go's seenKeys) placed anyone in this window (2) or the one before (1),
+-- else 0: one read of this window's key, and one of the last window's for
+-- those it did not find.
+local function seen_read(nets)
+  local seen, offs, masks, missed = {}, {}, {}, {}
+  for i, net in ipairs(nets) do
+    offs[i], masks[i] = seen_block(net[2])
   end
-  if bit.band(block_get(net[4], off), mask) == mask then
-    return 1
+  seen_fetch(nets[1][3], offs)
+  for i, net in ipairs(nets) do
+    if block_has(net[3], offs[i], masks[i]) then
+      seen[net[1]] = 2
+    else
+      missed[#missed + 1] = i
+    end
   end
-  return 0
+  if #missed > 0 then
+    local prev = {}
+    for k, i in ipairs(missed) do
+      prev[k] = offs[i]
+    end
+    seen_fetch(nets[1][4], prev)
+    for _, i in ipairs(missed) do
+      seen[nets[i][1]] = block_has(nets[i][4], offs[i], masks[i]) and 1 or 0
+    end
+  end
+  return seen
 end
 
 -- The places each network holds, read once per script call (held_cache,
@@ -160,20 +187,27 @@ local held_cache, held_base, held_tally, held_added, seen_now = {}, {}, {}, {}, 
 -- networks_held reads the places of each of nets not read yet in this
 -- call.
 local function networks_held(nets, floor)
+  local fresh = {}
   for _, net in ipairs(nets) do
-    local key = net[1]
-    if held_cache[key] == nil then
-      local seen, base, n = seen_read(net), 0, 0
-      seen_now[key] = seen == 2
-      if seen > 0 then
-        if floor then
-          redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
-        end
-        base = redis.call('ZCARD', key)
-        n = math.max(base, 1) -- its first place left only its bits
-      end
-      held_base[key], held_cache[key] = base, n
+    if held_cache[net[1]] == nil then
+      fresh[#fresh + 1] = net
     end
+  end
+  if #fresh == 0 then
+    return
+  end
+  local seen = seen_read(fresh)
+  for _, net in ipairs(fresh) do
+    local key, base, n = net[1], 0, 0
+    seen_now[key] = seen[key] == 2
+    if seen[key] > 0 then
+      if floor then
+        redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
+      end
+      base = redis.call('ZCARD', key)
+      n = math.max(base, 1) -- its first place left only its bits
+    end
+    held_base[key], held_cache[key] = base, n
   end
 end
 
@@ -235,13 +269,16 @@ end
 -- has none), keeping the newest PRICE_HELD_CAP.
 local seen_written, held_zadded = {}, {}
 local function held_add(nets, user, seq)
+  local ops = {}
   for _, net in ipairs(nets) do
     local k = net[1]
     local prior = (held_cache[k] or 0) + (held_added[k] or 0)
     if not seen_now[k] then
       local off, mask = seen_block(net[2])
-      block_set(net[3], off, mask)
-      seen_now[k], seen_written[net[3]] = true, true
+      local id = net[3] .. ':' .. off
+      seen_blocks[id] = bit.bor(seen_blocks[id] or 0, mask)
+      ops[#ops + 1], ops[#ops + 2], ops[#ops + 3], ops[#ops + 4] = 'SET', 'i32', off, seen_blocks[id]
+      seen_now[k] = true
     end
     if prior > 0 then
       local args = {seq, user}
@@ -255,6 +292,10 @@ local function held_add(nets, user, seq)
       redis.call('PEXPIRE', k, PRICE_HELD_TTL_MS)
     end
     held_added[k] = (held_added[k] or 0) + 1
+  end
+  if #ops > 0 then
+    redis.call('BITFIELD', nets[1][3], unpack(ops))
+    seen_written[nets[1][3]] = true
   end
 end
 
