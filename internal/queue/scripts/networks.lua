@@ -117,61 +117,65 @@ local function seen_block(h)
   return block * 32, mask
 end
 
--- This call's view of the filter blocks it read or wrote ("<key>:<off>"
+-- This call's view of the filter blocks it read or wrote (key -> offset
 -- -> int32), so that networks of one call that share a block see each
 -- other's bits.
 local seen_blocks = {}
 
--- seen_fetch reads the blocks at offs of key not read yet in this call,
--- in one BITFIELD_RO.
-local function seen_fetch(key, offs)
-  local ops, ids = {}, {}
-  for _, off in ipairs(offs) do
-    local id = key .. ':' .. off
-    if seen_blocks[id] == nil then
-      seen_blocks[id] = 0 -- read below
-      ids[#ids + 1] = id
+local function blocks_of(key)
+  local c = seen_blocks[key]
+  if c == nil then
+    c = {}
+    seen_blocks[key] = c
+  end
+  return c
+end
+
+-- seen_fetch reads into c (key's blocks) those at the offsets of nets
+-- (net[5]) it lacks, in one BITFIELD_RO.
+local function seen_fetch(key, c, nets)
+  local ops, offs = {}, {}
+  for _, net in ipairs(nets) do
+    local off = net[5]
+    if c[off] == nil then
+      c[off] = 0 -- read below
+      offs[#offs + 1] = off
       ops[#ops + 1], ops[#ops + 2], ops[#ops + 3] = 'GET', 'i32', off
     end
   end
   if #ops > 0 then
     local v = redis.call('BITFIELD_RO', key, unpack(ops))
-    for i, id in ipairs(ids) do
-      seen_blocks[id] = v[i]
+    for i, off in ipairs(offs) do
+      c[off] = v[i]
     end
   end
-end
-
-local function block_has(key, off, mask)
-  return bit.band(seen_blocks[key .. ':' .. off], mask) == mask
 end
 
 -- seen_read reads whether each network of nets (each {held ZSET key,
 -- hash, this window's filter key, the last one's}: one key pair for all,
 -- Go's seenKeys) placed anyone in this window (2) or the one before (1),
--- else 0: one read of this window's key, and one of the last window's for
--- those it did not find.
-local function seen_read(nets)
-  local seen, offs, masks, missed = {}, {}, {}, {}
-  for i, net in ipairs(nets) do
-    offs[i], masks[i] = seen_block(net[2])
+-- else 0, into seen (held key -> 0, 1 or 2): one read of this window's
+-- key, and one of the last window's for those it did not find. It
+-- leaves each network's block offset and mask in net[5] and net[6].
+local function seen_read(nets, seen)
+  for _, net in ipairs(nets) do
+    net[5], net[6] = seen_block(net[2])
   end
-  seen_fetch(nets[1][3], offs)
-  for i, net in ipairs(nets) do
-    if block_has(net[3], offs[i], masks[i]) then
+  local cur = blocks_of(nets[1][3])
+  seen_fetch(nets[1][3], cur, nets)
+  local missed = {}
+  for _, net in ipairs(nets) do
+    if bit.band(cur[net[5]], net[6]) == net[6] then
       seen[net[1]] = 2
     else
-      missed[#missed + 1] = i
+      missed[#missed + 1] = net
     end
   end
   if #missed > 0 then
-    local prev = {}
-    for k, i in ipairs(missed) do
-      prev[k] = offs[i]
-    end
-    seen_fetch(nets[1][4], prev)
-    for _, i in ipairs(missed) do
-      seen[nets[i][1]] = block_has(nets[i][4], offs[i], masks[i]) and 1 or 0
+    local prev = blocks_of(nets[1][4])
+    seen_fetch(nets[1][4], prev, missed)
+    for _, net in ipairs(missed) do
+      seen[net[1]] = bit.band(prev[net[5]], net[6]) == net[6] and 1 or 0
     end
   end
   return seen
@@ -196,7 +200,7 @@ local function networks_held(nets, floor)
   if #fresh == 0 then
     return
   end
-  local seen = seen_read(fresh)
+  local seen = seen_read(fresh, {})
   for _, net in ipairs(fresh) do
     local key, base, n = net[1], 0, 0
     seen_now[key] = seen[key] == 2
@@ -274,10 +278,12 @@ local function held_add(nets, user, seq)
     local k = net[1]
     local prior = (held_cache[k] or 0) + (held_added[k] or 0)
     if not seen_now[k] then
-      local off, mask = seen_block(net[2])
-      local id = net[3] .. ':' .. off
-      seen_blocks[id] = bit.bor(seen_blocks[id] or 0, mask)
-      ops[#ops + 1], ops[#ops + 2], ops[#ops + 3], ops[#ops + 4] = 'SET', 'i32', off, seen_blocks[id]
+      if net[5] == nil then -- its network was read for an earlier call
+        net[5], net[6] = seen_block(net[2])
+      end
+      local c, off = blocks_of(net[3]), net[5]
+      c[off] = bit.bor(c[off] or 0, net[6])
+      ops[#ops + 1], ops[#ops + 2], ops[#ops + 3], ops[#ops + 4] = 'SET', 'i32', off, c[off]
       seen_now[k] = true
     end
     if prior > 0 then
