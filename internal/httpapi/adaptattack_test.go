@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/scheduler"
+	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
 )
 
 // TestAdaptUnmovedByOneHolder (issue 26, item 9): with the README's
@@ -52,7 +53,8 @@ func TestAdaptUnmovedByOneHolder(t *testing.T) {
 	defer wg.Wait()
 	defer cancel()
 	e, store, name := newAdaptingEnv(t, ctx, &wg, upURL)
-	from := func(n int) []string { return []string{"X-Forwarded-For", fmt.Sprintf("198.18.7.%d", n)} }
+	clients := clientaddr.New(t)
+	from := func(n int) []string { return []string{"X-Forwarded-For", clients.Addr(n)} }
 	pass := func(n int) []string {
 		tk, _ := e.enterAnon(from(n)...)
 		if tk.Pass == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
 )
 
 // readingUpstream reads each body to its end, then answers 200; inside
@@ -100,7 +101,8 @@ func TestSlowPostsOfOnePass(t *testing.T) {
 	g := newTestGate(t, rdb, store, name, passes, []string{"/static/"}, true)
 	e := newEnvWithStore(t, rdb, store, name, Options{Places: places, Passes: passes, Gate: g, ClientIP: behindProxy(t), Upstream: h})
 
-	from := func(n int) []string { return []string{"X-Forwarded-For", fmt.Sprintf("198.18.%d.%d", n/250, n%250+1)} }
+	clients := clientaddr.New(t)
+	from := func(n int) []string { return []string{"X-Forwarded-For", clients.Addr(n)} }
 	holder, _ := e.enterAnon(from(1)...)
 	if holder.Pass == "" {
 		t.Fatalf("not admitted: %+v", holder)

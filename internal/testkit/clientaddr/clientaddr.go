@@ -5,9 +5,11 @@
 // is sooner or later another test's too, and that test then sees a 429
 // where it wanted a 401.
 //
-// The addresses come from 198.18.0.0/15, the range RFC 2544 sets aside
-// for benchmarking, which no real client has. Blocks are handed out by a
-// counter, so no two blocks of one test binary overlap; the counter
+// The addresses come from 198.19.0.0/16, half of the range RFC 2544 sets
+// aside for benchmarking, which no real client has; the other half,
+// 198.18.0.0/16, is left to tests that need addresses of a fixed shape
+// (several of one /24, a network's neighbours). Blocks are handed out by
+// a counter, so no two blocks of one test binary overlap; the counter
 // starts at a random block, so that two runs on one long-lived Redis
 // (REDIS_ADDR) rarely meet each other's state either.
 package clientaddr
@@ -24,11 +26,11 @@ import (
 // Size is how many addresses a Block holds: a /26.
 const Size = 64
 
-// blocks is how many Blocks 198.18.0.0/15 holds.
-const blocks = 1 << (32 - 15) / Size
+// blocks is how many Blocks 198.19.0.0/16 holds.
+const blocks = 1 << (32 - 16) / Size
 
 var (
-	base = netip.MustParseAddr("198.18.0.0").As4()
+	base = netip.MustParseAddr("198.19.0.0").As4()
 
 	start = rand.Uint32N(blocks)
 	taken atomic.Uint32
