@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // joinDeadline bounds the wait for a page to join the line and show it:
@@ -398,12 +399,12 @@ func TestLeaveRemovesUser(t *testing.T) {
 	b.do("confirm", chromedp.Click(chromedp.CSS("#leave-confirm")))
 	b.waitJS(5*time.Second, "the left state",
 		jsState("left")+` && !document.getElementById('left').hidden && !`+dialogOpen)
-	eventually(t, 5*time.Second, "the store to forget the member", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the store to forget the member", func() (bool, string) {
 		tk := s.status(member)
 		return tk.Status == queue.NotWaiting, string(tk.Status)
 	})
 	// The store changes before the handler returns and the call is recorded.
-	eventually(t, 5*time.Second, "one successful DELETE .../place", func() (bool, string) {
+	wait.For(t, 30*time.Second, "one successful DELETE .../place", func() (bool, string) {
 		n := s.calls.count(func(c call) bool {
 			return c.method == http.MethodDelete && strings.HasSuffix(c.path, "/place") &&
 				c.member == member && c.status == http.StatusNoContent
@@ -413,7 +414,7 @@ func TestLeaveRemovesUser(t *testing.T) {
 	if n := s.calls.count(func(c call) bool { return c.method == http.MethodDelete }); n != 1 {
 		t.Errorf("%d DELETE requests, want 1", n)
 	}
-	eventually(t, 5*time.Second, "the browser to drop the place cookie", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the browser to drop the place cookie", func() (bool, string) {
 		c := b.cookie(s.url, place.CookieName(s.queue, false))
 		return c == nil, fmt.Sprintf("%+v", c)
 	})
@@ -510,7 +511,7 @@ func TestTurnWithoutTargetSaysGoBack(t *testing.T) {
 
 	b.navigate(s.url + "/q/" + s.queue)
 	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
-	b.waitJS(15*time.Second, "the turn", jsState("entered")+` && !document.getElementById('turn').hidden`)
+	b.waitJS(joinDeadline, "the turn", jsState("entered")+` && !document.getElementById('turn').hidden`)
 	member := s.member(b)
 
 	if links := eval[[]string](b, `Array.from(document.querySelectorAll('a[href]'), (a) => a.href)`); len(links) != 0 {
