@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // behindProxy trusts the test's loopback peer as a proxy, so each test
@@ -182,8 +183,8 @@ func TestAdminLockoutBackOff(t *testing.T) {
 			t.Fatalf("Retry-After %q, want %d", got, want)
 		}
 		// The right token is not let in early; once the lock is over it is.
-		eventually(t, time.Duration(want+5)*time.Second, func() bool {
-			return e.do("GET", path, "", asClient(client, adminToken)...).status == 200
+		wait.For(t, time.Duration(want+5)*time.Second, "the right token once the lock is over", func() (bool, string) {
+			return e.do("GET", path, "", asClient(client, adminToken)...).status == 200, ""
 		})
 	}
 }
@@ -218,8 +219,8 @@ func TestAdminWithoutRedis(t *testing.T) {
 	if err := ctr.Unpause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() bool {
-		return e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...).status == 200
+	wait.For(t, 30*time.Second, "the right token once Redis is back", func() (bool, string) {
+		return e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...).status == 200, ""
 	})
 
 	e.server().admin = newAdminGuard(Options{AdminToken: adminToken})

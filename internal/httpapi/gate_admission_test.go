@@ -13,6 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // Issue 26.4: one admission, one holder. Every status call of an ENTERED
@@ -83,9 +84,9 @@ func TestGatePassesOfOneAdmissionShareItsLimit(t *testing.T) {
 	// the networks it was let in from too.
 	for i, p := range passes {
 		e := []*env{a, b}[i%2]
-		eventually(t, 5*time.Second, func() bool {
+		wait.For(t, 5*time.Second, "the pass to be refused as used elsewhere", func() (bool, string) {
 			r := e.do("GET", "/order", "", append(passCookie(e, p), "X-Forwarded-For", testClient(t), "Accept", "application/json")...)
-			return r.status == http.StatusUnauthorized && errorCode(r.body) == "pass_used_elsewhere"
+			return r.status == http.StatusUnauthorized && errorCode(r.body) == "pass_used_elsewhere", ""
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // readingUpstream reads each body to its end, then answers 200; inside
@@ -125,7 +126,7 @@ func TestSlowPostsOfOnePass(t *testing.T) {
 			t.Fatalf("past the caps: %q, want 429", got)
 		}
 	}
-	waitUntil(t, "the caps' requests at the upstream", func() bool { return inside.Load() == perPass+perClient })
+	wait.For(t, 30*time.Second, "the caps' requests at the upstream", func() (bool, string) { return inside.Load() == perPass+perClient, "" })
 
 	// The room goes on answering everybody else meanwhile.
 	for i := range 5 {
@@ -151,5 +152,5 @@ func TestSlowPostsOfOnePass(t *testing.T) {
 		t.Fatalf("%d requests held at the upstream, want the caps' %d", n, perPass+perClient)
 	}
 	close(stop)
-	waitUntil(t, "the held requests to end", func() bool { return inside.Load() == 0 })
+	wait.For(t, 30*time.Second, "the held requests to end", func() (bool, string) { return inside.Load() == 0, "" })
 }
