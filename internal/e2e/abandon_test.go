@@ -161,7 +161,11 @@ func TestAbandonedPlaceIsReleased(t *testing.T) {
 	b.screenshot("released")
 
 	// People who arrive later and stay, so the line is still there when
-	// the user joins again.
+	// the user joins again: paused from now on (ticks go on, admitting
+	// nobody), or a loaded machine, slow through the steps below, lets
+	// them all in first and the page joins again straight to its turn.
+	paused := true
+	s.update(queue.Update{Paused: &paused})
 	later := names("later", 12)
 	s.enterLine(later...)
 	s.keepPolling(later)

@@ -507,10 +507,16 @@ func TestTurnWithoutTargetSaysGoBack(t *testing.T) {
 	chromium := chromiumPath(t)
 	s := newStack(t, stackOptions{settings: fastTicks(1)})
 	b := newBrowser(t, chromium)
+	// Paused until the page waits in line: a loaded machine may take
+	// longer to start the page than the line takes to admit three, and
+	// the page would then be let in at its enter, never waiting.
+	paused, resumed := true, false
+	s.update(queue.Update{Paused: &paused})
 	s.fillWaiting("ahead", 3)
 
 	b.navigate(s.url + "/q/" + s.queue)
 	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
+	s.update(queue.Update{Paused: &resumed})
 	b.waitJS(joinDeadline, "the turn", jsState("entered")+` && !document.getElementById('turn').hidden`)
 	member := s.member(b)
 

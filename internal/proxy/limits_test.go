@@ -202,7 +202,10 @@ func TestPerClientCap(t *testing.T) {
 	for range cap {
 		<-answers
 	}
-	wait.For(t, 30*time.Second, "the held requests to end", func() (bool, string) { return up.inside.Load() == 0, "" })
+	wait.For(t, 30*time.Second, "the held requests to end", func() (bool, string) {
+		n := up.inside.Load()
+		return n == 0, fmt.Sprintf("%d at the upstream", n)
+	})
 	res, err := http.Post(srv.URL+"/upload", "text/plain", strings.NewReader("hello"))
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +243,10 @@ func TestAbortedUploadsQuiet(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	wait.For(t, 30*time.Second, "every abort counted", func() (bool, string) { return c.get(CutClientAbort) == aborts, "" })
+	wait.For(t, 30*time.Second, "every abort counted", func() (bool, string) {
+		n := c.get(CutClientAbort)
+		return n == aborts, fmt.Sprintf("%d of %d counted", n, aborts)
+	})
 	if n := log.count("level="); n > 0 {
 		t.Fatalf("%d log lines for %d aborted uploads, want none at info:\n%s", n, aborts, log.buf.String())
 	}
