@@ -108,7 +108,12 @@ func TestAbandonedPlaceIsReleased(t *testing.T) {
 	s := newStack(t, stackOptions{settings: settings})
 	b := newBrowser(t, chromium)
 	// People ahead who stay: the line reaches the page after it has been
-	// silent for longer than abandon_after.
+	// silent for longer than abandon_after. The line is paused until the
+	// page is frozen: a loaded machine may take longer to start the page
+	// than the line takes to admit eight, and the page would then be let
+	// in at its enter.
+	paused, resumed := true, false
+	s.update(queue.Update{Paused: &paused})
 	ahead := names("ahead", 8)
 	s.enterLine(ahead...)
 	s.keepPolling(ahead)
@@ -125,6 +130,7 @@ func TestAbandonedPlaceIsReleased(t *testing.T) {
 
 	frozenAt := time.Now()
 	b.lifecycle(page.SetWebLifecycleStateStateFrozen)
+	s.update(queue.Update{Paused: &resumed})
 	// Only the history is read meanwhile: a status call would hear from
 	// the place.
 	wait.For(t, 30*time.Second, "the line to drop the silent page", func() (bool, string) {
@@ -164,7 +170,6 @@ func TestAbandonedPlaceIsReleased(t *testing.T) {
 	// the user joins again: paused from now on (ticks go on, admitting
 	// nobody), or a loaded machine, slow through the steps below, lets
 	// them all in first and the page joins again straight to its turn.
-	paused := true
 	s.update(queue.Update{Paused: &paused})
 	later := names("later", 12)
 	s.enterLine(later...)
