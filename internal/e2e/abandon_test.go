@@ -303,11 +303,19 @@ func TestPollingBackgroundTabKeepsPlace(t *testing.T) {
 		frozenAt := time.Now()
 		time.Sleep(frozenFor) // a deliberate duration: frozen for less than abandon_after
 		// A poll sent before the freeze may be answered during it (under
-		// load it was): the frozen page must send none.
+		// load it was), and may even reach the server after the freeze was
+		// made (the recorder stamps arrival, not sending; under load one
+		// arrived 3 ms after): the page has one poll in flight at most, so
+		// one arrival soon after the freeze is that one. A second, or one
+		// later on, is the frozen page polling.
+		var late []time.Time
 		for _, c := range polls() {
 			if c.started.After(frozenAt) {
-				t.Fatalf("cycle %d: the frozen page polled (a request at %v, frozen at %v)", cycles, c.started, frozenAt)
+				late = append(late, c.started)
 			}
+		}
+		if len(late) > 1 || len(late) == 1 && late[0].Sub(frozenAt) > frozenFor/2 {
+			t.Fatalf("cycle %d: the frozen page polled (requests at %v, frozen at %v)", cycles, late, frozenAt)
 		}
 		before = polls()
 		b.lifecycle(page.SetWebLifecycleStateStateActive)
