@@ -232,12 +232,12 @@ func TestAbandonedPlaceIsReleased(t *testing.T) {
 func TestPollingBackgroundTabKeepsPlace(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
-	// Frozen for 2 s, the page has 6 s after each thaw to be heard from
-	// again, of which it is told to wait up to 4 s (abandon_after/2) when
-	// an answer reached it frozen: room for a loaded machine (under the
-	// whole suite, beside the soak and failover packages, a thawed page
-	// once took over 2.5 s to poll).
-	const abandonAfter = 8 * time.Second
+	// Frozen for 2 s, the page has 14 s after each thaw to be heard from
+	// again, of which it is told to wait up to 8 s (abandon_after/2) when
+	// an answer reached it frozen: room for a loaded machine. With 8 s
+	// (2 s to spare), a page beside a compiler on two cores was silent for
+	// 10.9 s and dropped.
+	const abandonAfter = 16 * time.Second
 	const frozenFor = 2 * time.Second
 	settings := fastTicks(1)
 	settings.AbandonAfter = abandonAfter
@@ -247,7 +247,7 @@ func TestPollingBackgroundTabKeepsPlace(t *testing.T) {
 	// The line ahead: people who stay, with a silent one after each. The
 	// first few are all present, so the silent ones have been silent for
 	// longer than abandon_after when the line reaches them.
-	lead := names("lead", 12)
+	lead := names("lead", 24) // present for longer than abandon_after at one a second
 	s.enterLine(lead...)
 	var keep, silent []string
 	for i := range 15 {
