@@ -339,12 +339,14 @@ func TestPollingBackgroundTabKeepsPlace(t *testing.T) {
 		t.Errorf("the longest time between two polls was %v; the page was frozen for %v", maxGap, frozenFor)
 	}
 
-	// The page keeps its place and has moved up; the line has passed, and
-	// dropped, silent users ahead of it.
-	if tk := s.status(member); tk.Status != queue.Waiting || tk.Position >= start {
-		t.Fatalf("after %d cycles the store has %+v; want WAITING ahead of the first position %d", cycles, tk, start)
+	// The page kept its place and has moved up, or (a last cycle on a
+	// loaded machine may take ten seconds) was let in in its turn; never
+	// dropped. The line has passed, and dropped, silent users ahead of it.
+	tk := s.status(member)
+	if tk.Status != queue.Entered && (tk.Status != queue.Waiting || tk.Position >= start) {
+		t.Fatalf("after %d cycles the store has %+v; want WAITING ahead of the first position %d, or ENTERED", cycles, tk, start)
 	}
-	if st := eval[string](b, `document.body.dataset.state`); st != "waiting" {
+	if st := eval[string](b, `document.body.dataset.state`); st != "waiting" && st != "entered" {
 		t.Errorf("the page is %q after the cycles", st)
 	}
 	// A silent place that entered near the head (and so was heard then)
