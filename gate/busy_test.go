@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // stubChecker is a Checker whose answers the test sets: every check fails
@@ -140,15 +141,8 @@ func TestOpenGateIgnoresBusyChecks(t *testing.T) {
 // eventuallyGot asks until the answer to pass is want, for up to 30 s.
 func eventuallyGot(t *testing.T, h http.Handler, pass, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.For(t, 30*time.Second, "the answer "+want, func() (bool, string) {
 		got := ask(h, pass)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s: %s, want %s", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return got == want, got
+	})
 }

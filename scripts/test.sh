@@ -4,8 +4,30 @@
 # the page tests). Installs what it needs first.
 #
 #   scripts/test.sh [extra go test flags, e.g. -run TestReference]
+#
+# Every suite runs even when one before it failed (the service's module,
+# the lab's, the chart's): a failure in one must not hide another's. The
+# script lists what failed at the end and exits non-zero if anything did.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+failed=()
+# step runs a command in a subshell (a cd stays in it) and goes on when
+# it fails, remembering the failure under the step's name.
+step() {
+	local name=$1
+	shift
+	if ! ("$@"); then
+		echo "test.sh: FAILED: $name" >&2
+		failed+=("$name")
+	fi
+}
+# within runs a command in a directory (step's subshell keeps the cd).
+within() {
+	cd "$1" || return
+	shift
+	"$@"
+}
 
 scripts/install-tools.sh test
 
@@ -24,20 +46,33 @@ case "${DOCKER_HOST:-unix://}" in
 unix://*) export TESTCONTAINERS_HOST_OVERRIDE="${TESTCONTAINERS_HOST_OVERRIDE:-localhost}" ;;
 esac
 
-unformatted=$(gofmt -l cmd internal web gate api scripts lab deploy/helm/charttest)
-if [ -n "$unformatted" ]; then
-	echo "test.sh: gofmt would change:" >&2
-	echo "$unformatted" >&2
-	exit 1
-fi
+gofmt_check() {
+	local unformatted
+	unformatted=$(gofmt -l cmd internal web gate api scripts lab deploy/helm/charttest)
+	if [ -n "$unformatted" ]; then
+		echo "test.sh: gofmt would change:" >&2
+		echo "$unformatted" >&2
+		return 1
+	fi
+}
+step "gofmt" gofmt_check
 # -race for vet too: vet then compiles every package just as go test -race
 # does, and go test reuses those builds instead of compiling it all a
 # second time without the race detector (a third less CPU from a cold
 # cache; docs/PERFORMANCE.md, "Cold start").
-go vet -race ./...
-go test -race -count=1 -timeout 30m "$@" ./...
+step "go vet (service)" go vet -race ./...
+step "go test (service)" go test -race -count=1 -timeout 30m "$@" ./...
 # The lab (benchmark and experiment tools) is a module of its own, so the
 # service's go.mod lists only what the service and its tests need.
-(cd lab && go vet -race ./... && go test -race -count=1 -timeout 10m "$@" ./...)
+step "go vet (lab)" within lab go vet -race ./...
+step "go test (lab)" within lab go test -race -count=1 -timeout 10m "$@" ./...
 # So are the Helm chart's tests, which need the Kubernetes API packages.
-(cd deploy/helm/charttest && go vet ./... && go test -count=1 "$@" ./...)
+step "go vet (chart)" within deploy/helm/charttest go vet ./...
+step "go test (chart)" within deploy/helm/charttest go test -count=1 "$@" ./...
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "test.sh: ${#failed[@]} step(s) failed:" >&2
+	printf '  %s\n' "${failed[@]}" >&2
+	exit 1
+fi
+echo "test.sh: every suite passed"

@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/internal/oidctest"
 	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -36,17 +37,6 @@ func newSessions(t *testing.T, o adminsession.Options) *adminsession.Sessions {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(d); !cond(); {
-		if time.Now().After(end) {
-			t.Fatalf("not within %s", d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func TestSessionStartFindEnd(t *testing.T) {
@@ -122,7 +112,7 @@ func TestIdleAndAbsoluteTimeouts(t *testing.T) {
 	idle, _ := adminsession.New(rdb, adminsession.Options{Idle: 300 * time.Millisecond, Absolute: time.Hour, Now: c.now})
 	id, _ := idle.Start(ctx, kim)
 	// Unused (a Find would renew it), it ends after the idle time.
-	eventually(t, 10*time.Second, func() bool { return rdb.Exists(ctx, rediskeys.Session(id)).Val() == 0 })
+	wait.For(t, 10*time.Second, "the idle session to end", func() (bool, string) { return rdb.Exists(ctx, rediskeys.Session(id)).Val() == 0, "" })
 	c.add(adminsession.CacheFor) // never served from the cache
 	if _, ok, _ := idle.Find(ctx, id); ok {
 		t.Fatal("an idle session was found")
@@ -130,10 +120,10 @@ func TestIdleAndAbsoluteTimeouts(t *testing.T) {
 	// Used all the time, it still ends at the absolute time.
 	abs := newSessions(t, adminsession.Options{Idle: time.Hour, Absolute: 600 * time.Millisecond, Now: c.now})
 	id, _ = abs.Start(ctx, kim)
-	eventually(t, 10*time.Second, func() bool {
+	wait.For(t, 10*time.Second, "the session to end at the absolute time", func() (bool, string) {
 		c.add(adminsession.CacheFor)
 		_, ok, _ := abs.Find(ctx, id)
-		return !ok
+		return !ok, ""
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // The back office refuses a wrong token, signs in with the right one,
@@ -98,7 +100,7 @@ func TestAdmin(t *testing.T) {
 	b.waitJS(5*time.Second, "the saved message", fmt.Sprintf(
 		`!document.querySelector(%q).hidden && document.querySelector(%q).textContent === '7'`,
 		section+" [data-setting=refill_size] .setting-ok", section+" .refill-size"))
-	eventually(t, 5*time.Second, "refill size 7 in the store", func() (bool, string) {
+	wait.For(t, 30*time.Second, "refill size 7 in the store", func() (bool, string) {
 		info, err := s.store.Info(context.Background(), s.queue)
 		if err != nil {
 			return false, err.Error()
@@ -126,7 +128,7 @@ func TestAdmin(t *testing.T) {
 
 	// The chart: a waiting line and admitted bars, drawn from the history
 	// of the ticks; a tick admitting 7 shows the new size took effect.
-	eventually(t, 10*time.Second, "a tick admitting 7", func() (bool, string) {
+	wait.For(t, 30*time.Second, "a tick admitting 7", func() (bool, string) {
 		points, err := s.store.History(context.Background(), s.queue)
 		if err != nil {
 			return false, err.Error()

@@ -203,10 +203,20 @@ func (b *browser) number(css string) int64 {
 // something (its journal says what when the wait fails).
 const slowWait = 5 * time.Second
 
-// waitJS polls a JavaScript condition until it is true. Errors count as
-// false: the page may be between two documents while it navigates.
+// minPageWait is the least a page is waited for. A wait's timeout is how
+// long the test waits before it calls the page broken, never a claim on
+// how fast the page is: beside a compiler on two cores Chromium took
+// over 15 s to show a turn it shows in 4 s on an idle machine, and a
+// switch of language over 5 s. A page that does as it should returns
+// as soon as it does, so the floor costs nothing when a test passes.
+const minPageWait = 30 * time.Second
+
+// waitJS polls a JavaScript condition until it is true, for timeout or
+// minPageWait, whichever is longer. Errors count as false: the page may
+// be between two documents while it navigates.
 func (b *browser) waitJS(timeout time.Duration, what, js string) {
 	b.t.Helper()
+	timeout = max(timeout, minPageWait)
 	began := time.Now()
 	deadline := began.Add(timeout)
 	var lastErr error

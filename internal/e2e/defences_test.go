@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // powTestDifficulty is small, so the browser solves in milliseconds and
@@ -183,7 +184,7 @@ func TestLineFullPage(t *testing.T) {
 			return c.method == http.MethodPost && strings.HasSuffix(c.path, "/enter") && c.status == http.StatusServiceUnavailable
 		}))
 	}
-	eventually(t, 15*time.Second, "the automatic retry", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the automatic retry", func() (bool, string) {
 		n := fullEnters()
 		return n == 2, fmt.Sprintf("%d enters answered queue_full", n)
 	})

@@ -25,6 +25,7 @@ import (
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // lineCounter counts the log records whose message contains match.
@@ -253,7 +254,7 @@ func TestGateFailModesRedisPaused(t *testing.T) {
 			if got := fs.outcome(fs.fetch(base, "", false), false); got != "waiting" {
 				t.Fatalf("%s, Redis up, no pass: %s", fs.mode, got)
 			}
-			eventually(t, 5*time.Second, "the revoked pass to be refused", func() (bool, string) {
+			wait.For(t, 30*time.Second, "the revoked pass to be refused", func() (bool, string) {
 				got := fs.outcome(fs.fetch(base, fs.revoked, false), false)
 				return got == "waiting", got
 			})
@@ -274,7 +275,7 @@ func TestGateFailModesRedisPaused(t *testing.T) {
 	// each bounded by the Redis client's 1 s timeout): no pass holder needed.
 	for _, fs := range stacks {
 		asked := time.Now()
-		eventually(t, 10*time.Second, string(fs.mode)+" gate to see Redis away", func() (bool, string) {
+		wait.For(t, 30*time.Second, string(fs.mode)+" gate to see Redis away", func() (bool, string) {
 			a := fs.fetch(fs.url, "", true)
 			return a.status != http.StatusSeeOther && a.status != http.StatusUnauthorized, fmt.Sprint(a.status)
 		})
@@ -352,7 +353,7 @@ func TestGateFailModesRedisPaused(t *testing.T) {
 	for _, m := range modes {
 		fs := stacks[m]
 		for _, base := range []string{fs.url, fs.nginx} {
-			eventually(t, 15*time.Second, string(m)+" gate to close again", func() (bool, string) {
+			wait.For(t, 30*time.Second, string(m)+" gate to close again", func() (bool, string) {
 				got := fs.outcome(fs.fetch(base, "", false), false)
 				return got == "waiting", got
 			})
@@ -374,7 +375,7 @@ func TestGateFailModesRedisPaused(t *testing.T) {
 	for _, m := range modes {
 		fs := stacks[m]
 		want := fs.failOpenCount()
-		eventually(t, 3*failopen.FlushEvery, string(m)+" back office to show the fail-open", func() (bool, string) {
+		wait.For(t, 3*failopen.FlushEvery, string(m)+" back office to show the fail-open", func() (bool, string) {
 			aq := fs.adminQueue()
 			ok := aq.Requests == int64(want) && (want == 0) == (aq.LastAtMS == 0) &&
 				(want == 0 || aq.LastAtMS >= pausedAt.UnixMilli() && aq.LastAtMS <= closed.UnixMilli())
@@ -517,7 +518,7 @@ func TestGateFailModesTwoRoomsRedisPaused(t *testing.T) {
 	})
 	for _, m := range modes {
 		fs := stacks[m]
-		eventually(t, 10*time.Second, string(m)+" gate to see Redis away", func() (bool, string) {
+		wait.For(t, 30*time.Second, string(m)+" gate to see Redis away", func() (bool, string) {
 			a := fs.fetch(fs.url, "", true)
 			return a.status != http.StatusSeeOther && a.status != http.StatusUnauthorized, fmt.Sprint(a.status)
 		})
@@ -572,7 +573,7 @@ func TestGateFailModesTwoRoomsRedisPaused(t *testing.T) {
 	paused = false
 	for _, m := range modes {
 		fs := stacks[m]
-		eventually(t, 15*time.Second, string(m)+" gate to refuse A's pass on B's path again", func() (bool, string) {
+		wait.For(t, 30*time.Second, string(m)+" gate to refuse A's pass on B's path again", func() (bool, string) {
 			got := ask(fs, fs.url, "/b/order", fs.valid, true)
 			return got == "refused "+fs.queueB, got
 		})

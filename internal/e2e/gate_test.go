@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/demo"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // The whole flow through the reverse-proxy gate, with the demo order page
@@ -87,7 +88,7 @@ func TestGateFlowToTheOrderPage(t *testing.T) {
 	}
 	// The order page is closed to that pass again (within the gate's
 	// re-check period)...
-	eventually(t, 5*time.Second, "the gate to refuse the done pass", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the gate to refuse the done pass", func() (bool, string) {
 		req, _ := http.NewRequest("GET", s.url+"/", nil)
 		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
 		resp, err := noRedirects.Do(req)
@@ -104,7 +105,7 @@ func TestGateFlowToTheOrderPage(t *testing.T) {
 	}
 	before := pages()
 	b.navigate(s.url + "/")
-	eventually(t, 10*time.Second, "the waiting page again", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the waiting page again", func() (bool, string) {
 		n := pages()
 		return n > before, fmt.Sprintf("%d waiting page loads", n-before)
 	})

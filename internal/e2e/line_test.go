@@ -16,6 +16,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/linedoc"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // placeAnswer is a far-back place as the page and the server work it out.
@@ -121,8 +122,12 @@ func TestLineMathMatchesServer(t *testing.T) {
 func TestFarBackPageFollowsTheDocument(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
-	// 100 a second, 5,000 ahead: 50 ticks, the page reads every 6 s or so.
-	s := newStack(t, stackOptions{settings: fastTicks(100)})
+	// 50 a second, 5,000 ahead: 100 ticks, the page reads every 10 s or
+	// so, and the line reaches it (ten ticks from the head) after 90 s.
+	// Three reads take about 30 s, which leaves a loaded machine a minute
+	// (at 100 a second it left 20 s, and a slow page read three times
+	// only once the line had reached it, and asked for its status).
+	s := newStack(t, stackOptions{settings: fastTicks(50)})
 	s.fillWaiting("ahead", 5000)
 	b := newBrowser(t, chromium)
 	b.navigate(s.url + "/q/" + s.queue)
@@ -135,7 +140,7 @@ func TestFarBackPageFollowsTheDocument(t *testing.T) {
 	b.waitJS(10*time.Second, "a place in line", `document.body.dataset.state === 'waiting'`)
 	statusAtStart := statuses() // the page's first look for a place (401) before its enter
 	var shown []int64           // the positions shown, in turn ("about 1,485": 1485)
-	eventually(t, 90*time.Second, "three reads of the document", func() (bool, string) {
+	wait.For(t, 90*time.Second, "three reads of the document", func() (bool, string) {
 		digits := strings.Map(func(r rune) rune {
 			if r >= '0' && r <= '9' {
 				return r
@@ -165,7 +170,7 @@ func TestFarBackPageFollowsTheDocument(t *testing.T) {
 	if err := s.store.UpdateSettings(context.Background(), s.queue, queue.Update{RefillSize: &all}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 90*time.Second, "a status once near the head", func() (bool, string) {
+	wait.For(t, 90*time.Second, "a status once near the head", func() (bool, string) {
 		return statuses() > statusAtStart, fmt.Sprintf("%d reads of /line, %d statuses", lines(), statuses())
 	})
 }
@@ -189,7 +194,7 @@ func TestFarBackPageVirtualMinute(t *testing.T) {
 	// the page entered), or its first look would rightly find the document
 	// unable to place it, and ask. (Not a count of the line: under load
 	// the fill takes long enough for ticks to admit some of it.)
-	eventually(t, 30*time.Second, "the page's place in the snapshot", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the page's place in the snapshot", func() (bool, string) {
 		l, ok := s.store.Line(s.queue, time.Now())
 		return ok && l.Read.After(entered), fmt.Sprintf("snapshot %v read %v, the page entered by %v", ok, l.Read, entered)
 	})

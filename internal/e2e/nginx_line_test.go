@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // The shipped nginx config caches the line's public document for a
@@ -28,7 +30,7 @@ func TestNginxCachesTheLine(t *testing.T) {
 	origin := func() int { return s.calls.count(func(c call) bool { return c.path == path }) }
 
 	// The document exists once the scheduler has read the line.
-	eventually(t, 10*time.Second, "the document", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the document", func() (bool, string) {
 		res, err := http.Get(base + path)
 		if err != nil {
 			return false, err.Error()

@@ -22,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/demo"
 	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // nginxPath finds nginx or skips the test (fails it on CI).
@@ -124,7 +125,7 @@ http {
 		}
 	})
 	base := "http://" + addr
-	eventually(t, 10*time.Second, "nginx to listen", func() (bool, string) {
+	wait.For(t, 30*time.Second, "nginx to listen", func() (bool, string) {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			return false, err.Error()
@@ -271,7 +272,7 @@ func TestNginxForwardAuth(t *testing.T) {
 	if resp, _ := do("DELETE", "/api/v1/queues/"+s.queue+"/place", ""); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("leave: %d", resp.StatusCode)
 	}
-	eventually(t, 5*time.Second, "the site to close after the leave", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the site to close after the leave", func() (bool, string) {
 		resp, _ := do("GET", "/", "", "Accept", "text/html")
 		return resp.StatusCode == http.StatusSeeOther && strings.HasPrefix(resp.Header.Get("Location"), waiting), resp.Status
 	})
@@ -345,7 +346,7 @@ func TestNginxTwoRooms(t *testing.T) {
 	passOf := func(q string) string {
 		t.Helper()
 		var tk struct{ Status, Pass string }
-		eventually(t, 5*time.Second, "admitted to "+q, func() (bool, string) {
+		wait.For(t, 30*time.Second, "admitted to "+q, func() (bool, string) {
 			resp, err := http.Post(base+"/api/v1/queues/"+q+"/enter", "application/json", strings.NewReader("{}"))
 			if err != nil {
 				return false, err.Error()

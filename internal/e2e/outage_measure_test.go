@@ -11,6 +11,7 @@ import (
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // A measurement, not a check (docs/attacks/pages.md): what one gate page
@@ -41,7 +42,7 @@ func TestOutageRequestCount(t *testing.T) {
 	w.navigate(ws.url + "/q/" + ws.queue)
 	w.waitJS(30*time.Second, "waiting", `document.body.dataset.state === 'waiting'`)
 	unpause := pauseRedis(t, ctr)
-	eventually(t, 10*time.Second, "away", func() (bool, string) { return statusOf(t, fs.url+"/order") == 503, "" })
+	wait.For(t, 10*time.Second, "away", func() (bool, string) { return statusOf(t, fs.url+"/order") == 503, "" })
 	start := time.Now()
 	g.navigate(fs.url + "/order")
 	time.Sleep(90*time.Second - time.Since(start)) // the window measured, not a wait for a condition

@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // The outage page's words (web/static/i18n/waiting/{ko,en}.json).
@@ -114,7 +115,7 @@ func TestOutageWaitingPage(t *testing.T) {
 
 	unpause := pauseRedis(t, ctr)
 	// The queue's text is kept a second (queue.TextCacheTTL).
-	eventually(t, 30*time.Second, "the waiting page to answer 503", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the waiting page to answer 503", func() (bool, string) {
 		st := statusOf(t, page)
 		return st == http.StatusServiceUnavailable, fmt.Sprint(st)
 	})
@@ -161,7 +162,7 @@ func TestOutageGatePage(t *testing.T) {
 	en := newBrowserIn(t, chromium, "en-US")
 
 	unpause := pauseRedis(t, ctr)
-	eventually(t, 10*time.Second, "the gate to see Redis away", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the gate to see Redis away", func() (bool, string) {
 		st := statusOf(t, fs.url+"/order")
 		return st == http.StatusServiceUnavailable, fmt.Sprint(st)
 	})

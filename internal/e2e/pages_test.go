@@ -18,6 +18,7 @@ import (
 	"github.com/waitroom/waitroom/internal/i18n"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // The waiting page as the server renders it (internal/pages): in six
@@ -235,11 +236,13 @@ func TestOperatorTemplate(t *testing.T) {
 		},
 	})
 	s.setText(map[string]string{"en": "Night trains"}, nil)
-	// Twelve ahead, one admitted a second: the page waits long enough to
-	// poll more than once even when a loaded machine is slow to load it
-	// (with five, a page that took five seconds to start was admitted at
-	// its first poll).
-	s.fillWaiting("ahead", 12)
+	// The line is paused until the page has polled once in line, and then
+	// moves: the page polls at least twice before its turn however long a
+	// loaded machine takes to start it (with twelve ahead at one a second
+	// and no pause, a page that slow was admitted at its first poll).
+	paused, resumed := true, false
+	s.update(queue.Update{Paused: &paused})
+	s.fillWaiting("ahead", 3)
 
 	b := newBrowser(t, chromium)
 	b.navigate(s.url + "/q/" + s.queue)
@@ -255,6 +258,11 @@ func TestOperatorTemplate(t *testing.T) {
 		t.Error("the operator's page or its logo is not there")
 	}
 	member := s.member(b)
+	wait.For(t, joinDeadline, "a status call while the line is paused", func() (bool, string) {
+		n := s.statusCalls(member)
+		return n >= 1, fmt.Sprintf("%d status calls", n)
+	})
+	s.update(queue.Update{Paused: &resumed})
 	b.waitJS(60*time.Second, "the turn on the operator's page", `document.body.dataset.state === 'entered' && !document.getElementById('turn').hidden`)
 	if n := s.statusCalls(member); n < 2 {
 		t.Errorf("%d status calls before the turn, want the page to poll", n)

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // signInAdmin opens the back office in b, signs in and waits for the
@@ -155,7 +156,7 @@ func TestPauseKeepsPlaces(t *testing.T) {
 	// Ticks pass and move nobody; the page keeps asking.
 	updated := eval[string](user, `document.getElementById('updated').getAttribute('datetime')`)
 	polls := s.statusCalls(member)
-	eventually(t, 15*time.Second, "three ticks and two polls while paused", func() (bool, string) {
+	wait.For(t, 30*time.Second, "three ticks and two polls while paused", func() (bool, string) {
 		n, p := s.ticksAfter(info.LastTickAt), s.statusCalls(member)-polls
 		return n >= 3 && p >= 2, fmt.Sprintf("%d ticks, %d polls", n, p)
 	})
@@ -263,7 +264,7 @@ func TestAdminMaxActive(t *testing.T) {
 	if atCap.Entered != limit {
 		t.Fatalf("store: %d active at the cap of %d", atCap.Entered, limit)
 	}
-	eventually(t, 10*time.Second, "two ticks at the cap", func() (bool, string) {
+	wait.For(t, 30*time.Second, "two ticks at the cap", func() (bool, string) {
 		n := s.ticksAfter(atCap.LastTickAt)
 		return n >= 2, fmt.Sprintf("%d ticks", n)
 	})
@@ -297,7 +298,7 @@ func TestAdminMaxActive(t *testing.T) {
 	// A refresh after the error still shows the cap, and keeps what the
 	// operator typed for them to correct.
 	refreshes := s.calls.count(func(c call) bool { return c.method == http.MethodGet && c.path == "/admin/v1/queues" })
-	eventually(t, 5*time.Second, "a refresh of the back office", func() (bool, string) {
+	wait.For(t, 30*time.Second, "a refresh of the back office", func() (bool, string) {
 		n := s.calls.count(func(c call) bool { return c.method == http.MethodGet && c.path == "/admin/v1/queues" })
 		return n > refreshes, fmt.Sprint(n)
 	})
@@ -316,7 +317,7 @@ func TestAdminMaxActive(t *testing.T) {
 	if got := s.info().Settings.MaxActive; got != 0 {
 		t.Errorf("store max_active %d after saving 0", got)
 	}
-	eventually(t, 10*time.Second, "admissions above the old cap", func() (bool, string) {
+	wait.For(t, 30*time.Second, "admissions above the old cap", func() (bool, string) {
 		n := s.info().Entered
 		return n > limit, fmt.Sprint(n)
 	})
@@ -366,7 +367,7 @@ func TestAdminAbandonAndOpening(t *testing.T) {
 	// Silent users: those the line reaches after 2.5 s are dropped, and
 	// the chart shows them on top of the admitted.
 	s.fillWaiting("silent", 6)
-	eventually(t, 20*time.Second, "silent users dropped", func() (bool, string) {
+	wait.For(t, 30*time.Second, "silent users dropped", func() (bool, string) {
 		n := s.abandonedSoFar()
 		return n >= 1, fmt.Sprintf("%d dropped", n)
 	})
@@ -527,7 +528,7 @@ func TestAdminAbandonAndOpening(t *testing.T) {
 			t.Fatalf("store enter of %s before the opening: %+v, %v; want the draw", u, tk, err)
 		}
 	}
-	eventually(t, 15*time.Second, "the draw", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the draw", func() (bool, string) {
 		i := s.info()
 		return i.DrawCount == 3, fmt.Sprintf("%d placed", i.DrawCount)
 	})

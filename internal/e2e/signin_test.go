@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/adminsession"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/oidctest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // The back office's cookies over plain http (httpapi's adminCookieName
@@ -122,7 +123,7 @@ func TestAdminSignInThroughProvider(t *testing.T) {
 		b.waitJS(5*time.Second, "the sign-in page after signing out",
 			`document.body.dataset.state === 'signed-out' && !document.getElementById('login').hidden && `+
 				`!document.getElementById('login-oidc').hidden`)
-		eventually(t, 5*time.Second, "the session cookie cleared", func() (bool, string) {
+		wait.For(t, 30*time.Second, "the session cookie cleared", func() (bool, string) {
 			c := b.cookie(s.url, sessionCookie)
 			return c == nil, fmt.Sprint(c)
 		})
@@ -183,7 +184,7 @@ func TestAdminSignInThroughProvider(t *testing.T) {
 	b.waitJS(5*time.Second, "the refill size's field", visible(refillA+" .setting-input")+" && "+visible(sectionA+" .pause-btn"))
 	saveSetting(b, refillA+" .setting-input", refillA+" .setting-submit", "5")
 	b.waitJS(5*time.Second, "the saved message", fmt.Sprintf(`%s && %s === '5'`, jsShown(refillA+" .setting-ok"), jsText(sectionA+" .refill-size")))
-	eventually(t, 5*time.Second, "refill size 5 in the store", func() (bool, string) {
+	wait.For(t, 30*time.Second, "refill size 5 in the store", func() (bool, string) {
 		n := s.info().Settings.RefillSize
 		return n == 5, strconv.Itoa(n)
 	})
@@ -236,7 +237,7 @@ func refused(t *testing.T, b *browser, s *stack, code string, status int) {
 	t.Helper()
 	b.waitJS(10*time.Second, "the refused sign-in's page", fmt.Sprintf(
 		`location.pathname === '/admin/callback' && (document.getElementById('signin-error') || {dataset: {}}).dataset.code === %q`, code))
-	eventually(t, 5*time.Second, fmt.Sprintf("the callback answered %d", status), func() (bool, string) {
+	wait.For(t, 30*time.Second, fmt.Sprintf("the callback answered %d", status), func() (bool, string) {
 		calls := s.calls.matching(func(c call) bool { return c.path == "/admin/callback" })
 		if len(calls) == 0 {
 			return false, "no callback"

@@ -509,20 +509,3 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// eventually polls cond until it holds or timeout passes; cond returns a
-// description of what it saw for the failure message.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, saw := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last saw: %s", timeout, what, saw)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

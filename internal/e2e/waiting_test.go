@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // joinDeadline bounds the wait for a page to join the line and show it:
@@ -399,12 +400,12 @@ func TestLeaveRemovesUser(t *testing.T) {
 	b.do("confirm", chromedp.Click(chromedp.CSS("#leave-confirm")))
 	b.waitJS(5*time.Second, "the left state",
 		jsState("left")+` && !document.getElementById('left').hidden && !`+dialogOpen)
-	eventually(t, 5*time.Second, "the store to forget the member", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the store to forget the member", func() (bool, string) {
 		tk := s.status(member)
 		return tk.Status == queue.NotWaiting, string(tk.Status)
 	})
 	// The store changes before the handler returns and the call is recorded.
-	eventually(t, 5*time.Second, "one successful DELETE .../place", func() (bool, string) {
+	wait.For(t, 30*time.Second, "one successful DELETE .../place", func() (bool, string) {
 		n := s.calls.count(func(c call) bool {
 			return c.method == http.MethodDelete && strings.HasSuffix(c.path, "/place") &&
 				c.member == member && c.status == http.StatusNoContent
@@ -414,7 +415,7 @@ func TestLeaveRemovesUser(t *testing.T) {
 	if n := s.calls.count(func(c call) bool { return c.method == http.MethodDelete }); n != 1 {
 		t.Errorf("%d DELETE requests, want 1", n)
 	}
-	eventually(t, 5*time.Second, "the browser to drop the place cookie", func() (bool, string) {
+	wait.For(t, 30*time.Second, "the browser to drop the place cookie", func() (bool, string) {
 		c := b.cookie(s.url, place.CookieName(s.queue, false))
 		return c == nil, fmt.Sprintf("%+v", c)
 	})
@@ -507,11 +508,17 @@ func TestTurnWithoutTargetSaysGoBack(t *testing.T) {
 	chromium := chromiumPath(t)
 	s := newStack(t, stackOptions{settings: fastTicks(1)})
 	b := newBrowser(t, chromium)
+	// Paused until the page waits in line: a loaded machine may take
+	// longer to start the page than the line takes to admit three, and
+	// the page would then be let in at its enter, never waiting.
+	paused, resumed := true, false
+	s.update(queue.Update{Paused: &paused})
 	s.fillWaiting("ahead", 3)
 
 	b.navigate(s.url + "/q/" + s.queue)
 	b.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
-	b.waitJS(15*time.Second, "the turn", jsState("entered")+` && !document.getElementById('turn').hidden`)
+	s.update(queue.Update{Paused: &resumed})
+	b.waitJS(joinDeadline, "the turn", jsState("entered")+` && !document.getElementById('turn').hidden`)
 	member := s.member(b)
 
 	if links := eval[[]string](b, `Array.from(document.querySelectorAll('a[href]'), (a) => a.href)`); len(links) != 0 {

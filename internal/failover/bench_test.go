@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // cpuTimes are the CPU used so far by this process (the service side) and
@@ -65,7 +66,7 @@ func BenchmarkEnterReplicaWait(b *testing.B) {
 	ip, port, _ := net.SplitHostPort(primary.addr)
 	replica := startNode(b, nw, 6379, "Ready to accept connections", nil, append(append([]string{}, redisArgs...), "--replicaof", ip, port)...)
 	ctx := context.Background()
-	until(b, 30*time.Second, "replica in sync", func() (bool, string) {
+	wait.For(b, 30*time.Second, "replica in sync", func() (bool, string) {
 		info, err := replica.client(b).Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up"), fmt.Sprint(err)
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/web"
 )
 
@@ -82,7 +83,7 @@ func startService(t testing.TB, redisURL string, queues []string, waitReplicas i
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	until(t, 30*time.Second, "seed", func() (bool, string) {
+	wait.For(t, 30*time.Second, "seed", func() (bool, string) {
 		err := store.Seed(ctx)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -346,7 +347,7 @@ func killUnderLoad(t *testing.T, s *service, q, prefix string, victim *node) out
 	o.shortBefore = s.store.ReplicaWaitShortfalls()
 	killed := time.Now()
 	victim.kill(t)
-	until(t, recoveryBound, "recovery", func() (bool, string) {
+	wait.For(t, recoveryBound, "recovery", func() (bool, string) {
 		n, last, okAfter := l.failuresSince(killed)
 		return n > 0 && okAfter >= 50 && time.Since(last) > time.Second,
 			fmt.Sprintf("%d failures, last %s ago, %d ok after", n, time.Since(last).Round(time.Millisecond), okAfter)

@@ -15,10 +15,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/network"
-	"github.com/testcontainers/testcontainers-go/wait"
+	tcwait "github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // setupTimeout bounds building one topology.
@@ -67,7 +68,7 @@ func startNode(t testing.TB, nw *testcontainers.DockerNetwork, port int, ready s
 		network.WithNetwork(nil, nw),
 		testcontainers.WithCmd(cmd...),
 		testcontainers.WithFiles(files...),
-		testcontainers.WithWaitStrategy(wait.ForLog(ready).WithStartupTimeout(setupTimeout)),
+		testcontainers.WithWaitStrategy(tcwait.ForLog(ready).WithStartupTimeout(setupTimeout)),
 	)
 	testcontainers.CleanupContainer(t, ctr)
 	if err != nil {
@@ -141,22 +142,6 @@ func (n *node) exec(t testing.TB, cmd ...string) string {
 	return string(b)
 }
 
-// until polls cond every 50 ms until it holds, for at most d.
-func until(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s (%s)", what, d, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // cluster is a Redis Cluster: primaries by address, each with its replica.
 type cluster struct {
 	nodes    map[string]*node  // by address
@@ -187,7 +172,7 @@ func newCluster(t testing.TB) *cluster {
 	// Ready when every node sees the whole cluster ok and every replica
 	// is in sync with its primary.
 	ctx := context.Background()
-	until(t, 60*time.Second, "cluster ok", func() (bool, string) {
+	wait.For(t, 60*time.Second, "cluster ok", func() (bool, string) {
 		for _, n := range nodes {
 			info, err := n.client(t).ClusterInfo(ctx).Result()
 			if err != nil || !strings.Contains(info, "cluster_state:ok") {
@@ -322,7 +307,7 @@ func newSentinelSet(t testing.TB) *sentinelSet {
 func (s *sentinelSet) waitReady(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
-	until(t, 60*time.Second, "sentinels ready", func() (bool, string) {
+	wait.For(t, 60*time.Second, "sentinels ready", func() (bool, string) {
 		for _, r := range s.replicas {
 			info, err := r.client(t).Info(ctx, "replication").Result()
 			if err != nil || !strings.Contains(info, "master_link_status:up") || !strings.Contains(info, "master_host:"+strings.Split(s.primary.addr, ":")[0]+"\r") {

@@ -20,6 +20,8 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/scheduler"
+	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // TestAdaptUnmovedByOneHolder (issue 26, item 9): with the README's
@@ -52,7 +54,8 @@ func TestAdaptUnmovedByOneHolder(t *testing.T) {
 	defer wg.Wait()
 	defer cancel()
 	e, store, name := newAdaptingEnv(t, ctx, &wg, upURL)
-	from := func(n int) []string { return []string{"X-Forwarded-For", fmt.Sprintf("198.18.7.%d", n)} }
+	clients := clientaddr.New(t)
+	from := func(n int) []string { return []string{"X-Forwarded-For", clients.Addr(n)} }
 	pass := func(n int) []string {
 		tk, _ := e.enterAnon(from(n)...)
 		if tk.Pass == "" {
@@ -128,9 +131,9 @@ func TestAdaptUnmovedByOneHolder(t *testing.T) {
 	}
 	t.Logf("lowest refill_effective over 15 s of the attacks: %d", lowest)
 	slow.Store(true)
-	waitUntil(t, "a decrease once the page is slow for everybody", func() bool {
+	wait.For(t, 30*time.Second, "a decrease once the page is slow for everybody", func() (bool, string) {
 		st, err := store.Adapt(ctx, name)
-		return err == nil && st.RefillEffective < 20
+		return err == nil && st.RefillEffective < 20, ""
 	})
 }
 
@@ -165,16 +168,4 @@ func newAdaptingEnv(t *testing.T, ctx context.Context, wg *sync.WaitGroup, upURL
 	g := newTestGate(t, rdb, store, name, passes, nil, true)
 	return newEnvWithStore(t, rdb, store, name, Options{Places: places, Passes: passes, Gate: g, ClientIP: behindProxy(t),
 		Upstream: proxy.NewObserved(upURL, 10*time.Second, log, runner.Observe)}), store, name
-}
-
-// waitUntil polls cond until it holds, for at most 30 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, with a deadline
-	}
 }

@@ -98,11 +98,11 @@ func TestAdminCredentialRedisCommands(t *testing.T) {
 	c := newCredentialEnv(t)
 	bearer := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 	cookie := []string{"Cookie", adminCookieName(false) + "=" + c.session}
-	client := testClient()
+	client := testClient(t)
 	// Load every script once: a first EVALSHA may be followed by an EVAL.
 	for _, h := range [][]string{bearer(adminToken), bearer("wrt_aaaaaaaaaaaaaaaa_" + "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"),
 		{"Cookie", adminCookieName(false) + "=" + strings.Repeat("A", 43)}} {
-		c.e.h.ServeHTTP(httptest.NewRecorder(), c.request(testClient(), h...))
+		c.e.h.ServeHTTP(httptest.NewRecorder(), c.request(testClient(t), h...))
 	}
 
 	for _, step := range []struct {
@@ -129,7 +129,7 @@ func TestAdminCredentialRedisCommands(t *testing.T) {
 
 	// Guessing: each wrong token is looked up and counted (2), until the
 	// address is locked; then this replica refuses it without Redis.
-	guesser := testClient()
+	guesser := testClient(t)
 	wrong := bearer("wrt_aaaaaaaaaaaaaaaa_" + "ccccccccccccccccccccccccccccccccccccccccccc")
 	for i := 0; i < adminLockout.MaxFailures; i++ {
 		if status, n := c.commands(c.request(guesser, wrong...)); status != 401 || n != 2 {
@@ -167,7 +167,7 @@ func BenchmarkAdminCredential(b *testing.B) {
 		{"session_cached", []string{"Cookie", adminCookieName(false) + "=" + c.session}},
 	} {
 		b.Run(k.name, func(b *testing.B) {
-			client := testClient()
+			client := testClient(b)
 			for b.Loop() {
 				w := httptest.NewRecorder()
 				c.e.h.ServeHTTP(w, c.request(client, k.h...))

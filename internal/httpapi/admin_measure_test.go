@@ -24,7 +24,7 @@ func TestMeasureAdminGuessing(t *testing.T) {
 		t.Skip("set WAITROOM_MEASURE_ADMIN to a duration to measure")
 	}
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
-	client := testClient()
+	client := testClient(t)
 	var compared, refused, other atomic.Int64
 	guess := func(c *http.Client) {
 		req, _ := http.NewRequest("GET", e.srv.URL+"/admin/v1/queues", nil)

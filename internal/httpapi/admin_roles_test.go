@@ -36,7 +36,7 @@ func (e *env) newToken(t *testing.T, body string) (createTokenResponse, string) 
 func TestRolesAndScopes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
-	as := func(tok string) []string { return asClient(testClient(), tok) }
+	as := func(tok string) []string { return asClient(testClient(t), tok) }
 	withJSON := func(h []string) []string { return append(h, "Content-Type", "application/json") }
 	q := "/admin/v1/queues/" + e.queue
 	_, viewer := e.newToken(t, `{"name":"grafana","role":"viewer","expires_in_s":3600}`)
@@ -114,7 +114,7 @@ func TestRolesAndScopes(t *testing.T) {
 func TestTokenRequestsRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
-	h := append(asClient(testClient(), adminToken), "Content-Type", "application/json")
+	h := append(asClient(testClient(t), adminToken), "Content-Type", "application/json")
 	for _, c := range []struct{ body, code string }{
 		{`{"name":"x","role":"root"}`, "invalid_role"},
 		{`{"name":"x"}`, "invalid_role"},
@@ -141,7 +141,7 @@ func TestTokenRequestsRefused(t *testing.T) {
 func TestTokenRevokedAndListedWithoutSecret(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
-	client := testClient()
+	client := testClient(t)
 	tok, secret := e.newToken(t, `{"name":"ci","role":"operator","expires_in_s":600}`)
 	if r := e.do("GET", "/admin/v1/queues", "", asClient(client, secret)...); r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
@@ -163,7 +163,7 @@ func TestWrongAPITokensAreLockedOut(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
 	_, good := e.newToken(t, `{"name":"ok","role":"viewer"}`)
-	client := testClient()
+	client := testClient(t)
 	for i := 0; i < adminLockout.MaxFailures; i++ {
 		guess := good[:len(good)-4] + strings.Repeat("A", 4)
 		if guess == good {
@@ -184,7 +184,7 @@ func TestWrongAPITokensAreLockedOut(t *testing.T) {
 		t.Fatalf("a valid token from the locked address: %d %s", r.status, r.body)
 	}
 	// Another address is served.
-	if r := e.do("GET", "/admin/v1/queues", "", asClient(testClient(), good)...); r.status != 200 {
+	if r := e.do("GET", "/admin/v1/queues", "", asClient(testClient(t), good)...); r.status != 200 {
 		t.Fatalf("another address: %d", r.status)
 	}
 }
@@ -197,7 +197,7 @@ func TestBreakGlassIsLoudButQuiet(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t), Logger: log})
-	client := testClient()
+	client := testClient(t)
 	for range 20 {
 		if r := e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...); r.status != 200 {
 			t.Fatal(r.status)
@@ -244,7 +244,7 @@ func TestSessionCookie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := testClient()
+	client := testClient(t)
 	cookie := []string{"X-Forwarded-For", client, "Cookie", adminCookieName(false) + "=" + id} // the env's cookies are not Secure
 	r := e.do("GET", "/admin/v1/me", "", cookie...)
 	var me meResponse
@@ -292,7 +292,7 @@ func TestSignInFailuresLockOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t), SignIn: signIn})
-	client := testClient()
+	client := testClient(t)
 	page := func(r response, status int, code string) {
 		t.Helper()
 		if r.status != status || !strings.Contains(string(r.body), `data-code="`+code+`"`) {
@@ -360,7 +360,7 @@ func TestGeneratedCredentialsRefused(t *testing.T) {
 		}
 		return string(b)
 	}
-	clients := []string{testClient(), testClient(), testClient()}
+	clients := []string{testClient(t), testClient(t), testClient(t)}
 	for i := 0; i < 300; i++ {
 		var h []string
 		switch r.IntN(4) {
@@ -393,7 +393,7 @@ func TestGeneratedCredentialsRefused(t *testing.T) {
 		}
 	}
 	// The real ones still work, from a fresh address.
-	if res := e.do("GET", "/admin/v1/me", "", asClient(testClient(), good)...); res.status != 200 {
+	if res := e.do("GET", "/admin/v1/me", "", asClient(testClient(t), good)...); res.status != 200 {
 		t.Fatalf("the real token: %d", res.status)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,8 @@ import (
 	"github.com/waitroom/waitroom/internal/lockout"
 	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // behindProxy trusts the test's loopback peer as a proxy, so each test
@@ -37,9 +38,14 @@ func behindProxy(t *testing.T) *clientip.Resolver {
 // server is the env's Server, to swap its lockout or audit log.
 func (e *env) server() *Server { return e.h.(*Server) }
 
-// testClient is a random address of the benchmarking range 198.18.0.0/15.
-func testClient() string {
-	return fmt.Sprintf("198.%d.%d.%d", 18+rand.IntN(2), rand.IntN(256), 1+rand.IntN(254))
+// testClient is a client address no other test (or other call) uses:
+// each has a lockout and rate-limit budget of its own, however the
+// package's tests run in parallel. A random address of 198.18.0.0/15 was
+// not enough: other tests speak from fixed addresses of that range, and
+// one test got 429 where it wanted 401.
+func testClient(t testing.TB) string {
+	t.Helper()
+	return clientaddr.New(t).Addr(1)
 }
 
 // asClient is the headers of an admin call by client with token.
@@ -56,7 +62,7 @@ func TestAdminLockoutSharedByReplicas(t *testing.T) {
 	rdb := redistest.Client(t)
 	opts := Options{AdminToken: adminToken, ClientIP: behindProxy(t)}
 	replicas := []*env{newEnv(t, rdb, slow, testTimeout, opts), newEnv(t, rdb, slow, testTimeout, opts)}
-	attacker, operator := testClient(), testClient()
+	attacker, operator := testClient(t), testClient(t)
 	path := "/admin/v1/queues"
 	for i := range adminLockout.MaxFailures {
 		wantError(t, replicas[i%2].do("GET", path, "", asClient(attacker, fmt.Sprintf("guess-%d", i))...), 401, "unauthorized")
@@ -108,7 +114,7 @@ func TestAdminLockoutCountsOnlyPresentedTokens(t *testing.T) {
 		{"Origin null, wrong token", "DELETE", []string{"Origin", "null", "Authorization", "Bearer guess"}, 403, "cross_site_admin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := testClient()
+			client := testClient(t)
 			h := append([]string{"X-Forwarded-For", client}, tc.header...)
 			for range tries {
 				wantError(t, e.do(tc.method, path, "", h...), tc.status, tc.code)
@@ -122,17 +128,17 @@ func TestAdminLockoutCountsOnlyPresentedTokens(t *testing.T) {
 	// Cross-site is refused before the token is even looked at: the
 	// right token too.
 	for _, h := range [][]string{{"Sec-Fetch-Site", "cross-site"}, {"Origin", "https://evil.example"}} {
-		wantError(t, e.do("GET", path, "", append(asClient(testClient(), adminToken), h...)...), 403, "cross_site_admin")
+		wantError(t, e.do("GET", path, "", append(asClient(testClient(t), adminToken), h...)...), 403, "cross_site_admin")
 	}
 	// The back office page itself, and tools without a browser, get in.
 	for _, h := range [][]string{{"Sec-Fetch-Site", "same-origin"}, {"Sec-Fetch-Site", "none"}, {"Origin", e.srv.URL}, nil} {
-		if r := e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"paused":false}`, append(asClient(testClient(), adminToken), h...)...); r.status != 200 {
+		if r := e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"paused":false}`, append(asClient(testClient(t), adminToken), h...)...); r.status != 200 {
 			t.Fatalf("right token with %q: %d %s", h, r.status, r.body)
 		}
 	}
 
 	t.Run("wrong tokens still lock", func(t *testing.T) {
-		client := testClient()
+		client := testClient(t)
 		own := []string{"Sec-Fetch-Site", "same-origin", "Origin", e.srv.URL}
 		for i := range adminLockout.MaxFailures {
 			wantError(t, e.do("GET", path, "", append(asClient(client, fmt.Sprintf("guess-%d", i)), own...)...), 401, "unauthorized")
@@ -165,7 +171,7 @@ func TestAdminLockoutBackOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.server().admin.lockout = l
-	client := testClient()
+	client := testClient(t)
 	path := "/admin/v1/queues"
 	for _, want := range []int{1, 2, 4, 4} {
 		for range short.MaxFailures {
@@ -177,8 +183,8 @@ func TestAdminLockoutBackOff(t *testing.T) {
 			t.Fatalf("Retry-After %q, want %d", got, want)
 		}
 		// The right token is not let in early; once the lock is over it is.
-		eventually(t, time.Duration(want+5)*time.Second, func() bool {
-			return e.do("GET", path, "", asClient(client, adminToken)...).status == 200
+		wait.For(t, time.Duration(want+5)*time.Second, "the right token once the lock is over", func() (bool, string) {
+			return e.do("GET", path, "", asClient(client, adminToken)...).status == 200, ""
 		})
 	}
 }
@@ -189,7 +195,7 @@ func TestAdminWithoutRedis(t *testing.T) {
 	t.Parallel()
 	ctr, rdb := outageRedis(t)
 	e := newEnv(t, rdb, slow, 500*time.Millisecond, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
-	client := testClient()
+	client := testClient(t)
 	if r := e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...); r.status != 200 {
 		t.Fatalf("with Redis: %d %s", r.status, r.body)
 	}
@@ -213,8 +219,8 @@ func TestAdminWithoutRedis(t *testing.T) {
 	if err := ctr.Unpause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() bool {
-		return e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...).status == 200
+	wait.For(t, 30*time.Second, "the right token once Redis is back", func() (bool, string) {
+		return e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...).status == 200, ""
 	})
 
 	e.server().admin = newAdminGuard(Options{AdminToken: adminToken})
@@ -252,7 +258,7 @@ func changesJSON(t *testing.T, c []audit.Change) string {
 func TestAuditLog(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, InsecureUserIDs: true, ClientIP: behindProxy(t)})
-	client := testClient()
+	client := testClient(t)
 	if got := e.auditEntries(""); len(got) != 0 {
 		t.Fatalf("a new queue's audit log: %+v", got)
 	}
@@ -310,8 +316,8 @@ func TestAuditLog(t *testing.T) {
 		wantError(t, e.do("GET", "/admin/v1/queues/"+e.queue+"/audit"+q, "", "Authorization", "Bearer "+adminToken), 400, "invalid_limit")
 	}
 	wantError(t, e.do("GET", "/admin/v1/queues/nope/audit", "", "Authorization", "Bearer "+adminToken), 404, "queue_not_found")
-	wantError(t, e.do("GET", "/admin/v1/queues/"+e.queue+"/audit", "", "X-Forwarded-For", testClient()), 401, "unauthorized")
-	wantError(t, e.do("GET", "/admin/v1/queues/"+e.queue+"/audit", "", asClient(testClient(), "guess")...), 401, "unauthorized")
+	wantError(t, e.do("GET", "/admin/v1/queues/"+e.queue+"/audit", "", "X-Forwarded-For", testClient(t)), 401, "unauthorized")
+	wantError(t, e.do("GET", "/admin/v1/queues/"+e.queue+"/audit", "", asClient(testClient(t), "guess")...), 401, "unauthorized")
 }
 
 // The log keeps the newest audit.MaxEntries changes of a queue.
@@ -381,12 +387,12 @@ func TestAdminTokenNeverLogged(t *testing.T) {
 	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
 	var buf syncBuffer
 	e.server().log = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	client := testClient()
+	client := testClient(t)
 	const guess = "guess-4f9d2c"
 	for range adminLockout.MaxFailures + 2 {
 		e.do("GET", "/admin/v1/queues", "", asClient(client, guess)...)
 	}
-	other := testClient()
+	other := testClient(t)
 	if r := e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"max_active":3}`, asClient(other, adminToken)...); r.status != 200 {
 		t.Fatalf("patch: %d %s", r.status, r.body)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/proxy"
+	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // Issue 26.4: one admission, one holder. Every status call of an ENTERED
@@ -41,8 +43,9 @@ func passesOf(t *testing.T, e *env, tk ticketResponse, n int) []string {
 	t.Helper()
 	passes := []string{tk.Pass}
 	seen := map[string]bool{tk.Pass: true}
+	clients := clientaddr.New(t)
 	for i := 1; i < n; i++ {
-		st := decodeTicket(t, e.statusOf(append(bearerHeader(tk.PlaceToken), "X-Forwarded-For", fmt.Sprintf("198.19.250.%d", i))...))
+		st := decodeTicket(t, e.statusOf(append(bearerHeader(tk.PlaceToken), "X-Forwarded-For", clients.Next())...))
 		if st.Pass == "" || seen[st.Pass] || st.UserID != tk.UserID {
 			t.Fatalf("status call %d: %+v, want a new pass of the same admission", i, st)
 		}
@@ -81,9 +84,9 @@ func TestGatePassesOfOneAdmissionShareItsLimit(t *testing.T) {
 	// the networks it was let in from too.
 	for i, p := range passes {
 		e := []*env{a, b}[i%2]
-		eventually(t, 5*time.Second, func() bool {
-			r := e.do("GET", "/order", "", append(passCookie(e, p), "X-Forwarded-For", "198.18.0.10", "Accept", "application/json")...)
-			return r.status == http.StatusUnauthorized && errorCode(r.body) == "pass_used_elsewhere"
+		wait.For(t, 5*time.Second, "the pass to be refused as used elsewhere", func() (bool, string) {
+			r := e.do("GET", "/order", "", append(passCookie(e, p), "X-Forwarded-For", testClient(t), "Accept", "application/json")...)
+			return r.status == http.StatusUnauthorized && errorCode(r.body) == "pass_used_elsewhere", ""
 		})
 	}
 }

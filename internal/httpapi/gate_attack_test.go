@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/reqcheck"
 	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // newRecordingGateEnv is a waitroom in gate mode (bypass /static/) in front
@@ -165,9 +166,9 @@ func TestGateSharedPassRevoked(t *testing.T) {
 	if r.status != http.StatusSeeOther || !strings.Contains(r.header.Get("Location"), "reason=used_elsewhere") {
 		t.Fatalf("fourth address: %d %q", r.status, r.header.Get("Location"))
 	}
-	eventually(t, 5*time.Second, func() bool {
+	wait.For(t, 5*time.Second, "the first address to be sent away as the pass is revoked", func() (bool, string) {
 		r := from("198.18.0.1")
-		return r.status == http.StatusSeeOther && strings.Contains(r.header.Get("Location"), "reason=used_elsewhere")
+		return r.status == http.StatusSeeOther && strings.Contains(r.header.Get("Location"), "reason=used_elsewhere"), ""
 	})
 	if r := e.do("GET", "/order", "", append(passCookie(e, tk.Pass), "X-Forwarded-For", "198.18.0.2", "Accept", "application/json")...); r.status != 401 || !strings.Contains(string(r.body), "pass_used_elsewhere") {
 		t.Fatalf("API client: %d %s", r.status, r.body)

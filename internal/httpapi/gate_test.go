@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // upstream is an order page behind the gate that records what reached it.
@@ -221,8 +222,8 @@ func TestGateModeFlow(t *testing.T) {
 		t.Fatal(r.status)
 	}
 	closed := time.Now()
-	eventually(t, 5*time.Second, func() bool {
-		return e.do("GET", "/order", "", passCookie(e, tk.Pass)...).status == http.StatusSeeOther
+	wait.For(t, 5*time.Second, "the gate to close after the leave", func() (bool, string) {
+		return e.do("GET", "/order", "", passCookie(e, tk.Pass)...).status == http.StatusSeeOther, ""
 	})
 	t.Logf("gate closed %s after the leave", time.Since(closed).Round(time.Millisecond))
 	r = e.do("GET", "/order", "", passCookie(e, tk.Pass)...)
@@ -350,7 +351,9 @@ func TestForwardAuth(t *testing.T) {
 	if r := e.do("DELETE", "/admin/v1/queues/"+e.queue+"/users/"+tk.UserID, "", "Authorization", "Bearer "+adminToken); r.status != 204 {
 		t.Fatal(r.status)
 	}
-	eventually(t, 5*time.Second, func() bool { return e.do("GET", "/gate/verify", "", passCookie(e, tk.Pass)...).status == 401 })
+	wait.For(t, 5*time.Second, "the removed user's pass to be refused", func() (bool, string) {
+		return e.do("GET", "/gate/verify", "", passCookie(e, tk.Pass)...).status == 401, ""
+	})
 }
 
 // The upstream down, slow, streaming or upgrading the connection: a bounded

@@ -345,7 +345,7 @@ func (k *contract) checkSignIn(t *testing.T, rdb *redis.Client, plain *env) {
 		t.Fatalf("me, signed in: %+v", me)
 	}
 	// The same answer again: the state is spent.
-	pageCheck(call{method: "GET", path: cb, header: append(slices.Clone(cookie), "X-Forwarded-For", testClient()), status: 400, code: "invalid_state"})
+	pageCheck(call{method: "GET", path: cb, header: append(slices.Clone(cookie), "X-Forwarded-For", testClient(t)), status: 400, code: "invalid_state"})
 
 	// Kim's change is audited with her name.
 	k.check(t, e, call{method: "PATCH", path: "/admin/v1/queues/" + e.queue, body: `{"paused":false}`, header: append([]string{"Content-Type", "application/json"}, kims...), status: 200})
@@ -367,7 +367,7 @@ func (k *contract) checkSignIn(t *testing.T, rdb *redis.Client, plain *env) {
 	if c := cookiesOf(r)["__Host-wr_admin"]; c == nil || c.MaxAge >= 0 {
 		t.Fatalf("logout kept the cookie: %q", r.header.Values("Set-Cookie"))
 	}
-	k.check(t, e, call{method: "GET", path: "/admin/v1/me", header: append(slices.Clone(vics), "X-Forwarded-For", testClient()), status: 401, code: "unauthorized"})
+	k.check(t, e, call{method: "GET", path: "/admin/v1/me", header: append(slices.Clone(vics), "X-Forwarded-For", testClient(t)), status: 401, code: "unauthorized"})
 	k.check(t, e, call{method: "POST", path: "/admin/logout", status: 204}) // no session: nothing to end
 
 	// An admin ends every session of a person.
@@ -379,10 +379,10 @@ func (k *contract) checkSignIn(t *testing.T, rdb *redis.Client, plain *env) {
 	}](t, r); got.Person != kim.Email || got.Ended != 2 {
 		t.Fatalf("ending kim's sessions: %s", r.body)
 	}
-	k.check(t, e, call{method: "GET", path: "/admin/v1/me", header: append(slices.Clone(other), "X-Forwarded-For", testClient()), status: 401, code: "unauthorized"})
+	k.check(t, e, call{method: "GET", path: "/admin/v1/me", header: append(slices.Clone(other), "X-Forwarded-For", testClient(t)), status: 401, code: "unauthorized"})
 
 	// The ways a sign-in fails, each from an address of its own.
-	fresh := func(h []string) []string { return append(slices.Clone(h), "X-Forwarded-For", testClient()) }
+	fresh := func(h []string) []string { return append(slices.Clone(h), "X-Forwarded-For", testClient(t)) }
 	pageCheck(call{method: "GET", path: "/admin/callback?error=access_denied&state=x", header: fresh(nil), status: 401, code: "signin_denied"})
 	cb, cookie = k.beginSignIn(t, e, op, sam.Subject)
 	pageCheck(call{method: "GET", path: cb, header: fresh(cookie), status: 403, code: "no_role"})
@@ -400,7 +400,7 @@ func (k *contract) checkSignIn(t *testing.T, rdb *redis.Client, plain *env) {
 
 	// Failed sign-ins only a guesser can make (a code the provider
 	// refuses) lock the address out, like wrong tokens.
-	client := testClient()
+	client := testClient(t)
 	for range adminLockout.MaxFailures {
 		cb, cookie := k.beginSignIn(t, e, op, kim.Subject)
 		made, _ := url.Parse(cb)

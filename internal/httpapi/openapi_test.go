@@ -319,7 +319,7 @@ func (k *contract) serve(t *testing.T, rdb *redis.Client, settings queue.Setting
 	srv.Start()
 	e := &env{t: t, srv: srv, h: h, queue: name, store: store, rdb: rdb, secure: opts.CookieSecure}
 	k.mu.Lock()
-	k.clients[e] = testClient()
+	k.clients[e] = testClient(t)
 	k.mu.Unlock()
 	return e
 }
@@ -687,7 +687,7 @@ func TestOpenAPIContract(t *testing.T) {
 	t.Run("admin refusals", func(t *testing.T) {
 		// Each from an address of its own: two failures lock nobody out.
 		for _, c := range adminCalls(e) {
-			c.header = append(c.header, "X-Forwarded-For", testClient())
+			c.header = append(c.header, "X-Forwarded-For", testClient(t))
 			c.status, c.code, c.docRejects = 401, "unauthorized", true
 			k.check(t, e, c)
 			c.header, c.docRejects = append(slices.Clone(c.header), bearerHeader("wrong")...), false
@@ -711,7 +711,7 @@ func TestOpenAPIContract(t *testing.T) {
 		}
 		// A client that failed ten times is locked out, right token or not.
 		locked := k.newEnv(t, rdb, slow, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
-		client := testClient()
+		client := testClient(t)
 		for range adminLockout.MaxFailures {
 			k.check(t, locked, call{method: "GET", path: "/admin/v1/queues", header: asClient(client, "wrong"), status: 401, code: "unauthorized"})
 		}

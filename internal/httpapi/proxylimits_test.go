@@ -17,6 +17,8 @@ import (
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // readingUpstream reads each body to its end, then answers 200; inside
@@ -100,7 +102,8 @@ func TestSlowPostsOfOnePass(t *testing.T) {
 	g := newTestGate(t, rdb, store, name, passes, []string{"/static/"}, true)
 	e := newEnvWithStore(t, rdb, store, name, Options{Places: places, Passes: passes, Gate: g, ClientIP: behindProxy(t), Upstream: h})
 
-	from := func(n int) []string { return []string{"X-Forwarded-For", fmt.Sprintf("198.18.%d.%d", n/250, n%250+1)} }
+	clients := clientaddr.New(t)
+	from := func(n int) []string { return []string{"X-Forwarded-For", clients.Addr(n)} }
 	holder, _ := e.enterAnon(from(1)...)
 	if holder.Pass == "" {
 		t.Fatalf("not admitted: %+v", holder)
@@ -123,7 +126,7 @@ func TestSlowPostsOfOnePass(t *testing.T) {
 			t.Fatalf("past the caps: %q, want 429", got)
 		}
 	}
-	waitUntil(t, "the caps' requests at the upstream", func() bool { return inside.Load() == perPass+perClient })
+	wait.For(t, 30*time.Second, "the caps' requests at the upstream", func() (bool, string) { return inside.Load() == perPass+perClient, "" })
 
 	// The room goes on answering everybody else meanwhile.
 	for i := range 5 {
@@ -149,5 +152,5 @@ func TestSlowPostsOfOnePass(t *testing.T) {
 		t.Fatalf("%d requests held at the upstream, want the caps' %d", n, perPass+perClient)
 	}
 	close(stop)
-	waitUntil(t, "the held requests to end", func() bool { return inside.Load() == 0 })
+	wait.For(t, 30*time.Second, "the held requests to end", func() (bool, string) { return inside.Load() == 0, "" })
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 const testIssuer = "https://waitroom.test"
@@ -419,7 +420,7 @@ func TestEntryPass(t *testing.T) {
 
 	// Expiry: a pass of an admission past the session TTL closes, even
 	// before the tick purges it and before its exp with the leeway.
-	eventually(t, 10*time.Second, func() bool { return e.verify(st.Pass).status == 401 })
+	wait.For(t, 10*time.Second, "the expired admission's pass to be refused", func() (bool, string) { return e.verify(st.Pass).status == 401, "" })
 	wantError(t, e.verify(st.Pass), 401, "invalid_pass")
 }
 
@@ -430,18 +431,6 @@ func splitJWT(t *testing.T, tok string) (head, payload, sig string) {
 		t.Fatalf("not a JWS: %q", tok)
 	}
 	return p[0], p[1], p[2]
-}
-
-// eventually polls cond every 50 ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // The JWKS is public, cacheable, and names the signing key by its kid.

@@ -2,6 +2,7 @@ package lockout_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/lockout"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -57,13 +59,10 @@ func attempt(t *testing.T, l *lockout.Lockout, c netip.Addr, d []byte) lockout.R
 // unlocks) until the lock is over.
 func untilUnlocked(t *testing.T, l *lockout.Lockout, c netip.Addr, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for attempt(t, l, c, right).Verdict == lockout.Locked {
-		if time.Now().After(deadline) {
-			t.Fatalf("still locked after %s", within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, within, "the lock to end", func() (bool, string) {
+		v := attempt(t, l, c, right).Verdict
+		return v != lockout.Locked, fmt.Sprintf("verdict %d", v)
+	})
 }
 
 // The lock comes at the MaxFailures-th failure, the secret is then not

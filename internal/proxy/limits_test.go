@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // bodyUpstream reads every body to its end and answers how many bytes it
@@ -193,7 +194,7 @@ func TestPerClientCap(t *testing.T) {
 			t.Errorf("past the cap: %q, want 429", got)
 		}
 	}
-	waitFor(t, "the cap's requests at the upstream", func() bool { return up.inside.Load() == cap })
+	wait.For(t, 30*time.Second, "the cap's requests at the upstream", func() (bool, string) { return up.inside.Load() == cap, "" })
 	if n := c.get(CutClientBusy); n != tries-cap {
 		t.Fatalf("refused %d, want %d", n, tries-cap)
 	}
@@ -201,7 +202,10 @@ func TestPerClientCap(t *testing.T) {
 	for range cap {
 		<-answers
 	}
-	waitFor(t, "the held requests to end", func() bool { return up.inside.Load() == 0 })
+	wait.For(t, 30*time.Second, "the held requests to end", func() (bool, string) {
+		n := up.inside.Load()
+		return n == 0, fmt.Sprintf("%d at the upstream", n)
+	})
 	res, err := http.Post(srv.URL+"/upload", "text/plain", strings.NewReader("hello"))
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +243,10 @@ func TestAbortedUploadsQuiet(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, "every abort counted", func() bool { return c.get(CutClientAbort) == aborts })
+	wait.For(t, 30*time.Second, "every abort counted", func() (bool, string) {
+		n := c.get(CutClientAbort)
+		return n == aborts, fmt.Sprintf("%d of %d counted", n, aborts)
+	})
 	if n := log.count("level="); n > 0 {
 		t.Fatalf("%d log lines for %d aborted uploads, want none at info:\n%s", n, aborts, log.buf.String())
 	}
@@ -275,20 +282,6 @@ func closedAddr(t *testing.T) string {
 	return addr
 }
 
-// waitFor polls cond until it holds, for at most 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
 // TestRefusedBodyNotWaitedFor: a request refused past the cap whose body
 // is small enough for the server to read out and keep the connection
 // (under 256 KiB) has its connection closed after the 429, not held open
@@ -302,7 +295,7 @@ func TestRefusedBodyNotWaitedFor(t *testing.T) {
 	defer close(stop)
 	held := make(chan string, 1)
 	go func() { held <- drip(t, addr, 1<<20, false, time.Second, stop) }()
-	waitFor(t, "the first request at the upstream", func() bool { return up.inside.Load() == 1 })
+	wait.For(t, 30*time.Second, "the first request at the upstream", func() (bool, string) { return up.inside.Load() == 1, "" })
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,17 +271,10 @@ func TestBatcherDeadlinesUnderConcurrency(t *testing.T) {
 // waitPending waits until n calls wait for the next batch.
 func waitPending(t *testing.T, b *batcher, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.For(t, 30*time.Second, fmt.Sprintf("%d calls pending", n), func() (bool, string) {
 		b.mu.Lock()
 		got := len(b.pending)
 		b.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls pending, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return got == n, fmt.Sprintf("%d pending", got)
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -240,13 +241,10 @@ func TestSessionTTLAndPurge(t *testing.T) {
 		enter(t, s, q, fmt.Sprintf("u%d", i))
 	}
 	// Expiry is on the Redis clock: wait until the last admission lapsed.
-	deadline := time.Now().Add(10 * time.Second)
-	for status(t, s, q, fmt.Sprintf("u%d", n-1)).Status != NotWaiting {
-		if time.Now().After(deadline) {
-			t.Fatal("admission never expired")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, time.Minute, "the admissions to expire", func() (bool, string) {
+		st := status(t, s, q, fmt.Sprintf("u%d", n-1))
+		return st.Status == NotWaiting, fmt.Sprint(st.Status)
+	})
 	if info, _ := s.Info(ctx, q); info.Entered != 0 {
 		t.Fatalf("entered after TTL = %d, want 0", info.Entered)
 	}
@@ -476,13 +474,10 @@ func TestConcurrentEnterAndTicks(t *testing.T) {
 	}
 	wg.Wait()
 	// Let the line drain, then stop the tickers.
-	deadline := time.Now().Add(time.Minute)
-	for rdb.ZCard(ctx, keysFor(q).waiting).Val() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("line never drained")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, 2*time.Minute, "the line to drain", func() (bool, string) {
+		n := rdb.ZCard(ctx, keysFor(q).waiting).Val()
+		return n == 0, fmt.Sprintf("%d waiting", n)
+	})
 	close(stop)
 	tickers.Wait()
 

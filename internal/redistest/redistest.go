@@ -27,8 +27,20 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
 )
+
+// LogsEnv, set to 1, keeps testcontainers' own lines (pulls, starts,
+// health checks). Otherwise they are dropped: they are many, go to the
+// test log whatever the test, and say nothing a failure's error does not.
+const LogsEnv = "WAITROOM_TEST_CONTAINER_LOGS"
+
+func init() {
+	if os.Getenv(LogsEnv) != "1" {
+		tclog.SetDefault(tclog.NewNoopLogger())
+	}
+}
 
 // DefaultImage is used when WAITROOM_TEST_REDIS_IMAGE is unset.
 const DefaultImage = "redis:7-alpine"

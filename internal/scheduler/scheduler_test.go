@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -63,17 +64,13 @@ func TestThreeReplicasTickOncePerInterval(t *testing.T) {
 	}
 
 	var points []queue.HistoryPoint
-	deadline := time.Now().Add(30 * time.Second)
-	for len(points) < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d intervals ended in 30s", len(points))
-		}
-		time.Sleep(interval / 2)
+	wait.For(t, time.Minute, fmt.Sprintf("%d intervals to end", want), func() (bool, string) {
 		var err error
 		if points, err = store.History(ctx, name); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return len(points) >= want, fmt.Sprintf("%d ended", len(points))
+	})
 
 	for i := 1; i < len(points); i++ {
 		if gap := points[i].At.Sub(points[i-1].At); gap < interval {
@@ -140,7 +137,11 @@ func (l *tickLog) Tick(q string, res queue.TickResult, took time.Duration, err e
 
 // The observer hears every call: each applied tick once (as many as the
 // history holds), the other calls of each interval as skipped, and how
-// late each applied tick was within its interval.
+// late each applied tick was. How late is up to the machine (a tick
+// whose call a loaded machine ran 114 ms late is late by a whole
+// interval and more, and the next one is due an interval after it), so
+// the test asserts what the scheduler controls: never early, and the
+// next tick due a full interval on.
 func TestObserverHearsEveryTick(t *testing.T) {
 	const (
 		interval = 100 * time.Millisecond
@@ -165,19 +166,11 @@ func TestObserverHearsEveryTick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.For(t, time.Minute, fmt.Sprintf("%d applied ticks", want), func() (bool, string) {
 		obs.mu.Lock()
-		n := len(obs.applied)
-		obs.mu.Unlock()
-		if n >= want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d ticks applied in 30s", n)
-		}
-		time.Sleep(interval / 4)
-	}
+		defer obs.mu.Unlock()
+		return len(obs.applied) >= want, fmt.Sprintf("%d applied", len(obs.applied))
+	})
 	if err := s.Stop(); err != nil { // no call runs after this
 		t.Fatal(err)
 	}
@@ -207,8 +200,11 @@ func TestObserverHearsEveryTick(t *testing.T) {
 		if res.Moved != refill {
 			t.Errorf("applied tick %d moved %d, want %d", i, res.Moved, refill)
 		}
-		if res.Late < 0 || res.Late >= interval {
-			t.Errorf("applied tick %d late by %s: not within its %s interval", i, res.Late, interval)
+		if res.Late < 0 {
+			t.Errorf("applied tick %d late by %s: applied before it was due", i, res.Late)
+		}
+		if res.UntilNext != interval {
+			t.Errorf("applied tick %d has the next due in %s, want the interval %s", i, res.UntilNext, interval)
 		}
 		if i > 0 {
 			late += res.Late
@@ -251,25 +247,18 @@ func TestTickCalledWhenDue(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.For(t, time.Minute, fmt.Sprintf("%d ticks applied by a job run once", 1+maxWakes), func() (bool, string) {
 		obs.mu.Lock()
 		n, errs := len(obs.applied), obs.errs
 		obs.mu.Unlock()
 		if len(errs) > 0 {
 			t.Fatalf("errors: %v", errs)
 		}
-		if n >= 1+maxWakes {
-			if n > 1+maxWakes {
-				t.Fatalf("%d ticks applied by a job run once, want %d", n, 1+maxWakes)
-			}
-			break
+		if n > 1+maxWakes {
+			t.Fatalf("%d ticks applied by a job run once, want %d", n, 1+maxWakes)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d ticks applied in 30s by a job run once, want %d", n, 1+maxWakes)
-		}
-		time.Sleep(interval / 4)
-	}
+		return n == 1+maxWakes, fmt.Sprintf("%d applied", n)
+	})
 	points, err := store.History(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +317,9 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ended := map[string]queue.Ticket{}
-	deadline := time.Now().Add(30 * time.Second)
+	// How long the pages poll before the test gives up on their turn: the
+	// line is through in about 15 s on an idle machine.
+	deadline := time.Now().Add(2 * time.Minute)
 	for i := range users {
 		if i%3 == 2 {
 			continue
@@ -374,7 +365,7 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 	// near the head were heard then, and may be admitted within
 	// abandon_after of it, as ever. Held aside at the head (issue 26.1),
 	// they leave the line at once and are dropped abandon_after later.
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	wait.For(t, time.Minute, "the line and the held places to empty", func() (bool, string) {
 		info, err := store.Info(ctx, name)
 		if err != nil {
 			t.Fatal(err)
@@ -383,13 +374,8 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Waiting == 0 && held == 0 {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%d still waiting, %d held", info.Waiting, held)
-		}
-	}
+		return info.Waiting == 0 && held == 0, fmt.Sprintf("%d waiting, %d held", info.Waiting, held)
+	})
 	near := refill * 22 // near_head: ceil(2 * abandon_after / interval) + 2 ticks
 	for i := 2; i < users; i += 3 {
 		if i < 2*near {

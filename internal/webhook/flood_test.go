@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/rediskeys"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
@@ -46,8 +47,8 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 	}
 	stop := hooks.Start(ctx)
 	t.Cleanup(stop)
-	waitFor(t, 10*time.Second, "the webhooks flag", func() bool {
-		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1"
+	wait.For(t, 10*time.Second, "the webhooks flag", func() (bool, string) {
+		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1", ""
 	})
 
 	// "first" takes the interval's one token; "holder" waits behind it.
@@ -56,9 +57,9 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, "first's admitted event", func() bool {
+	wait.For(t, 10*time.Second, "first's admitted event", func() (bool, string) {
 		_, ok := site.admittedAfter("first")
-		return ok
+		return ok, ""
 	})
 	for i := range cycles {
 		u := fmt.Sprintf("c%03d", i)
@@ -87,16 +88,16 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 			t.Fatalf("no admitted event after %d left deliveries (at most %d may go first)", given, parallel)
 		}
 		site.permits <- struct{}{}
-		waitFor(t, 10*time.Second, "a left delivery, or the admitted event", func() bool {
+		wait.For(t, 10*time.Second, "a left delivery, or the admitted event", func() (bool, string) {
 			_, ok := site.admittedAfter("holder")
-			return ok || site.leftDeliveries() > given
+			return ok || site.leftDeliveries() > given, ""
 		})
 	}
 
 	// The rest of the backlog, then the count.
 	close(site.permits)
-	waitFor(t, 30*time.Second, "every left event delivered or counted as dropped", func() bool {
-		return site.leftUsers()+obs.get("dropped:"+webhook.DropBulkFull) >= cycles
+	wait.For(t, 30*time.Second, "every left event delivered or counted as dropped", func() (bool, string) {
+		return site.leftUsers()+obs.get("dropped:"+webhook.DropBulkFull) >= cycles, ""
 	})
 	if got, dropped := site.leftUsers(), obs.get("dropped:"+webhook.DropBulkFull); got != bulkMax || got+dropped != cycles {
 		t.Errorf("left events: %d delivered, %d dropped; want %d (the bulk cap) and %d in all", got, dropped, bulkMax, cycles)

@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
@@ -87,8 +88,8 @@ func TestManyQueuesLeaveTheRequestPool(t *testing.T) {
 	t.Cleanup(stop)
 
 	admin := redistest.Client(t)
-	waitFor(t, 30*time.Second, "every queue's worker blocked in XREADGROUP", func() bool {
-		return blockedReads(ctx, t, admin, name) == queues
+	wait.For(t, 30*time.Second, "every queue's worker blocked in XREADGROUP", func() (bool, string) {
+		return blockedReads(ctx, t, admin, name) == queues, ""
 	})
 
 	var wg sync.WaitGroup
@@ -110,10 +111,10 @@ func TestManyQueuesLeaveTheRequestPool(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	waitFor(t, 30*time.Second, "every queue's admitted event", func() bool {
+	wait.For(t, 30*time.Second, "every queue's admitted event", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(admitted) == queues
+		return len(admitted) == queues, ""
 	})
 	for _, q := range names {
 		if admitted[q] != "u-"+q {

@@ -19,6 +19,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
@@ -46,17 +47,6 @@ func fast(s *queue.Store, q, url, consumer string, client *http.Client) webhook.
 		Queues: []string{q}, Outbox: s, URL: url, Secret: secret, Consumer: consumer, Client: client,
 		Timeout: 300 * time.Millisecond, MinBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond,
 		Refresh: 100 * time.Millisecond, Poll: 50 * time.Millisecond, Trim: 200 * time.Millisecond,
-	}
-}
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(d); !cond(); {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -143,8 +133,8 @@ func TestEveryEventArrives(t *testing.T) {
 	}
 	stopA := a.Start(ctx)
 	defer stopA()
-	waitFor(t, 5*time.Second, "the webhooks flag", func() bool {
-		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1"
+	wait.For(t, 5*time.Second, "the webhooks flag", func() (bool, string) {
+		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1", ""
 	})
 
 	// 20 users: 5 admitted at once, 15 by three ticks; then done, left,
@@ -182,7 +172,7 @@ func TestEveryEventArrives(t *testing.T) {
 	}
 
 	// Failing: every entry is tried and retried.
-	waitFor(t, 10*time.Second, "failed deliveries", func() bool { return failed.Load() >= 20 })
+	wait.For(t, 10*time.Second, "failed deliveries", func() (bool, string) { return failed.Load() >= 20, "" })
 	// Recovered, and A dies in the middle of its next delivery.
 	killArmed.Store(true)
 	failing.Store(false)
@@ -200,19 +190,19 @@ func TestEveryEventArrives(t *testing.T) {
 	stopB := b.Start(ctx)
 	defer stopB()
 
-	waitFor(t, 30*time.Second, "every event", func() bool {
+	wait.For(t, 30*time.Second, "every event", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		for k := range want {
 			if len(ids[k]) == 0 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
-	waitFor(t, 10*time.Second, "every entry acknowledged", func() bool {
+	wait.For(t, 10*time.Second, "every entry acknowledged", func() (bool, string) {
 		p, err := rdb.XPending(ctx, rediskeys.Events(q), webhook.Group).Result()
-		return err == nil && p.Count == 0
+		return err == nil && p.Count == 0, ""
 	})
 
 	mu.Lock()
@@ -254,19 +244,19 @@ func TestDeadLetter(t *testing.T) {
 	}
 	stop := w.Start(ctx)
 	defer stop()
-	waitFor(t, 5*time.Second, "the webhooks flag", func() bool {
-		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1"
+	wait.For(t, 5*time.Second, "the webhooks flag", func() (bool, string) {
+		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1", ""
 	})
 	if _, err := s.Enter(ctx, q, "u1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "a dead letter", func() bool { return rdb.XLen(ctx, rediskeys.DeadEvents(q)).Val() == 1 })
+	wait.For(t, 10*time.Second, "a dead letter", func() (bool, string) { return rdb.XLen(ctx, rediskeys.DeadEvents(q)).Val() == 1, "" })
 	dead := rdb.XRange(ctx, rediskeys.DeadEvents(q), "-", "+").Val()[0]
 	if dead.Values["type"] != "admitted" || dead.Values["subs"] != "u1" || dead.Values["entry"] == "" {
 		t.Fatalf("dead letter %v", dead.Values)
 	}
-	waitFor(t, 5*time.Second, "the entry acknowledged", func() bool {
-		return rdb.XPending(ctx, rediskeys.Events(q), webhook.Group).Val().Count == 0
+	wait.For(t, 5*time.Second, "the entry acknowledged", func() (bool, string) {
+		return rdb.XPending(ctx, rediskeys.Events(q), webhook.Group).Val().Count == 0, ""
 	})
 	if obs.get(webhook.ResultDeadLetter) != 1 || obs.get(webhook.ResultRetry) == 0 {
 		t.Fatalf("observed %v", obs.counts())
@@ -288,8 +278,8 @@ func TestNoURLNoEvents(t *testing.T) {
 	}
 	stop := w.Start(ctx)
 	defer stop()
-	waitFor(t, 5*time.Second, "the flag off", func() bool {
-		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "0"
+	wait.For(t, 5*time.Second, "the flag off", func() (bool, string) {
+		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "0", ""
 	})
 	if _, err := s.Enter(ctx, q, "u1"); err != nil {
 		t.Fatal(err)
@@ -301,8 +291,8 @@ func TestNoURLNoEvents(t *testing.T) {
 	if err := s.UpdateSettings(ctx, q, queue.Update{WebhookURL: &own}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the flag on", func() bool {
-		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1"
+	wait.For(t, 5*time.Second, "the flag on", func() (bool, string) {
+		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1", ""
 	})
 	if _, err := s.Enter(ctx, q, "u2"); err != nil {
 		t.Fatal(err)
