@@ -44,7 +44,7 @@ func quantile(sorted []float64, q float64) float64 {
 // personStats are what a group of people paid, per person.
 type personStats struct {
 	n, human, maxBits, without int
-	again                       int // asked again: the price rose between their challenge and their enter
+	again                      int // asked again: the price rose between their challenge and their enter
 	p50, p99, max              float64
 }
 
