@@ -32,7 +32,7 @@ func TestCrowdModelTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	report(&b, config{modelConfig: cfg, rate: 65_000}, results)
+	report(&b, config{modelConfig: cfg, rate: 65_000, botRate: 1_330_000}, results)
 	t.Log("\n" + b.String())
 	for i, r := range results {
 		for _, miss := range targets(r, i) {

@@ -67,6 +67,7 @@ type config struct {
 	modelConfig
 	redisAddr string
 	rate      float64 // hashes a second of the page's solver
+	botRate   float64 // and of a farm's native solver, one core
 	out       string
 }
 
@@ -80,13 +81,15 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.bits, "bits", 13, "the price's base bits (WAITROOM_POW_NETWORK_BITS)")
 	fs.Float64Var(&c.calm, "calm", 100, "calm arrivals a second at scale 1 (WAITROOM_POW_CALM_ARRIVALS; scaled with -scale)")
 	fs.Float64Var(&c.rate, "rate", 65_000, "hashes a second of the waiting page's solver in Chromium, for the times")
+	// BenchmarkHashRate's "tuned" Go solver on one core (docs/attacks/bots.md).
+	fs.Float64Var(&c.botRate, "bot-rate", 1_330_000, "hashes a second of a farm's native solver on one core, for the farms' times")
 	fs.StringVar(&c.out, "o", "", "also write the report to this file")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	switch {
-	case c.scale <= 0 || c.scale > 10, c.workers < 1, c.rate <= 0, c.calm < 0:
-		return c, errors.New("scale must be in (0, 10], workers and rate positive, calm not negative")
+	case c.scale <= 0 || c.scale > 10, c.workers < 1, c.rate <= 0, c.botRate <= 0, c.calm < 0:
+		return c, errors.New("scale must be in (0, 10], workers, rate and bot-rate positive, calm not negative")
 	case c.bits < 1 || c.bits > 32:
 		return c, errors.New("bits must be 1…32")
 	}
@@ -151,7 +154,7 @@ func report(w io.Writer, cfg config, results []*wayResult) {
 		cfg.scale, cfg.seed, cfg.workers, cfg.bits, queue.DefaultMaxBits)
 	fmt.Fprintf(w, "Networks file of ways 2 and 3:\n\n```\n%s```\n\n", networksFile)
 	for _, r := range results {
-		writeWay(w, r, cfg.modelConfig, cfg.rate)
+		writeWay(w, r, cfg.modelConfig, cfg.rate, cfg.botRate)
 	}
 	if len(results) > 0 {
 		writeCurve(w, results[0], cfg.bits)

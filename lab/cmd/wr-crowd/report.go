@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/waitroom/waitroom/internal/queue"
@@ -128,7 +130,7 @@ func (r *wayResult) pressure(bits, ceiling int) (hi, median int, n int) {
 }
 
 // writeWay writes one way's Markdown tables.
-func writeWay(w io.Writer, r *wayResult, cfg modelConfig, rate float64) {
+func writeWay(w io.Writer, r *wayResult, cfg modelConfig, rate, botRate float64) {
 	ceiling := queue.DefaultMaxBits
 	fmt.Fprintf(w, "### %s\n\n", r.way.name)
 	hi, med, n := r.pressure(cfg.bits, ceiling)
@@ -158,56 +160,71 @@ func writeWay(w io.Writer, r *wayResult, cfg modelConfig, rate float64) {
 	}
 	fmt.Fprintln(w)
 
-	fmt.Fprintln(w, "Farms (each wants its places; hashes it solved, and human checks it must buy):")
+	fmt.Fprintf(w, "Farms (each wants its places; hashes it solved, and human checks it must buy; a bot's rate: %.0f hashes/s, one core of a native solver):\n", botRate)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| farm | networks | places wanted | places got | hashes total | per place | time at the page's rate | places at the ceiling | places by a human check | free places | human checks |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| farm | networks | places wanted | places got | hashes total | per place | time at the page's rate | time at a bot's rate | places at the ceiling | places by a human check | free places | human checks |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, k := range []kind{hostingFarm, residentialFarm, carrierFarm} {
 		st := r.farm(k, ceiling)
 		per := 0.0
 		if st.got > 0 {
 			per = st.hashes / float64(st.got)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %s | %s | %d | %d | %d | %d |\n", kindNames[k], st.networks, st.wanted, st.got,
-			pow(st.hashes), pow(per), secs(st.hashes, rate), st.atCeiling, st.checked, st.free, st.human)
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %s | %s | %s | %d | %d | %d | %d |\n", kindNames[k], st.networks, st.wanted, st.got,
+			pow(st.hashes), pow(per), secs(st.hashes, rate), secs(st.hashes, botRate), st.atCeiling, st.checked, st.free, st.human)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "FIFO among people: %d people in the line, %d breaks of their arrival order, %d not waiting.\n\n", r.fifoPeople, r.fifoBreaks, r.notWaiting)
 }
 
-// curveHeld are the places held at which the curve is shown.
-var curveHeld = []int{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 50, 64, 100, 128, 199, 256, 512, 1000, 1999}
+// curveBuckets are the places held the curve is shown at: 0, 1, 2, 3,
+// then by powers of two (4–7, 8–15, …).
+func curveBucket(held int) (lo, hi int) {
+	if held < 4 {
+		return held, held
+	}
+	lo = 1 << (bits.Len(uint(held)) - 1)
+	return lo, 2*lo - 1
+}
 
 // writeCurve writes "places held by a network → bits asked" as the
-// anonymous callers of r met it (the bits at each held count: lowest and
-// highest asked), with the formula's at no pressure and at the most.
-func writeCurve(w io.Writer, r *wayResult, bits int) {
+// anonymous callers of r met it (lowest, median and highest bits asked
+// at each count of places held, as the model counted them), with the
+// formula's at no pressure and at the most, as CSV and as bars of the
+// median.
+func writeCurve(w io.Writer, r *wayResult, priceBits int) {
 	ceiling := queue.DefaultMaxBits
-	lo, hi := map[int]int{}, map[int]int{}
+	asked := map[int][]int{}
 	for _, a := range r.asks {
-		if v, ok := lo[a.held]; !ok || a.bits < v {
-			lo[a.held] = a.bits
-		}
-		hi[a.held] = max(hi[a.held], a.bits)
+		lo, _ := curveBucket(a.held)
+		asked[lo] = append(asked[lo], a.bits)
 	}
-	fmt.Fprintf(w, "Places held by a network → bits asked (%s; bits %d, ceiling %d):\n\n", r.way.name, bits, ceiling)
+	var los []int
+	for lo := range asked {
+		los = append(los, lo)
+	}
+	slices.Sort(los)
+	fmt.Fprintf(w, "Places held by a network → bits asked (%s; bits %d, ceiling %d; the formula's bits at the range's low end):\n\n", r.way.name, priceBits, ceiling)
 	fmt.Fprintln(w, "```")
-	fmt.Fprintln(w, "held,asked_min,asked_max,formula_calm,formula_max_pressure")
+	fmt.Fprintln(w, "held,challenges,asked_min,asked_median,asked_max,formula_calm,formula_max_pressure")
 	var bars strings.Builder
-	for _, n := range curveHeld {
-		calm := min(queue.PriceDifficulty(bits, n, 0), ceiling)
-		flood := min(queue.PriceDifficulty(bits, n, queue.MaxPressure), ceiling)
-		l, ok := lo[n]
-		if !ok {
-			fmt.Fprintf(w, "%d,,,%d,%d\n", n, calm, flood)
-			continue
+	for _, lo := range los {
+		v := asked[lo]
+		slices.Sort(v)
+		_, hi := curveBucket(lo)
+		held := strconv.Itoa(lo)
+		if hi > lo {
+			held = fmt.Sprintf("%d-%d", lo, hi)
 		}
-		fmt.Fprintf(w, "%d,%d,%d,%d,%d\n", n, l, hi[n], calm, flood)
-		fmt.Fprintf(&bars, "%5d %-17s %d\n", n, strings.Repeat("#", hi[n]), hi[n])
+		med := v[len(v)/2]
+		fmt.Fprintf(w, "%s,%d,%d,%d,%d,%d,%d\n", held, len(v), v[0], med, v[len(v)-1],
+			min(queue.PriceDifficulty(priceBits, lo, 0), ceiling), min(queue.PriceDifficulty(priceBits, lo, queue.MaxPressure), ceiling))
+		fmt.Fprintf(&bars, "%9s %-*s %d\n", held, ceiling, strings.Repeat("#", med), med)
 	}
 	fmt.Fprintln(w, "```")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "```")
+	fmt.Fprintln(w, "     held bits asked (median)")
 	fmt.Fprint(w, bars.String())
 	fmt.Fprintln(w, "```")
 	fmt.Fprintln(w)
