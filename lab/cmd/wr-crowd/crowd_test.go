@@ -25,7 +25,7 @@ func TestCrowdModelTargets(t *testing.T) {
 		t.Skip("the crowd model: 3,900 places against Redis")
 	}
 	rdb := redistest.Client(t)
-	cfg := modelConfig{scale: 0.05, seed: 1, workers: 8, bits: 13, calm: 100, maxAttempts: 8,
+	cfg := modelConfig{scale: 0.05, seed: 1, workers: 8, bits: 13, calm: 100, maxAttempts: 8, shape: fullShape,
 		queuePrefix: fmt.Sprintf("crowd%d", time.Now().UnixNano())}
 	results, err := runWays(context.Background(), rdb, cfg)
 	if err != nil {

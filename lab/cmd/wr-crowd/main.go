@@ -72,7 +72,7 @@ type config struct {
 }
 
 func parseFlags(args []string) (config, error) {
-	c := config{modelConfig: modelConfig{maxAttempts: 8}}
+	c := config{modelConfig: modelConfig{maxAttempts: 8, shape: fullShape}}
 	fs := flag.NewFlagSet("wr-crowd", flag.ContinueOnError)
 	fs.StringVar(&c.redisAddr, "redis-addr", "127.0.0.1:6379", "a Redis of the model's own (queues wr-crowd-* are written)")
 	fs.Float64Var(&c.scale, "scale", 1, "the opening's scale: people and each farm's places (densities per network stay)")
@@ -83,13 +83,15 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&c.rate, "rate", 65_000, "hashes a second of the waiting page's solver in Chromium, for the times")
 	// BenchmarkHashRate's "tuned" Go solver on one core (docs/attacks/bots.md).
 	fs.Float64Var(&c.botRate, "bot-rate", 1_330_000, "hashes a second of a farm's native solver on one core, for the farms' times")
+	fs.IntVar(&c.shape.perCarrierAddr, "carrier-sharing", 1, "people behind each carrier address (1: an address each)")
+	fs.BoolVar(&c.shape.farmAmongPeople, "farm-among-people", false, "put the carrier farm on the addresses of the first carrier /24's people")
 	fs.StringVar(&c.out, "o", "", "also write the report to this file")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	switch {
-	case c.scale <= 0 || c.scale > 10, c.workers < 1, c.rate <= 0, c.botRate <= 0, c.calm < 0:
-		return c, errors.New("scale must be in (0, 10], workers, rate and bot-rate positive, calm not negative")
+	case c.scale <= 0 || c.scale > 10, c.workers < 1, c.rate <= 0, c.botRate <= 0, c.shape.perCarrierAddr < 1 || c.shape.perCarrierAddr > c.shape.perCarrier24, c.calm < 0:
+		return c, errors.New("scale must be in (0, 10], workers, rate and bot-rate positive, carrier-sharing 1…200, calm not negative")
 	case c.bits < 1 || c.bits > 32:
 		return c, errors.New("bits must be 1…32")
 	}
@@ -152,6 +154,9 @@ func runWays(ctx context.Context, rdb *redis.Client, cfg modelConfig) ([]*wayRes
 func report(w io.Writer, cfg config, results []*wayResult) {
 	fmt.Fprintf(w, "## The crowd model: scale %g, seed %d, %d workers, price bits %d, ceiling 2^%d\n\n",
 		cfg.scale, cfg.seed, cfg.workers, cfg.bits, queue.DefaultMaxBits)
+	if sh := cfg.shape; sh.perCarrierAddr > 1 || sh.farmAmongPeople {
+		fmt.Fprintf(w, "Variant: %d carrier people an address; the carrier farm among the people: %v.\n\n", sh.perCarrierAddr, sh.farmAmongPeople)
+	}
 	fmt.Fprintf(w, "Networks file of ways 2 and 3:\n\n```\n%s```\n\n", networksFile)
 	for _, r := range results {
 		writeWay(w, r, cfg.modelConfig, cfg.rate, cfg.botRate)

@@ -47,6 +47,7 @@ type modelConfig struct {
 	calm        float64 // calm arrivals a second, at scale 1
 	maxAttempts int     // asks a place may take before the model gives up on it
 	queuePrefix string  // queues are named prefix-1, -2, -3
+	shape       shape   // the opening at scale 1 (fullShape, or a variant)
 }
 
 // placeOutcome is what one place cost its caller.
@@ -88,7 +89,7 @@ type wayResult struct {
 // (or passes the human check) and enters, workers at a time, in arrival
 // order; then every person's position is read back.
 func runWay(ctx context.Context, rdb *redis.Client, cfg modelConfig, w way, idx int) (*wayResult, error) {
-	agents, networks := population(fullShape, cfg.scale, cfg.seed)
+	agents, networks := population(cfg.shape, cfg.scale, cfg.seed)
 	calm := cfg.calm * cfg.scale
 	q := fmt.Sprintf("%s-%d", cfg.queuePrefix, idx)
 	settings := queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour,

@@ -56,11 +56,19 @@ type shape struct {
 	farmPlaces                     int     // places each farm wants (2,000)
 	hostingPer24, residentialPer24 int     // 100 per data-centre /24 (20 /24s), 10 per residential /24 (200)
 	carrierFarmAddrs               int     // addresses of its /24 the carrier farm gets (256)
+	// perCarrierAddr is how many of a carrier /24's people share one
+	// address (1: each their own; a carrier's NAT puts many subscribers
+	// behind each of its addresses).
+	perCarrierAddr int
+	// farmAmongPeople puts the carrier farm on the /24 of the first 200
+	// carrier people (11.0.0.0/24), sharing their addresses, instead of
+	// a /24 of its own in the same range (11.0.200.0/24).
+	farmAmongPeople bool
 }
 
 var fullShape = shape{
 	people: 20_000, carrierShare: 0.40, memberShare: 0.30, perCarrier24: 200, membersPer24: 5,
-	farmPlaces: 2_000, hostingPer24: 100, residentialPer24: 10, carrierFarmAddrs: 256,
+	farmPlaces: 2_000, hostingPer24: 100, residentialPer24: 10, carrierFarmAddrs: 256, perCarrierAddr: 1,
 }
 
 // agent is one place someone wants.
@@ -88,16 +96,22 @@ func population(sh shape, scale float64, seed uint64) (arrivals []agent, network
 			arrivals = append(arrivals, agent{user: fmt.Sprintf("k%d-%d", k, i), addr: at(i), kind: k})
 		}
 	}
-	add(carrierPerson, carriers, func(i int) netip.Addr { return addr(11<<24, i, sh.perCarrier24) })
+	add(carrierPerson, carriers, func(i int) netip.Addr {
+		net, host := i/sh.perCarrier24, i%sh.perCarrier24/max(1, sh.perCarrierAddr)
+		return addr(11<<24, net*sh.perCarrier24+host, sh.perCarrier24)
+	})
 	add(member, members, func(i int) netip.Addr { return addr(memberFrom, i, sh.membersPer24) })
 	add(loner, loners, func(i int) netip.Addr { return addr(lonerFrom, i, 1) })
 	add(hostingFarm, places, func(i int) netip.Addr { return addr(11<<24|1<<16, i, sh.hostingPer24) })
 	add(residentialFarm, places, func(i int) netip.Addr { return addr(residentialFrom, i, sh.residentialPer24) })
 	// The carrier farm's places share the addresses it could get, all in
 	// one /24 (.0 to .255 at full scale).
-	addrs := min(256, n(sh.carrierFarmAddrs))
+	addrs, farmNet := min(256, n(sh.carrierFarmAddrs)), uint32(carrierFarmNet)
+	if sh.farmAmongPeople {
+		farmNet = 11 << 24
+	}
 	add(carrierFarm, places, func(i int) netip.Addr {
-		v := uint32(carrierFarmNet) + uint32(i%addrs)
+		v := farmNet + uint32(i%addrs)
 		return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 	})
 	ceil := func(a, b int) int { return (a + b - 1) / b }
