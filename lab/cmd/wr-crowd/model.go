@@ -167,6 +167,9 @@ func (m *model) each(ctx context.Context, workers, n int, f func(i int) (*ask, e
 			defer wg.Done()
 			var mine []ask
 			for i := range next {
+				if ctx.Err() != nil {
+					continue // another call failed: drain
+				}
 				a, err := f(i)
 				if err != nil {
 					mu.Lock()
