@@ -36,6 +36,8 @@ import (
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/forecast"
 	"github.com/waitroom/waitroom/internal/handoff"
+	"github.com/waitroom/waitroom/internal/humancheck"
+	"github.com/waitroom/waitroom/internal/humancheck/humanchecktest"
 	"github.com/waitroom/waitroom/internal/pages"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -295,13 +297,17 @@ func (k *contract) serve(t *testing.T, rdb *redis.Client, settings queue.Setting
 		names = append(names, fmt.Sprintf("%s-%d", name, i))
 	}
 	moves := handoff.NewTracker(rdb, names)
-	store, err := queue.NewStore(rdb, names, settings, testTimeout, queue.WithRecentMoves(moves))
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := httptest.NewUnstartedServer(nil)
 	t.Cleanup(srv.Close)
 	opts := options("http://" + srv.Listener.Addr().String())
+	storeOpts := []queue.Option{queue.WithRecentMoves(moves)}
+	if opts.Human != nil {
+		storeOpts = append(storeOpts, queue.WithHumanCheck(opts.Human.Available))
+	}
+	store, err := queue.NewStore(rdb, names, settings, testTimeout, storeOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts.Store, opts.Redis = store, rdb
 	opts.Places, opts.Passes = newTrust(t, rdb)
 	opts.Gate = newTestGate(t, rdb, store, name, opts.Passes, nil, true)
@@ -748,6 +754,22 @@ func TestOpenAPIContract(t *testing.T) {
 		solved := `{"challenge":"` + ch.Challenge + `","nonce":"` + challenge.Solve(ch.Challenge, 8) + `"}`
 		k.check(t, full, call{method: "POST", path: fq + "/enter", body: solved, header: jsonCT, status: 200})
 		k.check(t, full, call{method: "POST", path: fq + "/enter", body: solved, header: jsonCT, status: 403, code: "challenge_required"})
+
+		// The human check: asked of everyone, then refused, then passed.
+		sp := humanchecktest.NewServer(t)
+		checker, err := humancheck.New(sp.Options(humancheck.Turnstile, humanchecktest.DefaultHostname), rdb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		human := k.newEnv(t, rdb, queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, Options{AdminToken: adminToken, Human: checker})
+		hq := "/api/v1/queues/" + human.queue
+		k.check(t, human, call{method: "PATCH", path: "/admin/v1/queues/" + human.queue, body: `{"human_check":"always"}`, header: withJSON(auth...), status: 200})
+		k.check(t, human, call{method: "GET", path: hq + "/challenge", status: 403, code: "human_check_required"})
+		k.check(t, human, call{method: "POST", path: hq + "/enter", body: "{}", header: jsonCT, status: 403, code: "human_check_required"})
+		sp.SetMode(humanchecktest.Refuse)
+		k.check(t, human, call{method: "POST", path: hq + "/enter", body: `{"human_token":"` + sp.Issue() + `"}`, header: jsonCT, status: 403, code: "human_check_failed"})
+		sp.SetMode(humanchecktest.Accept)
+		k.check(t, human, call{method: "POST", path: hq + "/enter", body: `{"human_token":"` + sp.Issue() + `"}`, header: jsonCT, status: 200})
 
 		// A scheduled opening whose pre-queue window has not begun.
 		now := time.Now().UTC()
