@@ -30,6 +30,9 @@ type apiError struct {
 	// difficulty is the proof of work the caller's network must bring
 	// now (challenge_required from the store; nil: not known).
 	difficulty *int
+	// lane names the line that holds the account's place
+	// (place_in_other_line; "": the general lane, nil: not this error).
+	lane *string
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -71,6 +74,9 @@ type errorDetail struct {
 	// Difficulty: with challenge_required, the proof of work to solve
 	// (issue 26.2).
 	Difficulty *int `json:"difficulty,omitempty"`
+	// Lane: with place_in_other_line, the lane whose line holds the
+	// account's place ("" for the general line), so the page can say so.
+	Lane *string `json:"lane,omitempty"`
 }
 
 // fail is the one place that turns an error into an HTTP answer. Redis
@@ -96,13 +102,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errInvalidPlace, errInvalidPass, errPlaceMoved:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
 	}
-	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field, e.opensAt, e.prequeueFrom, retryAt, e.difficulty}})
+	writeJSON(w, e.status, errorBody{errorDetail{e.code, e.message, e.field, e.opensAt, e.prequeueFrom, retryAt, e.difficulty, e.lane}})
 }
 
 func classify(err error) *apiError {
 	var ae *apiError
 	var ce *queue.ChallengeError
 	var fe *queue.FieldError
+	var oe *queue.OtherLineError
 	switch {
 	case errors.As(err, &ae):
 		return ae
@@ -119,6 +126,11 @@ func classify(err error) *apiError {
 		e := *errChallengeRequired
 		e.difficulty = &ce.Difficulty
 		return &e
+	case errors.As(err, &oe):
+		// One account, one place per queue: the page names the line
+		// that holds it rather than making a second.
+		return &apiError{status: http.StatusConflict, code: "place_in_other_line",
+			message: "this account already holds a place in another line of this queue (lane: \"\" is the general line)", lane: &oe.Lane}
 	case errors.Is(err, queue.ErrRateLimited):
 		return &apiError{status: http.StatusTooManyRequests, code: queue.RefusedRateLimited, message: "too many requests from this address or for this place; try again after Retry-After seconds",
 			retryAfter: storeWait(err)}

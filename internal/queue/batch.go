@@ -234,6 +234,9 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 		for _, n := range c.Networks[:counted] {
 			keys = append(keys, q.keys.netPlacesKey(n))
 		}
+		for _, o := range c.others {
+			keys = append(keys, o.keys.waiting, o.keys.held, o.keys.draw)
+		}
 	}
 	return keys, args
 }
@@ -248,7 +251,12 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 // ZSETs follow that (priced: the price is on, and the caller is priced
 // by its networks), and the hashes are those networks' in the seen
 // filters (seenHash; 0 when not counted). flags: 1, priced at the
-// ceiling (PriceCeiling); 2, passed a human check.
+// ceiling (PriceCeiling); 2, passed a human check. An account's enter
+// (c.others, Store.otherLines) then adds " <lines>" and, per other line,
+// "\n<lane> <member>": the lane ("": the general lane) and the member id
+// the account has there; member ids hold no control character
+// (ValidateUserID), so a line break cannot appear inside one. Their
+// waiting, held and draw keys follow all the call's other keys.
 func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	proved = c.Proof.ID != "" && c.Proof.Difficulty > 0
 	if priced && c.Pricing == PriceByNetwork && c.Networks[0] != "" {
@@ -264,7 +272,7 @@ func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	if c.Human {
 		flags |= 2
 	}
-	if c.clientCost == 0 && c.netCosts == [2]int{} && c.placeCost == 0 && !proved && !c.Credential && counted == 0 && flags == 0 {
+	if c.clientCost == 0 && c.netCosts == [2]int{} && c.placeCost == 0 && !proved && !c.Credential && counted == 0 && flags == 0 && len(c.others) == 0 {
 		return "", false, 0
 	}
 	difficulty, expires := 0, int64(0)
@@ -297,6 +305,16 @@ func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	}
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(flags), 10)
+	if len(c.others) > 0 {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(len(c.others)), 10)
+		for _, o := range c.others {
+			b = append(b, '\n')
+			b = append(b, o.keys.lane...)
+			b = append(b, ' ')
+			b = append(b, AccountMember(o.keys.lane, c.Account)...)
+		}
+	}
 	return string(b), proved, counted
 }
 
