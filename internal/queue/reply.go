@@ -180,7 +180,9 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 // Store.EnterAs turns it into an *OtherLineError or calls again.
 type otherLine int64
 
-func (o otherLine) Error() string { return fmt.Sprintf("queue: the account holds a place in line %d", int64(o)) }
+func (o otherLine) Error() string {
+	return fmt.Sprintf("queue: the account holds a place in line %d", int64(o))
+}
 func (o otherLine) Unwrap() error { return ErrPlaceInOtherLine }
 
 // refusal is the error of a refused call's status code (nil for any
