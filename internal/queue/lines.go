@@ -92,7 +92,10 @@ func (s *Store) laneRef(q *queueRef, queue, lane string) (*queueRef, error) {
 // (knownLanes: configured, or removed and still holding places). The
 // script checks that they cover the lanes SET, so a lane this replica
 // has not seen yet is never skipped (statusOtherLine, 0). None, and no
-// cost at all, for a general lane's enter while the queue has no lanes.
+// cost at all, for a general lane's enter while the queue has no lanes
+// as far as this replica knows: its ticks, several an interval, read the
+// lanes again when they change, so a lane configured since then can
+// hold a place a general enter does not look for until its next tick.
 func (s *Store) otherLines(ctx context.Context, queue string, own *queueRef) ([]*queueRef, error) {
 	q, err := s.queue(queue)
 	if err != nil {

@@ -240,9 +240,10 @@ local function pass_defences()
     local passed, proved, expires, gen, flags = true, 0, 0, -1, 0
     if asks ~= '' then
       local head, tail = string.match(asks, '^([^\n]*)(.*)$')
-      local a = {string.match(head, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+) (%d) ?(%d*)$')}
+      local a = {string.match(head, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+) (%d)(.*)$')}
+      a[12] = a[12] == '' and 0 or string.match(a[12], '^ (%d+)$') -- the lines an account's enter names
       for k = 1, #a do
-        a[k] = tonumber(a[k]) or 0
+        a[k] = tonumber(a[k])
       end
       proved, expires, gen, flags = a[5], a[6], a[7], a[11]
       passed = check_limits(i, a)
