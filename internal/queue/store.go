@@ -217,8 +217,10 @@ func (s *Store) Enter(ctx context.Context, queue, user string) (Ticket, error) {
 
 // EnterAs is Enter for a call the defences check (defences.go): it may be
 // refused with ErrRateLimited, ErrQueueFull (both in a *Retry),
-// ErrChallengeRequired, or for a place in a lane the queue no longer has
-// ErrUnknownLane, and then changed nothing.
+// ErrChallengeRequired, for a place in a lane the queue no longer has
+// ErrUnknownLane, or for an account (c.Account) that holds a place in
+// another of the queue's lines ErrPlaceInOtherLine (an *OtherLineError),
+// and then changed nothing.
 func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, error) {
 	q, err := s.line(queue, c.User)
 	if err != nil {
