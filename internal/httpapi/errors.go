@@ -34,6 +34,9 @@ type apiError struct {
 	// difficulty is the proof of work the caller's network must bring
 	// now (challenge_required from the store; nil: not known).
 	difficulty *int
+	// lane names the line that holds the account's place
+	// (place_in_other_line; "": the general lane, nil: not this error).
+	lane *string
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -81,6 +84,9 @@ type errorDetail struct {
 	Provider  string `json:"provider,omitempty"`
 	SiteKey   string `json:"sitekey,omitempty"`
 	ScriptURL string `json:"script_url,omitempty"`
+	// Lane: with place_in_other_line, the lane whose line holds the
+	// account's place ("" for the general line), so the page can say so.
+	Lane *string `json:"lane,omitempty"`
 }
 
 // fail is the one place that turns an error into an HTTP answer. Redis
@@ -106,7 +112,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errInvalidPlace, errInvalidPass, errPlaceMoved:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="waitroom", error="invalid_token"`)
 	}
-	d := errorDetail{Code: e.code, Message: e.message, Field: e.field, OpensAt: e.opensAt, PrequeueFrom: e.prequeueFrom, RetryAt: retryAt, Difficulty: e.difficulty}
+	d := errorDetail{Code: e.code, Message: e.message, Field: e.field, OpensAt: e.opensAt, PrequeueFrom: e.prequeueFrom, RetryAt: retryAt, Difficulty: e.difficulty, Lane: e.lane}
 	if (e == errHumanRequired || e == errHumanFailed) && s.human != nil {
 		p := s.human.Public()
 		d.Provider, d.SiteKey, d.ScriptURL = p.Provider, p.SiteKey, p.ScriptURL
@@ -146,6 +152,7 @@ func classify(err error) *apiError {
 	var ce *queue.ChallengeError
 	var fe *queue.FieldError
 	var le *forecast.LimitError
+	var oe *queue.OtherLineError
 	switch {
 	case errors.As(err, &ae):
 		return ae
@@ -165,6 +172,11 @@ func classify(err error) *apiError {
 	case errors.As(err, &le):
 		return &apiError{status: http.StatusTooManyRequests, code: queue.RefusedRateLimited, message: "too many forecasts for this credential; try again after Retry-After seconds",
 			retryAfter: le.After}
+	case errors.As(err, &oe):
+		// One account, one place per queue: the page names the line
+		// that holds it rather than making a second.
+		return &apiError{status: http.StatusConflict, code: "place_in_other_line",
+			message: "this account already holds a place in another line of this queue (lane: \"\" is the general line)", lane: &oe.Lane}
 	case errors.Is(err, queue.ErrRateLimited):
 		return &apiError{status: http.StatusTooManyRequests, code: queue.RefusedRateLimited, message: "too many requests from this address or for this place; try again after Retry-After seconds",
 			retryAfter: storeWait(err)}

@@ -605,6 +605,14 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, e, call{method: "GET", path: admin + "/audit?limit=0", header: auth, status: 400, code: "invalid_limit", docRejects: true})
 		// Lanes, windows and the forecast (issue 30).
 		patch(`{"lanes":[{"name":"priority","share":0.3}]}`, 200, "", false)
+		// One account, one place per queue: bob's place in the general
+		// line refuses his lane's join token.
+		bob := func(claims jwt.MapClaims) string {
+			claims["sub"], claims["aud"], claims["exp"] = "bob", e.queue, time.Now().Add(time.Hour).Unix()
+			return `{"join_token":"` + mintJoin(t, jwt.SigningMethodHS256, []byte(joinSecret), claims) + `"}`
+		}
+		k.check(t, e, call{method: "POST", path: q + "/enter", body: bob(jwt.MapClaims{}), header: jsonCT, status: 200})
+		k.check(t, e, call{method: "POST", path: q + "/enter", body: bob(jwt.MapClaims{"lane": "priority"}), header: jsonCT, status: 409, code: "place_in_other_line"})
 		patch(`{"lanes":[{"name":"a","share":0.7},{"name":"b","share":0.4}]}`, 400, "invalid_lanes", false)
 		patch(`{"lanes":[{"name":"Bad","share":0.3}]}`, 400, "invalid_lanes", true)
 		k.check(t, e, call{method: "GET", path: admin + "/history", header: auth, status: 200}) // with its lanes' own

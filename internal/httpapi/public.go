@@ -66,7 +66,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := s.store.EnterWith(r.Context(), q, e)
 	if err != nil {
-		if credential && !errors.Is(err, queue.ErrMoved) {
+		if credential && !errors.Is(err, queue.ErrMoved) && !errors.Is(err, queue.ErrPlaceInOtherLine) {
 			// Even a 503 (outcome unknown) leaves the browser able to ask
 			// for the place it may have got; without its arrival number,
 			// its status then asks Redis.

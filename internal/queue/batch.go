@@ -238,6 +238,9 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 			cur, prev := q.keys.seenKeys(now, c.Networks[counted-1])
 			keys = append(keys, cur, prev)
 		}
+		for _, o := range c.others {
+			keys = append(keys, o.keys.waiting, o.keys.held, o.keys.draw)
+		}
 	}
 	return keys, args
 }
@@ -253,8 +256,13 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 // by its networks), and the hashes are those networks' in the seen
 // filters (seenHash; 0 when not counted); the counted networks' held
 // ZSETs are followed by their keys in the filters (seenKeys, by the
-// widest of them: one shard holds a caller's network and site). flags: 1, priced at the
-// ceiling (PriceCeiling); 2, passed a human check.
+// widest of them: one shard holds a caller's network and site).
+// flags: 1, priced at the ceiling (PriceCeiling); 2, passed a human
+// check. An account's enter (c.others, Store.otherLines) then adds " <lines>" and, per other line,
+// "\n<lane> <member>": the lane ("": the general lane) and the member id
+// the account has there; member ids hold no control character
+// (ValidateUserID), so a line break cannot appear inside one. Their
+// waiting, held and draw keys follow all the call's other keys.
 func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	proved = c.Proof.ID != "" && c.Proof.Difficulty > 0
 	if priced && c.Pricing == PriceByNetwork && c.Networks[0] != "" {
@@ -270,7 +278,7 @@ func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	if c.Human {
 		flags |= 2
 	}
-	if c.clientCost == 0 && c.netCosts == [2]int{} && c.placeCost == 0 && !proved && !c.Credential && counted == 0 && flags == 0 {
+	if c.clientCost == 0 && c.netCosts == [2]int{} && c.placeCost == 0 && !proved && !c.Credential && counted == 0 && flags == 0 && len(c.others) == 0 {
 		return "", false, 0
 	}
 	difficulty, expires := 0, int64(0)
@@ -303,6 +311,16 @@ func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	}
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(flags), 10)
+	if len(c.others) > 0 {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(len(c.others)), 10)
+		for _, o := range c.others {
+			b = append(b, '\n')
+			b = append(b, o.keys.lane...)
+			b = append(b, ' ')
+			b = append(b, AccountMember(o.keys.lane, c.Account)...)
+		}
+	}
 	return string(b), proved, counted
 }
 

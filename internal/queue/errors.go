@@ -31,7 +31,24 @@ var (
 	// ErrMoved refuses a place credential issued before its place moved
 	// to another device (internal/handoff): the call changed nothing.
 	ErrMoved = errors.New("queue: the place moved to another device")
+	// ErrPlaceInOtherLine refuses a site account's enter while the
+	// account holds a place in another of the queue's lines (the general
+	// lane's or a lane's): one account is one person, one place per
+	// queue. The call changed nothing; errors.As with *OtherLineError
+	// names the line.
+	ErrPlaceInOtherLine = errors.New("queue: the account holds a place in another line")
 )
+
+// OtherLineError is ErrPlaceInOtherLine with the lane whose line holds
+// the account's place ("": the general lane), so a page can say where.
+type OtherLineError struct {
+	Lane string
+}
+
+func (e *OtherLineError) Error() string {
+	return fmt.Sprintf("%v (lane %q)", ErrPlaceInOtherLine, e.Lane)
+}
+func (e *OtherLineError) Unwrap() error { return ErrPlaceInOtherLine }
 
 // Retry wraps a refusal with how long to wait before trying again.
 type Retry struct {

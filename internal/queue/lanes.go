@@ -139,6 +139,31 @@ const lanePrefix = "l:"
 // "l:<lane>:<sub>" ("u:<sub>" in the general lane, place.Join).
 func LaneMember(lane, sub string) string { return lanePrefix + lane + ":" + sub }
 
+// AccountMember is the member id of site account sub's place in lane's
+// line: "u:<sub>" in the general lane ("", place.Join), else LaneMember.
+func AccountMember(lane, sub string) string {
+	if lane == "" {
+		return accountPrefix + sub
+	}
+	return LaneMember(lane, sub)
+}
+
+// accountPrefix starts the member id of an account's place in the
+// general lane.
+const accountPrefix = "u:"
+
+// accountOf is the account a join's member id names (AccountMember's
+// inverse; "" for a member id that names none).
+func accountOf(member string) string {
+	if sub, ok := strings.CutPrefix(member, accountPrefix); ok {
+		return sub
+	}
+	if lane := LaneOf(member); lane != "" {
+		return member[len(lanePrefix)+len(lane)+1:]
+	}
+	return ""
+}
+
 // LaneOf is the lane of member's place ("": the general lane).
 func LaneOf(member string) string {
 	rest, ok := strings.CutPrefix(member, lanePrefix)

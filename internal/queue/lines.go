@@ -67,6 +67,12 @@ func (s *Store) line(queue, user string) (*queueRef, error) {
 	if lane == "" {
 		return q, nil
 	}
+	return s.laneRef(q, queue, lane)
+}
+
+// laneRef is the ref of lane's line in queue (q: the queue's own ref),
+// made on first use.
+func (s *Store) laneRef(q *queueRef, queue, lane string) (*queueRef, error) {
 	q.lanes.mu.Lock()
 	defer q.lanes.mu.Unlock()
 	l, ok := q.lanes.lines[lane]
@@ -78,6 +84,50 @@ func (s *Store) line(queue, user string) (*queueRef, error) {
 		q.lanes.lines[lane] = l
 	}
 	return l, nil
+}
+
+// otherLines are the lines of queue other than own in which an account
+// may hold a place, for enter.lua to look in: the general lane's (when
+// own is a lane's) and those of the lanes as this replica knows them
+// (knownLanes: configured, or removed and still holding places). The
+// script checks that they cover the lanes SET, so a lane this replica
+// has not seen yet is never skipped (statusOtherLine, 0). None, and no
+// cost at all, for a general lane's enter while the queue has no lanes
+// as far as this replica knows: its ticks, several an interval, read the
+// lanes again when they change, so a lane configured since then can
+// hold a place a general enter does not look for until its next tick.
+func (s *Store) otherLines(ctx context.Context, queue string, own *queueRef) ([]*queueRef, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	lanes, err := s.knownLanes(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	var out []*queueRef
+	if own.keys.lane != "" {
+		out = append(out, q)
+	}
+	for _, lane := range lanes {
+		if lane == own.keys.lane {
+			continue
+		}
+		l, err := s.laneRef(q, queue, lane)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// forgetLanes drops this replica's reading of queue's lanes, so the next
+// call that needs them reads them again.
+func (s *Store) forgetLanes(queue string) {
+	if q, err := s.queue(queue); err == nil {
+		q.lanesSeen.Store(nil)
+	}
 }
 
 // checkLane reports ErrUnknownLane unless queue's lanes include lane (one

@@ -27,6 +27,7 @@ const (
 	statusFull              // refused, place: the wait (ms)
 	statusChallenge         // refused: no valid, unused proof of work
 	statusHuman             // refused: a human check is asked
+	statusOtherLine         // refused, place: the other line holding the account (0: the lanes changed)
 )
 
 // Positions in the head of enter.lua's and status.lua's replies (HEAD_*).
@@ -173,6 +174,17 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 	return t, nil
 }
 
+// otherLine is statusOtherLine's refusal as the script gives it: the
+// index (from 1) of the line among those the call named that holds the
+// account's place, or 0 when the call's lanes were out of date;
+// Store.EnterAs turns it into an *OtherLineError or calls again.
+type otherLine int64
+
+func (o otherLine) Error() string {
+	return fmt.Sprintf("queue: the account holds a place in line %d", int64(o))
+}
+func (o otherLine) Unwrap() error { return ErrPlaceInOtherLine }
+
 // refusal is the error of a refused call's status code (nil for any
 // other), with the wait its place holds.
 func refusal(status, wait int64) error {
@@ -186,6 +198,8 @@ func refusal(status, wait int64) error {
 		return &ChallengeError{Difficulty: int(wait)}
 	case statusHuman:
 		return ErrHumanCheckRequired
+	case statusOtherLine:
+		return otherLine(wait)
 	case statusNotWaiting:
 		if wait == reasonMoved {
 			return ErrMoved

@@ -31,6 +31,7 @@ var luaMirror = []struct {
 	{"FULL", statusFull},
 	{"CHALLENGE", statusChallenge},
 	{"HUMAN", statusHuman},
+	{"OTHER_LINE", statusOtherLine},
 
 	{"HEAD_WAITING", headWaiting + 1},
 	{"HEAD_UNTIL_NEXT_TICK", headUntilNextTick + 1},

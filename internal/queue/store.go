@@ -217,8 +217,10 @@ func (s *Store) Enter(ctx context.Context, queue, user string) (Ticket, error) {
 
 // EnterAs is Enter for a call the defences check (defences.go): it may be
 // refused with ErrRateLimited, ErrQueueFull (both in a *Retry),
-// ErrChallengeRequired, or for a place in a lane the queue no longer has
-// ErrUnknownLane, and then changed nothing.
+// ErrChallengeRequired, for a place in a lane the queue no longer has
+// ErrUnknownLane, or for an account (c.Account) that holds a place in
+// another of the queue's lines ErrPlaceInOtherLine (an *OtherLineError),
+// and then changed nothing.
 func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, error) {
 	q, err := s.line(queue, c.User)
 	if err != nil {
@@ -233,7 +235,34 @@ func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, er
 		}
 	}
 	l := s.defaults.Limits
-	t, err := s.limited(ctx, &q.enters, queue, OpEnter, l.EnterPerClient, l.EnterPerPlace, c, l.EnterPerNetwork, l.EnterPerSite)
+	var t Ticket
+	for attempt := 0; ; attempt++ {
+		if c.Account != "" {
+			// One account, one place per queue: the script refuses the
+			// enter while the account holds a place in another line.
+			// Refused, not moved there: arrival numbers are per line (each
+			// lane counts its own), so a place moved to another line could
+			// not keep its arrival order, and a lane token would become a
+			// way to jump ahead.
+			if c.others, err = s.otherLines(ctx, queue, q); err != nil {
+				return Ticket{}, err
+			}
+		}
+		t, err = s.limited(ctx, &q.enters, queue, OpEnter, l.EnterPerClient, l.EnterPerPlace, c, l.EnterPerNetwork, l.EnterPerSite)
+		var o otherLine
+		if !errors.As(err, &o) {
+			break
+		}
+		if o > 0 && int(o) <= len(c.others) {
+			return Ticket{}, &OtherLineError{Lane: c.others[o-1].keys.lane}
+		}
+		// A lane this replica has not seen may hold places (lanes were
+		// changed): read them again, as the tick does.
+		s.forgetLanes(queue)
+		if attempt == 2 {
+			return Ticket{}, fmt.Errorf("queue: enter: the lanes kept changing")
+		}
+	}
 	if err == nil && c.Credential {
 		// Entering again with a credential: a place it held is now at the
 		// back, and its older credentials go to Redis (stale.go).
@@ -324,6 +353,9 @@ func (s *Store) EnterWith(ctx context.Context, queue string, e Entry) (Ticket, e
 	var t Ticket
 	var err error
 	if e.Join {
+		if e.Account == "" {
+			e.Account = accountOf(e.User)
+		}
 		t, err = s.Join(ctx, queue, e.Caller)
 	} else {
 		t, err = s.EnterAs(ctx, queue, e.Caller)

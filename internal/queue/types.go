@@ -164,6 +164,16 @@ type Caller struct {
 	// checks, a site's join token, a plain id) no generation is checked.
 	Credential bool
 	Gen        int64
+	// Account is the site account the caller's member id is a place of
+	// (a join token's sub; "": none): an account holds one place per
+	// queue, so its enter is refused with ErrPlaceInOtherLine while it
+	// holds one in another of the queue's lines (Store.EnterAs). EnterWith
+	// sets it for a join.
+	Account string
+
+	// others are the lines other than the caller's own in which Account
+	// may hold a place, for enter.lua to look in (Store.otherLines).
+	others []*queueRef
 
 	// clientCost and placeCost are what the script charges the shared
 	// buckets (0: not asked), set by the store's local stage (local.go).

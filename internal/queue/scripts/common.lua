@@ -8,12 +8,16 @@
 
 -- Status codes of a call's answer. ALLOWED: challenge.lua let the call
 -- through. NOT_OPEN: a scheduled opening's pre-queue window has not
--- begun, so nobody can join yet. The last four refuse one call and
+-- begun, so nobody can join yet. The last five refuse one call and
 -- change nothing for its user: LIMITED, the caller went over a rate
 -- limit; FULL, the line is at its cap (max_waiting); CHALLENGE, the queue
 -- asks for proof of work and the call brought none that is valid (or
 -- brought one already used); HUMAN, the queue asks for a human check
--- (networks.lua, price_need).
+-- (networks.lua, price_need); OTHER_LINE, an account's enter
+-- (enter.lua, other_line) while the account holds a place in another of
+-- the queue's lines; its place is the index of that line among those
+-- the call named, or 0 when a lane the call did not name may hold
+-- places (the caller read the lanes before a change: read, call again).
 local ALLOWED = 0
 local ENTERED = 1
 local WAITING = 2
@@ -23,6 +27,7 @@ local LIMITED = 5
 local FULL = 6
 local CHALLENGE = 7
 local HUMAN = 8
+local OTHER_LINE = 9
 
 -- The head of enter.lua's and status.lua's replies (reply_head), before
 -- a status and a place per call. Times and durations in ms.

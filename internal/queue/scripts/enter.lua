@@ -47,7 +47,9 @@
 --              its proof of work used (if it brings one), the held ZSETs
 --              of the networks it counts (its network, then its site),
 --              and then their key of this window's and the last window's
---              filter of networks seen (STRINGs, networks.lua's seen_read)
+--              filter of networks seen (STRINGs, networks.lua's seen_read),
+--              and for an account's enter the waiting ZSET, held ZSET and
+--              draw SET of each other line it names (other_line)
 -- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
 --              abandon_after_ms, and the line's lane ("": general; DEFAULTS)
 -- ARGV[7..10] -> limits per client and per place: period_ms, burst (LIMITS)
@@ -72,7 +74,10 @@
 --              on them, with each network's bits in the filters of networks seen (from
 --              its hash, seen_ops), and flags: 1, its network is of the
 --              hosting class (every place at the ceiling); 2, it passed a
---              human check (price_need). An
+--              human check (price_need). An account's enter (a join
+--              token's) then adds " <lines>" and per other line of the
+--              queue "\n<lane> <member>": that line's lane ("": the
+--              general lane) and the member id the account has there. An
 --              enter without a client so costs one value and
 --              no key: a batch's arguments are most of the script's fixed
 --              cost (docs/PERFORMANCE.md, "Enter's per-user cost").
@@ -169,6 +174,56 @@ local function check_limits(i, a)
   return true
 end
 
+-- One account, one place per queue: an account's enter is refused
+-- (OTHER_LINE) while the same account holds a place in another of the
+-- queue's lines, waiting, set aside at the head, in a draw, or admitted
+-- and active (the entered ZSET is the queue's, every line's). A refusal,
+-- not a move: arrival numbers are per line, so a place moved to another
+-- line could not keep its arrival order. lanes_held is the lanes SET,
+-- read once per call of the script and only for an account's enter.
+local lanes_held = nil
+
+-- other_line returns the index of the first of others ({lane, member,
+-- waiting, held, draw}) that holds member, 0 when a lane of the lanes
+-- SET (one that may hold places) is neither this line's nor among
+-- others (the caller read the lanes before a change), or nil.
+local function other_line(others)
+  if not lanes_held then
+    lanes_held = redis.call('SMEMBERS', KEYS[14])
+  end
+  local named = {[LANE] = true}
+  for _, o in ipairs(others) do
+    named[o.lane] = true
+  end
+  for _, lane in ipairs(lanes_held) do
+    if not named[lane] then
+      return 0
+    end
+  end
+  for k, o in ipairs(others) do
+    local admitted = tonumber(redis.call('ZSCORE', KEYS[2], o.member))
+    if redis.call('ZSCORE', o.waiting, o.member) or redis.call('ZSCORE', o.held, o.member) or
+        redis.call('SISMEMBER', o.draw, o.member) == 1 or (admitted and admitted > now - ttl) then
+      return k
+    end
+  end
+  return nil
+end
+
+-- others_of reads the other lines an account's enter names: their
+-- lanes and members from asks' tail, their keys from the call's next
+-- keys (nil when it names none).
+local function others_of(n, tail)
+  if n == 0 then
+    return nil
+  end
+  local others = {}
+  for lane, member in string.gmatch(tail, '\n([%w-]*) ([^\n]+)') do
+    others[#others + 1] = {lane = lane, member = member, waiting = next_key(1), held = next_key(1), draw = next_key(1)}
+  end
+  return others
+end
+
 -- The defences, per call. users and slot are the calls let through: their
 -- user ids and their index among the calls (where their answer goes);
 -- proof_key[i] is call i's proof-of-work key, when it brought a proof,
@@ -183,7 +238,9 @@ local function pass_defences()
     local asks = ARGV[TIERS + 2 * i]
     local passed, proved, expires, gen, flags = true, 0, 0, -1, 0
     if asks ~= '' then
-      local a = {string.match(asks, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+) (%d)$')}
+      local head, tail = string.match(asks, '^([^\n]*)(.*)$')
+      local a = {string.match(head, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+) (%d)(.*)$')}
+      a[12] = a[12] == '' and 0 or string.match(a[12], '^ (%d+)$') -- the lines an account's enter names
       for k = 1, #a do
         a[k] = tonumber(a[k])
       end
@@ -198,6 +255,15 @@ local function pass_defences()
         local cur, prev = next_key(1), next_key(1)
         for _, net in ipairs(held[i]) do
           net[3], net[4] = cur, prev
+        end
+      end
+      local others = others_of(a[12], tail)
+      if passed and others then
+        local line = other_line(others)
+        if line then
+          out[HEAD + 2 * i - 1] = OTHER_LINE
+          out[HEAD + 2 * i] = line
+          passed = false
         end
       end
     end
