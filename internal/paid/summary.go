@@ -95,11 +95,14 @@ func (h *histogram) bits() Bits {
 // MaxMinutes; the current minute counts as one): one pipeline of HGETALL,
 // plus this replica's counts not yet flushed.
 func (r *Recorder) Summary(ctx context.Context, queue string, minutes int) (Summary, error) {
+	minutes = min(max(minutes, 1), MaxMinutes)
+	if r == nil { // nothing recorded
+		return Summary{Minutes: minutes}, nil
+	}
 	c := r.queues[queue]
 	if c == nil {
 		return Summary{}, ErrUnknownQueue
 	}
-	minutes = min(max(minutes, 1), MaxMinutes)
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	now := r.now()
