@@ -602,6 +602,8 @@ func TestOpenAPIContract(t *testing.T) {
 			t.Fatalf("audit log of two settings changes, a refill size and a removal: %s", r.body)
 		}
 		k.check(t, e, call{method: "GET", path: admin + "/audit", header: auth, status: 200})
+		k.check(t, e, call{method: "GET", path: admin + "/defences", header: auth, status: 200})
+		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/defences", header: auth, status: 404, code: "queue_not_found"})
 		k.check(t, e, call{method: "GET", path: admin + "/audit?limit=0", header: auth, status: 400, code: "invalid_limit", docRejects: true})
 		// Lanes, windows and the forecast (issue 30).
 		patch(`{"lanes":[{"name":"priority","share":0.3}]}`, 200, "", false)
@@ -688,6 +690,7 @@ func TestOpenAPIContract(t *testing.T) {
 			{method: "PUT", path: p + "/refill-size", body: `{"refill_size":2}`, header: jsonCT},
 			{method: "GET", path: p + "/history"},
 			{method: "GET", path: p + "/audit"},
+			{method: "GET", path: p + "/defences"},
 			{method: "DELETE", path: p + "/users/bob"},
 			{method: "POST", path: p + "/origin", body: `{"p95_ms":120,"error_rate":0}`, header: jsonCT},
 			{method: "GET", path: "/admin/v1/me"},

@@ -90,6 +90,7 @@ func (s *Server) routes() *chi.Mux {
 		r.With(operator).Put("/queues/{queue}/schedule", s.putSchedule)          // windows the tick applies (issue 30)
 		r.With(viewer).Get("/queues/{queue}/forecast", s.getForecast)            // what a refill size would do
 		r.With(viewer).Get("/queues/{queue}/audit", s.auditLog)                  // the admin changes, newest first
+		r.With(viewer).Get("/queues/{queue}/defences", s.defences)               // the price in force and what visitors paid (defences.go)
 		r.With(operator).Post("/queues/{queue}/origin", s.originReport)          // the site's own p95 and error rate (internal/autorate)
 		r.With(operator).Delete("/queues/{queue}/users/{user_id}", s.removeUser) // every admin call is logged at info
 		r.With(admin).Post("/tokens", s.createToken)                             // API tokens for scripts (tokens.go)

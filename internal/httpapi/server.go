@@ -114,6 +114,13 @@ type Options struct {
 	// FailOpens is the record of what the gate let through unchecked
 	// while Redis was away, which the admin queue view shows; nil: none.
 	FailOpens *failopen.Recorder
+	// Paid records what visitors paid (challenges asked, places made and
+	// the bits their proofs carried, human checks); nil: nothing recorded.
+	Paid PaidRecorder
+	// Defences answers GET /admin/v1/queues/{queue}/defences: the price's
+	// policy in force and Paid's summary (paid.Viewer.View); nil: the
+	// queue's human_check and the price's defaults, nothing paid.
+	Defences DefencesFunc
 	// Handoffs moves places to other devices (POST .../handoff, enter
 	// with {"handoff"}); nil: not offered (404, invalid_handoff).
 	Handoffs *handoff.Service
@@ -168,6 +175,8 @@ type Server struct {
 	webhookChecks webhookChecks
 	probePolicy   safeurl.Policy     // Options.ProbePolicy
 	failOpens     *failopen.Recorder // nil: none
+	paid          PaidRecorder       // never nil (defences.go)
+	defencesView  DefencesFunc       // GET .../defences
 	handoffs      *handoff.Service   // nil: none
 	lines         *linedoc.Documents // the queues' public line documents (line.go)
 	adapt         *autorate.Runner   // nil: none
@@ -202,6 +211,7 @@ func New(o Options) *Server {
 		s.pages = pages.Default()
 	}
 	s.handoffs = o.Handoffs
+	s.initDefences(o)
 	s.lines = linedoc.New(o.Store)
 	s.proxying = o.Upstream != nil
 	s.clientIP = o.ClientIP

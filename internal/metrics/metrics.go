@@ -10,8 +10,9 @@
 // Names follow one scheme (prometheus.io's naming practices), which
 // names_test.go checks on every family: waitroom_<subsystem>_<name>[_<unit>],
 // the subsystem one of queue (a queue's state and what the engine did to
-// its line), http, redis, webhook, gate, proxy; counters end in _total,
-// times are _seconds.
+// its line), http, redis, webhook, gate, proxy, pow (the price of a place)
+// and networks (the operator's network classes); counters end in _total,
+// times are _seconds, a proof of work's leading zero bits a _difficulty.
 //
 // The engine does not import Prometheus: Metrics implements
 // queue.Observer and scheduler.Observer, and the per-queue gauges are read
@@ -55,6 +56,8 @@ type Metrics struct {
 	queueCollector *queueCollector
 	// lanes: the lanes' lines (lanes.go)
 	lanes *laneVecs
+	// paid: what visitors paid and the price's policy (paid.go)
+	paid *paidMetrics
 }
 
 // InfoTimeout bounds the Redis call that reads one queue's gauges during a
@@ -81,6 +84,7 @@ func New(store Store) *Metrics {
 	}
 	m.webhook = newWebhookMetrics(reg, store.Queues())
 	m.proxyCuts = newProxyCuts(reg)
+	m.paid = newPaidMetrics(reg, store.Queues())
 	m.queueCollector = newQueueCollector(store)
 	reg.MustRegister(m.queueCollector)
 	return m

@@ -23,12 +23,14 @@ import (
 //	waitroom_<subsystem>_<name>[_<unit>]  lower case words joined by "_"
 //	subsystem: one of subsystems (who counts or what is measured)
 //	counter: ends in _total, nothing else does
-//	histogram: ends in _seconds, or _size for a count of things
+//	histogram: ends in _seconds, _size for a count of things, or
+//	  _difficulty for a proof of work's (leading zero bits: promlint
+//	  takes a "bits" word for a unit of data)
 //	a time (duration, age, lag, interval, lateness, time, error): in _seconds
 //	queue: every family labelled by queue is under waitroom_queue_, or it
 //	  is a component's own count that it keeps per queue (queueLabelled)
 var (
-	subsystems    = []string{"queue", "http", "redis", "webhook", "gate", "proxy"}
+	subsystems    = []string{"queue", "http", "redis", "webhook", "gate", "proxy", "pow", "networks"}
 	queueLabelled = []string{"gate", "webhook"}
 	nameForm      = regexp.MustCompile(`^waitroom_([a-z]+)_[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 	timeWords     = regexp.MustCompile(`_(duration|age|lag|interval|lateness|time|error)(_|$)`)
@@ -72,6 +74,11 @@ var families = map[string]dto.MetricType{
 	"waitroom_webhook_events_dropped_total":    dto.MetricType_COUNTER,
 	"waitroom_gate_fail_open_total":            dto.MetricType_COUNTER,
 	"waitroom_proxy_cut_total":                 dto.MetricType_COUNTER,
+	"waitroom_queue_pow_paid_difficulty":       dto.MetricType_HISTOGRAM,
+	"waitroom_queue_pow_asked_difficulty":      dto.MetricType_HISTOGRAM,
+	"waitroom_queue_human_checks_total":        dto.MetricType_COUNTER,
+	"waitroom_pow_max_difficulty":              dto.MetricType_GAUGE,
+	"waitroom_networks_prefixes":               dto.MetricType_GAUGE,
 }
 
 // Every family on the registry follows the scheme, passes Prometheus's
@@ -130,8 +137,8 @@ func schemeProblems(f *dto.MetricFamily) []string {
 	if counter != strings.HasSuffix(name, "_total") {
 		problems = append(problems, "counters, and only counters, end in _total")
 	}
-	if f.GetType() == dto.MetricType_HISTOGRAM && !strings.HasSuffix(name, "_seconds") && !strings.HasSuffix(name, "_size") {
-		problems = append(problems, "a histogram is of _seconds or of a _size")
+	if f.GetType() == dto.MetricType_HISTOGRAM && !strings.HasSuffix(name, "_seconds") && !strings.HasSuffix(name, "_size") && !strings.HasSuffix(name, "_difficulty") {
+		problems = append(problems, "a histogram is of _seconds, of a _size or of a _difficulty")
 	}
 	if timeWords.MatchString(name) && !strings.HasSuffix(strings.TrimSuffix(name, "_total"), "_seconds") {
 		problems = append(problems, "a time is in _seconds")
@@ -198,6 +205,9 @@ func TestSchemeProblems(t *testing.T) {
 		{family("waitroom_http_requests", dto.MetricType_COUNTER), "counters, and only"},
 		{family("waitroom_webhook_backlog_total", dto.MetricType_GAUGE, "queue"), "counters, and only"},
 		{family("waitroom_queue_tick_duration_ms", dto.MetricType_HISTOGRAM, "queue"), "a histogram"},
+		{family("waitroom_queue_pow_paid_difficulty", dto.MetricType_HISTOGRAM, "queue"), ""},
+		{family("waitroom_queue_pow_bits_paid", dto.MetricType_HISTOGRAM, "queue"), "a histogram"},
+		{family("waitroom_pow_max_difficulty", dto.MetricType_GAUGE), ""},
 		{family("waitroom_webhook_lag_ms", dto.MetricType_GAUGE, "queue"), "a time is in _seconds"},
 		{family("waitroom_redis_queue_errors_total", dto.MetricType_COUNTER, "queue"), "labelled by queue"},
 		{family("waitroom_queue_info_errors_total", dto.MetricType_COUNTER), "under waitroom_queue_"},

@@ -54,6 +54,7 @@ func TestNamesAreStable(t *testing.T) {
 		{HandoffUnused("a"), "wr:{a}:handoff:unused"},
 		{PassLinkUsed("a", "j1"), "wr:{a}:handover:j1"},
 		{AdmissionClients("a", "1700000000000", "u1"), "wr:{a}:admclients:1700000000000:u1"},
+		{Paid("a", "29500000"), "wr:{a}:paid:29500000"},
 		{Secrets, "wr:secrets"},
 		{Lockout("192.0.2.7"), "wr:lockout:192.0.2.7"},
 		{HumanToken("ab12"), "wr:human:ab12"},
@@ -94,7 +95,7 @@ func TestRegistryMatchesBuilders(t *testing.T) {
 			t.Errorf("row %q: a queue's key outside the queue's hash tag", k.Pattern)
 		}
 	}
-	if len(seen) != 52 {
+	if len(seen) != 54 {
 		t.Errorf("%d rows; a key added or removed? update TestNamesAreStable too", len(seen))
 	}
 }

@@ -34,6 +34,7 @@ const (
 	OwnerAPIToken   = "internal/apitoken"
 	OwnerSession    = "internal/adminsession"
 	OwnerHumanCheck = "internal/humancheck"
+	OwnerPaid       = "internal/paid"
 )
 
 // --- internal/queue: the line, its sessions, its settings and defences.
@@ -233,6 +234,14 @@ func PassLinkUsed(q, id string) string { return prefix(q) + "handover:" + id }
 func AdmissionClients(q, start, member string) string {
 	return prefix(q) + "admclients:" + start + ":" + member
 }
+
+// Paid is what q's visitors paid in one minute (minute: Unix minutes, on
+// the replica's clock), every replica's counts added. HASH field
+// "<kind>:<bits>" (kind "p" a place made with a proof of that many bits,
+// "a" a challenge asked at that many) or "h:<result>" (a human check
+// asked, passed, failed, unavailable) -> count; expires after 15 minutes.
+// Owner: paid.
+func Paid(q, minute string) string { return prefix(q) + "paid:" + minute }
 
 // --- keys of no queue: no hash tag, each only ever used alone.
 

@@ -128,6 +128,9 @@ var registry = []Key{
 	{"wr:{q}:admclients:{start}:{member}", "SET", OwnerPassledger, "the client networks an admission's passes were used from; " +
 		"until its last pass expires",
 		func() string { return AdmissionClients(q, "{start}", "{member}") }},
+	{"wr:{q}:paid:{minute}", "HASH", OwnerPaid, "what visitors paid in one minute (Unix minutes), every replica's counts added: `p:<bits>` places made with a proof of that many bits, " +
+		"`a:<bits>` challenges asked at that many, `h:asked`, `h:passed`, `h:failed`, `h:unavailable` human checks; expires after 15 minutes",
+		func() string { return Paid(q, "{minute}") }},
 	{"wr:secrets", "HASH", OwnerSecrets, "generated `place_secret` and `pass_signing_key` (PEM) when none is configured; not a queue's key",
 		func() string { return Secrets }},
 	{"wr:lockout:{client}", "HASH", OwnerLockout, "a client's failed authentications (`fails`, `window_ends_ms`, `locked_until_ms`, `strikes`; IPv6: its /64); not a queue's key",

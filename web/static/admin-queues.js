@@ -12,6 +12,7 @@ import { buildText, updateText } from './admin-text.js';
 import { drawChart, chartWidth } from './admin-chart.js';
 import { renderAudit } from './admin-audit.js';
 import { buildSaleDay, updateSaleDay, refreshSchedule } from './admin-saleday.js';
+import { refreshDefences, showDefences } from './admin-defences.js';
 
 const AUDIT_SHOWN = 20; // the newest audit entries each queue shows
 
@@ -56,6 +57,7 @@ export async function refreshHistories(mine) {
       api('GET', path + '/history'),
       api('GET', path + '/audit?limit=' + AUDIT_SHOWN),
       sections.has(name) ? refreshSchedule(sections.get(name), mine) : null,
+      sections.has(name) ? refreshDefences(sections.get(name), mine) : null,
     ]);
     const view = sections.get(name);
     if (mine !== currentSession() || !view) return;
@@ -75,6 +77,7 @@ export function redrawQueues() {
   for (const view of sections.values()) {
     view.root.setAttribute('aria-label', t('queueLabel', { name: view.name }));
     if (view.last) showSection(view);
+    showDefences(view);
     drawChart(view);
     showLineStats(view);
     renderAudit(view, view.auditEntries, true);
@@ -143,6 +146,7 @@ function buildSection(name) {
     laneStats: null, // its lanes' (issue 30)
     last: null, // the queue as the server last said
     auditEntries: [], // the audit log as the server last said
+    defences: null, // the price in force and what people paid, as the server last said (admin-defences.js)
     drawnWidth: 0,
     state: q('.queue-state'),
     pause: q('.pause-btn'),
@@ -232,6 +236,7 @@ function showSection(view) {
   updateOpening(view.opening, q);
   updateText(view.text, q);
   updateSaleDay(view, q);
+  showDefences(view); // the price in force, over the queue's own challenge
 }
 
 // showRoutes lists a queue's gate routes ("shop.example/sale/"), each as
