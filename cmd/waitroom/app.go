@@ -19,6 +19,7 @@ import (
 	"github.com/waitroom/waitroom/internal/loglimit"
 	"github.com/waitroom/waitroom/internal/metrics"
 	"github.com/waitroom/waitroom/internal/netclass"
+	"github.com/waitroom/waitroom/internal/paid"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/scheduler"
@@ -63,6 +64,7 @@ type observers struct {
 	hook       webhook.Observer
 	failedOpen func(queue string)  // waitroom_gate_fail_open_total
 	proxyCut   func(reason string) // waitroom_proxy_cut_total
+	paid       paid.Observer       // what visitors paid: waitroom_queue_pow_*, _human_checks_total
 }
 
 // newApp wires config → Redis → store → trust → workers → gate → HTTP, in
@@ -171,7 +173,11 @@ func (a *app) serveMetrics(store *queue.Store) queue.Observer {
 	a.log.Info("serving metrics", "addr", addr.String())
 	a.closers = append(a.closers, stop)
 	a.rdb.AddHook(mets.RedisHook())
-	a.obs = observers{tick: mets, http: mets.Middleware, hook: mets, failedOpen: mets.GateFailOpen, proxyCut: mets.ProxyCut}
+	a.obs = observers{tick: mets, http: mets.Middleware, hook: mets, failedOpen: mets.GateFailOpen, proxyCut: mets.ProxyCut, paid: mets}
+	mets.SetPowMaxBits(a.cfg.Defaults.Price.MaxBits)
+	if a.networks != nil {
+		mets.SetNetworks(networkPrefixes(a.networks))
+	}
 	return mets
 }
 

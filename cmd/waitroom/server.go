@@ -80,6 +80,10 @@ func (a *app) apiOptions() (httpapi.Options, error) {
 	if cfg.PagesDir != "" {
 		a.log.Info("operator pages", "dir", cfg.PagesDir)
 	}
+	rec, err := a.newPaid(a.obs.paid) // with its flushing worker
+	if err != nil {
+		return httpapi.Options{}, err
+	}
 	return httpapi.Options{
 		Store:           a.store,
 		Places:          a.trust.places,
@@ -109,6 +113,8 @@ func (a *app) apiOptions() (httpapi.Options, error) {
 		Adapt:               a.adapter,
 		Human:               a.human,
 		Networks:            a.networks,
+		Paid:                rec,
+		Defences:            a.defencesView(rec, a.cfg.NetworksFile != "", a.networks, a.human),
 	}, nil
 }
 

@@ -321,6 +321,7 @@ func (c *Config) loadDefences(r *reader) {
 		return
 	}
 	if opts.Provider == humancheck.Off {
+		c.HumanCheck = humancheck.Options{Provider: humancheck.Off}
 		return
 	}
 	for _, o := range append([]string{c.PublicURL}, r.list("WAITROOM_CORS_ORIGINS", "")...) {

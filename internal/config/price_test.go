@@ -3,6 +3,7 @@ package config
 import (
 	"testing"
 
+	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -17,15 +18,15 @@ func TestNetworkLimitsAndPrice(t *testing.T) {
 	if l.EnterPerNetwork != (queue.Limit{Rate: 20, Burst: 1200}) || l.EnterPerSite != (queue.Limit{Rate: 50, Burst: 3000}) {
 		t.Errorf("defaults: per network %+v, per site %+v", l.EnterPerNetwork, l.EnterPerSite)
 	}
-	if c.Defaults.Price != (queue.Price{Bits: 13, CalmArrivals: 100}) {
+	if c.Defaults.Price != (queue.Price{Bits: 13, CalmArrivals: 100, MaxBits: queue.DefaultMaxBits}) {
 		t.Errorf("default price %+v", c.Defaults.Price)
 	}
 	c, err = Load(env(map[string]string{"WAITROOM_LIMIT_ENTER_PER_NETWORK": "0", "WAITROOM_LIMIT_ENTER_PER_SITE": "1,10",
-		"WAITROOM_POW_NETWORK_BITS": "off", "WAITROOM_POW_CALM_ARRIVALS": "0"}))
+		"WAITROOM_POW_NETWORK_BITS": "off", "WAITROOM_POW_CALM_ARRIVALS": "0", "WAITROOM_POW_MAX_BITS": "12"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Defaults.Limits.EnterPerNetwork != (queue.Limit{}) || c.Defaults.Limits.EnterPerSite != (queue.Limit{Rate: 1, Burst: 10}) || c.Defaults.Price != (queue.Price{}) {
+	if c.Defaults.Limits.EnterPerNetwork != (queue.Limit{}) || c.Defaults.Limits.EnterPerSite != (queue.Limit{Rate: 1, Burst: 10}) || c.Defaults.Price != (queue.Price{MaxBits: 12}) {
 		t.Errorf("set: %+v, %+v", c.Defaults.Limits, c.Defaults.Price)
 	}
 	for k, v := range map[string]string{
@@ -33,6 +34,8 @@ func TestNetworkLimitsAndPrice(t *testing.T) {
 		"WAITROOM_LIMIT_ENTER_PER_SITE":    "-1,3",
 		"WAITROOM_POW_NETWORK_BITS":        "33",
 		"WAITROOM_POW_CALM_ARRIVALS":       "NaN",
+		"WAITROOM_POW_MAX_BITS":            "0",
+		"WAITROOM_HUMAN_CHECK":             "captcha",
 	} {
 		if _, err := Load(env(map[string]string{k: v})); err == nil {
 			t.Errorf("%s=%s accepted", k, v)
@@ -60,5 +63,30 @@ func TestHeldReturnPerTick(t *testing.T) {
 		if _, err := Load(env(map[string]string{"WAITROOM_HELD_RETURN_PER_TICK": v})); err == nil {
 			t.Errorf("%q accepted", v)
 		}
+	}
+}
+
+// The human check's provider: off by default; a provider needs its site
+// key and secret, and takes the hosts a token may name from the public
+// URL and the allowed origins; the networks file is only named here.
+func TestHumanCheckAndNetworks(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.HumanCheck.Provider != humancheck.Off || c.NetworksFile != "" {
+		t.Fatalf("defaults: %+v %q %v", c.HumanCheck, c.NetworksFile, err)
+	}
+	if _, err := Load(env(map[string]string{"WAITROOM_HUMAN_CHECK": "turnstile"})); err == nil {
+		t.Error("turnstile without a site key and secret accepted")
+	}
+	c, err = Load(env(map[string]string{"WAITROOM_HUMAN_CHECK": "turnstile", "WAITROOM_HUMAN_CHECK_SITEKEY": "site",
+		"WAITROOM_HUMAN_CHECK_SECRET": "0123456789abcdef", "WAITROOM_PUBLIC_URL": "https://queue.example",
+		"WAITROOM_CORS_ORIGINS": "https://shop.example", "WAITROOM_NETWORKS_FILE": "/etc/waitroom/networks.txt"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.HumanCheck; h.Provider != humancheck.Turnstile || len(h.Hosts) != 2 || h.Hosts[0] != "queue.example" || h.Hosts[1] != "shop.example" {
+		t.Errorf("human check %+v", h)
+	}
+	if c.NetworksFile != "/etc/waitroom/networks.txt" {
+		t.Errorf("networks file %q", c.NetworksFile)
 	}
 }

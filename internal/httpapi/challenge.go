@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/waitroom/waitroom/internal/paid"
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // challengeResponse is a proof-of-work challenge (package challenge has
@@ -25,9 +29,13 @@ func (s *Server) issueChallenge(w http.ResponseWriter, r *http.Request) {
 	// ErrUnknownQueue: 404; ErrRateLimited: 429, as an enter over the limit.
 	d, err := s.store.Challenge(r.Context(), q, s.client(r))
 	if err != nil {
+		if errors.Is(err, queue.ErrHumanCheckRequired) {
+			s.paid.Record(q, paid.Human(paid.HumanAsked))
+		}
 		s.fail(w, r, err)
 		return
 	}
+	s.paid.Record(q, paid.Asked(d))
 	c, expires := s.challenges.Issue(q, d)
 	writeJSON(w, http.StatusOK, challengeResponse{Challenge: c, Difficulty: d, ExpiresAt: rfc3339(expires)})
 }

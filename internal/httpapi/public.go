@@ -9,6 +9,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/crossorigin"
 	"github.com/waitroom/waitroom/internal/humancheck"
+	"github.com/waitroom/waitroom/internal/paid"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/reqcheck"
@@ -65,6 +66,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := s.store.EnterWith(r.Context(), q, e)
+	s.notePaid(q, e, t, err)
 	if err != nil {
 		if credential && !errors.Is(err, queue.ErrMoved) && !errors.Is(err, queue.ErrPlaceInOtherLine) {
 			// Even a 503 (outcome unknown) leaves the browser able to ask
@@ -103,8 +105,12 @@ func (s *Server) entry(r *http.Request, q string, req enterRequest) (queue.Entry
 		switch err := s.human.Verify(r.Context(), req.HumanToken, s.clientIP.Addr(r).String()); {
 		case err == nil:
 			e.Human = true
+			s.paid.Record(q, paid.Human(paid.HumanPassed))
 		case errors.Is(err, humancheck.ErrFailed):
+			s.paid.Record(q, paid.Human(paid.HumanFailed))
 			return queue.Entry{}, false, err
+		default:
+			s.paid.Record(q, paid.Human(paid.HumanUnavailable))
 		}
 	}
 	if req.Challenge != "" {
@@ -301,4 +307,16 @@ func (s *Server) queueInfo(w http.ResponseWriter, r *http.Request) {
 		RefillSize:       info.Settings.RefillSize,
 		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
 	})
+}
+
+// notePaid records what an enter cost its caller (the back office's and
+// the metrics' "what people paid"): a place made and the proof of work it
+// carried, or a human check asked.
+func (s *Server) notePaid(q string, e queue.Entry, t queue.Ticket, err error) {
+	switch {
+	case errors.Is(err, queue.ErrHumanCheckRequired):
+		s.paid.Record(q, paid.Human(paid.HumanAsked))
+	case err == nil && (t.Status == queue.Waiting || t.Status == queue.Entered):
+		s.paid.Record(q, paid.Placed(e.Proof.Difficulty))
+	}
 }
