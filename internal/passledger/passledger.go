@@ -86,7 +86,9 @@ type seen struct {
 // network is the address as Seen counts it: IPv4 whole, IPv6 by /64, as
 // clientip.Key formats it for Redis.
 func network(a netip.Addr) netip.Prefix {
-	a = a.Unmap()
+	// A 6to4 or Teredo address is the IPv4 host it carries, as for every
+	// per-client budget (clientip.Embedded).
+	a = clientip.Embedded(a)
 	if !a.IsValid() {
 		return netip.Prefix{}
 	}

@@ -139,6 +139,11 @@ type queueRef struct {
 	// lanesSeen are the lanes the last tick call worked on (nil: not
 	// read yet), for the next one (tick.go).
 	lanesSeen atomic.Pointer[[]string]
+	// tickedOK says this replica's last tick call reached Redis (false
+	// before its first, and after a call that failed): only then does the
+	// tick take a late interval for an outage (tick.lua, "Outages"), not
+	// for a busy machine's late timer.
+	tickedOK atomic.Bool
 }
 
 // NewStore returns a store for the named queues. defaults are the settings

@@ -67,12 +67,18 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 				lk := keysForLine(queue, l)
 				keys = append(keys[:len(keys):len(keys)], lk.waiting, lk.heard, lk.held, lk.stale, lk.draw, lk.seq, lk.arrivals, lk.laneHistory)
 			}
+			away := "0" // this replica's ticks reached Redis until now
+			if !q.tickedOK.Load() {
+				away = "1" // its first, or Redis did not answer it lately
+			}
 			raw, err := tickScript.Run(ctx, s.rdb, keys,
 				append(q.args[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base, holdBatch,
-					strings.Join(lanes, ","))...).Slice()
+					strings.Join(lanes, ","), away)...).Slice()
 			if err != nil {
+				q.tickedOK.Store(false)
 				return tickReply{}, err
 			}
+			q.tickedOK.Store(true)
 			r, err := readTickReply(raw)
 			if err != nil {
 				return tickReply{}, err

@@ -69,6 +69,9 @@
 --            (Store.tickLanes); a call whose reading is no longer true
 --            changes nothing but the windows and answers TICK_APPLIED -1,
 --            to be called again
+-- ARGV[16] -> "1" when the calling replica's tick calls failed since its
+--              last one that reached Redis, or this is its first ("0"
+--              otherwise): only then is a late tick an outage (outage_grace)
 -- Returns, in TICK_* order (common.lua): {applied (0|1), moved, waiting,
 -- tokens, purged, admitted in the interval that just ended, abandoned
 -- places dropped, how late the tick is (ms after it was due, next_at_ms,
@@ -575,7 +578,10 @@ local OUTAGE_MIN_MS = 1000
 local function outage_grace()
   local grace = tonumber(redis.call('HGET', KEYS[5], 'grace_until_ms')) or 0
   local away = due and now - due or 0
-  if abandon_after > 0 and away > math.max(interval, OUTAGE_MIN_MS) then
+  -- Only a replica that could not reach Redis, or has just started, says
+  -- the time since the last tick was an outage (ARGV[16]): a late timer
+  -- on a busy machine is not one, and must not stop the drops.
+  if ARGV[16] == '1' and abandon_after > 0 and away > math.max(interval, OUTAGE_MIN_MS) then
     grace = math.max(grace, now + away + abandon_after)
     redis.call('HSET', KEYS[5], 'grace_until_ms', grace)
   end
