@@ -249,12 +249,12 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 // "" when nothing (no charge to the shared buckets, no proof of work, no
 // place credential, no network to price, no class or human check: an
 // enter without a client), else "<client cost> <network cost> <site
-// cost> <place cost> <difficulty> <expires ms> <gen> <counted> <hash 1>
-// <hash 2> <flags>". proved says it brings a proof of work, whose key
+// cost> <place cost> <difficulty> <expires ms> <gen> <counted> <block 1>
+// <block 2> <flags>". proved says it brings a proof of work, whose key
 // then follows its bucket keys; counted how many of its Networks' held
 // ZSETs follow that (priced: the price is on, and the caller is priced
-// by its networks), and the hashes are those networks' in the seen
-// filters (seenHash; 0 when not counted); the counted networks' held
+// by its networks), and the blocks are those networks' in the seen
+// filters (seenBlock; 0 when not counted); the counted networks' held
 // ZSETs are followed by their keys in the filters (seenKeys, by the
 // widest of them: one shard holds a caller's network and site).
 // flags: 1, priced at the ceiling (PriceCeiling); 2, passed a human
@@ -304,7 +304,7 @@ func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	for i := range 2 {
 		h := uint64(0)
 		if i < counted {
-			h = seenHash(c.Networks[i])
+			h = seenBlock(c.Networks[i])
 		}
 		b = append(b, ' ')
 		b = strconv.AppendUint(b, h, 10)

@@ -54,7 +54,7 @@ func (s *Store) Challenge(ctx context.Context, queue string, c Caller) (int, err
 		now := time.Now()
 		for i, n := range c.Networks[:counted] {
 			keys = append(keys, q.keys.netPlacesKey(n))
-			hashes[i] = seenHash(n)
+			hashes[i] = seenBlock(n)
 		}
 		cur, prev := q.keys.seenKeys(now, c.Networks[counted-1])
 		keys = append(keys, cur, prev)

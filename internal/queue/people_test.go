@@ -220,21 +220,15 @@ func TestHeldPlacesStillCount(t *testing.T) {
 	}
 }
 
-// seenBlock mirrors networks.lua's seen_block: the network of hash h's
-// shard, its block's offset (bits) in the shard's key, and the bits it
-// sets in the block.
-func seenBlock(h uint64) (shard, off uint64, mask uint32) {
-	shard, rest := h%seenShards, h/seenShards
-	off, rest = rest%seenBlocks*32, rest/seenBlocks
-	for range seenProbes {
-		mask |= 1 << (rest % 32)
-		rest /= 32
-	}
-	return shard, off, mask
+// blockOf splits seenBlock's code: the byte offset and the mask.
+func blockOf(network string) (off uint64, mask uint32) {
+	code := seenBlock(network)
+	return code >> 32, uint32(code)
 }
 
-// networks.lua sets the bits seenBlock names (BITFIELD counts bits from
-// the first byte's highest), over generated networks, and reads them back.
+// networks.lua sets the bits seenBlock names (big-endian: a block's
+// highest bit is its first byte's first), over generated networks, and
+// reads them back.
 func TestSeenBlocksMatchLua(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -250,7 +244,8 @@ held_add({net}, 'u', 1)
 seen_blocks = {} -- read Redis again, not this call's view
 return {before, seen_read({net}, {}).n}`)
 	for i := range 50 {
-		h := seenHash(fmt.Sprintf("2001:db8:%x::/56", i*7919))
+		network := fmt.Sprintf("2001:db8:%x::/56", i*7919)
+		h := seenBlock(network)
 		rdb.Del(ctx, cur)
 		got, err := script.Run(ctx, rdb, []string{cur, prev}, strconv.FormatUint(h, 10)).Int64Slice()
 		if err != nil {
@@ -259,11 +254,11 @@ return {before, seen_read({net}, {}).n}`)
 		if got[0] != 0 || got[1] != 2 {
 			t.Fatalf("hash %d: seen %v before and after, want 0 then 2", h, got)
 		}
-		_, off, mask := seenBlock(h)
+		off, mask := blockOf(network)
 		want := map[int64]bool{}
 		for b := range 32 {
 			if mask&(1<<b) != 0 {
-				want[int64(off)+31-int64(b)] = true // BITFIELD's i32: the highest bit first
+				want[8*int64(off)+31-int64(b)] = true // big-endian: the highest bit first
 			}
 		}
 		for o := range want {
@@ -307,8 +302,10 @@ func TestSeenFilterFalsePositives(t *testing.T) {
 			shards[s] = make([]byte, seenBlocks*4)
 		}
 		for i := range perWindow {
-			shard, off, mask := seenBlock(seenHash(network(w, i)))
-			block := shards[shard][off/8 : off/8+4]
+			n := network(w, i)
+			shard := seenHash(n) % seenShards // its own shard, as if it were its caller's widest network
+			off, mask := blockOf(n)
+			block := shards[shard][off : off+4]
 			block[0], block[1], block[2], block[3] = block[0]|byte(mask>>24), block[1]|byte(mask>>16), block[2]|byte(mask>>8), block[3]|byte(mask)
 		}
 		pipe := rdb.Pipeline()
@@ -334,9 +331,10 @@ return n`)
 		var keys []string
 		var args []any
 		for i := from; i < from+batch; i++ {
-			h := seenHash(network(9, i))
-			keys = append(keys, shardKey("1", h%seenShards), shardKey("0", h%seenShards))
-			args = append(args, strconv.FormatUint(h, 10))
+			n := network(9, i)
+			shard := seenHash(n) % seenShards
+			keys = append(keys, shardKey("1", shard), shardKey("0", shard))
+			args = append(args, strconv.FormatUint(seenBlock(n), 10))
 		}
 		n, err := probe.Run(ctx, rdb, keys, args...).Int()
 		if err != nil {

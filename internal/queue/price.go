@@ -121,9 +121,24 @@ const (
 	seenWindow = 2 * time.Hour
 )
 
-// seenHash is network's hash for the seen filters, from which
-// networks.lua derives its seenHashes offsets (two 24-bit halves, double
-// hashing): the same on every replica (FNV-1a, not a seeded hash, then
+// seenBlock is network's block in the filters of networks seen, as
+// networks.lua takes it: the byte offset of its 32-bit block in its shard
+// key × 2^32 + the seenProbes bits it sets there (under 2^47, which Lua's
+// numbers hold exactly). The shard is another network's, the caller's
+// widest (seenKeys), so the hash's low byte is left out here.
+func seenBlock(network string) uint64 {
+	h := seenHash(network)
+	block, rest := (h/seenShards)%seenBlocks, h/(seenShards*seenBlocks)
+	var mask uint64
+	for range seenProbes {
+		mask |= 1 << (rest % 32)
+		rest /= 32
+	}
+	return block*4<<32 | mask
+}
+
+// seenHash is network's hash for the seen filters (seenKeys, seenBlock):
+// the same on every replica (FNV-1a, not a seeded hash, then
 // MurmurHash3's finalizer, since FNV-1a leaves the middle bits of
 // strings that differ in their last bytes almost alike, and networks'
 // names do), below 2^48 so that Lua's numbers hold it exactly.

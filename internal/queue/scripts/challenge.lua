@@ -26,7 +26,7 @@
 -- ARGV[10..12] -> the price: bits (0: none), calm arrivals a second, the
 --            ceiling (bits)
 -- ARGV[13] -> whether the human check's provider answers (1 or 0)
--- ARGV[14..15] -> the seen-filter hashes of the caller's network and site
+-- ARGV[14..15] -> the seen-filter blocks of the caller's network and site (seenBlock)
 -- ARGV[16] -> flags (enter.lua's): 1 hosting, 2 passed a human check
 -- Returns {ALLOWED, difficulty} (0: no proof of work asked), {HUMAN, 0}
 -- when a human check is asked instead, or {LIMITED, wait_ms} when the

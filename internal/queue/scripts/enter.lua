@@ -63,7 +63,7 @@
 --              buckets, no proof of work, no place credential, no
 --              network), else "<client cost> <network cost> <site cost>
 --              <place cost> <difficulty> <expires> <gen> <counted>
---              <hash 1> <hash 2> <flags>":
+--              <block 1> <block 2> <flags>":
 --              the calls to charge the client's, its networks' and the
 --              place's buckets (0: not asked; see take_all), the
 --              difficulty its proof of work meets (0: none), when that
@@ -72,7 +72,7 @@
 --              reason moved, and changes nothing), and how many held
 --              ZSETs it brings (0-2): the price of its place is counted
 --              on them, with each network's bits in the filters of networks seen (from
---              its hash, seen_ops), and flags: 1, its network is of the
+--              its block, seenBlock), and flags: 1, its network is of the
 --              hosting class (every place at the ceiling); 2, it passed a
 --              human check (price_need). An account's enter (a join
 --              token's) then adds " <lines>" and per other line of the

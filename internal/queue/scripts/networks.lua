@@ -10,9 +10,6 @@ local PRICE_SITE_SHARE = 4         -- a /48 holding 4n places pays as a /56 hold
 local PRICE_HELD_CAP = 4096        -- a network's count of places is capped here
 local PRICE_MAX_PRESSURE = 4       -- bits a flood of arrivals adds at most
 local PRICE_MAX_DIFFICULTY = 32    -- MaxChallengeDifficulty
-local SEEN_SHARDS = 256            -- seenShards: a window's filter is this many keys
-local SEEN_BLOCKS = 8192           -- seenBlocks: 32-bit blocks per key (32 KiB)
-local SEEN_PROBES = 5              -- seenProbes: bits a network sets in its block
 local PRICE_HELD_TTL_MS = 7200000  -- a network's count expires 2 h after its last new place
 local ARRIVALS_WINDOW_MS = 10000   -- the arrival rate's sliding window
 
@@ -85,12 +82,12 @@ end
 -- blocked Bloom filter, not as a member of a ZSET, so that a crowd spread
 -- over many networks costs no key per person (a ZSET per IPv6 /56 and /48
 -- made 579 bytes of Redis per waiting place, against 137 without). A
--- window's filter is SEEN_SHARDS STRING keys of SEEN_BLOCKS 32-bit blocks;
--- a network's hash (Go's seenHash) names its key (Go passes it), its
--- block, and SEEN_PROBES bits within the block, so one BITFIELD
--- operation reads or writes them all (ten single bits, one operation
--- each, made enter three times as costly in Lua), and a key takes memory
--- only once networks land in it. This window's filter and the last one's
+-- window's filter is seenShards STRING keys of seenBlocks 32-bit blocks
+-- (price.go); a network's hash names its key, its block and seenProbes
+-- bits within the block (Go computes them), so one GETRANGE reads them
+-- all and one SETRANGE writes them (ten single bits, one BITFIELD
+-- operation each, made enter three times as costly in Lua), and a key
+-- takes memory only once networks land in it. This window's filter and the last one's
 -- are read. Only a network's second place starts its ZSET, with a
 -- stand-in for the first ("~": scored as the second, it leaves a little
 -- later than the first did). A network whose bits all happen to be set
@@ -101,25 +98,17 @@ end
 -- kept two windows, and a ZSET expires PRICE_HELD_TTL_MS after its last
 -- place, one window).
 
--- seen_block: the BITFIELD offset of the block of the network of hash h
--- (0 ≤ h < 2^48) and the bits it sets there, as an int32 mask. Its
--- key is its caller's widest network's (seenKeys), so the low bits of h
--- are left out.
-local function seen_block(h)
-  local rest = math.floor(h / SEEN_SHARDS) -- the low bits named the key
-  local block = rest % SEEN_BLOCKS
-  rest = math.floor(rest / SEEN_BLOCKS)
-  local mask = 0
-  for _ = 1, SEEN_PROBES do
-    mask = bit.bor(mask, bit.lshift(1, rest % 32))
-    rest = math.floor(rest / 32)
-  end
-  return block * 32, mask
+-- seen_block: the byte offset of the 32-bit block of a network in its
+-- filter key and the bits it sets there, from the code Go computed
+-- (seenBlock: offset × 2^32 + mask), so that Lua does no hashing.
+local WORD = 4294967296
+local function seen_block(code)
+  return math.floor(code / WORD), code % WORD
 end
 
--- This call's view of the filter blocks it read or wrote (key -> offset
--- -> int32), so that networks of one call that share a block see each
--- other's bits.
+-- This call's view of the filter blocks it read or wrote (key -> byte
+-- offset -> value), so that networks of one call that share a block see
+-- each other's bits.
 local seen_blocks = {}
 
 local function blocks_of(key)
@@ -131,51 +120,49 @@ local function blocks_of(key)
   return c
 end
 
--- seen_fetch reads into c (key's blocks) those at the offsets of nets
--- (net[5]) it lacks, in one BITFIELD_RO.
-local function seen_fetch(key, c, nets)
-  local ops, offs = {}, {}
-  for _, net in ipairs(nets) do
-    local off = net[5]
-    if c[off] == nil then
-      c[off] = 0 -- read below
-      offs[#offs + 1] = off
-      ops[#ops + 1], ops[#ops + 2], ops[#ops + 3] = 'GET', 'i32', off
-    end
+-- block_get is the block at off of key (c, its cache): GETRANGE of its
+-- four bytes, big-endian; bytes past the key's end are 0. (A BITFIELD
+-- costs about three GETRANGEs in Redis.)
+local function block_get(key, c, off)
+  local v = c[off]
+  if v == nil then
+    local b1, b2, b3, b4 = string.byte(redis.call('GETRANGE', key, off, off + 3), 1, 4)
+    v = (b1 or 0) * 16777216 + (b2 or 0) * 65536 + (b3 or 0) * 256 + (b4 or 0)
+    c[off] = v
   end
-  if #ops > 0 then
-    local v = redis.call('BITFIELD_RO', key, unpack(ops))
-    for i, off in ipairs(offs) do
-      c[off] = v[i]
-    end
+  return v
+end
+
+local function has_all(v, mask)
+  return bit.band(v, mask) == bit.tobit(mask)
+end
+
+-- block_put writes v's bits of mask into the block at off of key.
+local function block_put(key, c, off, mask)
+  local v = bit.bor(block_get(key, c, off), mask)
+  if v < 0 then
+    v = v + WORD
   end
+  c[off] = v
+  redis.call('SETRANGE', key, off, string.char(math.floor(v / 16777216) % 256, math.floor(v / 65536) % 256,
+    math.floor(v / 256) % 256, v % 256))
 end
 
 -- seen_read reads whether each network of nets (each {held ZSET key,
--- hash, this window's filter key, the last one's}: one key pair for all,
--- Go's seenKeys) placed anyone in this window (2) or the one before (1),
--- else 0, into seen (held key -> 0, 1 or 2): one read of this window's
--- key, and one of the last window's for those it did not find. It
--- leaves each network's block offset and mask in net[5] and net[6].
+-- block code, this window's filter key, the last one's}: one key pair
+-- for all, Go's seenKeys) placed anyone in this window (2) or the one
+-- before (1), else 0, into seen (held key -> 0, 1 or 2), reading the
+-- last window's only for those this one's lacks. It leaves each
+-- network's block offset and mask in net[5] and net[6].
 local function seen_read(nets, seen)
   for _, net in ipairs(nets) do
     net[5], net[6] = seen_block(net[2])
-  end
-  local cur = blocks_of(nets[1][3])
-  seen_fetch(nets[1][3], cur, nets)
-  local missed = {}
-  for _, net in ipairs(nets) do
-    if bit.band(cur[net[5]], net[6]) == net[6] then
+    if has_all(block_get(net[3], blocks_of(net[3]), net[5]), net[6]) then
       seen[net[1]] = 2
+    elseif has_all(block_get(net[4], blocks_of(net[4]), net[5]), net[6]) then
+      seen[net[1]] = 1
     else
-      missed[#missed + 1] = net
-    end
-  end
-  if #missed > 0 then
-    local prev = blocks_of(nets[1][4])
-    seen_fetch(nets[1][4], prev, missed)
-    for _, net in ipairs(missed) do
-      seen[net[1]] = bit.band(prev[net[5]], net[6]) == net[6] and 1 or 0
+      seen[net[1]] = 0
     end
   end
   return seen
@@ -273,7 +260,6 @@ end
 -- has none), keeping the newest PRICE_HELD_CAP.
 local seen_written, held_zadded = {}, {}
 local function held_add(nets, user, seq)
-  local ops = {}
   for _, net in ipairs(nets) do
     local k = net[1]
     local prior = (held_cache[k] or 0) + (held_added[k] or 0)
@@ -281,10 +267,8 @@ local function held_add(nets, user, seq)
       if net[5] == nil then -- its network was read for an earlier call
         net[5], net[6] = seen_block(net[2])
       end
-      local c, off = blocks_of(net[3]), net[5]
-      c[off] = bit.bor(c[off] or 0, net[6])
-      ops[#ops + 1], ops[#ops + 2], ops[#ops + 3], ops[#ops + 4] = 'SET', 'i32', off, c[off]
-      seen_now[k] = true
+      block_put(net[3], blocks_of(net[3]), net[5], net[6])
+      seen_now[k], seen_written[net[3]] = true, true
     end
     if prior > 0 then
       local args = {seq, user}
@@ -298,10 +282,6 @@ local function held_add(nets, user, seq)
       redis.call('PEXPIRE', k, PRICE_HELD_TTL_MS)
     end
     held_added[k] = (held_added[k] or 0) + 1
-  end
-  if #ops > 0 then
-    redis.call('BITFIELD', nets[1][3], unpack(ops))
-    seen_written[nets[1][3]] = true
   end
 end
 
