@@ -87,8 +87,8 @@ end
 -- bits within the block (Go computes them), so one GETRANGE reads them
 -- all and one SETRANGE writes them (ten single bits, one BITFIELD
 -- operation each, made enter three times as costly in Lua), and a key
--- takes memory only once networks land in it. This window's filter and the last one's
--- are read. Only a network's second place starts its ZSET, with a
+-- takes memory only once networks land in it. This window's filter and
+-- the last one's are read. Only a network's second place starts its ZSET, with a
 -- stand-in for the first ("~": scored as the second, it leaves a little
 -- later than the first did). A network whose bits all happen to be set
 -- by others pays a second place's price for its first: with a million
@@ -137,7 +137,7 @@ local function has_all(v, mask)
   return bit.band(v, mask) == bit.tobit(mask)
 end
 
--- block_put writes v's bits of mask into the block at off of key.
+-- block_put sets mask's bits in the block at off of key.
 local function block_put(key, c, off, mask)
   local v = bit.bor(block_get(key, c, off), mask)
   if v < 0 then
