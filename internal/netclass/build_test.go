@@ -58,15 +58,6 @@ func cover(block netip.Prefix, from, to netip.Addr, out []netip.Prefix) []netip.
 	return cover(hi, from, to, cover(lo, from, to, out))
 }
 
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 0x80 >> (i % 8)
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
-}
-
 // Generated ranges, IPv4 and IPv6, split as the slow cover splits them.
 func TestRangePrefixesGenerated(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 8))

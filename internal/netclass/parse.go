@@ -2,11 +2,16 @@ package netclass
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
+	"sort"
 	"strings"
+
+	"github.com/gaissmai/bart"
 )
 
 // Errors a line of a networks file can fail with, inside a *ParseError.
@@ -61,6 +66,8 @@ var (
 // a wider classed one: the longest listed prefix wins.
 func Parse(r io.Reader, name string) (*Table, error) {
 	t := new(Table)
+	var trie bart.Table[Class] // while reading: duplicates, and each range's class
+	var listed []netip.Prefix
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	line := 0
@@ -76,7 +83,7 @@ func Parse(r io.Reader, name string) (*Table, error) {
 		// One walk of the trie finds a listed prefix or inserts a new one.
 		var old Class
 		var dup bool
-		t.trie.Modify(p, func(o Class, found bool) (Class, bool) {
+		trie.Modify(p, func(o Class, found bool) (Class, bool) {
 			if found {
 				old, dup = o, true
 				return o, false
@@ -88,12 +95,88 @@ func Parse(r io.Reader, name string) (*Table, error) {
 		}
 		if !dup {
 			t.sizes[c]++
+			listed = append(listed, p)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &ParseError{File: name, Line: line + 1, Err: err}
 	}
+	t.flatten(&trie, listed)
 	return t, nil
+}
+
+// flatten turns the listed prefixes into t's ranges: every prefix's first
+// address and the address after its last are where the longest prefix
+// over an address may change, so the class of each stretch between two
+// such edges is the trie's class of its first address; stretches of one
+// class are merged.
+func (t *Table) flatten(trie *bart.Table[Class], listed []netip.Prefix) {
+	var e4 []uint32
+	var e6 []uint128
+	for _, p := range listed {
+		first, last := p.Masked().Addr(), lastAddr(p)
+		if first.Is4() {
+			e4 = append(e4, v4Of(first))
+			if l := v4Of(last); l != ^uint32(0) {
+				e4 = append(e4, l+1)
+			}
+		} else {
+			e6 = append(e6, v6Of(first))
+			if l := v6Of(last); l != (uint128{^uint64(0), ^uint64(0)}) {
+				e6 = append(e6, next128(l))
+			}
+		}
+	}
+	class := func(a netip.Addr) Class { c, _ := trie.Lookup(a); return c }
+	t.v4 = build(e4, func(a, b uint32) bool { return a < b }, func(x uint32) Class {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], x)
+		return class(netip.AddrFrom4(b))
+	})
+	t.v6 = build(e6, uint128.less, func(x uint128) Class {
+		var b [16]byte
+		binary.BigEndian.PutUint64(b[:8], x.hi)
+		binary.BigEndian.PutUint64(b[8:], x.lo)
+		return class(netip.AddrFrom16(b))
+	})
+}
+
+// build sorts the edges (the zero address always one), gives each its
+// stretch's class and merges neighbours of one class.
+func build[T comparable](edges []T, less func(a, b T) bool, classOf func(T) Class) ranges[T] {
+	var zero T
+	edges = append(edges, zero)
+	sort.Slice(edges, func(i, j int) bool { return less(edges[i], edges[j]) })
+	var r ranges[T]
+	for i, e := range edges {
+		if i > 0 && e == edges[i-1] {
+			continue
+		}
+		c := classOf(e)
+		if n := len(r.classes); n > 0 && r.classes[n-1] == c {
+			continue
+		}
+		r.starts, r.classes = append(r.starts, e), append(r.classes, c)
+	}
+	r.starts, r.classes = slices.Clip(r.starts), slices.Clip(r.classes)
+	return r
+}
+
+// lastAddr is p's last address.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+func next128(x uint128) uint128 {
+	if x.lo == ^uint64(0) {
+		return uint128{x.hi + 1, 0}
+	}
+	return uint128{x.hi, x.lo + 1}
 }
 
 // parseLine reads one line; ok is false for a blank or comment line.
