@@ -124,8 +124,8 @@ func (k keys) netPlacesKey(network string) string { return rediskeys.NetPlaces(k
 // pass as a first.
 func (k keys) seenKeys(now time.Time, network string) (cur, prev string) {
 	w := now.UnixMilli() / seenWindow.Milliseconds()
-	shard := ":" + strconv.FormatUint(seenHash(network)%seenShards, 10)
-	return rediskeys.NetSeen(k.name, strconv.FormatInt(w, 10)+shard), rediskeys.NetSeen(k.name, strconv.FormatInt(w-1, 10)+shard)
+	shard := strconv.FormatUint(seenHash(network)%seenShards, 10)
+	return rediskeys.NetSeen(k.name, strconv.FormatInt(w, 10), shard), rediskeys.NetSeen(k.name, strconv.FormatInt(w-1, 10), shard)
 }
 
 // heldKey is the counter of the held places c's network brought back this

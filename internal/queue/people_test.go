@@ -283,7 +283,7 @@ func TestSeenFilterFalsePositives(t *testing.T) {
 	rdb := redistest.Client(t)
 	q := fmt.Sprintf("seen%d", time.Now().UnixNano())
 	shardKey := func(window string, shard uint64) string {
-		return rediskeys.NetSeen(q, window+":"+strconv.FormatUint(shard, 10))
+		return rediskeys.NetSeen(q, window, strconv.FormatUint(shard, 10))
 	}
 	t.Cleanup(func() {
 		for s := range uint64(seenShards) {

@@ -333,7 +333,7 @@ func TestPriceFirstPlacesMakeNoKeys(t *testing.T) {
 	if err != nil || len(netKeys) != 0 {
 		t.Fatalf("%d first places made %d network keys (%v): want none", crowd, len(netKeys), err)
 	}
-	seenKeys, err := rdb.Keys(ctx, rediskeys.NetSeen(q, "*")).Result()
+	seenKeys, err := rdb.Keys(ctx, rediskeys.NetSeen(q, "*", "*")).Result()
 	if err != nil || len(seenKeys) < 1 || len(seenKeys) > 2*seenShards {
 		t.Fatalf("%d seen filter keys (%v); want this window's shards (and at most the last's)", len(seenKeys), err)
 	}

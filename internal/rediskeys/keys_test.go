@@ -32,7 +32,7 @@ func TestNamesAreStable(t *testing.T) {
 		{Moved("a"), "wr:{a}:moved"},
 		{ArrivalRate("a"), "wr:{a}:arrival_rate"},
 		{NetPlaces("a", "192.0.2.0/24"), "wr:{a}:netplaces:192.0.2.0/24"},
-		{NetSeen("a", "4711"), "wr:{a}:netseen:4711"},
+		{NetSeen("a", "4711", "9"), "wr:{a}:netseen:4711:9"},
 		{ClientRate("a", "enter", "192.0.2.7"), "wr:{a}:rate:enter:c:192.0.2.7"},
 		{PlaceRate("a", "status", "u1"), "wr:{a}:rate:status:p:u1"},
 		{NetworkRate("a", "enter", "2001:db8::/48"), "wr:{a}:rate:enter:n:2001:db8::/48"},
