@@ -87,7 +87,12 @@ func (s *stack) ticksAfter(since time.Time) int {
 func TestPauseKeepsPlaces(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
-	s := newStack(t, stackOptions{settings: fastTicks(1)})
+	// A tick every 2 s: the nine ahead last 18 s, longer than the admin's
+	// sign-in and the page's join take on a loaded machine (at one a
+	// second the page, joining late, was admitted at once).
+	settings := fastTicks(1)
+	settings.RefillInterval = 2 * time.Second
+	s := newStack(t, stackOptions{settings: settings})
 	admin := newBrowser(t, chromium)
 	user := newBrowser(t, chromium)
 	// Nine ahead: the user's place is within the ten nearest the head,

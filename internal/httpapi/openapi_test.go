@@ -124,6 +124,10 @@ type call struct {
 	// docRejects: the request breaks the document too (a wrong body, a
 	// missing credential), so the document must refuse it.
 	docRejects bool
+	// sendAgainOn: an answer of this status is sent again (up to 100
+	// times) before it is judged: a limit whose bucket earns a token back
+	// while a slow machine answers is met by the next call.
+	sendAgainOn int
 }
 
 // check sends c to e, checks the status and code, validates the request
@@ -168,16 +172,23 @@ func (k *contract) check(t *testing.T, e *env, c call) response {
 	client := &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}
-	resp, err := client.Do(send())
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+	var r response
+	for try := 0; ; try++ {
+		resp, err := client.Do(send())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		r = response{resp.StatusCode, resp.Header, body}
+		if c.sendAgainOn == 0 || r.status != c.sendAgainOn || try == 100 {
+			break
+		}
 	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	r := response{resp.StatusCode, resp.Header, body}
+	body := r.body
 	if r.status != c.status {
 		t.Fatalf("%s (%s): status %d, want %d: %s", name, op, r.status, c.status, body)
 	}
@@ -645,7 +656,7 @@ func TestOpenAPIContract(t *testing.T) {
 				break
 			}
 		}
-		if r := k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=5", header: auth, status: 429, code: "rate_limited"}); r.header.Get("Retry-After") == "" {
+		if r := k.check(t, e, call{method: "GET", path: admin + "/forecast?refill_size=5", header: auth, status: 429, code: "rate_limited", sendAgainOn: http.StatusOK}); r.header.Get("Retry-After") == "" {
 			t.Fatal("a limited forecast without Retry-After")
 		}
 		k.check(t, e, call{method: "GET", path: sched, status: 401, code: "unauthorized", docRejects: true})
