@@ -195,28 +195,3 @@ func (p Price) ceiling() int {
 func (p Price) args() []any {
 	return []any{strconv.Itoa(p.Bits), strconv.FormatFloat(p.CalmArrivals, 'g', -1, 64), strconv.Itoa(p.ceiling())}
 }
-
-// Need is what a place asks of a caller, as networks.lua's price_need
-// computes it: bits of proof of work, or human true when a human check
-// is asked instead. difficulty is the queue's challenge_difficulty, price
-// its networks' price before the ceiling (PriceDifficulty), mode the
-// queue's human_check, avail whether its provider answers.
-func (p Price) Need(difficulty, price int, pricing Pricing, passedHuman bool, mode string, avail bool) (bits int, human bool) {
-	ceiling := p.ceiling()
-	switch pricing {
-	case PriceCeiling:
-		price = ceiling
-	case PriceNone:
-		price = 0
-	}
-	if mode == HumanAlways || (mode == HumanEscalate && price > 0) {
-		switch {
-		case passedHuman:
-			return 0, false
-		case avail:
-			return 0, true
-		}
-		return ceiling, false
-	}
-	return min(max(difficulty, price), ceiling), false
-}

@@ -53,7 +53,7 @@ var registry = []Key{
 		func() string { return Config(q) }},
 	{"wr:{q}:tick", "HASH", OwnerQueue, "`next_at_ms` (next interval), last tick's `at_ms`, `moved` and `abandoned`, `direct` admissions since, " +
 		"`seq_at` and `placed` (arrivals), `budget` (what its interval admits), `draw_for`, `draw_seed`, `draw_count` (a scheduled opening's draw), " +
-		"`grace_until_ms` (after an outage, no place is dropped as abandoned before it); a `min_next_ms` left by a version before issue 20 is honoured once and deleted by the next tick",
+		"`grace_until_ms` (after an outage, no place is dropped as abandoned before it); a `min_next_ms` left by a version older than `next_at_ms` is honoured once and deleted by the next tick",
 		func() string { return Tick(q) }},
 	{"wr:{q}:history", "LIST", OwnerQueue, "`at_ms:admitted:waiting:abandoned:arrivals:active:budget`, one per ended interval, at most 720 " +
 		"(format: internal/queue `keys.go`; older entries have fewer fields)",

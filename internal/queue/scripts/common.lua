@@ -80,7 +80,7 @@ local TICK_ADAPTED = 11         -- 1: the proposed refill_effective was stored (
 local TICK_WINDOW = 12          -- what the call did to the schedule's windows: 0 nothing, 1 started one, 2 ended one, 3 both
 local TICK_WINDOW_AT = 13       -- the start (ms) of the window started (or, alone, ended)
 local TICK_WINDOW_CHANGES = 14  -- the fields they changed, JSON {"ended", "started": [{field, old, new}]}, "" for none
-local TICK_LANES = 15           -- the lanes whose counts follow (issue 30)
+local TICK_LANES = 15           -- the lanes whose counts follow
 
 -- What the line felt like (issue 22): the kinds of the durations tick.lua
 -- measures, each reported as a group {kind, value_ms, count} after the
