@@ -75,3 +75,52 @@ func TestLocalStageAllocatesNothingForKnownBuckets(t *testing.T) {
 		t.Errorf("no client bucket under its key: %v", l.buckets)
 	}
 }
+
+// A crowd of new clients, each calling once, fills the stage with buckets
+// full again within a second: the stage sweeps them when it is full, so
+// the crowd's calls stay quiet (cost 0, no shared bucket) instead of all
+// going to Redis once it holds maxLocalBuckets.
+func TestLocalStageCrowdStaysQuiet(t *testing.T) {
+	l := newLocalStage()
+	lim := Limit{Rate: 1, Burst: 5} // the per-place default: full again a second after one call
+	now := time.Unix(1000, 0)
+	const perSecond = 100_000 // faster than maxLocalBuckets a sweepEvery
+	hot := 0
+	for i := range 3 * perSecond {
+		at := now.Add(time.Duration(i) * time.Second / perSecond)
+		cost, wait := l.take([]byte("q enter:p:"+userID(i)), lim, at)
+		if wait != 0 {
+			t.Fatalf("call %d refused", i)
+		}
+		if cost != 0 {
+			hot++
+		}
+		if len(l.buckets) > maxLocalBuckets {
+			t.Fatalf("%d buckets, above the bound %d", len(l.buckets), maxLocalBuckets)
+		}
+	}
+	if hot != 0 {
+		t.Errorf("%d of %d first calls went to the shared buckets, want none", hot, 3*perSecond)
+	}
+}
+
+// When every bucket is live, the stage stays bounded and sweeps at most
+// every fullSweepEvery; calls beyond it are hot (charged to Redis).
+func TestLocalStageFullOfLiveBuckets(t *testing.T) {
+	l := newLocalStage()
+	lim := Limit{Rate: 0.01, Burst: 5} // 100 s a call: nothing is full again within the test
+	now := time.Unix(1000, 0)
+	hot := 0
+	for i := range maxLocalBuckets + 1000 {
+		at := now.Add(time.Duration(i) * time.Microsecond)
+		if cost, _ := l.take([]byte("k"+userID(i)), lim, at); cost != 0 {
+			hot++
+		}
+	}
+	if len(l.buckets) != maxLocalBuckets || hot != 1000 {
+		t.Fatalf("%d buckets and %d hot calls, want %d and 1000", len(l.buckets), hot, maxLocalBuckets)
+	}
+	if !l.swept.After(now) || l.swept.Sub(now) > 2*fullSweepEvery {
+		t.Fatalf("last sweep at %v, want within the run", l.swept)
+	}
+}
