@@ -72,7 +72,7 @@ func openGate(t *testing.T, c gate.Checker) http.Handler {
 	}))
 }
 
-// Issue 26.7: with a Pinger, a check that fails (this process short of
+// With a Pinger, a check that fails (this process short of
 // connections, a local deadline, anything) never opens an open gate
 // while the ping answers: requests without a pass go to the waiting room,
 // a pass that verifies offline passes as in closed mode. Only a failed

@@ -102,8 +102,8 @@ const (
 // answer. A gate has one, whatever the rooms of its routes: they all ask
 // the same Checker.
 //
-// Away means the waiting room is away, never that this process is busy
-// (issue 26.7): an error wrapping ErrBusy says nothing, and with a Pinger
+// Away means the waiting room is away, never that this process is busy:
+// an error wrapping ErrBusy says nothing, and with a Pinger
 // a failed check only asks for a ping. A check fails as well when this
 // process queued too long for a connection or for CPU, which a flood of
 // any endpoint can cause; the Pinger (waitroom's: a PING on a connection

@@ -240,7 +240,7 @@ func newRouteTable(routes []Route, catchAll, waitingPage string, secure bool) (*
 // A server that folds Unicode reads "/ſale/" (U+017F) or "/ｓａｌｅ/" as
 // "/sale/" (reqcheck.FoldPath): a path whose folded reading is in another
 // room than its bytes, or that folds into a path servers read more than
-// one way, is ambiguous too (issue 26.12).
+// one way, is ambiguous too.
 func (t *routeTable) match(host, path string) (rm *room, ok bool) {
 	if len(t.routes) == 0 {
 		return nil, true

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Issue 26.12: route matching folded ASCII only, so with the routes
+// Route matching folded ASCII only, so with the routes
 // /sale/=sale,/=default a default pass opened "/ſale/item" (U+017F),
 // which an upstream that folds Unicode serves as /sale/item; without the
 // catch-all, no pass was needed at all.

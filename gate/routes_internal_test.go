@@ -99,7 +99,7 @@ func TestMatchAmbiguous(t *testing.T) {
 // whole path normalised by golang.org/x/text (NFKC, then full case
 // folding, then NFKC, as NFKC_Casefold does), not the gate's per-rune
 // table: whenever match takes a path into a room and the oracle's reading
-// is a clean path, that reading is in the same room. Issue 26.12.
+// is a clean path, that reading is in the same room.
 func FuzzMatchUnicodeFolds(f *testing.F) {
 	routes, err := ParseRoutes("/sale/concert-a/=concert-a,/sale/=sale,/k1/=k,/static/=s")
 	if err != nil {
@@ -145,7 +145,7 @@ func roomName(rm *room) string {
 }
 
 // BenchmarkMatch is the route lookup of every gated request: an ASCII
-// path (the common case, which issue 26.12's fold check scans once) and
+// path (the common case, which the fold check scans once) and
 // a path with non-ASCII letters that fold (a map lookup per rune, then
 // a second lookup of the folded path).
 func BenchmarkMatch(b *testing.B) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# adapt.sh: the order page's health drives the rate (issue 21), measured.
+# adapt.sh: the order page's health drives the rate, measured.
 # A private redis-server, lab/cmd/wr-orders (an order page serving CAPACITY
 # orders at once, ORDER_TIME each: CAPACITY / ORDER_TIME orders a second,
 # more wait, so latency grows past it) behind waitroom's reverse-proxy

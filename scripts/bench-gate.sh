@@ -19,14 +19,14 @@
 #             the same proxying without the pass check
 #   bare      scripts/bare with WAITROOM_UPSTREAM: a bare
 #             httputil.ReverseProxy with waitroom's proxy transport, no
-#             gate: the floor under gate (issue 21: gate >= 0.9x bare)
+#             gate: the floor under gate (target: gate >= 0.9x bare)
 #   authreq   nginx auth_request + waitroom's /gate/verify, with the shipped
 #             deploy/nginx/waitroom.conf, its addresses (and its cache
 #             directory) swapped as internal/e2e/nginx_test.go does: its
-#             verify answers kept 1 s per pass (issue 21: >= 0.8x nginx)
+#             verify answers kept 1 s per pass (target: >= 0.8x nginx)
 #   authreq-nc  the same config with that cache off (proxy_cache off): a
 #             subrequest to waitroom for every request, as shipped before
-#             issue 21. (Until then this slot was authreq-ka, the config
+#             the gate's verify cache. (Until then this slot was authreq-ka, the config
 #             before 39b4934 made to keep its connections alive, which the
 #             shipped one has done since.)
 #   verify    waitroom's GET /gate/verify hit directly
@@ -57,7 +57,7 @@
 # of each); per scenario it prints medians over the repeats of req/s, p50,
 # p99 and the CPU per request (utime+stime deltas from /proc/PID/stat) of
 # each process: waitroom, redis-server, the proxy nginx (master + worker)
-# and the upstream nginx (master + worker), and their sum. Then the issue's
+# and the upstream nginx (master + worker), and their sum. Then the gate's
 # targets, each ratio the median of the per-repeat ratios (the two runs of
 # a ratio are minutes apart at most):
 #   gate >= 0.8x nginx in req/s (one pass, and USERS passes)
@@ -65,7 +65,7 @@
 #   (paired; the one-after-the-other gate - bypass is shown too, but on a
 #   shared machine it moves by tens of us from one repeat to the next)
 #   /gate/verify >= 0.9x /healthz in req/s (and its CPU per request)
-#   issue 21: authreq (and authreq-N) >= 0.8x nginx, gate >= 0.9x bare
+#   authreq (and authreq-N) >= 0.8x nginx, gate >= 0.9x bare
 #   (gate-N, bare-N), in req/s, with the anchor's total CPU per request
 #   over the subject's beside it
 #
@@ -211,7 +211,7 @@ END {
 		printf "  verify-N / healthz, req/s:           %s  target >= 0.9: %s\n", r, verdict(num(r) >= 0.9)
 		printf "  verify-N / healthz, waitroom CPU/req: %s\n", ratio("verify-N", "healthz", 6)
 	}
-	# Issue 21: the shipped forward auth >= 0.8x nginx alone, the Go gate
+	# The shipped forward auth >= 0.8x nginx alone, the Go gate
 	# >= 0.9x a bare ReverseProxy; the CPU ratios are the anchor total
 	# CPU per request over the subject one (>= the target too when CPU, not
 	# something else, bounds req/s).

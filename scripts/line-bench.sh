@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # line-bench.sh: far-back polls through nginx, the line's cached public
-# document against today's status (issue 29), side by side in one run.
+# document against today's status, side by side in one run.
 #
 #   scripts/line-bench.sh                          # 200,000 places, 20 s a load, 2 rounds
 #   PLACES=50000 DURATION=10s ROUNDS=1 scripts/line-bench.sh

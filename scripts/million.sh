@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# million.sh: "holding a million" (issue 11). One queue at the defaults
+# million.sh: "holding a million". One queue at the defaults
 # (refill 10 every 5 s, abandon after 2 min) is filled with USERS places
 # through the HTTP API, and every place then polls its status as the poll
 # policy tells it (lab/cmd/wr-million: open loop, next call at the last answer

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # snapload.sh: what many replicas' snapshot reads cost one queue's Redis
-# (issue 20, docs/SCALE.md). A private redis-server (lib.sh) gets a line of
+# (docs/SCALE.md). A private redis-server (lib.sh) gets a line of
 # LINE places written directly, then lab/cmd/wr-snapload runs REPLICAS stores,
 # each reading the queue's snapshot (queue.Store.RefreshSnapshot, force)
 # once a second, their seconds spread evenly, for DURATION, and reports

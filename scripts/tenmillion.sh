@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tenmillion.sh: ten million places in one queue on this box (issue 29,
-# docs/SCALE.md "Ten million, measured on this box").
+# tenmillion.sh: ten million places in one queue on this box
+# (docs/SCALE.md "Ten million, measured on this box").
 #
 #   scripts/tenmillion.sh                                  # 10 M, an opening of 1 M in 60 s
 #   PLACES=2000000 MARKS=1000000,2000000 BURST=200000 BURST_SECONDS=12 scripts/tenmillion.sh

@@ -289,7 +289,7 @@ func (a *app) addWebhooks(context.Context) error {
 		Log:          a.log,
 	}
 	// A client of their own: their reads block, and must never hold the
-	// request path's connections (issue 26.10).
+	// request path's connections.
 	hookRedis := redisconn.NewBlocking(a.redisOpts, hookOpts.Conns())
 	a.closers = append(a.closers, hookRedis.Close)
 	hooks, err := webhook.New(hookRedis, hookOpts)

@@ -20,7 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-// The attacks of issue 12 on connections, headers and logs, each against
+// The attacks on connections, headers and logs, each against
 // the whole service in its own process (this test binary, run as the
 // server by TestMain), so that its memory, sockets and log are its own to
 // measure. The figures are logged (go test -v) for docs/RELIABILITY.md;

@@ -27,7 +27,7 @@ func (a *app) newGate(ctx context.Context) (*gate.Gate, http.Handler, error) {
 	}
 	a.workers = append(a.workers, loop(func(ctx context.Context) { a.failOpens.Run(ctx, a.log) }))
 	// The gate's ping has a connection of its own: a flood that takes
-	// the requests' pool must not look like Redis away (issue 26.7).
+	// the requests' pool must not look like Redis away.
 	pinger := redisconn.NewPinger(a.redisOpts)
 	a.closers = append(a.closers, pinger.Close)
 	g, err := proxy.NewGate(ctx, proxy.GateOptions{

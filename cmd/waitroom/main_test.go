@@ -55,7 +55,7 @@ func startReplica(t *testing.T, env map[string]string) *replica {
 	// No metrics unless env asks: replicas side by side would all try :9090.
 	full := map[string]string{"WAITROOM_ADDR": addr, "WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0", "WAITROOM_METRICS_ADDR": ""}
 	// Every call of these tests comes from loopback, one network: its
-	// second place would cost proof of work (issue 26.2), which only the
+	// second place would cost proof of work, which only the
 	// tests of the price ask for.
 	full["WAITROOM_POW_NETWORK_BITS"] = "off"
 	for k, v := range env {

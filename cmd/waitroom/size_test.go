@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// maxStrippedSize bounds the service's binary built with -s -w (issue 27).
+// maxStrippedSize bounds the service's binary built with -s -w.
 const maxStrippedSize = 24_000_000
 
 // TestBinarySize builds the service once, stripped, and fails when it

@@ -1,5 +1,5 @@
 // Package autorate lets the order page's health drive a queue's admission
-// rate (issue 21): an AIMD controller (this file, pure), the origin's
+// rate: an AIMD controller (this file, pure), the origin's
 // signals it reads (the reverse-proxy gate's view of upstream answers, a
 // probe one replica at a time, or what the site pushes), and the runner
 // that proposes each tick's effective refill to the store.

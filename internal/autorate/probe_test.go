@@ -17,7 +17,7 @@ import (
 	"github.com/waitroom/waitroom/internal/safeurl"
 )
 
-// TestProbeFollowsNoRedirect (issue 26, item 13): the probe's answer is
+// TestProbeFollowsNoRedirect: the probe's answer is
 // the probe URL's own; a redirect (to cloud metadata, say) is not
 // followed. Under the default policy a loopback probe URL is not polled
 // at all, by address or by name. Before, the probe's client followed

@@ -79,7 +79,7 @@ type Options struct {
 	// Client polls the probe URLs (nil: safeurl's client under
 	// ProbePolicy, with a 5 s timeout: no redirects, every dial checked).
 	Client *http.Client
-	// ProbePolicy is what a probe URL may reach (issue 26, item 13):
+	// ProbePolicy is what a probe URL may reach:
 	// never link-local (cloud metadata), loopback and private ranges only
 	// when allowed (WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE). A stored URL it
 	// refuses is not polled.

@@ -8,12 +8,12 @@ import (
 
 // MinVoices is how many admissions a window must have heard from before
 // the proxy's view steers the rate: with one, it would be that holder's
-// alone to steer (issue 26, item 9).
+// alone to steer.
 const MinVoices = 2
 
 // byVoice reads a window's answers as the admissions' voices, so that no
-// one holder moves the rate however many requests it makes (issue 26,
-// item 9: four concurrent POSTs of one pass holder took refill_effective
+// one holder moves the rate however many requests it makes
+// (measured: four concurrent POSTs of one pass holder took refill_effective
 // from 20 to 2 in 34 s while the page's own p95 stayed at 3 ms).
 //
 //   - Each admission is one voice: its answers share a weight of 1, so

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestOneVoiceCannotMoveTheSignal (issue 26, item 9): over generated
+// TestOneVoiceCannotMoveTheSignal: over generated
 // windows (fixed seed) of 2 to 40 admissions answered healthily, one
 // more admission with any number of answers, however slow or failed,
 // leaves the p95 within the healthy answers' slowest and the error rate

@@ -186,7 +186,7 @@ func BenchmarkHashRate(b *testing.B) {
 
 // A challenge lives at least TTL, longer when it is harder than a slow
 // phone solves well within that, and never beyond MaxTTL; Issue stamps
-// that life (issue 26.2: a network holding many places is asked for work
+// that life (the price of a place: a network holding many places is asked for work
 // that takes a browser hours).
 func TestTTLFor(t *testing.T) {
 	last := time.Duration(0)

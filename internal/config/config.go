@@ -60,7 +60,7 @@ type Config struct {
 	// PublicURL is where the public reaches this service, the origin the
 	// hand-overs' QR links start with (WAITROOM_PUBLIC_URL; default
 	// WAITROOM_ISSUER when that is such an origin; "": no QR codes).
-	// Never a request's Host, which the client chooses (issue 26.6).
+	// Never a request's Host, which the client chooses.
 	PublicURL string
 	// NetworksFile is the operator's table of network classes
 	// (WAITROOM_NETWORKS_FILE, package netclass; "": none, every network
@@ -123,7 +123,7 @@ type Config struct {
 
 	// ProbePolicy is what origin_probe_url may reach: loopback and
 	// private targets only with WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE=true,
-	// link-local never (safeurl; issue 26, item 13).
+	// link-local never (safeurl).
 	ProbePolicy safeurl.Policy
 
 	// MaxConns caps the connections open at once (WAITROOM_MAX_CONNS);

@@ -244,7 +244,7 @@ func limits(r *reader) queue.Limits {
 		EnterPerPlace:   limit("WAITROOM_LIMIT_ENTER_PER_PLACE", "1,5"),
 		StatusPerClient: limit("WAITROOM_LIMIT_STATUS_PER_CLIENT", "200,2000"),
 		StatusPerPlace:  limit("WAITROOM_LIMIT_STATUS_PER_PLACE", "5,20"),
-		// The client's wider networks (issue 26.2): its IPv4 /24 or IPv6
+		// The client's wider networks: its IPv4 /24 or IPv6
 		// /56, four addresses' worth, and its IPv6 /48, ten.
 		EnterPerNetwork: limit("WAITROOM_LIMIT_ENTER_PER_NETWORK", "20,1200"),
 		EnterPerSite:    limit("WAITROOM_LIMIT_ENTER_PER_SITE", "50,3000"),
@@ -254,7 +254,7 @@ func limits(r *reader) queue.Limits {
 	}
 }
 
-// price reads the price of a place (issue 26.2, queue.Price):
+// price reads the price of a place (queue.Price):
 // WAITROOM_POW_NETWORK_BITS, the proof of work (leading zero bits) the
 // next place of a network holding one already costs, rising by
 // log2(held²) with the places it holds ("off" or 0: no price), and

@@ -9,7 +9,7 @@ import (
 	"github.com/waitroom/waitroom/internal/safeurl"
 )
 
-// TestGateLimits (issue 26, item 8): the proxy's limits have safe
+// TestGateLimits: the proxy's limits have safe
 // defaults, are read from the environment, and refused out of bounds.
 func TestGateLimits(t *testing.T) {
 	c, err := Load(Map(nil))
@@ -35,7 +35,7 @@ func TestGateLimits(t *testing.T) {
 	}
 }
 
-// TestProbeURLAtLoad (issue 26, item 13): WAITROOM_ORIGIN_PROBE_URL to
+// TestProbeURLAtLoad: WAITROOM_ORIGIN_PROBE_URL to
 // cloud metadata, loopback or a private address stops start-up with
 // invalid_probe_url, unless WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE allows
 // the last two.

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// WAITROOM_PUBLIC_URL (issue 26.6): an origin, by default the issuer when
+// WAITROOM_PUBLIC_URL: an origin, by default the issuer when
 // that is one; anything else refuses to start.
 func TestPublicURL(t *testing.T) {
 	for _, c := range []struct {

@@ -13,7 +13,7 @@ import (
 // latency grows with the backlog, and if more arrive than n / service a
 // second, without bound. The demo's order page gets it from
 // WAITROOM_DEMO_CAPACITY, for measuring how the order page's health
-// drives the rate (issue 21, docs/PERFORMANCE.md). A request whose client
+// drives the rate (docs/PERFORMANCE.md). A request whose client
 // leaves while it waits gives its place up.
 func Capacity(next http.Handler, n int, service time.Duration) http.Handler {
 	slots := make(chan struct{}, n)

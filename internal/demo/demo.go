@@ -66,7 +66,7 @@ type Options struct {
 	InsecureCookie bool
 	Client         *http.Client
 	// Capacity is how many orders the page serves at once (0: no limit),
-	// each taking OrderTime; more wait (Capacity, issue 21's measure).
+	// each taking OrderTime; more wait (Capacity, what the automatic rate measures).
 	Capacity  int
 	OrderTime time.Duration
 }

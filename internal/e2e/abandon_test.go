@@ -265,7 +265,7 @@ func TestPollingBackgroundTabKeepsPlace(t *testing.T) {
 	start := b.number("#position")
 
 	// What the page asks, answered: its status, or far from the head the
-	// line's document (issue 29: only this page reads it here; it is heard
+	// line's document (only this page reads it here; it is heard
 	// near the head, where a silent place is dropped, by its status).
 	polls := func() []call {
 		return s.calls.matching(func(c call) bool {

@@ -14,7 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// alertsRecorder runs before the page's own scripts (issue 22's alerts,
+// alertsRecorder runs before the page's own scripts (the line's alerts,
 // waiting-alerts.js). It records, in window.__alerts, the notifications
 // the page constructs, its permission requests, the audio contexts it
 // makes, the oscillators it starts and every title it shows, and lets the

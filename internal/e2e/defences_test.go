@@ -306,7 +306,7 @@ func TestBackOfficeSetsDefences(t *testing.T) {
 	chromium := chromiumPath(t)
 	s := newStack(t, stackOptions{settings: fastTicks(1)})
 	// Paused before anyone joins, so nobody moves and the line stays at
-	// 2: paused after, a tick in between could admit one (issue 27).
+	// 2: paused after, a tick in between could admit one.
 	paused := true
 	s.update(queue.Update{Paused: &paused})
 	s.fillWaiting("ahead", 2)

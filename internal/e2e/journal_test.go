@@ -15,7 +15,7 @@ import (
 // journal is what a page did, in order: its requests (when sent, the
 // answer's status, when done or why failed) and its console. A test that
 // times out waiting on a page prints it, so a stall says what the page
-// was waiting on (issue 27: a page "stayed on Joining the line…").
+// was waiting on (a page once "stayed on Joining the line…").
 type journal struct {
 	start time.Time
 

@@ -181,7 +181,7 @@ func collidingPair(holder, friend, a, b, c string) (h, f []string) {
 	return h, f
 }
 
-// Issue 26.5, the colliding pair: under the old key the friend, at
+// The colliding pair: under the old key the friend, at
 // another address, got the holder's cached 204 and identity, and verify
 // never saw the friend's address. Now each is answered for itself, and
 // the holder's repeat is still answered from the cache.

@@ -404,7 +404,7 @@ func TestNginxTwoRooms(t *testing.T) {
 	if resp := do(client, "/b/?wr_pass="+url.QueryEscape(a)); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/q/"+s.queueB+"?") || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("A's hand-over on B's path: %d to %q, Set-Cookie %q", resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Set-Cookie"))
 	}
-	// Issue 26.12: B's prefix written with a full-width or mathematical
+	// B's prefix written with a full-width or mathematical
 	// "b", which a site folding Unicode reads as /b/, with A's pass:
 	// 400 invalid_path from /gate/refused, nothing reaches the site.
 	for _, path := range []string{"/%EF%BD%82/seat", "/%F0%9D%90%9B/seat"} {
@@ -455,7 +455,7 @@ func TestNginxTwoRooms(t *testing.T) {
 	}
 }
 
-// Issue 26.12 at waitroom's own doors, without nginx: in gate mode with
+// At waitroom's own doors, without nginx: in gate mode with
 // two rooms (B at /b/, A everywhere else), B's prefix written with runes
 // that fold into "b" is refused with 400 invalid_path by the reverse
 // proxy and /gate/refused, and 401 invalid_path by /gate/verify, whatever

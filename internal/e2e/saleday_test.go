@@ -13,7 +13,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// A priority place's page (issue 30): joined through a token whose lane
+// A priority place's page: joined through a token whose lane
 // claim names the queue's 30 % lane, it counts its own lane's line, not
 // the 40 people of the general lane, and asks its status rather than
 // placing itself from the general line's document.
@@ -59,7 +59,7 @@ func TestPriorityPlacePage(t *testing.T) {
 	}
 }
 
-// The back office's sale day (issue 30): the operator sets a lane and
+// The back office's sale day: the operator sets a lane and
 // sees each line, adds a window to the schedule in UTC, sees the window
 // in force and on the chart, and watches the forecast change as they type
 // a refill size.

@@ -98,7 +98,7 @@ func TestPauseKeepsPlaces(t *testing.T) {
 	// Nine ahead: the user's place is within the ten nearest the head,
 	// whose position is exact (behind them it is "about N", from a
 	// replica's snapshot). With ten, a user who joined before the first
-	// tick was 11th (issue 27).
+	// tick was 11th.
 	s.fillWaiting("ahead", 9)
 
 	section := signInAdmin(admin, s)

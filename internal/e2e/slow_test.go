@@ -23,7 +23,7 @@ const slowEnter = 10500 * time.Millisecond
 // was in the answer the page gave up on), finds no place and enters
 // again, this time waiting longer, and joins. With a fixed timeout it
 // entered again and again, on "Joining the line…" for good, one more
-// place at the back each time (issue 27).
+// place at the back each time.
 func TestSlowEnterStillJoins(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)

@@ -259,7 +259,7 @@ func (s *stack) joinToken(secret []byte, sub string) string {
 	return s.laneJoinToken(secret, sub, "")
 }
 
-// laneJoinToken is joinToken for a place in lane (issue 30's lane claim;
+// laneJoinToken is joinToken for a place in lane (the join token's lane claim;
 // "": none).
 func (s *stack) laneJoinToken(secret []byte, sub, lane string) string {
 	s.t.Helper()

@@ -24,7 +24,7 @@ import (
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
-// Issue 26.7: "the gate must not be starved". The gate fails open only
+// "the gate must not be starved". The gate fails open only
 // while Redis is away, never because this process is busy: these stacks
 // run in gate mode with WAITROOM_GATE_FAIL=open, a small Redis pool for
 // the requests and the gate's ping on a connection of its own, wired as

@@ -26,7 +26,7 @@ import (
 // joinDeadline bounds the wait for a page to join the line and show it:
 // every first join of a page waits with it. Alone a page does it in well
 // under a second, and under the whole suite on two cores in a few. Pages
-// once stayed on "Joining the line…" for good (issue 27): a module lost
+// once stayed on "Joining the line…" for good: a module lost
 // to net::ERR_NETWORK_CHANGED when Docker started a container, which
 // waiting-rescue.js now reloads. The wait ends as soon as the page gets
 // there, and when it does not, the failure prints the page's journal

@@ -1,5 +1,5 @@
 // Package forecast tells an operator, before a change, what a refill
-// size would do to the people waiting now (issue 30): when the line
+// size would do to the people waiting now: when the line
 // drains, how long its last person waits, and the wait at chosen places.
 // It works from the line as it is (internal/queue), the abandonment seen
 // in the last 10 minutes, max_active and the schedule's windows; it

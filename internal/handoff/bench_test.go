@@ -61,7 +61,7 @@ func BenchmarkFarBackStatus(b *testing.B) {
 	}
 }
 
-// The CPU a hand-over's QR code costs per request (issue 26.6), reported
+// The CPU a hand-over's QR code costs per request, reported
 // as cpu-ns/op (the process's user+system time, steadier than wall time
 // on a shared machine). "before" draws as the handler did before: the
 // link on the request's Host (20 bytes, and the 2,150 bytes that forced a

@@ -13,7 +13,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// A hand-over's QR code (issue 26.6). Drawing one costs milliseconds of
+// A hand-over's QR code. Drawing one costs milliseconds of
 // CPU, so the picture is
 //   - of a link on the configured public URL (SetPublicURL), never on the
 //     request's Host: a 2 kB Host made a version-40 code (17.8 ms each);

@@ -34,7 +34,7 @@ func (c *countingScripter) Eval(ctx context.Context, script string, keys []strin
 
 const publicURL = "https://waitroom.example"
 
-// A hand-over's QR code (issue 26.6): the link on the public URL, drawn
+// A hand-over's QR code: the link on the public URL, drawn
 // once (asked again, and by five at once: no Redis call, the same
 // picture), limited per place with no Redis call once over the limit,
 // only for the member's own live hand-over, and off without a public URL.

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// The QR codes' limits (issue 26.6). They are this process's, not shared
+// The QR codes' limits. They are this process's, not shared
 // through Redis: what they protect is this process's CPU (a picture costs
 // milliseconds to draw) and they must cost no Redis call, so that a flood
 // of them cannot take the Redis connections other requests need. Behind

@@ -24,7 +24,7 @@ import (
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
-// TestAdaptUnmovedByOneHolder (issue 26, item 9): with the README's
+// TestAdaptUnmovedByOneHolder: with the README's
 // example settings (refill 20, target 800 ms, 5 % errors, floor 2), one
 // pass holder drips 20-byte bodies over 2 s from 4 connections at once,
 // and another breaks its uploads off, while three people browse a

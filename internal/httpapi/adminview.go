@@ -49,7 +49,7 @@ type adminQueueResponse struct {
 	// page's health drives the rate (internal/autorate), else refill_size.
 	RefillEffective int `json:"refill_effective"`
 	// Window is the schedule's window in force, as the tick applied it
-	// (null: none); refill_effective follows it (issue 30).
+	// (null: none); refill_effective follows it.
 	Window *queue.Window `json:"window"`
 	// Lines are a queue's lines when it has lanes (the general lane's
 	// first, "lane" absent), each with its share and its people.
@@ -177,7 +177,7 @@ type historyPoint struct {
 	Admitted  int64 `json:"admitted"`
 	Waiting   int64 `json:"waiting"`
 	Abandoned int64 `json:"abandoned"`
-	Arrivals  int64 `json:"arrivals"` // issue 22: 0 in intervals recorded before
+	Arrivals  int64 `json:"arrivals"` // 0 in intervals recorded before
 	Active    int64 `json:"active"`   // active users at the interval's end (idem)
 	// The interval's budget: refill_size, or the effective refill while
 	// adapting; absent in intervals recorded before it was kept.
@@ -207,7 +207,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		RefillIntervalMS int64          `json:"refill_interval_ms"`
 		Points           []historyPoint `json:"points"`
 		Stats            lineStats      `json:"stats"`
-		Lanes            []laneHistory  `json:"lanes,omitempty"` // a queue with lanes: each lane's own (issue 30)
+		Lanes            []laneHistory  `json:"lanes,omitempty"` // a queue with lanes: each lane's own
 	}{Queue: q, RefillIntervalMS: rep.Settings.RefillInterval.Milliseconds(), Points: historyPoints(rep.History),
 		Stats: newLineStats(rep.Stats)}
 	for _, l := range rep.Lanes {
@@ -216,7 +216,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// laneHistory is one lane's history and time in line (issue 30).
+// laneHistory is one lane's history and time in line.
 type laneHistory struct {
 	Lane       string         `json:"lane"`
 	Points     []historyPoint `json:"points"`

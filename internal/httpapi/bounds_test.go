@@ -11,7 +11,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-// Bodies that encoding/json read as another body's meaning (issue 12): an
+// Bodies that encoding/json read as another body's meaning: an
 // id of invalid UTF-8 or a lone surrogate became U+FFFD, so different ids
 // shared a place; a key given twice or in another case let a proxy and the
 // service read different ids. Each is now 400 invalid_json, against the

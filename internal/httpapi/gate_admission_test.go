@@ -16,7 +16,7 @@ import (
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
-// Issue 26.4: one admission, one holder. Every status call of an ENTERED
+// One admission, one holder. Every status call of an ENTERED
 // place signs a new pass (a new jti); the sharing limit counts the
 // networks of the admission, not of each pass.
 

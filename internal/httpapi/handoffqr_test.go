@@ -78,7 +78,7 @@ func genHost(rng *rand.Rand) string {
 	return b.String()
 }
 
-// Issue 26.6: the QR code's link is on the public URL whatever Host the
+// The QR code's link is on the public URL whatever Host the
 // request names (a 2 kB Host once forced a version-40 code, 17.8 ms of
 // CPU each): over generated Hosts, the picture is byte for byte the one
 // of the public link.
@@ -105,7 +105,7 @@ func TestHandoffQRNeverFromHost(t *testing.T) {
 	}
 }
 
-// Issue 26.6: one place asking for its QR code again and again is
+// One place asking for its QR code again and again is
 // answered 429 rate_limited with Retry-After once over its burst.
 func TestHandoffQRRateLimited(t *testing.T) {
 	t.Parallel()

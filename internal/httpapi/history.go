@@ -9,7 +9,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// What the line felt like, for the operator (issue 22): the history
+// What the line felt like, for the operator: the history
 // endpoint's figures (queue.LineStats) as JSON, and the history as CSV.
 
 var errInvalidFormat = &apiError{status: http.StatusBadRequest, code: "invalid_format", message: "format must be json (the default) or csv", field: "format"}

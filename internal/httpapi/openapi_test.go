@@ -616,7 +616,7 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, e, call{method: "GET", path: admin + "/defences", header: auth, status: 200})
 		k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/defences", header: auth, status: 404, code: "queue_not_found"})
 		k.check(t, e, call{method: "GET", path: admin + "/audit?limit=0", header: auth, status: 400, code: "invalid_limit", docRejects: true})
-		// Lanes, windows and the forecast (issue 30).
+		// Lanes, windows and the forecast.
 		patch(`{"lanes":[{"name":"priority","share":0.3}]}`, 200, "", false)
 		// One account, one place per queue: bob's place in the general
 		// line refuses his lane's join token.
@@ -830,7 +830,7 @@ func TestOpenAPIContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		k.check(t, ho, call{method: "GET", path: hq + "/handoff/qr?token=" + h.Token, header: bearerHeader(laptop.PlaceToken), status: 200})
-		for range 4 * handoff.QRPerPlace { // the place's burst used up (issue 26.6)
+		for range 4 * handoff.QRPerPlace { // the place's burst used up
 			if r := ho.do("GET", hq+"/handoff/qr?token="+h.Token, "", bearerHeader(laptop.PlaceToken)...); r.status == 429 {
 				break
 			}

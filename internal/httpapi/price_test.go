@@ -12,7 +12,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-// The price of a place over HTTP (issue 26.2): a network's first place
+// The price of a place over HTTP: a network's first place
 // is free; once it holds one, an enter without a proof, or with one too
 // weak for what the network must pay now, answers 403 challenge_required
 // with the difficulty to bring; the challenge endpoint issues at it, for

@@ -10,7 +10,7 @@ import (
 	"github.com/waitroom/waitroom/internal/safeurl"
 )
 
-// TestPatchProbeURL (issue 26, item 13): PATCH refuses an
+// TestPatchProbeURL: PATCH refuses an
 // origin_probe_url to cloud metadata, loopback or a private network,
 // however the address is written (generated forms, fixed seed), with 400
 // invalid_probe_url naming the field, and stores nothing; a site's name

@@ -77,7 +77,7 @@ func slowPost(t *testing.T, srv *httptest.Server, path string, header []string, 
 	return strings.TrimSpace(line)
 }
 
-// TestSlowPostsOfOnePass (issue 26, item 8): one pass holder opens 100
+// TestSlowPostsOfOnePass: one pass holder opens 100
 // slow POSTs at once, and a client without a pass 100 on a bypassed path:
 // only the caps (per admission, per address) are held, the rest get 429
 // at once; meanwhile other people enter, poll, and pass holders' requests

@@ -87,7 +87,7 @@ func (s *Server) routes() *chi.Mux {
 		r.With(operator).Put("/queues/{queue}/refill-size", s.setRefillSize)
 		r.With(viewer).Get("/queues/{queue}/history", s.history)
 		r.With(viewer).Get("/queues/{queue}/schedule", s.getSchedule)
-		r.With(operator).Put("/queues/{queue}/schedule", s.putSchedule)          // windows the tick applies (issue 30)
+		r.With(operator).Put("/queues/{queue}/schedule", s.putSchedule)          // windows the tick applies
 		r.With(viewer).Get("/queues/{queue}/forecast", s.getForecast)            // what a refill size would do
 		r.With(viewer).Get("/queues/{queue}/audit", s.auditLog)                  // the admin changes, newest first
 		r.With(viewer).Get("/queues/{queue}/defences", s.defences)               // the price in force and what visitors paid (defences.go)

@@ -14,7 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// Sale days (issue 30): a queue's schedule of windows, and the forecast
+// Sale days: a queue's schedule of windows, and the forecast
 // of a refill size before it is set.
 
 // lineView is one of a queue's lines in the admin view.
@@ -24,7 +24,7 @@ type lineView struct {
 	Waiting int64   `json:"waiting"`
 }
 
-// saleDay is the admin view's part of issue 30: the window in force and,
+// saleDay is the admin view's part of a sale day: the window in force and,
 // for a queue with lanes configured, each line (a queue without reads no
 // lines: the view is asked every few seconds per queue; a lane removed
 // while people wait in it is in the queue's waiting and its history).

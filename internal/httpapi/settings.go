@@ -172,7 +172,7 @@ func invalidSetting(name, message string) error {
 
 // probeURLField reads origin_probe_url: an absolute http(s) URL that
 // probes may reach (safeurl.Policy.CheckURL), or null or "" for none. A
-// URL out of bounds is 400 invalid_probe_url (issue 26, item 13).
+// URL out of bounds is 400 invalid_probe_url.
 func probeURLField(raw json.RawMessage, probes safeurl.Policy) (string, error) {
 	var v *string
 	if json.Unmarshal(raw, &v) != nil {

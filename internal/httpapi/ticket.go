@@ -22,7 +22,7 @@ type ticketResponse struct {
 	// line, signed into its credential): with the line's public document
 	// (GET .../line) a page far from the head works out its own position.
 	Arrival int64 `json:"arrival,omitempty"`
-	// Lane is the lane the place is in (issue 30); absent: the general
+	// Lane is the lane the place is in; absent: the general
 	// lane. Position, waiting and the ETA count the lane's own line.
 	Lane    string `json:"lane,omitempty"`
 	Waiting int64  `json:"waiting"`

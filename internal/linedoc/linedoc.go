@@ -1,5 +1,5 @@
 // Package linedoc serves a queue's line as a public document
-// (GET /api/v1/queues/{queue}/line, issue 29): the replica's snapshot of
+// (GET /api/v1/queues/{queue}/line): the replica's snapshot of
 // the line (queue.Line) as JSON, the same bytes for everyone, encoded once
 // per snapshot read and never with a Redis command, so that nginx or a
 // CDN can cache it for a second and the crowd far from the head costs the

@@ -18,7 +18,7 @@ type queueMetrics struct {
 	tickDuration, tickLateness   prometheus.Observer
 	batchEnter, batchStatus      prometheus.Observer
 	gateFailOpen                 prometheus.Counter
-	// What the line felt like (issue 22), by queue.Sample kind.
+	// What the line felt like, by queue.Sample kind.
 	samples  map[queue.SampleKind]prometheus.Observer
 	rejected map[[2]string]prometheus.Counter // [op, reason]
 }
@@ -76,7 +76,7 @@ func newQueueVecs(reg prometheus.Registerer) *queueVecs {
 	return v
 }
 
-// addLineHistograms makes what the line felt like (issue 22): the scripts
+// addLineHistograms makes what the line felt like: the scripts
 // measure each user's durations at admission, done and expiry
 // (queue.Sample). Buckets from seconds to the hours a big opening's line
 // can take.

@@ -6,7 +6,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// laneVecs are the lanes' families (issue 30, waitroom_queue_lane_*), labelled
+// laneVecs are the lanes' families (waitroom_queue_lane_*), labelled
 // by queue and lane ("general" for the general lane). A queue without
 // lanes has none of their series; one with lanes has a series per lane
 // from its first applied tick. A queue's lanes are at most

@@ -7,7 +7,7 @@ import (
 )
 
 // newProxyCuts is waitroom_proxy_cut_total, every reason's series made at
-// once (issue 26, items 8 and 14).
+// once.
 func newProxyCuts(reg prometheus.Registerer) map[string]prometheus.Counter {
 	cuts := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "proxy", Name: "cut_total",

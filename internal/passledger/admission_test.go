@@ -12,7 +12,7 @@ import (
 	"github.com/waitroom/waitroom/internal/redistest"
 )
 
-// Issue 26.4: the passes of one admission (one per status call, each with
+// The passes of one admission (one per status call, each with
 // a jti of its own) share one count of networks, across replicas; another
 // admission of the same member (after a re-enter) has its own.
 func TestSeenCountsPerAdmission(t *testing.T) {

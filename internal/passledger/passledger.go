@@ -6,8 +6,8 @@
 //
 // The sharing count is per admission, not per pass: every status call of
 // an admitted place signs a new pass with a new jti, so a count per jti
-// let one place open the site for MaxClients networks per status call
-// (issue 26.4). An admission is what every pass issued for it has in
+// let one place open the site for MaxClients networks per status call.
+// An admission is what every pass issued for it has in
 // common: its queue (aud), member (sub) and start (adm).
 package passledger
 

@@ -45,7 +45,7 @@ func NewJoin(secret []byte) (*Join, error) {
 }
 
 // joinClaims are a join token's claims: the registered ones and, for a
-// place in a lane (issue 30), the lane.
+// place in a lane, the lane.
 type joinClaims struct {
 	jwt.RegisteredClaims
 	Lane string `json:"lane,omitempty"`

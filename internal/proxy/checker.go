@@ -129,7 +129,7 @@ func (c *checker) check(ctx context.Context, token string) (gate.Claims, bool, e
 		return gate.Claims{}, false, err
 	}
 	if client, ok := clientip.FromContext(ctx); ok && c.uses != nil {
-		shared, err := c.uses.Seen(ctx, pc, client) // counted per admission (issue 26.4)
+		shared, err := c.uses.Seen(ctx, pc, client) // counted per admission
 		if err != nil {
 			return gate.Claims{}, false, err
 		}
@@ -163,8 +163,7 @@ type pingingChecker struct {
 func (c pingingChecker) Ping(ctx context.Context) error { return busy(c.ping(ctx)) }
 
 // busy marks go-redis's pool timeout as gate.ErrBusy: every connection
-// was in use, which says this process is busy, not that Redis is away
-// (issue 26.7).
+// was in use, which says this process is busy, not that Redis is away.
 func busy(err error) error {
 	if errors.Is(err, redis.ErrPoolTimeout) {
 		return fmt.Errorf("%w: %w", gate.ErrBusy, err)

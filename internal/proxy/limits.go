@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Limits bound what one client can hold of the reverse proxy (issue 26,
-// item 8): how slowly a request's body may arrive, and how many requests
+// Limits bound what one client can hold of the reverse proxy:
+// how slowly a request's body may arrive, and how many requests
 // one admission, or one client address without a pass, has in flight.
 // Without them one pass holder held 6,000 connections with POSTs that
 // declared 1 MB and sent a byte every 20 s, and nobody else got in.

@@ -142,7 +142,7 @@ func drip(t *testing.T, addr string, declared int, chunked bool, gap time.Durati
 	return strings.TrimSpace(line)
 }
 
-// TestSlowDripCut (issue 26, item 8): a body that declares 1 MB and sends
+// TestSlowDripCut: a body that declares 1 MB and sends
 // a byte every 20 ms, or comes chunked a byte at a time, is cut with 408
 // once it falls behind its grace and the least rate; a body that keeps up
 // goes through whole. Before, the proxy cleared the read deadline and
@@ -174,7 +174,7 @@ func TestSlowDripCut(t *testing.T) {
 	}
 }
 
-// TestPerClientCap (issue 26, item 8): requests without a pass (bypassed
+// TestPerClientCap: requests without a pass (bypassed
 // paths, here all of them) from one address: only PerClient are in
 // flight at once, the rest get 429 too_many_in_flight; once they end, the
 // address has its budget back.
@@ -216,7 +216,7 @@ func TestPerClientCap(t *testing.T) {
 	}
 }
 
-// TestAbortedUploadsQuiet (issue 26, item 14): 1,000 uploads the client
+// TestAbortedUploadsQuiet: 1,000 uploads the client
 // breaks off write no "upstream failed" warning (3,131 aborts wrote 2,328
 // before): a client abort is not the upstream's failure, it is counted
 // (CutClientAbort) and logged at debug. An upstream that is really down

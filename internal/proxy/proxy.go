@@ -64,7 +64,7 @@ type Options struct {
 
 // upstreamLogBurst lines about failed upstream requests pass per
 // upstreamLogPeriod: a down upstream fails every request, and the log
-// must not grow with them (issue 26, item 14).
+// must not grow with them.
 const (
 	upstreamLogBurst  = 5
 	upstreamLogPeriod = 10 * time.Second
@@ -137,7 +137,7 @@ func (o Options) rewrite(pr *httputil.ProxyRequest) {
 // failed answers a request the upstream did not answer. What the client
 // broke off (it went away, its body stopped or fell behind Limits) is not
 // the upstream's failure: no warning, and the controller does not hear
-// it as the page's error (issue 26, items 9 and 14).
+// it as the page's error.
 func (p *reverse) failed(w http.ResponseWriter, r *http.Request, err error) {
 	o, _ := r.Context().Value(sentKey{}).(*sent)
 	var b *body

@@ -78,7 +78,7 @@ func TestAbandonOff(t *testing.T) {
 // and the ticks after it carry on. The silent places entered far from the
 // head, so they have no record: each is held aside, asked to confirm, when
 // it reaches the head, and dropped abandon_after later. The present user
-// behind them moves in with the first tick (issue 26.1: before, only
+// behind them moves in with the first tick (before held places, only
 // once every silent place had been dropped).
 func TestAbandonedDropsAreBounded(t *testing.T) {
 	t.Parallel()

@@ -9,7 +9,7 @@ import (
 )
 
 // The settings of the controller that lets the order page's health drive
-// the rate (issue 21, internal/autorate): kept in the queue's config HASH
+// the rate (internal/autorate): kept in the queue's config HASH
 // beside the others, so settings.lua changes them with the rest, and read
 // by common.lua's budget on every script that needs an interval's budget.
 

@@ -192,7 +192,7 @@ func TestPause(t *testing.T) {
 }
 
 // A tick is never applied sooner than a full interval after the last one,
-// however late that one was (issue 20): the next is due an interval after
+// however late that one was: the next is due an interval after
 // it, not at the start of the next interval of some grid, and the tick's
 // reply and the tickets say when.
 func TestTicksAreSpaced(t *testing.T) {

@@ -9,14 +9,14 @@ import (
 // ahead will be admitted and every tick will come on time, so it errs both
 // ways: people ahead leave or are dropped as abandoned, and the user is let
 // in sooner; each tick may come a little late, and the lateness carries
-// over to the ticks after it (issue 20). The range says how much, from
+// over to the ticks after it. The range says how much, from
 // what TestETAAccuracy measured (docs/PERFORMANCE.md, "The wait as a
 // range"):
 //
 //	high = ETA + (ticks ahead + 1) × etaTickLate + E intervals
 //	low  = ETA − (⌈etaSpreadShare × ticks ahead⌉ + E) intervals, at least 0
 //
-// etaTickLate is the lateness one tick adds: issue 20 measured 0.7–3 ms
+// etaTickLate is the lateness one tick adds: measured at 0.7–3 ms
 // under -race on a quiet machine, and the 2,000-user run on a loaded
 // two-core one about 6.5 ms; 10 ms a tick is a second and a half over a
 // 15-minute wait at the default 5 s interval. The ETA alone broke its

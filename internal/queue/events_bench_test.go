@@ -12,13 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// BenchmarkWebhooks is the cost of the events for the site (issue 21) on
+// BenchmarkWebhooks is the cost of the events for the site on
 // the scripts, webhooks off (the flag unset: what every queue without a
 // URL pays) and on (each event written to the outbox, never delivered
 // here, so the stream runs at its MAXLEN bound): a tick moving 10 and
 // 1,000 users, an enter admitted at once (one admitted event), an enter
-// that queues and a status (no event). docs/PERFORMANCE.md, "Webhooks
-// (issue 21)":
+// that queues and a status (no event). docs/PERFORMANCE.md, "Webhooks":
 //
 //	go test -run '^$' -bench Webhooks -benchtime 2000x ./internal/queue/
 func BenchmarkWebhooks(b *testing.B) {

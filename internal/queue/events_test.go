@@ -80,7 +80,7 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("outbox\n got %v\nwant %v", got, want)
 			}
-			// A user's own leaving goes to the bulk outbox (issue 26.11).
+			// A user's own leaving goes to the bulk outbox.
 			if got, want := stream(t, rdb, rediskeys.BulkEvents(q)), []string{"left:b"}; !slices.Equal(got, want) {
 				t.Fatalf("bulk outbox\n got %v\nwant %v", got, want)
 			}
@@ -144,7 +144,7 @@ func TestEventsAbandoned(t *testing.T) {
 	}
 }
 
-// TestEventsBounded (issue 26.11): an outbox at its cap takes no more
+// TestEventsBounded: an outbox at its cap takes no more
 // events; what it drops is counted in the config, by user, and what it
 // holds is never trimmed unread. The bulk outbox's cap is the workers'
 // webhooks_bulk_max; the events outbox's is 100,000 entries.

@@ -11,7 +11,7 @@ import (
 
 // The far-back status path (snapshot.go): a place 100,000 long line, its
 // status answered from the replica's snapshot and the credential's arrival
-// number, no Redis. Issue 26.3 adds a look-up of the stale credentials
+// number, no Redis. Stale credentials add a look-up of the stale credentials
 // (stale.go): BenchmarkStatusFarBack with none recorded (the lock is
 // skipped), BenchmarkStatusFarBackStale with 10,000 recorded leaves. Run:
 //
@@ -52,7 +52,7 @@ func benchFarBack(b *testing.B, leaves int) {
 	}
 }
 
-// BenchmarkTickHolds measures the worst tick of issue 26.1: nearly
+// BenchmarkTickHolds measures the worst tick of held places: nearly
 // holdBatch silent places (no heard record) at the head, all set aside in
 // one tick with abandonment on, then the refill's 10 heard places behind
 // them admitted. redis-µs/op is the Redis time the tick blocks others.

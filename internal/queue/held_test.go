@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Issue 26.1: places that never poll must not freeze the line. These tests
+// Places that never poll must not freeze the line. These tests
 // put silent places at the head the way an attacker does: they join far
 // from the head (behind places that then leave), so they hold no "heard"
 // record when they reach it.

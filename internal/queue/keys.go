@@ -25,7 +25,7 @@ type keys struct {
 	// opening's participants placed), the active users at its end and its
 	// budget (refill_size, or the effective refill while adapting).
 	// Fields are only ever added at the end; entries written before carry
-	// fewer (3 before abandonment, 4 before issue 22's, 6 before the
+	// fewer (3 before abandonment, 4 before the line statistics', 6 before the
 	// budget) and read as 0 for
 	// the missing ones, and fields after those a reader knows are ignored.
 	history                               string

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Lanes (issue 30): a queue's line may be split into lanes, each with a
+// Lanes: a queue's line may be split into lanes, each with a
 // reserved share of every interval's budget; what the shares leave is the
 // general lane (""). A place joins a lane only through a site's join
 // token that names it, and its member id says so: "l:<lane>:<sub>"

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// The line as a public document (issue 29): what a replica's snapshot of a
+// The line as a public document: what a replica's snapshot of a
 // queue says to anyone, the same for every reader. A place far from the
 // head knows its own arrival number (its credential carries it, and enter
 // and status answer it), so with this document a page can work out its

@@ -1,6 +1,6 @@
 package queue
 
-// A queue's lines (issue 30): the general lane's, the queue's own keys,
+// A queue's lines: the general lane's, the queue's own keys,
 // and one per lane (lanes.go), each with its scripts' KEYS and batchers.
 
 import (

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// What the line felt like, for the operator (issue 22): how long people
+// What the line felt like, for the operator: how long people
 // waited, how far off the ETA their page gave at entry was, how long
 // admissions lasted, who gave up, who came and who went in. The scripts
 // measure at each tick (tick.lua, "Line statistics"), without a record
@@ -71,7 +71,7 @@ type LineStats struct {
 type LineReport struct {
 	Overview
 	Stats LineStats
-	// Lanes are each lane's own (issue 30), by name, for a queue with
+	// Lanes are each lane's own, by name, for a queue with
 	// lanes: the history of its line and the time in line of those it
 	// admitted in the window. The general lane's is the queue's less
 	// theirs.

@@ -241,7 +241,7 @@ func TestLineStatsFigures(t *testing.T) {
 	}
 }
 
-// Entries written before issue 22 (four fields, or three before
+// Entries written before the line statistics (four fields, or three before
 // abandonment) and before the budget (six) still read, the new fields as
 // 0; fields a later version adds after these are ignored.
 func TestHistoryEntryVersions(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The price of a place (issue 26.2). The rate limits bound how fast a
+// The price of a place. The rate limits bound how fast a
 // client makes places, not how many it holds: one IPv4 address held 300
 // at once, a home IPv6 /56 256 × 300. So a place costs proof of work that
 // rises with the places the client's network already holds in the line,

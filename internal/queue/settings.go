@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// Settings as data (issue 27): every setting of a queue is one row of
+// Settings as data: every setting of a queue is one row of
 // Catalog, and what handles settings is derived from the rows: the
 // environment's defaults (internal/config), the PATCH parser
 // (internal/httpapi), Update.Validate and ValidateSettings, the HASH
@@ -171,7 +171,7 @@ var Catalog = []Setting{
 	{Name: "message", Hash: "message", Kind: KindText, Max: MaxMessageRunes, Role: RoleOperator,
 		Doc: "The queue's message on its waiting page, by language, the same way; it may break lines."},
 	{Name: "lanes", Hash: "lanes", Env: "WAITROOM_LANES", Default: "", Kind: KindLanes, Role: RoleOperator, Seed: SeedIfSet,
-		Doc: "The lanes (issue 30): a list of `{\"name\": \"priority\", \"share\": 0.3}`, names `[a-z0-9-]{1,32}`, shares in (0, 1] " +
+		Doc: "The lanes: a list of `{\"name\": \"priority\", \"share\": 0.3}`, names `[a-z0-9-]{1,32}`, shares in (0, 1] " +
 			"summing to at most 1, at most 8; the rest of every interval is the general lane's. A place joins a lane only through a join " +
 			"token whose `lane` claim names it. `[]` or null for none; a value refused is 400 `invalid_lanes`. A lane removed keeps " +
 			"its places, served with no share, until it is empty."},

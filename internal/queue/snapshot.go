@@ -194,7 +194,7 @@ func (sn *snapshot) ticksSince(age time.Duration) int64 {
 // evenly), and the estimate never leaves the two ranks. Far from the head
 // means beyond near_head, and beyond what the ticks since the read may
 // have taken off the head (tickReach each): a place a tick set aside
-// (held) must ask Redis to confirm (issue 26.1), and so must any place
+// (held) must ask Redis to confirm, and so must any place
 // at or below the highest held arrival number.
 func (sn *snapshot) position(seq int64, age time.Duration) (int64, bool) {
 	n := len(sn.seqs)

@@ -63,7 +63,7 @@ func TestFarBackStatusFromSnapshot(t *testing.T) {
 	}
 	// A tick, so that the next is an hour away: while one is due, a tick
 	// applied since the snapshot was read may have taken up to tickReach
-	// places off the head, and those ask Redis too (issue 26.1).
+	// places off the head, and those ask Redis too.
 	if _, err := s.Tick(ctx, q); err != nil {
 		t.Fatal(err)
 	}

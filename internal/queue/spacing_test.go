@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The rate a queue promises the order page (issue 20): in any window of k
+// The rate a queue promises the order page: in any window of k
 // refill intervals, [a, a + k×interval) on the Redis clock, at most
 // (k + 1) × refill_size users are admitted, direct entries included. The
 // tests below check it from the admission times themselves (the entered
@@ -86,7 +86,7 @@ func redisPhase(t *testing.T, rdb *redis.Client, interval time.Duration) (int64,
 
 // awaitPhase polls the Redis clock until it is between from and to (0..1)
 // into an interval of its grid. Where ticks fall on that grid does not
-// matter to the bound; it is where the script before issue 20 let a late
+// matter to the bound; it is where the script before the spacing bound let a late
 // tick be followed by the next one 0.9 interval later, so the test puts
 // its late ticks there.
 func awaitPhase(t *testing.T, rdb *redis.Client, interval time.Duration, from, to float64) {

@@ -10,8 +10,8 @@ import (
 // A credential carries the arrival number of the place it was issued for
 // (Caller.Seq). After a leave, a removal or a re-entry that number no
 // longer names the user's place, but the snapshot, which only knows the
-// line's shape, would still answer it WAITING at the old, better position
-// (issue 26.3). So leave.lua and enter.lua record, per user, the highest
+// line's shape, would still answer it WAITING at the old, better position.
+// So leave.lua and enter.lua record, per user, the highest
 // arrival number of its credentials that went stale (the stale ZSET);
 // each replica reads what was recorded since its last read with every
 // snapshot (snapshot.lua), keeps it in a staleSet, and sends such a

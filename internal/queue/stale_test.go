@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Issue 26.3: a credential whose place was left, removed or replaced by a
+// A credential whose place was left, removed or replaced by a
 // re-entry must not be answered WAITING (or better placed) from another
 // replica's snapshot.
 

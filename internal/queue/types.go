@@ -64,7 +64,7 @@ type Settings struct {
 	// without spending a token on it (0: never).
 	AbandonAfter time.Duration `setting:"abandon_after_ms"`
 	// Lanes are the lanes a queue is seeded with (WAITROOM_LANES; none:
-	// one line), issue 30.
+	// one line).
 	Lanes Lanes `setting:"lanes"`
 	// Adapt lets the order page's health drive the rate (internal/autorate):
 	// the defaults a queue is seeded with.
@@ -72,7 +72,7 @@ type Settings struct {
 }
 
 // Adapt are a queue's settings for the controller that lets the order
-// page's health drive the rate (issue 21, internal/autorate). Off, the
+// page's health drive the rate (internal/autorate). Off, the
 // budget of every interval is refill_size.
 type Adapt struct {
 	Enabled bool `setting:"adapt_enabled"`
@@ -364,9 +364,9 @@ type HistoryPoint struct {
 	// Arrivals counts who came during the interval: arrival numbers given
 	// (re-entries included, refusals not), direct admissions and an
 	// opening's participants placed in the line (0 in entries written
-	// before issue 22).
+	// before the line statistics).
 	Arrivals int64
-	Active   int64 // active users at its end (0 before issue 22)
+	Active   int64 // active users at its end (0 before the line statistics)
 	Refill   int64 // its budget (refill_size or the effective refill); 0 in entries written before it was kept
 }
 
@@ -414,7 +414,7 @@ type Update struct {
 	// OriginProbeURL: an absolute http(s) URL, or "" for none.
 	OriginProbeURL *string `setting:"origin_probe_url"`
 
-	// Lanes replaces the queue's lanes (issue 30); an empty list: none.
+	// Lanes replaces the queue's lanes; an empty list: none.
 	Lanes *Lanes `setting:"lanes"`
 	// By is who asks for the change; the settings_changed event names
 	// them (zero: not named). It is no setting.

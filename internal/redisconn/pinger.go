@@ -12,7 +12,7 @@ const PingConns = 1
 // Pinger asks Redis whether it answers on connections of its own, never
 // the requests' pool: a flood of requests can use up that pool (go-redis
 // then fails calls with "connection pool timeout" while Redis is idle),
-// and the gate must not take that for Redis away (issue 26.7). It holds
+// and the gate must not take that for Redis away. It holds
 // PingConns connection, kept open (MinIdleConns), dialled again when
 // lost; the gate pings one at a time.
 type Pinger struct {

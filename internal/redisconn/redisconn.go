@@ -272,7 +272,7 @@ var sentinelPassword = regexp.MustCompile(`([?&]sentinel_password=)[^&]*`)
 // connections, none of them the request path's. On the shared client each
 // such reader would hold one of the pool's connections for its whole
 // wait, so enough of them (24 queues' webhook workers with the default
-// pool, issue 26.10) left the requests none: they failed with "connection
+// pool) left the requests none: they failed with "connection
 // pool timeout" while Redis was idle. o is not changed.
 func NewBlocking(o *redis.UniversalOptions, conns int) redis.UniversalClient {
 	c := *o

@@ -165,7 +165,7 @@ func HeldReturns(q, network string) string { return prefix(q) + "heldback:" + ne
 // does not apply (no limit, no proof). Never exists. Owner: queue.
 func Unused(q string) string { return prefix(q) + "unused" }
 
-// Lane is the key of one of lane's own line keys in q (issue 30): a lane
+// Lane is the key of one of lane's own line keys in q: a lane
 // is a line of its own, "wr:{q}:lane:{lane}:{part}", part one of waiting,
 // heard, held, stale, draw, seq, arrivals, history, with the type and
 // content of q's key of that name. Owner: queue.
@@ -177,7 +177,7 @@ func Lane(q, lane, part string) string { return prefix(q) + "lane:" + lane + ":"
 // line is empty. Owner: queue.
 func Lanes(q string) string { return prefix(q) + "lanes" }
 
-// Schedule is q's windows (issue 30). STRING, JSON as PUT
+// Schedule is q's windows. STRING, JSON as PUT
 // /admin/v1/queues/{queue}/schedule takes it; tick.lua applies each
 // window at its start and removes it at its end. Owner: queue.
 func Schedule(q string) string { return prefix(q) + "schedule" }

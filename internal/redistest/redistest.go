@@ -381,7 +381,7 @@ const bindAttempts = 3
 // Left to itself Docker takes the next port of its own range, which is
 // the kernel's range of ephemeral ports too: a port that another test's
 // listener (an httptest server, a browser's) may hold, and Docker then
-// fails with "bind: address already in use" (issue 27). A port taken
+// fails with "bind: address already in use". A port taken
 // all the same (in the short time between the check and the bind, or
 // Docker's pick) is met with another try.
 func runContainer(ctx context.Context, tb testing.TB, img string, pin bool, opts ...testcontainers.ContainerCustomizer) (*tcredis.RedisContainer, error) {

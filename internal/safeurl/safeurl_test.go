@@ -123,7 +123,7 @@ func forms(rng *rand.Rand, a [4]byte) string {
 	return fmt.Sprintf("[0:0:0:0:0:FFFF:%X:%X]", n>>16, n&0xffff)
 }
 
-// TestGeneratedForms (issue 26, item 13): over generated addresses in
+// TestGeneratedForms: over generated addresses in
 // the refused ranges (fixed seed), each written in a generated form
 // (dotted, decimal, octal, hex, short, IPv4-mapped IPv6), with or
 // without a trailing dot, port or path, the default policy refuses the

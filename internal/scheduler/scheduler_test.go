@@ -363,7 +363,7 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 	// (Status would hear them: the line is watched through Info and the
 	// held places' ZSET, the outcome read from Redis.) Those that entered
 	// near the head were heard then, and may be admitted within
-	// abandon_after of it, as ever. Held aside at the head (issue 26.1),
+	// abandon_after of it, as ever. Held aside at the head,
 	// they leave the line at once and are dropped abandon_after later.
 	wait.For(t, time.Minute, "the line and the held places to empty", func() (bool, string) {
 		info, err := store.Info(ctx, name)

@@ -269,7 +269,7 @@ func (e *env) replicaEnv(port, metricsPort int) []string {
 		"WAITROOM_ABANDON_AFTER=0",
 		"WAITROOM_LOG_LEVEL=warn",
 		// The simulated users share a few /24s (clientAddr) and solve no
-		// proof of work: the price of a place (issue 26.2) would refuse
+		// proof of work: the price of a place would refuse
 		// all but each network's first. The soak checks the line under
 		// faults; the price has tests of its own (internal/queue).
 		"WAITROOM_POW_NETWORK_BITS=off",

@@ -16,7 +16,7 @@ import (
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
-// TestAdmittedAheadOfLeaveFlood (issue 26.11): 300 enter+leave cycles,
+// TestAdmittedAheadOfLeaveFlood: 300 enter+leave cycles,
 // then an admission. The receiver answers a delivery of left events only
 // when the test lets it, one at a time, so the bulk backlog drains no
 // faster than the test says. The admitted event arrives after at most

@@ -99,7 +99,7 @@ const defaultParallel = 4
 // queue for the read that blocks (XREADGROUP BLOCK, up to Poll), and
 // Parallel more for the deliveries of one queue settling at once. Give the
 // workers a client of their own with that many (redisconn.NewBlocking),
-// never the request path's (issue 26.10): there, every queue's blocking
+// never the request path's: there, every queue's blocking
 // read holds a pooled connection, and enough queues take them all.
 func (o Options) Conns() int {
 	return len(o.Queues) + cmp.Or(max(o.Parallel, 0), defaultParallel)

@@ -21,7 +21,7 @@ import (
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
-// TestManyQueuesLeaveTheRequestPool (issue 26.10): 50 queues with
+// TestManyQueuesLeaveTheRequestPool: 50 queues with
 // webhooks, their workers all blocked in XREADGROUP at once on their own
 // client (redisconn.NewBlocking, as cmd/waitroom wires them), and a
 // request client of 4 connections: an enter in every queue at once all

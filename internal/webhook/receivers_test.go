@@ -23,7 +23,7 @@ import (
 	"github.com/waitroom/waitroom/internal/webhook"
 )
 
-// TestReceiversGenerated (issue 26.15): docs/WEBHOOKS.md's two receivers, the Go
+// TestReceiversGenerated: docs/WEBHOOKS.md's two receivers, the Go
 // one (example_test.go, which TestDocReceiverIsTheExample keeps equal
 // to the doc's) and the Python one (run as python3 from the doc's
 // block itself), each take generated signature headers: valid ones, wrong

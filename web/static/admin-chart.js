@@ -134,7 +134,7 @@ export function drawChart(view) {
 }
 
 // drawWindows shades, behind the bars, the stretch of each of the
-// schedule's windows (issue 30) that the time axis shows, titled with its
+// schedule's windows that the time axis shows, titled with its
 // times in UTC.
 function drawWindows(svg, f, span, windows) {
   for (const w of windows) {

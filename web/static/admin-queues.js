@@ -85,7 +85,7 @@ export function redrawQueues() {
 }
 
 // showLineStats shows what the line felt like over the last 10 minutes
-// (the history's stats, issue 22): each spread as "p50 / p90 (count)".
+// (the history's stats): each spread as "p50 / p90 (count)".
 function showLineStats(view) {
   const st = view.lineStats;
   const set = (sel, text) => { view.root.querySelector(sel).textContent = text; };
@@ -143,7 +143,7 @@ function buildSection(name) {
     windows: [], // the schedule's windows, as the server last said (admin-saleday.js)
     intervalMs: 0,
     lineStats: null, // the history's stats (the last 10 minutes), as the server last said
-    laneStats: null, // its lanes' (issue 30)
+    laneStats: null, // its lanes'
     last: null, // the queue as the server last said
     auditEntries: [], // the audit log as the server last said
     defences: null, // the price in force and what people paid, as the server last said (admin-defences.js)

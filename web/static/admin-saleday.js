@@ -1,4 +1,4 @@
-// A queue's sale day (issue 30): its lanes (each line's share and people,
+// A queue's sale day: its lanes (each line's share and people,
 // and the field that sets them: PATCH lanes), its schedule of windows
 // (listed, drawn on the chart's time axis, edited in UTC and saved whole
 // with PUT .../schedule) and the forecast of a refill size, asked while

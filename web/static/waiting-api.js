@@ -9,7 +9,7 @@
 // fixed one gave up on every enter of a link or server slower than it:
 // the enter's place was made all the same, but its answer (the place's
 // cookie) was lost with it, so the status that followed said "no place"
-// and the page entered again, at the back, forever (issue 27).
+// and the page entered again, at the back, forever.
 
 const REQUEST_TIMEOUT_MS = 10000;
 const REQUEST_TIMEOUT_CAP_MS = 60000;

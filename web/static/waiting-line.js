@@ -1,4 +1,4 @@
-// Far from the head, the page places itself (issue 29): it reads the
+// Far from the head, the page places itself: it reads the
 // line's public document (GET .../line: the same for everyone, cached for
 // a second by nginx or a CDN, so the crowd far back costs the origin
 // nothing) and works out its position and wait from its own arrival

@@ -1,4 +1,4 @@
-// Continuing on another device (issue 22). "Continue on another device"
+// Continuing on another device. "Continue on another device"
 // asks the server for a hand-over of this page's place (POST
 // .../handoff: a token and a short code, used once within two minutes)
 // and shows it as a QR code (an image the server draws from the token,

@@ -4,7 +4,7 @@
 // "Joining the line…" for good. Chromium drops every request in flight
 // when the network changes under it (a phone moving from Wi-Fi to mobile
 // data, an interface coming or going: net::ERR_NETWORK_CHANGED), and the
-// page tests saw it whenever Docker started a container (issue 27).
+// page tests saw it whenever Docker started a container.
 //
 // A browser keeps a module that failed for the document's life, so only
 // a reload fetches it again: the page reloads after 1 s, 2 s, 4 s ... up

@@ -76,13 +76,13 @@ local TICK_ABANDONED = 7
 local TICK_LATE = 8             -- ms after it was due
 local TICK_UNTIL_NEXT = 9       -- ms until the next tick is due (0: now, or once a draw is placed)
 local TICK_BUDGET = 10          -- the refill the interval this tick opened admits (refill_effective while adapting)
-local TICK_ADAPTED = 11         -- 1: the proposed refill_effective was stored (adapt, issue 21)
+local TICK_ADAPTED = 11         -- 1: the proposed refill_effective was stored (adapt)
 local TICK_WINDOW = 12          -- what the call did to the schedule's windows: 0 nothing, 1 started one, 2 ended one, 3 both
 local TICK_WINDOW_AT = 13       -- the start (ms) of the window started (or, alone, ended)
 local TICK_WINDOW_CHANGES = 14  -- the fields they changed, JSON {"ended", "started": [{field, old, new}]}, "" for none
 local TICK_LANES = 15           -- the lanes whose counts follow
 
--- What the line felt like (issue 22): the kinds of the durations tick.lua
+-- What the line felt like: the kinds of the durations tick.lua
 -- measures, each reported as a group {kind, value_ms, count} after the
 -- TICK_* values and kept for the back office in the samples LIST (see
 -- tick.lua, "Line statistics").
@@ -116,7 +116,7 @@ end
 -- replica's defaults (ARGV[1..5] of every script that calls it) for any
 -- field that is missing (a fresh or flushed Redis). The eleventh value is
 -- the interval's budget: refill_size, or while the origin's health drives
--- the rate (adapt_enabled, issue 21) the effective refill tick.lua last
+-- the rate (adapt_enabled) the effective refill tick.lua last
 -- stored, within [min_refill_size, refill_size] (interval_budget). The
 -- twelfth is human_check ("off", "escalate" or "always"; price_need).
 local function queue_config(key)
@@ -138,7 +138,7 @@ local function queue_config(key)
          v[14] or 'off'
 end
 -- ARGV[6] of those scripts is the lane of the line they work on ("": the
--- general lane; issue 30), whose keys they were given.
+-- general lane), whose keys they were given.
 local DEFAULTS = 6 -- ARGV[1..DEFAULTS] are the defaults queue_config reads, and the lane
 local LANE = ARGV[6]
 
@@ -324,7 +324,7 @@ end
 
 -- mark_gone records reason (a name from REASONS) for users.
 -- (args is indexed by its own length, not by i: it is emptied every 500
--- users, and a table filled from index 1001 has length 0, issue 26.1.)
+-- users, and a table filled from index 1001 has length 0.)
 -- Each record written retires up to two older than GONE_KEEP_MS: however
 -- fast leaves and dones feed the set, it never holds more than an hour's
 -- records and what it held before, at a cost bounded by the call's own
@@ -391,7 +391,7 @@ local function keep_current(gen_key, users, slot, gens, out, head)
   return kept, kept_slot
 end
 
--- Events for the site (webhooks, issue 21). A queue whose config HASH
+-- Events for the site (webhooks). A queue whose config HASH
 -- holds webhooks = 1 (queue.Store.SetOutbox, for the delivery workers, while
 -- the queue has a webhook URL) keeps two outboxes, STREAMs of entries
 -- {type, at (ms, Redis clock), subs (user ids, "\n"-joined: ids hold no
@@ -405,7 +405,7 @@ end
 -- emit writes the events outbox: admissions and their ends, the
 -- operator's removals and settings, which the room's rate and the
 -- operator bound. emit_bulk writes the bulk outbox: a user's own leaving,
--- which anyone can cause at will by entering and leaving (issue 26.11:
+-- which anyone can cause at will by entering and leaving (measured:
 -- 280 cycles delayed a real admitted event by 14 s). The workers read the
 -- events outbox first, so no bulk backlog holds an admission back.
 -- An outbox at its cap (EVENTS_MAXLEN entries; the bulk one, the

@@ -36,7 +36,7 @@
 --              from the line records one less than its new number)
 -- KEYS[13] -> arrival rate (HASH w, n, p: arrivals_note, networks.lua)
 -- KEYS[14] -> lanes (SET of the lanes that may hold places: a lane's
---              line names itself there as it takes a place, issue 30)
+--              line names itself there as it takes a place)
 -- KEYS[15] -> held  (ZSET member=user, score=arrival seq: places set aside
 --              at the head, tick.lua; they count in the line's cap and in
 --              their networks' price until admitted or dropped)
@@ -463,7 +463,7 @@ local function answer_repeats(rest, waiting, first, near)
     seqs[slot[rest[k]]] = seq_of[user]
   end
   -- Some went to the back from a place in the line: their older
-  -- credentials no longer name it (issue 26.3, snapshot.lua).
+  -- credentials no longer name it (snapshot.lua).
   local stale = {}
   for user, seq in pairs(seq_of) do
     stale[#stale + 1] = seq - 1

@@ -20,7 +20,7 @@
 -- KEYS[12] -> seq    (STRING arrival counter, read only)
 -- KEYS[13] -> bulk   (STREAM: the webhooks' bulk outbox, emit_bulk in
 --             common.lua: a user's own "left", which anyone can repeat at
---             will, waits behind the other events, issue 26.11)
+--             will, waits behind the other events)
 -- ARGV[1] -> user id
 -- ARGV[2] -> reason: "left" or "removed"
 -- ARGV[3] -> optional: the generation of the caller's place credential;
@@ -37,7 +37,7 @@ local n = in_line + redis.call('ZREM', KEYS[2], ARGV[1]) + redis.call('SREM', KE
 if in_line > 0 then
   -- Every credential of the user up to the arrival counter now names a
   -- place that is gone: the replicas' far-back path must not answer them
-  -- from the snapshot (issue 26.3). A later place gets a higher number.
+  -- from the snapshot. A later place gets a higher number.
   redis.call('ZADD', KEYS[11], 'GT', tonumber(redis.call('GET', KEYS[12])) or 0, ARGV[1])
 end
 redis.call('ZREM', KEYS[3], ARGV[1])

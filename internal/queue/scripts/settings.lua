@@ -21,7 +21,7 @@ for i = 3, #ARGV, 2 do
 end
 local n = redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 for i = 3, #ARGV, 2 do
-  -- The controller switched off (issue 21): its effective refill goes, so
+  -- The controller switched off: its effective refill goes, so
   -- refill_size is the budget from this moment (interval_budget, common.lua), and
   -- a later switch on starts again from refill_size.
   if ARGV[i] == 'adapt_enabled' and ARGV[i + 1] == '0' then

@@ -22,7 +22,7 @@
 --            ("-inf" on a replica's first read; then the cursor the last
 --            read returned)
 -- ARGV[9] -> at most how many stale entries to read (a page)
--- Returns two arrays (issue 26.3). The first: the head (HEAD_*, as
+-- Returns two arrays. The first: the head (HEAD_*, as
 -- status.lua's), then near_head, the draw's participants still to be
 -- placed, the held places' count and highest arrival number (0 when none),
 -- the cursor for the next read of stale, 1 if more stale entries are

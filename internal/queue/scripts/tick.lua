@@ -6,7 +6,7 @@
 -- tick is idempotent, a second call from any replica changing nothing
 -- until then, and two ticks are never closer than an interval.
 --
--- That spacing is what bounds the rate at the order page (issue 20). Each
+-- That spacing is what bounds the rate at the order page. Each
 -- tick opens an interval that admits at most refill_size: the users it
 -- moves plus those who then enter directly on the tokens it leaves
 -- (enter.lua); before a queue's first tick the initial full bucket is
@@ -290,7 +290,7 @@ local due = next_tick_at(KEYS[5])
 local GONE_TRIM_MAX = 10000
 local STALE_TRIM_MAX = 10000
 
--- Lanes (issue 30). The lines are the general lane's (the queue's own
+-- Lanes. The lines are the general lane's (the queue's own
 -- keys, "") and one per lane of ARGV[15]: the configured lanes (the
 -- config's "lanes", JSON) and any lane of the lanes SET still holding
 -- places. A lane removed is served at the share it had when it went (the
@@ -457,7 +457,7 @@ local function close_interval(state, direct, lines)
       redis.call('LTRIM', line.history, -HISTORY_KEEP, -1)
     end
   end
-  -- The seventh field is the interval's budget (issue 21); readers take
+  -- The seventh field is the interval's budget; readers take
   -- entries of three to six fields too (keys.go, history).
   redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d:%d:%d:%d', started, admitted, waiting,
     tonumber(state[4]) or 0, arrivals, active, tonumber(state[7]) or refill))
@@ -502,7 +502,7 @@ local function purge_expired()
 end
 
 -- adapt_budget returns the interval's budget and 1 if it stored a
--- proposed one. The origin's health drives the rate (issue 21): a replica
+-- proposed one. The origin's health drives the rate: a replica
 -- proposes the effective refill internal/autorate worked out from the
 -- budget it read; stored (within [min_refill_size, refill_size],
 -- interval_budget) only while the controller is on and that reading is
@@ -538,7 +538,7 @@ end
 -- A place with no record at all was far from the head when last heard
 -- (only places near_head keep one): its page may well be polling, just
 -- not yet near enough to say so (a refill raised tenfold brings such
--- places to the head fast). It is held (issue 26.1): set aside in the
+-- places to the head fast). It is held: set aside in the
 -- held ZSET at its arrival number, out of the line, and asked to confirm:
 -- a mark of -(the confirmation's deadline) stands for its record. Its
 -- next status call (status.lua) puts it back in the line at its arrival
@@ -708,7 +708,7 @@ local function pop_head(line, room, m)
   return #held / 2
 end
 
--- The split (issue 30). Each lane holds a credit c (the tick HASH's
+-- The split. Each lane holds a credit c (the tick HASH's
 -- "credit:<lane>", in [0, 1)): the fraction of a place it is owed. An
 -- applied tick with room places to give adds share x room to it and
 -- gives the lane its whole places; the general lane gets the rest. So a
@@ -883,7 +883,7 @@ local function forget_lanes(lines)
   end
 end
 
--- Line statistics (issue 22): how long the admitted waited, how far the
+-- Line statistics: how long the admitted waited, how far the
 -- ETA their page was given at entry was off, how long admissions lasted.
 -- No record per waiting user (the line's memory is the scale issue's
 -- budget): instead, each applied tick leaves a checkpoint in arrivals,

@@ -1,5 +1,5 @@
 // Command wr-adapt measures how the order page's health drives the
-// admission rate (issue 21; scripts/adapt.sh runs it). "run" sets a
+// admission rate (scripts/adapt.sh runs it). "run" sets a
 // queue's settings through the admin API, keeps its line full of users
 // who poll as told and, once admitted, place one order through waitroom's
 // reverse-proxy gate (cmd/wr-orders behind it), and writes one CSV row a

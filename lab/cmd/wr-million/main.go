@@ -1,4 +1,4 @@
-// Command wr-million measures "holding a million" (issue 11): it fills one
+// Command wr-million measures "holding a million": it fills one
 // queue with -users places through the HTTP API, then has every one of
 // them poll its status exactly as the service's poll policy tells it
 // (next call at the time of the last answer plus its poll_after_ms), open

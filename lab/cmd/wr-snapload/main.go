@@ -1,5 +1,5 @@
 // Command wr-snapload checks what many replicas' snapshot reads cost the
-// queue's Redis (issue 20, docs/SCALE.md): it fills one queue's line with
+// queue's Redis (docs/SCALE.md): it fills one queue's line with
 // -line places directly in Redis (no API: the line's contents are all
 // the snapshot reads), then runs -replicas stores, each with its own
 // client, as that many waitroom replicas would: each calls

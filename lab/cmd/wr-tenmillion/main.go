@@ -1,5 +1,5 @@
-// Command wr-tenmillion holds ten million places in one queue (issue 29,
-// docs/SCALE.md "Ten million, measured on this box"). Three modes:
+// Command wr-tenmillion holds ten million places in one queue
+// (docs/SCALE.md "Ten million, measured on this box"). Three modes:
 //
 //   - fill: -places places enter one queue through the real
 //     queue.Store.Enter, in process, from -workers goroutines, so that the
