@@ -44,10 +44,11 @@ func benchCrowd(b *testing.B, networks, priced bool) {
 		// 2001:db8:RRRR:SSNN::/64: a /48 and a /56 of its own per caller.
 		site := fmt.Sprintf("2001:%x:%x", run, i)
 		c := Caller{
-			User:     userID(int(i)),
-			Client:   site + "::/64",
-			Networks: [2]string{site + "::/56", site + "::/48"},
-			Proved:   true,
+			User:       userID(int(i)),
+			Client:     site + "::/64",
+			Networks:   [2]string{site + "::/56", site + "::/48"},
+			Proved:     true,
+			Credential: true, // a place credential, as the waiting page enters
 		}
 		_, err := s.EnterAs(ctx, q, c)
 		return err

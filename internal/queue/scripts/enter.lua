@@ -154,17 +154,20 @@ local function next_key(n)
   end
 end
 
--- check_limits charges call i's buckets (a: its numbers, in the order
--- of the header), answering LIMITED when one is over: every call let
--- through the limits counts against them, whatever comes of it. The
--- keys are taken in the header's order.
-local function check_limits(i, a)
-  local client, network, site, place = next_key(a[1]), next_key(a[2]), next_key(a[3]), next_key(a[4])
+-- check_limits charges call i's buckets (the costs for its client, its
+-- network, its site and its place, the header's order), answering
+-- LIMITED when one is over: every call let through the limits counts
+-- against them, whatever comes of it. The keys are taken in that order.
+local function check_limits(i, c_cost, n_cost, s_cost, p_cost)
+  if c_cost + n_cost + s_cost + p_cost == 0 then
+    return true -- the usual call: the local stage let it through (local.go)
+  end
+  local client, network, site, place = next_key(c_cost), next_key(n_cost), next_key(s_cost), next_key(p_cost)
   local wait = take_all({
-    {client, ARGV[DEFAULTS + 1], ARGV[DEFAULTS + 2], a[1]},
-    {network, ARGV[LIMITS + 1], ARGV[LIMITS + 2], a[2]},
-    {site, ARGV[LIMITS + 3], ARGV[LIMITS + 4], a[3]},
-    {place, ARGV[DEFAULTS + 3], ARGV[DEFAULTS + 4], a[4]},
+    {client, ARGV[DEFAULTS + 1], ARGV[DEFAULTS + 2], c_cost},
+    {network, ARGV[LIMITS + 1], ARGV[LIMITS + 2], n_cost},
+    {site, ARGV[LIMITS + 3], ARGV[LIMITS + 4], s_cost},
+    {place, ARGV[DEFAULTS + 3], ARGV[DEFAULTS + 4], p_cost},
   }, now)
   if wait > 0 then
     out[HEAD + 2 * i - 1] = LIMITED
@@ -238,26 +241,23 @@ local function pass_defences()
     local asks = ARGV[TIERS + 2 * i]
     local passed, proved, expires, gen, flags = true, 0, 0, -1, 0
     if asks ~= '' then
-      local head, tail = string.match(asks, '^([^\n]*)(.*)$')
-      local a = {string.match(head, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+) (%d)(.*)$')}
-      a[12] = a[12] == '' and 0 or string.match(a[12], '^ (%d+)$') -- the lines an account's enter names
-      for k = 1, #a do
-        a[k] = tonumber(a[k])
-      end
-      proved, expires, gen, flags = a[5], a[6], a[7], a[11]
-      passed = check_limits(i, a)
+      -- One match, no table: this runs for every call of a batch.
+      local c_cost, n_cost, s_cost, p_cost, d, e, g, counted, block1, block2, f, lines, tail = string.match(asks,
+        '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+) (%d) ?(%d*)(.*)$')
+      proved, expires, gen, flags = tonumber(d), tonumber(e), tonumber(g), tonumber(f)
+      passed = check_limits(i, tonumber(c_cost), tonumber(n_cost), tonumber(s_cost), tonumber(p_cost))
       proof_key[i] = next_key(proved)
-      if a[8] > 0 then
-        held[i] = {{next_key(1), a[9]}}
-        if a[8] > 1 then
-          held[i][2] = {next_key(1), a[10]}
+      if counted ~= '0' then
+        held[i] = {{next_key(1), tonumber(block1)}}
+        if counted == '2' then
+          held[i][2] = {next_key(1), tonumber(block2)}
         end
         local cur, prev = next_key(1), next_key(1)
         for _, net in ipairs(held[i]) do
           net[3], net[4] = cur, prev
         end
       end
-      local others = others_of(a[12], tail)
+      local others = others_of(tonumber(lines) or 0, tail) -- the lines an account's enter names
       if passed and others then
         local line = other_line(others)
         if line then
