@@ -14,6 +14,8 @@
 # two minutes for k6 and one for helm the first time.
 # nginx (Debian's nginx-light, else nginx) is installed without starting the
 # system's nginx on port 80: the tests and benchmarks run their own.
+# The README's Prerequisites is the one list of these, with what the
+# machine must have already (Go, Docker, bash, curl); keep the two alike.
 set -euo pipefail
 
 K6_VERSION=v1.8.1

@@ -234,14 +234,12 @@ const archDoc = "../../docs/ARCHITECTURE.md"
 // diagramMark precedes docs/ARCHITECTURE.md's package diagram.
 const diagramMark = "<!-- TestArchitectureDiagram checks this block: WAITROOM_UPDATE_DOCS=1 go test -run TestArchitectureDiagram ./cmd/waitroom/ rewrites it -->"
 
-// packageImports is each package of the module (by its path in the
-// module, "internal/" dropped) with the module's packages its non-test
-// files import, in dependency order: a package comes after those it
-// imports.
-func packageImports(t *testing.T) []string {
+// modulePackages is each package of the module, by its path in the
+// module ("internal/queue", "gate", "lab/cmd/wr-adapt"), with the
+// module's packages its non-test files import, by the same path.
+func modulePackages(t *testing.T) map[string][]string {
 	t.Helper()
 	const module = "github.com/waitroom/waitroom/"
-	short := func(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, module), "internal/") }
 	imports := map[string][]string{}
 	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -258,19 +256,36 @@ func packageImports(t *testing.T) []string {
 			return nil // no Go files here
 		}
 		rel, _ := filepath.Rel("../..", path)
-		name := short(filepath.ToSlash(rel))
 		deps := []string{}
 		for _, imp := range pkg.Imports {
 			if strings.HasPrefix(imp, module) {
-				deps = append(deps, short(imp))
+				deps = append(deps, strings.TrimPrefix(imp, module))
 			}
 		}
-		slices.Sort(deps)
-		imports[name] = deps
+		imports[filepath.ToSlash(rel)] = deps
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return imports
+}
+
+// packageImports is each package of the module (by its path in the
+// module, "internal/" dropped) with the module's packages its non-test
+// files import, in dependency order: a package comes after those it
+// imports.
+func packageImports(t *testing.T) []string {
+	t.Helper()
+	short := func(p string) string { return strings.TrimPrefix(p, "internal/") }
+	imports := map[string][]string{}
+	for p, deps := range modulePackages(t) {
+		shortDeps := make([]string, 0, len(deps))
+		for _, d := range deps {
+			shortDeps = append(shortDeps, short(d))
+		}
+		slices.Sort(shortDeps)
+		imports[short(p)] = shortDeps
 	}
 	var order []string
 	done := map[string]bool{}
@@ -362,6 +377,23 @@ func docLines(text string) []string {
 	return out
 }
 
+// headingSlug is a Markdown heading's anchor on GitHub, before any
+// numbering of a repeated one: lower case, punctuation dropped, spaces
+// to hyphens.
+func headingSlug(heading string) string {
+	title := strings.TrimSpace(strings.TrimLeft(heading, "#"))
+	var slug strings.Builder
+	for _, r := range strings.ToLower(title) {
+		switch {
+		case r == ' ':
+			slug.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			slug.WriteRune(r)
+		}
+	}
+	return slug.String()
+}
+
 // anchors are the fragments a Markdown file answers to on GitHub: each
 // heading's slug (lower case, punctuation dropped, spaces to hyphens, a
 // repeated one numbered) and each explicit <a id>.
@@ -379,17 +411,7 @@ func anchors(text string) map[string]bool {
 		if fenced || !strings.HasPrefix(line, "#") {
 			continue
 		}
-		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
-		var slug strings.Builder
-		for _, r := range strings.ToLower(title) {
-			switch {
-			case r == ' ':
-				slug.WriteRune('-')
-			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-				slug.WriteRune(r)
-			}
-		}
-		s := slug.String()
+		s := headingSlug(line)
 		if n := seen[s]; n > 0 {
 			set[fmt.Sprintf("%s-%d", s, n)] = true
 		} else {
