@@ -3,6 +3,12 @@
 # (Where golang images cannot be pulled, scripts/build-images.sh app compiles on
 # the host and uses scripts/Dockerfile.local instead.)
 
+# The release this is (docker build --build-arg VERSION=v0.9.0 --build-arg
+# REVISION=$(git rev-parse HEAD) .): what `waitroom version`, /healthz and
+# the image's labels say. The context leaves .git out: Go cannot tell them.
+ARG VERSION=devel
+ARG REVISION=
+
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 # Modules in their own layer: source edits do not re-download dependencies.
@@ -10,9 +16,19 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 # Static binary: the final image has no libc. web/static is embedded by go:embed.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/waitroom ./cmd/demo-order
+# VERSION is declared here, not above, so a new one reuses the module layer.
+ARG VERSION
+RUN CGO_ENABLED=0 go build -trimpath \
+	-ldflags="-s -w -X github.com/waitroom/waitroom/internal/version.version=${VERSION}" \
+	-o /out/ ./cmd/waitroom ./cmd/demo-order
 
 FROM scratch
+ARG VERSION
+ARG REVISION
+LABEL org.opencontainers.image.title="waitroom" \
+	org.opencontainers.image.version="${VERSION}" \
+	org.opencontainers.image.revision="${REVISION}" \
+	org.opencontainers.image.source="https://github.com/waitroom/waitroom"
 # CA roots for TLS to Redis (rediss://) or other HTTPS endpoints.
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/waitroom /waitroom

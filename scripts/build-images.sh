@@ -238,7 +238,14 @@ build_app() {
 	# host's own GOOS would put a macOS binary into a Linux image.
 	local arch
 	arch=$(docker version --format '{{.Server.Arch}}' 2>/dev/null || true)
-	(cd "$root" && GOOS=linux GOARCH="${arch:-$(go env GOARCH)}" CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/" ./cmd/waitroom ./cmd/demo-order)
+	# The version `waitroom version`, /healthz and the labels say: the tag
+	# (v0.9.0), or where the checkout is past one (v0.9.0-3-gb2d982b-dirty).
+	local version revision
+	version=$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo devel)
+	revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
+	(cd "$root" && GOOS=linux GOARCH="${arch:-$(go env GOARCH)}" CGO_ENABLED=0 go build -trimpath \
+		-ldflags="-s -w -X github.com/waitroom/waitroom/internal/version.version=$version" \
+		-o "$ctx/" ./cmd/waitroom ./cmd/demo-order)
 	# CA roots for TLS to Redis (rediss://) or other HTTPS endpoints.
 	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
 		cp /etc/ssl/certs/ca-certificates.crt "$ctx/ca-certificates.crt"
@@ -247,10 +254,11 @@ build_app() {
 		: >"$ctx/ca-certificates.crt"
 	fi
 	cp "$root/scripts/Dockerfile.local" "$ctx/Dockerfile"
-	build "$APP_IMAGE" "$ctx"
-	local rev
-	rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "no git")
-	echo "built $APP_IMAGE (waitroom and demo-order, $rev, $(go env GOVERSION))"
+	build "$APP_IMAGE" \
+		--label "org.opencontainers.image.version=$version" \
+		--label "org.opencontainers.image.revision=$revision" \
+		"$ctx"
+	echo "built $APP_IMAGE (waitroom and demo-order, $version, $(go env GOVERSION))"
 }
 
 case "$what" in

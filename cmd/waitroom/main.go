@@ -35,6 +35,8 @@ func main() {
 			os.Exit(networksCommand(os.Args[2:], os.Stdout, os.Stderr)) // networks.go
 		case "solve":
 			os.Exit(solveMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr)) // solve.go
+		case "version":
+			os.Exit(versionCommand(os.Args[2:], os.Stdout, os.Stderr)) // version.go
 		}
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {

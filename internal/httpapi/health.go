@@ -1,13 +1,19 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
 
-// The health checks' answers, encoded once: writeJSON of
+	"github.com/waitroom/waitroom/internal/version"
+)
+
+// The health checks' answers, encoded once at start: writeJSON of
 // map[string]string{"status": ...} would encode the same bytes through
 // reflection on every call (TestHealthBodiesMatchEncodingJSON), and
 // /healthz is what load balancers and the benchmarks' floor ask most.
+// /healthz carries the build's version, so an operator can tell which
+// release each replica runs.
 var (
-	healthyBody = []byte(`{"status":"ok"}` + "\n")
+	healthyBody = append(appendString([]byte(`{"status":"ok","version":`), version.String()), "}\n"...)
 	readyBody   = []byte(`{"status":"ready"}` + "\n")
 )
 

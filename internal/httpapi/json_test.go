@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/version"
 )
 
 func TestPlainUserIDTakesTheUsualBodies(t *testing.T) {
@@ -170,11 +171,17 @@ func checkTicketBytes(t *testing.T, tk ticketResponse) {
 
 // The health checks write, encoded once, what writeJSON wrote for them.
 func TestHealthBodiesMatchEncodingJSON(t *testing.T) {
-	for status, body := range map[string][]byte{"ok": healthyBody, "ready": readyBody} {
+	for _, tc := range []struct {
+		body []byte
+		want map[string]string
+	}{
+		{healthyBody, map[string]string{"status": "ok", "version": version.String()}},
+		{readyBody, map[string]string{"status": "ready"}},
+	} {
 		w := httptest.NewRecorder()
-		writeJSON(w, http.StatusOK, map[string]string{"status": status})
-		if w.Body.String() != string(body) {
-			t.Errorf("%s: writes %q, writeJSON %q", status, body, w.Body)
+		writeJSON(w, http.StatusOK, tc.want)
+		if w.Body.String() != string(tc.body) {
+			t.Errorf("%s: writes %q, writeJSON %q", tc.want["status"], tc.body, w.Body)
 		}
 	}
 }

@@ -21,6 +21,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -30,13 +31,23 @@ import (
 	"os"
 	"runtime/debug"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/version"
 )
 
 var (
-	body          = []byte(`{"status":"ok"}` + "\n")
+	body          = healthzBody()
 	jsonHeader    = []string{"application/json; charset=utf-8"}
 	noStoreHeader = []string{"no-store"}
 )
+
+// healthzBody is waitroom's /healthz body, version and all: built from
+// the same checkout, as bench-pair.sh and bench-gate.sh build both, the
+// two write the same bytes.
+func healthzBody() []byte {
+	v, _ := json.Marshal(version.String()) // a string always marshals
+	return []byte(`{"status":"ok","version":` + string(v) + "}\n")
+}
 
 func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
