@@ -178,28 +178,6 @@ func (c *claimedElsewhere) Claim(context.Context, string, string, time.Time) (bo
 	return false, nil
 }
 
-// Sites that still set the deprecated Options.HandOvers keep their
-// shared record of pass links.
-func TestDeprecatedHandOversIsUsed(t *testing.T) {
-	w := newWaitroom(t)
-	links := &claimedElsewhere{}
-	g, err := gate.New(t.Context(), gate.Options{
-		Queue:       "default",
-		Issuer:      "https://waitroom.test",
-		JWKSURL:     w.srv.URL + "/.well-known/jwks.json",
-		WaitingPage: "/q/default",
-		HandOvers:   links,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := g.Handler(http.NotFoundHandler())
-	r := get(h, "/order?wr_pass="+url.QueryEscape(w.issue(t, "default", time.Now().Add(time.Hour))))
-	if links.asked != 1 || strings.Contains(r.Header().Get("Set-Cookie"), "wr_pass") {
-		t.Fatalf("a link exchanged elsewhere: asked %d, Set-Cookie %q", links.asked, r.Header().Get("Set-Cookie"))
-	}
-}
-
 // The pass cookie twice in one request (one planted) is refused outright.
 func TestDuplicatePassCookie(t *testing.T) {
 	w := newWaitroom(t)

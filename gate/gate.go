@@ -46,7 +46,6 @@
 package gate
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,11 +82,6 @@ var ErrUsedElsewhere = errors.New("gate: the pass was used from too many client 
 type PassLinks interface {
 	Claim(ctx context.Context, queue, id string, until time.Time) (first bool, err error)
 }
-
-// HandOvers is the former name of PassLinks.
-//
-// Deprecated: use PassLinks.
-type HandOvers = PassLinks
 
 // Options configure a gate. Queue or Routes, and either Checker or Issuer
 // and JWKSURL, are required.
@@ -130,8 +124,6 @@ type Options struct {
 	// PassLinks makes each ?wr_pass= link single-use across every replica
 	// of the site; nil: within this process only (one replica).
 	PassLinks PassLinks
-	// Deprecated: use PassLinks (read only when PassLinks is nil).
-	HandOvers PassLinks
 	// Client makes the JWKS and verify requests; default: 5 s timeout.
 	Client *http.Client
 	// Checker replaces the check through JWKSURL and VerifyURL.
@@ -197,7 +189,7 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		bypass:       opts.Bypass,
 		bypassClient: opts.BypassClient,
 		secure:       !opts.InsecureCookie,
-		passLinks:    cmp.Or(opts.PassLinks, opts.HandOvers),
+		passLinks:    opts.PassLinks,
 		fail:         opts.Fail,
 		onFailOpen:   opts.OnFailOpen,
 		log:          logger(opts.Logger),

@@ -260,7 +260,7 @@ func (a *app) addScheduler(context.Context) error {
 	}
 	obs := windowAudit{log: auditLog, next: a.obs.tick, slog: a.log}
 	a.workers = append(a.workers, func(context.Context) (func(), error) {
-		sched, err := scheduler.StartAdapting(a.store, scheduler.Period(a.interval), a.log, obs, a.adapter)
+		sched, err := scheduler.Start(a.store, scheduler.Period(a.interval), a.log, obs, a.adapter)
 		if err != nil {
 			return nil, err
 		}

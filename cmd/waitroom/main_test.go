@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 )
 
 func TestMain(m *testing.M) {
@@ -63,7 +63,7 @@ func startReplica(t *testing.T, env map[string]string) *replica {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, config.Map(full), io.Discard) }()
+	go func() { done <- run(ctx, envconfig.Lookup(full), io.Discard) }()
 	r := &replica{base: "http://" + addr}
 	stopped := false
 	r.stop = func() error {
@@ -311,7 +311,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0", "WAITROOM_SIGNING_KEY_FILE": notKey},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := run(ctx, config.Map(env), io.Discard)
+		err := run(ctx, envconfig.Lookup(env), io.Discard)
 		timedOut := ctx.Err() != nil
 		cancel()
 		if err == nil || timedOut {

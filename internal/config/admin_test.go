@@ -28,7 +28,7 @@ func oidcEnv(change map[string]string) map[string]string {
 }
 
 func TestOIDCConfig(t *testing.T) {
-	cfg, err := Load(Map(oidcEnv(nil)))
+	cfg, err := Load(env(oidcEnv(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,19 +60,19 @@ func TestOIDCConfig(t *testing.T) {
 		{"admin token like an API token", map[string]string{"WAITROOM_ADMIN_TOKEN": "wrt_" + strings.Repeat("x", 40)}, "WAITROOM_ADMIN_TOKEN"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := Load(Map(oidcEnv(c.change))); err == nil || !strings.Contains(err.Error(), c.want) {
+			if _, err := Load(env(oidcEnv(c.change))); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error naming %s", err, c.want)
 			}
 		})
 	}
 	// Loopback http: tests and local development only.
-	cfg, err = Load(Map(oidcEnv(map[string]string{"WAITROOM_OIDC_ISSUER": "http://127.0.0.1:9000", "WAITROOM_PUBLIC_URL": "http://localhost:8080",
+	cfg, err = Load(env(oidcEnv(map[string]string{"WAITROOM_OIDC_ISSUER": "http://127.0.0.1:9000", "WAITROOM_PUBLIC_URL": "http://localhost:8080",
 		"WAITROOM_OIDC_ROLES_CLAIM": "roles"})))
 	if err != nil || cfg.Admin.OIDC.RolesClaim != "roles" {
 		t.Fatalf("loopback: %v", err)
 	}
 	// Without a provider nor a token, nobody can sign in.
-	cfg, err = Load(Map(map[string]string{}))
+	cfg, err = Load(env(map[string]string{}))
 	if err != nil || cfg.Admin.Enabled() || cfg.Admin.OIDC != nil {
 		t.Fatalf("default: %+v %v", cfg.Admin, err)
 	}

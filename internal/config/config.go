@@ -161,7 +161,7 @@ const (
 )
 
 // Bounds of the replica WAIT. Its timeout stays well under the Redis
-// client's 1 s read timeout (RedisOptions), which also bounds the
+// client's 1 s read timeout (Redis), which also bounds the
 // pipeline that carries the WAIT.
 const (
 	MaxRedisWaitReplicas = 16
@@ -177,19 +177,11 @@ const MinAdminTokenBytes = 32
 // WAITROOM_METRICS_ADDR says otherwise.
 const DefaultMetricsAddr = ":9090"
 
-// Map is a lookup for Load over the variables in m (tests, embedding).
-func Map(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) {
-		v, ok := m[k]
-		return v, ok
-	}
-}
-
 // MinRefillInterval keeps the scheduler sane: ticks are checked ten times
 // per interval.
 const MinRefillInterval = 50 * time.Millisecond
 
-// Load reads the configuration through lookup (os.LookupEnv, or Map) and
+// Load reads the configuration through lookup (os.LookupEnv) and
 // validates it, one section at a time (load.go); every fault is reported,
 // joined. An empty value means the default, except where a variable set
 // to "" means off (WAITROOM_METRICS_ADDR).
@@ -235,17 +227,4 @@ func (c Config) Redis() (*redis.UniversalOptions, error) {
 	opts.MaxRetries = -1
 	opts.MaxRedirects = -1
 	return opts, nil
-}
-
-// RedisOptions is Redis for a single node, as a *redis.Options: for tests
-// that dial one Redis their own way with the service's timeouts.
-func (c Config) RedisOptions() (*redis.Options, error) {
-	opts, err := c.Redis()
-	if err != nil {
-		return nil, err
-	}
-	if kind := redisconn.KindOf(opts); kind != redisconn.Single {
-		return nil, fmt.Errorf("WAITROOM_REDIS_URL: a %s URL, not a single node", kind)
-	}
-	return opts.Simple(), nil
 }

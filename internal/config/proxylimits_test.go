@@ -12,14 +12,14 @@ import (
 // TestGateLimits: the proxy's limits have safe
 // defaults, are read from the environment, and refused out of bounds.
 func TestGateLimits(t *testing.T) {
-	c, err := Load(Map(nil))
+	c, err := Load(env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.GateLimits != proxy.DefaultLimits() {
 		t.Fatalf("defaults %+v, want %+v", c.GateLimits, proxy.DefaultLimits())
 	}
-	c, err = Load(Map(map[string]string{"WAITROOM_GATE_BODY_TIMEOUT": "3s", "WAITROOM_GATE_BODY_MIN_RATE": "4096",
+	c, err = Load(env(map[string]string{"WAITROOM_GATE_BODY_TIMEOUT": "3s", "WAITROOM_GATE_BODY_MIN_RATE": "4096",
 		"WAITROOM_GATE_MAX_PER_PASS": "16", "WAITROOM_GATE_MAX_PER_CLIENT": "100"}))
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestGateLimits(t *testing.T) {
 	}
 	for k, v := range map[string]string{"WAITROOM_GATE_BODY_TIMEOUT": "0s", "WAITROOM_GATE_BODY_MIN_RATE": "0",
 		"WAITROOM_GATE_MAX_PER_PASS": "0", "WAITROOM_GATE_MAX_PER_CLIENT": "lots"} {
-		if _, err := Load(Map(map[string]string{k: v})); err == nil || !strings.Contains(err.Error(), k) {
+		if _, err := Load(env(map[string]string{k: v})); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: %v, want an error naming it", k, v, err)
 		}
 	}
@@ -41,16 +41,16 @@ func TestGateLimits(t *testing.T) {
 // the last two.
 func TestProbeURLAtLoad(t *testing.T) {
 	for _, u := range []string{"http://169.254.169.254/", "http://2852039166/", "http://[::ffff:169.254.169.254]/", "http://127.0.0.1:8081/", "http://10.0.0.1/"} {
-		_, err := Load(Map(map[string]string{"WAITROOM_ORIGIN_PROBE_URL": u}))
+		_, err := Load(env(map[string]string{"WAITROOM_ORIGIN_PROBE_URL": u}))
 		if err == nil || !strings.Contains(err.Error(), "invalid_probe_url") {
 			t.Errorf("%s: %v, want invalid_probe_url", u, err)
 		}
 	}
-	c, err := Load(Map(map[string]string{"WAITROOM_ORIGIN_PROBE_URL": "http://127.0.0.1:8081/", "WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE": "true"}))
+	c, err := Load(env(map[string]string{"WAITROOM_ORIGIN_PROBE_URL": "http://127.0.0.1:8081/", "WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE": "true"}))
 	if err != nil || c.ProbePolicy != (safeurl.Policy{AllowLoopback: true, AllowPrivate: true}) {
 		t.Fatalf("allowed: %+v %v", c.ProbePolicy, err)
 	}
-	if _, err := Load(Map(map[string]string{"WAITROOM_ORIGIN_PROBE_URL": "http://169.254.169.254/", "WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE": "true"})); err == nil {
+	if _, err := Load(env(map[string]string{"WAITROOM_ORIGIN_PROBE_URL": "http://169.254.169.254/", "WAITROOM_ORIGIN_PROBE_ALLOW_PRIVATE": "true"})); err == nil {
 		t.Fatal("link-local allowed")
 	}
 }

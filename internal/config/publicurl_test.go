@@ -27,7 +27,7 @@ func TestPublicURL(t *testing.T) {
 		{"q.example", "", "", false},
 		{"https://", "", "", false},
 	} {
-		cfg, err := Load(Map(map[string]string{"WAITROOM_PUBLIC_URL": c.public, "WAITROOM_ISSUER": c.issuer}))
+		cfg, err := Load(env(map[string]string{"WAITROOM_PUBLIC_URL": c.public, "WAITROOM_ISSUER": c.issuer}))
 		if c.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "WAITROOM_PUBLIC_URL")) {
 			t.Errorf("%q (issuer %q): %v", c.public, c.issuer, err)
 			continue

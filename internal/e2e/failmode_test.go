@@ -18,13 +18,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/httpapi"
 	"github.com/waitroom/waitroom/internal/metrics"
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
@@ -69,14 +69,7 @@ type failStack struct {
 // twoRooms adds the room of /b/ (stack.queueB).
 func newFailStack(t *testing.T, ctr *redistest.Container, mode gate.FailMode, order *httptest.Server, nginxBin string, twoRooms bool) *failStack {
 	t.Helper()
-	cfg, err := config.Load(config.Map(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := cfg.RedisOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := envconfig.SingleRedis(t, envconfig.Load(t, nil))
 	rdb := ctr.Client(t, opts)
 	up, _ := url.Parse(order.URL)
 	fs := &failStack{mode: mode, lines: &lineCounter{match: "failing open"}}
@@ -84,6 +77,7 @@ func newFailStack(t *testing.T, ctr *redistest.Container, mode gate.FailMode, or
 	var runs sync.WaitGroup
 	t.Cleanup(func() { cancel(); runs.Wait() })
 	var recorder *failopen.Recorder
+	var err error
 	fs.stack = newStack(t, stackOptions{
 		settings: queue.Settings{RefillSize: 100, RefillInterval: time.Second, SessionTTL: time.Minute},
 		redis:    rdb,

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
@@ -27,14 +27,7 @@ func TestOutageRequestCount(t *testing.T) {
 	ctr := redistest.NewContainer(t)
 	order := orderSite(t)
 	fs := newFailStack(t, ctr, gate.FailClosed, order, "", false)
-	cfg, err := config.Load(config.Map(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := cfg.RedisOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := envconfig.SingleRedis(t, envconfig.Load(t, nil))
 	ws := newStack(t, stackOptions{settings: queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Minute}, redis: ctr.Client(t, opts)})
 	ws.fillWaiting("ahead", 3)
 	w := newBrowser(t, chromium)

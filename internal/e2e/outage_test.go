@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
@@ -96,14 +96,7 @@ func TestOutageWaitingPage(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
 	ctr := redistest.NewContainer(t)
-	cfg, err := config.Load(config.Map(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := cfg.RedisOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := envconfig.SingleRedis(t, envconfig.Load(t, nil))
 	s := newStack(t, stackOptions{
 		settings: queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Minute},
 		redis:    ctr.Client(t, opts),

@@ -126,7 +126,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	sched, err := scheduler.Start(store, scheduler.Period(o.settings.RefillInterval), log, nil)
+	sched, err := scheduler.Start(store, scheduler.Period(o.settings.RefillInterval), log, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,10 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	var upstream http.Handler
 	if o.upstream != nil {
-		upstream = proxy.New(o.upstream, 10*time.Second, log)
+		upstream, err = proxy.NewHandler(proxy.Options{Upstream: o.upstream, Timeout: 10 * time.Second, Log: log, Limits: proxy.DefaultLimits()})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	calls := &recorder{queue: name, places: places}
 	var clientIP *clientip.Resolver

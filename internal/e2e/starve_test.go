@@ -21,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
@@ -110,7 +111,7 @@ func newStarveStack(t *testing.T, o *redis.UniversalOptions) *starveStack {
 // pool of size conns that gives up after poolTimeout.
 func redisOptions(t *testing.T, addr string, conns int, poolTimeout time.Duration) *redis.UniversalOptions {
 	t.Helper()
-	cfg, err := config.Load(config.Map(map[string]string{"WAITROOM_REDIS_URL": "redis://" + addr}))
+	cfg, err := config.Load(envconfig.Lookup(map[string]string{"WAITROOM_REDIS_URL": "redis://" + addr}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
@@ -649,14 +649,7 @@ func TestReconnectKeepsPlace(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
 	ctr := redistest.NewContainer(t)
-	cfg, err := config.Load(config.Map(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := cfg.RedisOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := envconfig.SingleRedis(t, envconfig.Load(t, nil))
 	settings := queue.Settings{RefillSize: 1, RefillInterval: 10 * time.Second, SessionTTL: time.Minute}
 	s := newStack(t, stackOptions{settings: settings, redis: ctr.Client(t, opts)})
 	b := newBrowser(t, chromium)

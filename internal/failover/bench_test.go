@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
+	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
@@ -77,7 +78,7 @@ func BenchmarkEnterReplicaWait(b *testing.B) {
 		for _, callers := range []int{1, 32} {
 			for _, wait := range []int{0, 1} {
 				b.Run(fmt.Sprintf("callers=%d/wait=%d", callers, wait), func(b *testing.B) {
-					cfg, err := config.Load(config.Map(map[string]string{"WAITROOM_REDIS_URL": "redis://" + primary.addr + "/0"}))
+					cfg, err := config.Load(envconfig.Lookup(map[string]string{"WAITROOM_REDIS_URL": "redis://" + primary.addr + "/0"}))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -26,6 +26,7 @@ import (
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
+	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/web"
 )
@@ -49,7 +50,7 @@ type service struct {
 // can name and count them; sessions slide, so a pass check runs renew.lua.
 func startService(t testing.TB, redisURL string, queues []string, waitReplicas int) *service {
 	t.Helper()
-	cfg, err := config.Load(config.Map(map[string]string{
+	cfg, err := config.Load(envconfig.Lookup(map[string]string{
 		"WAITROOM_REDIS_URL":               redisURL,
 		"WAITROOM_QUEUES":                  strings.Join(queues, ","),
 		"WAITROOM_REDIS_WAIT_REPLICAS":     strconv.Itoa(waitReplicas),

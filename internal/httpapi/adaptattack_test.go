@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/autorate"
-	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/scheduler"
@@ -159,7 +158,7 @@ func newAdaptingEnv(t *testing.T, ctx context.Context, wg *sync.WaitGroup, upURL
 		t.Fatal(err)
 	}
 	wg.Go(func() { runner.Run(ctx) })
-	sched, err := scheduler.StartAdapting(store, scheduler.Period(time.Second), log, nil, runner)
+	sched, err := scheduler.Start(store, scheduler.Period(time.Second), log, nil, runner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,5 +166,5 @@ func newAdaptingEnv(t *testing.T, ctx context.Context, wg *sync.WaitGroup, upURL
 	places, passes := newTrust(t, rdb)
 	g := newTestGate(t, rdb, store, name, passes, nil, true)
 	return newEnvWithStore(t, rdb, store, name, Options{Places: places, Passes: passes, Gate: g, ClientIP: behindProxy(t),
-		Upstream: proxy.NewObserved(upURL, 10*time.Second, log, runner.Observe)}), store, name
+		Upstream: upstreamProxy(upURL, 10*time.Second, log, runner.Observe)}), store, name
 }

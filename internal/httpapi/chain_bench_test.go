@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/proxy"
 
 	"github.com/waitroom/waitroom/internal/metrics"
 	"github.com/waitroom/waitroom/internal/queue"
@@ -83,7 +82,7 @@ func BenchmarkGateChain(b *testing.B) {
 	}
 	m := metrics.New(store)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e := newEnvWithStore(b, rdb, store, "gchain", Options{Metrics: m.Middleware, InsecureUserIDs: true, Upstream: proxy.New(upURL, 30*time.Second, log)})
+	e := newEnvWithStore(b, rdb, store, "gchain", Options{Metrics: m.Middleware, InsecureUserIDs: true, Upstream: upstreamProxy(upURL, 30*time.Second, log, nil)})
 	tk := e.enter("bench-user")
 	if tk.Pass == "" {
 		b.Fatalf("not admitted: %+v", tk)

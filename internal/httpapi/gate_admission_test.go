@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
@@ -31,7 +30,7 @@ func twoGateReplicas(t *testing.T) (a, b *env) {
 	b = newEnvWithStore(t, a.rdb, a.store, a.queue, Options{
 		Places: s.places, Passes: s.passes, ClientIP: behindProxy(t),
 		Gate:     newTestGate(t, a.rdb, a.store, a.queue, s.passes, nil, true),
-		Upstream: proxy.New(u, 5*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		Upstream: upstreamProxy(u, 5*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)), nil),
 	})
 	return a, b
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/place"
-	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/redistest"
 	"github.com/waitroom/waitroom/internal/reqcheck"
 	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
@@ -129,7 +128,7 @@ func TestGatePassLinkSingleUseAcrossReplicas(t *testing.T) {
 	b := newEnvWithStore(t, a.rdb, a.store, a.queue, Options{
 		Places: s.places, Passes: s.passes, ClientIP: behindProxy(t),
 		Gate:     newTestGate(t, a.rdb, a.store, a.queue, s.passes, nil, true),
-		Upstream: proxy.New(u, 5*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		Upstream: upstreamProxy(u, 5*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)), nil),
 	})
 	tk := a.admittedPass()
 	link := "/order?wr_pass=" + url.QueryEscape(tk.Pass)

@@ -107,7 +107,7 @@ func newGateEnv(t *testing.T, up *url.URL, timeout time.Duration) *env {
 	}
 	g := newTestGate(t, rdb, store, name, passes, []string{"/static/"}, true)
 	opts := Options{Places: places, Passes: passes, Gate: g, AdminToken: adminToken, ClientIP: behindProxy(t),
-		Upstream: proxy.New(up, timeout, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+		Upstream: upstreamProxy(up, timeout, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)}
 	return newEnvWithStore(t, rdb, store, name, opts)
 }
 
@@ -417,4 +417,14 @@ func TestGateModeUpstream(t *testing.T) {
 		t.Fatalf("upstream down, browser: %d %v", r.status, r.header)
 	}
 	wantError(t, e.do("GET", "/order", "", auth...), 502, "upstream_unavailable")
+}
+
+// upstreamProxy is the reverse proxy to u at its default limits, telling
+// observe (nil: nobody) of each upstream answer, as cmd/waitroom builds it.
+func upstreamProxy(u *url.URL, timeout time.Duration, log *slog.Logger, observe proxy.Observe) http.Handler {
+	h, err := proxy.NewHandler(proxy.Options{Upstream: u, Timeout: timeout, Log: log, Observe: observe, Limits: proxy.DefaultLimits()})
+	if err != nil {
+		panic(err) // the default limits are valid (TestGateLimits)
+	}
+	return h
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/autorate"
-	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/rediskeys"
 	"github.com/waitroom/waitroom/internal/redistest"
@@ -150,7 +149,7 @@ func TestGateObservesUpstream(t *testing.T) {
 	}
 	g := newTestGate(t, rdb, store, name, passes, nil, true)
 	e := newEnvWithStore(t, rdb, store, name, Options{Places: places, Passes: passes, Gate: g, ClientIP: behindProxy(t),
-		Upstream: proxy.NewObserved(upURL, 500*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)), observe)})
+		Upstream: upstreamProxy(upURL, 500*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)), observe)})
 
 	if r := e.do("GET", "/order", ""); r.status == 200 {
 		t.Fatal("no pass, yet through the gate")

@@ -79,7 +79,7 @@ func newRoomsEnv(t *testing.T, o roomsOptions) *roomsEnv {
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL)
 	e.env = newEnvWithStore(t, rdb, store, e.concert, Options{Places: places, Passes: passes, Gate: g, AdminToken: adminToken, ClientIP: resolver,
-		Upstream: proxy.New(u, 5*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))})
+		Upstream: upstreamProxy(u, 5*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)})
 	return e
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/handoff"
 	"github.com/waitroom/waitroom/internal/pass"
 	"github.com/waitroom/waitroom/internal/passledger"
@@ -26,6 +25,7 @@ import (
 	"github.com/waitroom/waitroom/internal/proxy"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -453,14 +453,7 @@ func TestPagesAndHeaders(t *testing.T) {
 func outageRedis(t *testing.T) (*redistest.Container, *redis.Client) {
 	t.Helper()
 	ctr := redistest.NewContainer(t)
-	cfg, err := config.Load(config.Map(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	redisOpts, err := cfg.RedisOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	redisOpts := envconfig.SingleRedis(t, envconfig.Load(t, nil))
 	return ctr, ctr.Client(t, redisOpts)
 }
 

@@ -22,15 +22,6 @@ import (
 	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
-// New returns a handler that sends requests to upstream, with
-// DefaultLimits. It expects to run behind a gate (gate.FromContext gives
-// the claims whose sub and queue it forwards). timeout bounds the wait
-// for the upstream's response headers; a body may then stream
-// (server-sent events, WebSockets) for as long as both ends keep it open.
-func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handler {
-	return NewObserved(upstream, timeout, log, nil)
-}
-
 // Observe hears each upstream answer to a request a pass let through: its
 // room's queue, the admission it came with (its sub: the voice the
 // controller weighs), its status (0: none came, the proxy gave up) and
@@ -38,13 +29,6 @@ func New(upstream *url.URL, timeout time.Duration, log *slog.Logger) http.Handle
 // from the request body's last byte. internal/autorate judges the order
 // page's health by it. Requests the client broke off are not heard.
 type Observe func(queue, voice string, status int, took time.Duration)
-
-// NewObserved is New telling observe (nil: nobody) of each upstream answer
-// to a request that came with a pass.
-func NewObserved(upstream *url.URL, timeout time.Duration, log *slog.Logger, observe Observe) http.Handler {
-	h, _ := NewHandler(Options{Upstream: upstream, Timeout: timeout, Log: log, Observe: observe, Limits: DefaultLimits()})
-	return h
-}
 
 // Options are what NewHandler is made of.
 type Options struct {

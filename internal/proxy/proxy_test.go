@@ -36,7 +36,11 @@ func TestBodiesThroughReusedBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := httptest.NewServer(New(u, 10*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	h, err := NewHandler(Options{Upstream: u, Timeout: 10 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Limits: DefaultLimits()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(h)
 	defer front.Close()
 
 	sizes := []int{0, 1, copyBufferSize - 1, copyBufferSize, copyBufferSize + 1, 3*copyBufferSize + 17, 200_000}

@@ -65,14 +65,9 @@ type Adapter interface {
 }
 
 // Start begins calling the tick of each queue every period, telling obs
-// (nil: nobody) how each call went.
-func Start(store *queue.Store, period time.Duration, logger *slog.Logger, obs Observer) (*Scheduler, error) {
-	return StartAdapting(store, period, logger, obs, nil)
-}
-
-// StartAdapting is Start with each tick's effective refill proposed by ad
-// (nil: none).
-func StartAdapting(store *queue.Store, period time.Duration, logger *slog.Logger, obs Observer, ad Adapter) (*Scheduler, error) {
+// (nil: nobody) how each call went, with each tick's effective refill
+// proposed by ad (nil: none).
+func Start(store *queue.Store, period time.Duration, logger *slog.Logger, obs Observer, ad Adapter) (*Scheduler, error) {
 	s, err := gocron.NewScheduler(gocron.WithLogger(logger), gocron.WithStopTimeout(5*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)

@@ -51,7 +51,7 @@ func TestThreeReplicasTickOncePerInterval(t *testing.T) {
 	}
 
 	for r := 0; r < 3; r++ {
-		s, err := Start(newReplica(), Period(interval), log, nil)
+		s, err := Start(newReplica(), Period(interval), log, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestObserverHearsEveryTick(t *testing.T) {
 		}
 	}
 	obs := &tickLog{queues: map[string]bool{}}
-	s, err := Start(store, Period(interval), slog.New(slog.NewTextHandler(io.Discard, nil)), obs)
+	s, err := Start(store, Period(interval), slog.New(slog.NewTextHandler(io.Discard, nil)), obs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestTickCalledWhenDue(t *testing.T) {
 		}
 	}
 	obs := &tickLog{queues: map[string]bool{}}
-	s, err := Start(store, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)), obs)
+	s, err := Start(store, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)), obs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 		}
 		seqs[i] = tk.Seq
 	}
-	sched, err := Start(store, Period(interval), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	sched, err := Start(store, Period(interval), slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
