@@ -207,7 +207,6 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 	keys = make([]string, 0, len(q.enterKeys)+1+len(calls))
 	keys = append(keys, q.enterKeys...)
 	keys = append(keys, q.keys.held)
-	now := time.Now()
 	args = make([]any, 0, len(q.args)+len(s.enterLimits)+len(s.networkArgs)+1+2*len(calls))
 	args = append(args, q.args[:]...)
 	args = append(args, s.enterLimits[:]...)
@@ -234,10 +233,6 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 		for _, n := range c.Networks[:counted] {
 			keys = append(keys, q.keys.netPlacesKey(n))
 		}
-		if counted > 0 {
-			cur, prev := q.keys.seenKeys(now, c.Networks[counted-1])
-			keys = append(keys, cur, prev)
-		}
 		for _, o := range c.others {
 			keys = append(keys, o.keys.waiting, o.keys.held, o.keys.draw)
 		}
@@ -249,14 +244,13 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 // "" when nothing (no charge to the shared buckets, no proof of work, no
 // place credential, no network to price, no class or human check: an
 // enter without a client), else "<client cost> <network cost> <site
-// cost> <place cost> <difficulty> <expires ms> <gen> <counted> <block 1>
-// <block 2> <flags>". proved says it brings a proof of work, whose key
+// cost> <place cost> <difficulty> <expires ms> <gen> <counted> <seen 1>
+// <seen 2> <flags>". proved says it brings a proof of work, whose key
 // then follows its bucket keys; counted how many of its Networks' held
-// ZSETs follow that (priced: the price is on, and the caller is priced
-// by its networks), and the blocks are those networks' in the seen
-// filters (seenBlock; 0 when not counted); the counted networks' held
-// ZSETs are followed by their keys in the filters (seenKeys, by the
-// widest of them: one shard holds a caller's network and site).
+// ZSETs follow that (priced: the price is on, the caller is priced by its
+// networks and is not its networks' first place here, seen.go), and
+// seen 1 and 2 whether those networks placed someone through this
+// replica lately (1) or not (0; also when not counted).
 // flags: 1, priced at the ceiling (PriceCeiling); 2, passed a human
 // check. An account's enter (c.others, Store.otherLines) then adds " <lines>" and, per other line,
 // "\n<lane> <member>": the lane ("": the general lane) and the member id
@@ -265,7 +259,7 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 // waiting, held and draw keys follow all the call's other keys.
 func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	proved = c.Proof.ID != "" && c.Proof.Difficulty > 0
-	if priced && c.Pricing == PriceByNetwork && c.Networks[0] != "" {
+	if priced && c.Pricing == PriceByNetwork && c.Networks[0] != "" && !c.first {
 		counted = 1
 		if c.Networks[1] != "" {
 			counted = 2
@@ -302,12 +296,10 @@ func enterAsks(c Caller, priced bool) (asks string, proved bool, counted int) {
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(counted), 10)
 	for i := range 2 {
-		h := uint64(0)
-		if i < counted {
-			h = seenBlock(c.Networks[i])
+		b = append(b, ' ', '0')
+		if i < counted && c.seen[i] {
+			b[len(b)-1] = '1'
 		}
-		b = append(b, ' ')
-		b = strconv.AppendUint(b, h, 10)
 	}
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(flags), 10)

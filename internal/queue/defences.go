@@ -49,15 +49,18 @@ func (s *Store) Challenge(ctx context.Context, queue string, c Caller) (int, err
 	}
 	keys := []string{q.keys.config, q.keys.waiting, q.keys.draw, q.keys.arriving,
 		q.clientKey(OpChallenge, c), q.netKey(OpChallenge, c, 0), q.netKey(OpChallenge, c, 1), q.keys.held}
-	var hashes [2]uint64
-	if _, _, counted := enterAsks(c, s.defaults.Price.Bits > 0); counted > 0 {
-		now := time.Now()
+	priced := s.defaults.Price.Bits > 0
+	if priced {
+		q.seen.seenOne(&c, time.Now()) // its networks' first place here is free (seen.go)
+	}
+	var seen [2]int
+	if _, _, counted := enterAsks(c, priced); counted > 0 {
 		for i, n := range c.Networks[:counted] {
 			keys = append(keys, q.keys.netPlacesKey(n))
-			hashes[i] = seenBlock(n)
+			if c.seen[i] {
+				seen[i] = 1
+			}
 		}
-		cur, prev := q.keys.seenKeys(now, c.Networks[counted-1])
-		keys = append(keys, cur, prev)
 	}
 	flags := 0
 	if c.Pricing == PriceCeiling {
@@ -68,7 +71,7 @@ func (s *Store) Challenge(ctx context.Context, queue string, c Caller) (int, err
 	}
 	args := append(append([]any{s.enterLimits[0], s.enterLimits[1]}, s.networkArgs[:4]...),
 		c.clientCost, c.netCosts[0], c.netCosts[1], s.networkArgs[4], s.networkArgs[5], s.networkArgs[6],
-		s.humanArg(), hashes[0], hashes[1], flags)
+		s.humanArg(), seen[0], seen[1], flags)
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
 		return challengeScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	})

@@ -1,8 +1,6 @@
 package queue
 
 import (
-	"strconv"
-	"time"
 
 	"github.com/waitroom/waitroom/internal/rediskeys"
 )
@@ -115,18 +113,6 @@ func (q *queueRef) netKey(op string, c Caller, i int) string {
 
 // netPlacesKey is the ZSET of the places network holds in the line.
 func (k keys) netPlacesKey(network string) string { return rediskeys.NetPlaces(k.name, network) }
-
-// seenKeys are network's keys in the filters of the networks seen in the
-// window of now and the one before (STRINGs; networks.lua's seen_read):
-// the shard its hash names (seenHash). Each replica names the window by
-// its own clock: at a window's edge two replicas may briefly write
-// different filters, which at worst lets a network's second place there
-// pass as a first.
-func (k keys) seenKeys(now time.Time, network string) (cur, prev string) {
-	w := now.UnixMilli() / seenWindow.Milliseconds()
-	shard := strconv.FormatUint(seenHash(network)%seenShards, 10)
-	return rediskeys.NetSeen(k.name, strconv.FormatInt(w, 10), shard), rediskeys.NetSeen(k.name, strconv.FormatInt(w-1, 10), shard)
-}
 
 // heldKey is the counter of the held places c's network brought back this
 // interval (Limits.HeldReturnPerTick): its Networks[0], else its Client

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -45,8 +46,16 @@ func (s *Store) newRef(name, lane string) *queueRef {
 	}
 	q.enters = batcher{timeout: s.timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
 		s.observer.Batch(name, OpEnter, len(calls))
+		priced := s.defaults.Price.Bits > 0
+		if priced {
+			q.seen.look(calls, time.Now()) // each call's networks' first place? (seen.go)
+		}
 		keys, args := s.enterArgs(q, calls)
-		return s.runEnter(ctx, name, q, len(calls), keys, args) // the script, and WAIT if set (replica.go)
+		tickets, err := s.runEnter(ctx, name, q, len(calls), keys, args) // the script, and WAIT if set (replica.go)
+		if priced && err == nil {
+			q.seen.placed(calls, tickets, time.Now())
+		}
+		return tickets, err
 	}}
 	q.statuses = batcher{timeout: s.timeout, run: func(ctx context.Context, calls []Caller) ([]Ticket, error) {
 		s.observer.Batch(name, OpStatus, len(calls))

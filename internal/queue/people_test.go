@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/waitroom/waitroom/internal/rediskeys"
-	"github.com/waitroom/waitroom/internal/redistest"
 )
 
 // The price falls on bots, never on a crowd that shares a network: these
@@ -217,135 +213,6 @@ func TestHeldPlacesStillCount(t *testing.T) {
 	}
 	if _, err := s.Enter(ctx, q, "n2"); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("second newcomer with 8 held and 1 waiting, cap 9: %v, want ErrQueueFull", err)
-	}
-}
-
-// blockOf splits seenBlock's code: the byte offset and the mask.
-func blockOf(network string) (off uint64, mask uint32) {
-	code := seenBlock(network)
-	return code >> 32, uint32(code)
-}
-
-// networks.lua sets the bits seenBlock names (big-endian: a block's
-// highest bit is its first byte's first), over generated networks, and
-// reads them back.
-func TestSeenBlocksMatchLua(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	rdb := redistest.Client(t)
-	cur := fmt.Sprintf("seen-blocks-%d", time.Now().UnixNano())
-	prev := cur + "-prev"
-	t.Cleanup(func() { rdb.Del(context.Background(), cur, prev) })
-	script := redis.NewScript(commonLua + networksLua + `
-local net = {'n', tonumber(ARGV[1]), KEYS[1], KEYS[2]}
-local before = seen_read({net}, {}).n
-networks_held({net}, nil)
-held_add({net}, 'u', 1)
-seen_blocks = {} -- read Redis again, not this call's view
-return {before, seen_read({net}, {}).n}`)
-	for i := range 50 {
-		network := fmt.Sprintf("2001:db8:%x::/56", i*7919)
-		h := seenBlock(network)
-		rdb.Del(ctx, cur)
-		got, err := script.Run(ctx, rdb, []string{cur, prev}, strconv.FormatUint(h, 10)).Int64Slice()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got[0] != 0 || got[1] != 2 {
-			t.Fatalf("hash %d: seen %v before and after, want 0 then 2", h, got)
-		}
-		off, mask := blockOf(network)
-		want := map[int64]bool{}
-		for b := range 32 {
-			if mask&(1<<b) != 0 {
-				want[8*int64(off)+31-int64(b)] = true // big-endian: the highest bit first
-			}
-		}
-		for o := range want {
-			if bit, err := rdb.GetBit(ctx, cur, o).Result(); err != nil || bit != 1 {
-				t.Fatalf("hash %d: bit %d is %d (%v), want 1", h, o, bit, err)
-			}
-		}
-		if n, err := rdb.BitCount(ctx, cur, nil).Result(); err != nil || n != int64(len(want)) {
-			t.Fatalf("hash %d: %d bits set (%v), want %d", h, n, err, len(want))
-		}
-	}
-}
-
-// The seen filters misprice about 0.05 % of first places, under 0.1 %,
-// with a million networks in each of the two windows read (one bit per
-// network made it about 6 % in one window). The filters are built here
-// as networks.lua builds them (TestSeenBlocksMatchLua) and read by
-// networks.lua.
-func TestSeenFilterFalsePositives(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	rdb := redistest.Client(t)
-	q := fmt.Sprintf("seen%d", time.Now().UnixNano())
-	shardKey := func(window string, shard uint64) string {
-		return rediskeys.NetSeen(q, window, strconv.FormatUint(shard, 10))
-	}
-	t.Cleanup(func() {
-		for s := range uint64(seenShards) {
-			rdb.Del(context.Background(), shardKey("1", s), shardKey("0", s))
-		}
-	})
-	const perWindow, probes = 1_000_000, 100_000
-	var buf []byte
-	network := func(window, i int) string {
-		buf = strconv.AppendInt(append(strconv.AppendInt(append(buf[:0], 'w'), int64(window), 10), ':'), int64(i), 10)
-		return string(buf)
-	}
-	for w, window := range []string{"1", "0"} {
-		shards := make([][]byte, seenShards)
-		for s := range shards {
-			shards[s] = make([]byte, seenBlocks*4)
-		}
-		for i := range perWindow {
-			n := network(w, i)
-			shard := seenHash(n) % seenShards // its own shard, as if it were its caller's widest network
-			off, mask := blockOf(n)
-			block := shards[shard][off : off+4]
-			block[0], block[1], block[2], block[3] = block[0]|byte(mask>>24), block[1]|byte(mask>>16), block[2]|byte(mask>>8), block[3]|byte(mask)
-		}
-		pipe := rdb.Pipeline()
-		for s, b := range shards {
-			pipe.Set(ctx, shardKey(window, uint64(s)), b, time.Hour)
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	probe := redis.NewScript(commonLua + networksLua + `
-local n = 0
-for i = 1, #ARGV do
-  local h = tonumber(ARGV[i])
-  if seen_read({{'n', h, KEYS[2 * i - 1], KEYS[2 * i]}}, {}).n > 0 then
-    n = n + 1
-  end
-end
-return n`)
-	found := 0
-	const batch = 500
-	for from := 0; from < probes; from += batch {
-		var keys []string
-		var args []any
-		for i := from; i < from+batch; i++ {
-			n := network(9, i)
-			shard := seenHash(n) % seenShards
-			keys = append(keys, shardKey("1", shard), shardKey("0", shard))
-			args = append(args, strconv.FormatUint(seenBlock(n), 10))
-		}
-		n, err := probe.Run(ctx, rdb, keys, args...).Int()
-		if err != nil {
-			t.Fatal(err)
-		}
-		found += n
-	}
-	rate := float64(found) / probes
-	t.Logf("%d of %d unseen networks read as seen with %d networks in each window: %.4f %%", found, probes, perWindow, 100*rate)
-	if rate > 0.001 {
-		t.Fatalf("false positives %.4f %%, want ≤ 0.1 %%", 100*rate)
 	}
 }
 

@@ -107,41 +107,25 @@ const (
 	SiteShare = 4
 	// heldCap bounds a network's count of places (4096² × 2 > 2^32).
 	heldCap = 4096
-	// A window's filter of networks seen is seenShards keys of
-	// seenBlocks 32-bit blocks (8 MiB in all, taken as networks land),
-	// and a network sets seenProbes bits of one block: with a million
-	// networks in each of the two windows read, about 0.05 % of first
-	// places find all their bits set by others
-	// (TestSeenFilterFalsePositives). networks.lua mirrors them.
+	// A window of a replica's filter of networks seen (seen.go) is
+	// seenShards × seenBlocks 32-bit blocks (8 MiB in all, taken a
+	// shard at a time as networks land), and a network sets seenProbes
+	// bits of one block: with a million networks in each of the two
+	// windows read, about 0.05 % of first places find all their bits set
+	// by others (TestSeenFilterFalsePositives).
 	seenShards = 256
 	seenBlocks = 8192
 	seenProbes = 5
-	// seenWindow is a bitmap's window, and how long a network's ZSET is
+	// seenWindow is a filter's window, and how long a network's ZSET is
 	// kept after its last new place (PRICE_HELD_TTL_MS in networks.lua).
 	seenWindow = 2 * time.Hour
 )
 
-// seenBlock is network's block in the filters of networks seen, as
-// networks.lua takes it: the byte offset of its 32-bit block in its shard
-// key × 2^32 + the seenProbes bits it sets there (under 2^47, which Lua's
-// numbers hold exactly). The shard is another network's, the caller's
-// widest (seenKeys), so the hash's low byte is left out here.
-func seenBlock(network string) uint64 {
-	h := seenHash(network)
-	block, rest := (h/seenShards)%seenBlocks, h/(seenShards*seenBlocks)
-	var mask uint64
-	for range seenProbes {
-		mask |= 1 << (rest % 32)
-		rest /= 32
-	}
-	return block*4<<32 | mask
-}
-
-// seenHash is network's hash for the seen filters (seenKeys, seenBlock):
-// the same on every replica (FNV-1a, not a seeded hash, then
+// seenHash is network's hash for the seen filter (seenSlot): the same on
+// every replica (FNV-1a, not a seeded hash, then
 // MurmurHash3's finalizer, since FNV-1a leaves the middle bits of
 // strings that differ in their last bytes almost alike, and networks'
-// names do), below 2^48 so that Lua's numbers hold it exactly.
+// names do).
 func seenHash(network string) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(network); i++ {

@@ -133,6 +133,9 @@ type queueRef struct {
 	// stale are the credentials that no longer name their place, as this
 	// replica knows them (stale.go).
 	stale *staleSet
+	// seen are the networks this replica placed someone from lately,
+	// for the price of a place (seen.go).
+	seen seenFilter
 	// lanes are the queue's lanes' lines (nil in a lane's own ref), made
 	// as a place in each is first seen (Store.line).
 	lanes *laneRefs

@@ -180,6 +180,11 @@ type Caller struct {
 	clientCost, placeCost int
 	// netCosts are what the script charges the Networks' shared buckets.
 	netCosts [2]int
+	// first says the call is its Networks' first place through this
+	// replica lately, free (seen.go); seen, for a later one, which of
+	// them placed someone lately.
+	first bool
+	seen  [2]bool
 }
 
 // gen is the generation the scripts check the caller's credential

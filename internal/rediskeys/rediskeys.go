@@ -135,11 +135,6 @@ func ArrivalRate(q string) string { return prefix(q) + "arrival_rate" }
 // id, score=arrival number, expiring 2 h after its last place. Owner: queue.
 func NetPlaces(q, network string) string { return prefix(q) + "netplaces:" + network }
 
-// NetSeen is one shard (0-255) of the filter of the networks seen in
-// window (a window number, decimal). STRING of 32-bit blocks, kept two
-// windows. Owner: queue.
-func NetSeen(q, window, shard string) string { return prefix(q) + "netseen:" + window + ":" + shard }
-
 // ClientRate, PlaceRate and NetworkRate are the rate buckets of call op
 // ("enter", "status", "challenge") per client address, per place and per
 // client network. STRING the time the bucket is full again (ms), expiring

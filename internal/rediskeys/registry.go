@@ -6,7 +6,7 @@ import "slices"
 // table is rendered from All (docs_test.go).
 type Key struct {
 	// Pattern is the key's name with "{q}" for the queue and "{…}" for
-	// each other part a builder is given, e.g. "wr:{q}:netseen:{window}:{shard}".
+	// each other part a builder is given, e.g. "wr:{q}:netplaces:{network}".
 	Pattern string
 	Type    string // Redis type: STRING, HASH, LIST, SET, ZSET or STREAM
 	Owner   string // the one package whose scripts or calls write it
@@ -71,9 +71,6 @@ var registry = []Key{
 		func() string { return Held(q) }},
 	{"wr:{q}:stale", "ZSET", OwnerQueue, "credentials that no longer name their place: member user id, score the highest such arrival number; trimmed as the head passes, at most 10,000 a tick",
 		func() string { return Stale(q) }},
-	{"wr:{q}:netseen:{window}:{shard}", "STRING", OwnerQueue, "one of 256 shards (32 KiB) of the filter of the client networks that made a place in a 2-hour window, kept two windows: " +
-		"a network's first place is only 5 bits of one 32-bit block (the price of a place)",
-		func() string { return NetSeen(q, "{window}", "{shard}") }},
 	{"wr:{q}:netplaces:{network}", "ZSET", OwnerQueue, "the places a network (IPv4 /24, IPv6 /56 or /48) holds from its second on, " +
 		"with a stand-in `~` for the first: member user id, score arrival number; trimmed as the head passes, expiring 2 h after its last place",
 		func() string { return NetPlaces(q, "{network}") }},

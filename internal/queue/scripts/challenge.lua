@@ -15,10 +15,9 @@
 --            buckets (STRING, see rate_take), or the unused key for a
 --            bucket not to be charged
 -- KEYS[8] -> held (ZSET; places set aside at the head, held_floor)
--- KEYS[9..] -> the held ZSETs of the caller's network and site, then
---            their key of this window's and the last window's filter of
---            networks seen (none when the caller is not priced by its
---            networks)
+-- KEYS[9..] -> the held ZSETs of the caller's network and site (none
+--            when the caller is not priced by its networks, or they
+--            placed nobody through this replica lately: seen.go)
 -- ARGV[1..6] -> the limits per client, network and site: period_ms (the
 --            time one call earns back, fractional; 0: no limit), burst
 -- ARGV[7..9] -> the calls to charge each bucket (0: not asked; the
@@ -26,7 +25,8 @@
 -- ARGV[10..12] -> the price: bits (0: none), calm arrivals a second, the
 --            ceiling (bits)
 -- ARGV[13] -> whether the human check's provider answers (1 or 0)
--- ARGV[14..15] -> the seen-filter blocks of the caller's network and site (seenBlock)
+-- ARGV[14..15] -> whether the replica placed someone from the caller's
+--            network and site lately (1 or 0)
 -- ARGV[16] -> flags (enter.lua's): 1 hosting, 2 passed a human check
 -- Returns {ALLOWED, difficulty} (0: no proof of work asked), {HUMAN, 0}
 -- when a human check is asked instead, or {LIMITED, wait_ms} when the
@@ -45,10 +45,9 @@ local difficulty, price = tonumber(cfg[1]) or 0, nil
 if #KEYS > 8 then
   local floor = held_floor(KEYS[2], KEYS[8], redis.call('SCARD', KEYS[3]), tonumber(cfg[2]) or 0, now)
   local pressure = arrival_pressure(KEYS[4], now, tonumber(ARGV[11]))
-  local cur, prev = KEYS[#KEYS - 1], KEYS[#KEYS]
-  local nets = {{KEYS[9], tonumber(ARGV[14]), cur, prev}}
-  if #KEYS > 11 then
-    nets[2] = {KEYS[10], tonumber(ARGV[15]), cur, prev}
+  local nets = {{KEYS[9], tonumber(ARGV[14])}}
+  if #KEYS > 9 then
+    nets[2] = {KEYS[10], tonumber(ARGV[15])}
   end
   price = price_of(nets, floor, tonumber(ARGV[10]), pressure)
 end

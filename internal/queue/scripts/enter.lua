@@ -46,8 +46,6 @@
 --              bucket (if its place cost is above 0), the key that marks
 --              its proof of work used (if it brings one), the held ZSETs
 --              of the networks it counts (its network, then its site),
---              and then their key of this window's and the last window's
---              filter of networks seen (STRINGs, networks.lua's seen_read),
 --              and for an account's enter the waiting ZSET, held ZSET and
 --              draw SET of each other line it names (other_line)
 -- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
@@ -63,7 +61,7 @@
 --              buckets, no proof of work, no place credential, no
 --              network), else "<client cost> <network cost> <site cost>
 --              <place cost> <difficulty> <expires> <gen> <counted>
---              <block 1> <block 2> <flags>":
+--              <seen 1> <seen 2> <flags>":
 --              the calls to charge the client's, its networks' and the
 --              place's buckets (0: not asked; see take_all), the
 --              difficulty its proof of work meets (0: none), when that
@@ -71,8 +69,9 @@
 --              credential (-1: none; a stale one is answered NOT_WAITING,
 --              reason moved, and changes nothing), and how many held
 --              ZSETs it brings (0-2): the price of its place is counted
---              on them, with each network's bits in the filters of networks seen (from
---              its block, seenBlock), and flags: 1, its network is of the
+--              on them (none: its networks' first place through this
+--              replica, free, seen.go), whether the replica placed
+--              someone from each lately (1 or 0), and flags: 1, its network is of the
 --              hosting class (every place at the ceiling); 2, it passed a
 --              human check (price_need). An account's enter (a join
 --              token's) then adds " <lines>" and per other line of the
@@ -127,7 +126,6 @@ local function finish()
   if PRICE_BITS > 0 and CALM > 0 then
     arrivals_note(KEYS[13], now, arrived)
   end
-  seen_keep()
   for i = 1, CALLS do
     out[HEAD + 2 * CALLS + i] = seqs[i] or 0
   end
@@ -242,19 +240,15 @@ local function pass_defences()
     local passed, proved, expires, gen, flags = true, 0, 0, -1, 0
     if asks ~= '' then
       -- One match, no table: this runs for every call of a batch.
-      local c_cost, n_cost, s_cost, p_cost, d, e, g, counted, block1, block2, f, lines, tail = string.match(asks,
+      local c_cost, n_cost, s_cost, p_cost, d, e, g, counted, seen1, seen2, f, lines, tail = string.match(asks,
         '^(%d+) (%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d) (%d+) (%d+) (%d) ?(%d*)(.*)$')
       proved, expires, gen, flags = tonumber(d), tonumber(e), tonumber(g), tonumber(f)
       passed = check_limits(i, tonumber(c_cost), tonumber(n_cost), tonumber(s_cost), tonumber(p_cost))
       proof_key[i] = next_key(proved)
       if counted ~= '0' then
-        held[i] = {{next_key(1), tonumber(block1)}}
+        held[i] = {{next_key(1), tonumber(seen1)}}
         if counted == '2' then
-          held[i][2] = {next_key(1), tonumber(block2)}
-        end
-        local cur, prev = next_key(1), next_key(1)
-        for _, net in ipairs(held[i]) do
-          net[3], net[4] = cur, prev
+          held[i][2] = {next_key(1), tonumber(seen2)}
         end
       end
       local others = others_of(tonumber(lines) or 0, tail) -- the lines an account's enter names

@@ -78,127 +78,40 @@ local function held_floor(waiting_key, held_key, in_draw, opens_at, now)
   return '(' .. low
 end
 
--- The networks seen lately: a network's first place is recorded in a
--- blocked Bloom filter, not as a member of a ZSET, so that a crowd spread
--- over many networks costs no key per person (a ZSET per IPv6 /56 and /48
--- made 579 bytes of Redis per waiting place, against 137 without). A
--- window's filter is seenShards STRING keys of seenBlocks 32-bit blocks
--- (price.go); a network's hash names its key, its block and seenProbes
--- bits within the block (Go computes them), so one GETRANGE reads them
--- all and one SETRANGE writes them (ten single bits, one BITFIELD
--- operation each, made enter three times as costly in Lua), and a key
--- takes memory only once networks land in it. This window's filter and
--- the last one's are read. Only a network's second place starts its ZSET, with a
--- stand-in for the first ("~": scored as the second, it leaves a little
--- later than the first did). A network whose bits all happen to be set
--- by others pays a second place's price for its first: with a million
--- networks in each window, about 0.05 % of first places (one bit a
--- network made it 6 %; TestSeenFilterFalsePositives). A network's bits
--- outlive its ZSET (each place refreshes them in this window's filter,
--- kept two windows, and a ZSET expires PRICE_HELD_TTL_MS after its last
--- place, one window).
-
--- seen_block: the byte offset of the 32-bit block of a network in its
--- filter key and the bits it sets there, from the code Go computed
--- (seenBlock: offset × 2^32 + mask), so that Lua does no hashing.
-local WORD = 4294967296
-local function seen_block(code)
-  return math.floor(code / WORD), code % WORD
-end
-
--- This call's view of the filter blocks it read or wrote (key -> byte
--- offset -> value), so that networks of one call that share a block see
--- each other's bits.
-local seen_blocks = {}
-
-local function blocks_of(key)
-  local c = seen_blocks[key]
-  if c == nil then
-    c = {}
-    seen_blocks[key] = c
-  end
-  return c
-end
-
--- block_get is the block at off of key (c, its cache): GETRANGE of its
--- four bytes, big-endian; bytes past the key's end are 0. (A BITFIELD
--- costs about three GETRANGEs in Redis.)
-local function block_get(key, c, off)
-  local v = c[off]
-  if v == nil then
-    local b1, b2, b3, b4 = string.byte(redis.call('GETRANGE', key, off, off + 3), 1, 4)
-    v = (b1 or 0) * 16777216 + (b2 or 0) * 65536 + (b3 or 0) * 256 + (b4 or 0)
-    c[off] = v
-  end
-  return v
-end
-
-local function has_all(v, mask)
-  return bit.band(v, mask) == bit.tobit(mask)
-end
-
--- block_put sets mask's bits in the block at off of key.
-local function block_put(key, c, off, mask)
-  local v = bit.bor(block_get(key, c, off), mask)
-  if v < 0 then
-    v = v + WORD
-  end
-  c[off] = v
-  redis.call('SETRANGE', key, off, string.char(math.floor(v / 16777216) % 256, math.floor(v / 65536) % 256,
-    math.floor(v / 256) % 256, v % 256))
-end
-
--- seen_read reads whether each network of nets (each {held ZSET key,
--- block code, this window's filter key, the last one's}: one key pair
--- for all, Go's seenKeys) placed anyone in this window (2) or the one
--- before (1), else 0, into seen (held key -> 0, 1 or 2), reading the
--- last window's only for those this one's lacks. It leaves each
--- network's block offset and mask in net[5] and net[6].
-local function seen_read(nets, seen)
-  for _, net in ipairs(nets) do
-    net[5], net[6] = seen_block(net[2])
-    if has_all(block_get(net[3], blocks_of(net[3]), net[5]), net[6]) then
-      seen[net[1]] = 2
-    elseif has_all(block_get(net[4], blocks_of(net[4]), net[5]), net[6]) then
-      seen[net[1]] = 1
-    else
-      seen[net[1]] = 0
-    end
-  end
-  return seen
-end
+-- Whether a network placed anyone lately is decided on the replica
+-- (seen.go): a network's first place there is free and never reaches
+-- this file; a later one comes with, per network, whether the replica
+-- placed someone from it lately (seen: 1) or not (0: a site whose
+-- network is new, say). A network the replica saw counts at least one
+-- place, though its ZSET holds none: its first place left no record in
+-- Redis. Only a network's second place starts its ZSET, with a stand-in
+-- for the first ("~": scored as the second, it leaves a little later
+-- than the first did).
 
 -- The places each network holds, read once per script call (held_cache,
 -- with held_base the members its ZSET had) and counted up for the calls
 -- already let through in it (held_tally), so that a batch of one
 -- network's enters pays as if one after another. held_added counts the
 -- places recorded for it in this call.
-local held_cache, held_base, held_tally, held_added, seen_now = {}, {}, {}, {}, {}
+local held_cache, held_base, held_tally, held_added = {}, {}, {}, {}
 
--- networks_held reads the places of each of nets not read yet in this
--- call.
+-- networks_held reads the places of each of nets ({held ZSET key,
+-- seen}) not read yet in this call: none for a network not seen, else
+-- its ZSET's (trimmed to the line at floor), at least one.
 local function networks_held(nets, floor)
-  local fresh = {}
   for _, net in ipairs(nets) do
-    if held_cache[net[1]] == nil then
-      fresh[#fresh + 1] = net
-    end
-  end
-  if #fresh == 0 then
-    return
-  end
-  local seen = seen_read(fresh, {})
-  for _, net in ipairs(fresh) do
-    local key, base, n = net[1], 0, 0
-    seen_now[key] = seen[key] == 2
-    if seen[key] > 0 then
-      if floor then
-        redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
+    local key = net[1]
+    if held_cache[key] == nil then
+      local base, n = 0, 0
+      if net[2] == 1 then
+        if floor then
+          redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
+        end
+        base = redis.call('ZCARD', key)
+        n = math.max(base, 1) -- its first place left no record here
       end
-      base = redis.call('ZCARD', key)
-      n = math.max(base, 1) -- its first place left only its bits
+      held_base[key], held_cache[key] = base, n
     end
-    held_base[key], held_cache[key] = base, n
   end
 end
 
@@ -207,7 +120,7 @@ local function network_held(net)
 end
 
 -- price_of: what the next place costs a caller whose networks are nets
--- ({network} or {network, site}, each {held ZSET key, bitmap offset}).
+-- ({network} or {network, site}, each {held ZSET key, seen}).
 local function price_of(nets, floor, bits, pressure)
   networks_held(nets, floor)
   local n = network_held(nets[1])
@@ -255,25 +168,18 @@ local function price_paid(nets)
 end
 
 -- held_add records user's place (its arrival number; 0 in a draw) for
--- each of nets: a network's first place in this window as its bits, a
--- later one in its ZSET (with the stand-in for the first, when the ZSET
--- has none), keeping the newest PRICE_HELD_CAP.
-local seen_written, held_zadded = {}, {}
+-- each of nets that holds one already (the replica records a first place
+-- in its own filter, seen.go): in its ZSET, with the stand-in for the
+-- first when the ZSET has none, keeping the newest PRICE_HELD_CAP.
+local held_zadded = {}
 local function held_add(nets, user, seq)
   for _, net in ipairs(nets) do
     local k = net[1]
     local prior = (held_cache[k] or 0) + (held_added[k] or 0)
-    if not seen_now[k] then
-      if net[5] == nil then -- its network was read for an earlier call
-        net[5], net[6] = seen_block(net[2])
-      end
-      block_put(net[3], blocks_of(net[3]), net[5], net[6])
-      seen_now[k], seen_written[net[3]] = true, true
-    end
     if prior > 0 then
       local args = {seq, user}
       if (held_base[k] or 0) == 0 and not held_zadded[k] then
-        args[3], args[4] = seq, '~' -- the first place, which left only its bits
+        args[3], args[4] = seq, '~' -- the first place, which left no record here
       end
       held_zadded[k] = true
       if redis.call('ZADD', k, unpack(args)) > 0 and prior >= PRICE_HELD_CAP then
@@ -282,13 +188,6 @@ local function held_add(nets, user, seq)
       redis.call('PEXPIRE', k, PRICE_HELD_TTL_MS)
     end
     held_added[k] = (held_added[k] or 0) + 1
-  end
-end
-
--- seen_keep keeps each filter key this call wrote two windows.
-local function seen_keep()
-  for key in pairs(seen_written) do
-    redis.call('PEXPIRE', key, 2 * PRICE_HELD_TTL_MS)
   end
 end
 
