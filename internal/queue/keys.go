@@ -1,7 +1,6 @@
 package queue
 
 import (
-
 	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 

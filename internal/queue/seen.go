@@ -34,7 +34,7 @@ import (
 // second place's price (TestSeenFilterFalsePositives).
 type seenFilter struct {
 	mu     sync.Mutex
-	window int64                          // the current window's number
+	window int64                           // the current window's number
 	cur    [seenShards]*[seenBlocks]uint32 // this window's blocks
 	prev   [seenShards]*[seenBlocks]uint32 // the last window's
 }

@@ -13,7 +13,9 @@ import (
 func TestSeenFilter(t *testing.T) {
 	var f seenFilter
 	now := time.UnixMilli(10 * seenWindow.Milliseconds())
-	net := func(i int) [2]string { return [2]string{fmt.Sprintf("2001:db8:%x::/56", i), fmt.Sprintf("2001:db8:%x::/48", i)} }
+	net := func(i int) [2]string {
+		return [2]string{fmt.Sprintf("2001:db8:%x::/56", i), fmt.Sprintf("2001:db8:%x::/48", i)}
+	}
 	calls := []Caller{{Networks: net(1)}, {Networks: net(2)}, {Networks: net(1)}, {Networks: net(3), Pricing: PriceNone}}
 	f.look(calls, now)
 	if !calls[0].first || !calls[1].first || calls[2].first || calls[2].seen != [2]bool{true, true} || calls[3].first {
