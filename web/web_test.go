@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -91,4 +92,96 @@ func TestModulePreloads(t *testing.T) {
 			t.Errorf("%s is no page's module", s)
 		}
 	}
+}
+
+// No module of the pages imports itself back, however long the way round.
+// ES modules allow a circle, but then no module in it can be read, or
+// loaded in a test, without all the others, and which of them runs first
+// depends on which one a page happens to import first. A module that needs
+// something of one above it gets it as a parameter (waiting-flow.js passes
+// its enter to the modules of its answers).
+func TestNoImportCircle(t *testing.T) {
+	static, err := fs.Sub(Static, "static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripts, err := fs.Glob(static, "*.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := map[string][]string{}
+	for _, s := range scripts {
+		b, err := fs.ReadFile(static, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range importFrom.FindAllStringSubmatch(string(b), -1) {
+			imports[s] = append(imports[s], path.Clean(imp[1]))
+		}
+	}
+	if len(imports) == 0 {
+		t.Fatal("no imports found: has importFrom stopped matching?")
+	}
+	if circle := importCircle(imports); circle != nil {
+		t.Errorf("import circle: %s", strings.Join(circle, " -> "))
+	}
+}
+
+func TestImportCircleFinds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		imports map[string][]string
+		want    []string
+	}{
+		{"none", map[string][]string{"a": {"b", "c"}, "b": {"c"}}, nil},
+		{"itself", map[string][]string{"a": {"a"}}, []string{"a", "a"}},
+		{"two", map[string][]string{"a": {"b"}, "b": {"a"}}, []string{"a", "b", "a"}},
+		{"below the entry", map[string][]string{"a": {"b"}, "b": {"c"}, "c": {"d"}, "d": {"b"}}, []string{"b", "c", "d", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := importCircle(tc.imports); !slices.Equal(got, tc.want) {
+				t.Errorf("importCircle = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// importCircle returns a circle in imports (a module -> the modules it
+// imports): the modules along it, the first again at the end. nil: none.
+// A depth-first walk; a module met again while its own imports are still
+// being walked closes a circle.
+func importCircle(imports map[string][]string) []string {
+	const (
+		unseen = iota
+		walking
+		done
+	)
+	mark := map[string]int{}
+	var trail []string // the modules being walked, outermost first
+	var walk func(m string) []string
+	walk = func(m string) []string {
+		mark[m] = walking
+		trail = append(trail, m)
+		for _, next := range imports[m] {
+			switch mark[next] {
+			case walking:
+				return append(slices.Clone(trail[slices.Index(trail, next):]), next)
+			case unseen:
+				if circle := walk(next); circle != nil {
+					return circle
+				}
+			}
+		}
+		trail = trail[:len(trail)-1]
+		mark[m] = done
+		return nil
+	}
+	for _, m := range slices.Sorted(maps.Keys(imports)) {
+		if mark[m] == unseen {
+			if circle := walk(m); circle != nil {
+				return circle
+			}
+		}
+	}
+	return nil
 }

@@ -17,6 +17,10 @@ export const attempt = {
   fullAutoUsed: false, // a full line's automatic retry is used since the last ticket or click
 };
 
+// The longest timer set at once: longer waits re-arm, since setTimeout
+// overflows past ~24.8 days.
+export const MAX_TIMER_MS = 3600000;
+
 let timer = 0;
 
 // later makes fn the page's next step, in ms, in place of any other.

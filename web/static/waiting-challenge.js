@@ -12,7 +12,7 @@
 // this module imports nothing of it.
 
 import { t } from './waiting-messages.js';
-import { page, queue } from './waiting-state.js';
+import { page, queueAPI } from './waiting-state.js';
 import { api, backoff, away } from './waiting-api.js';
 import { solve, stopSolver } from './waiting-pow.js';
 import { render, showCheckProgress } from './waiting-render.js';
@@ -21,7 +21,7 @@ import { attempt, later, stopTimer } from './waiting-attempt.js';
 // Challenges fetched for one join before the page gives up.
 const CHALLENGE_ATTEMPTS = 3;
 
-const challengeURL = '/api/v1/queues/' + encodeURIComponent(queue) + '/challenge';
+const challengeURL = queueAPI + '/challenge';
 
 // onChallenge answers an enter refused with challenge_required: solve
 // one (again) and enter.

@@ -42,18 +42,20 @@
 // rejoin by itself then: it explains, and one click joins again at the back
 // (waiting-leave.js).
 //
-// The modules of the answers call back into this one (an enter, a status,
-// the error panel) from their timers and buttons: the imports go both
-// ways, which ES modules allow, and none of them runs anything at load.
-// Their bookkeeping is shared in waiting-attempt.js.
+// The modules of the answers call back into this one (an enter, the error
+// panel) from their timers and buttons, but import nothing of it: the flow,
+// or waiting.js where it wires their buttons, passes them what they may
+// call. So the imports go one way, and each of them can be read and loaded
+// without this one (web/web_test.go fails on an import circle). Their
+// bookkeeping is shared in waiting-attempt.js.
 
 import { t } from './waiting-messages.js';
-import { page, queue, returnPath, usedElsewhere, storedPlace, readPlace, savePlace, clearPlace, dropJoinToken, dropHandoff } from './waiting-state.js';
+import { page, queue, queueAPI, returnPath, usedElsewhere, storedPlace, readPlace, savePlace, clearPlace, dropJoinToken, dropHandoff } from './waiting-state.js';
 import { api, transient, backoff, away, awayWait } from './waiting-api.js';
 import { turnStep } from './waiting-handoff.js';
 import { render, say, announce } from './waiting-render.js';
 import { alertTurn, whenSeen } from './waiting-alerts.js';
-import { attempt, later, stopTimer } from './waiting-attempt.js';
+import { attempt, later, stopTimer, MAX_TIMER_MS } from './waiting-attempt.js';
 import { onChallenge, solveAndEnter } from './waiting-challenge.js';
 import { askHuman } from './waiting-human.js';
 import { onFull, fullWhenDue } from './waiting-full.js';
@@ -64,7 +66,6 @@ import { heard, followFromDocument } from './waiting-line.js';
 
 const FALLBACK_POLL_MS = 2000;
 const MIN_POLL_MS = 250; // guards against a server hint of 0 hammering us
-export const MAX_TIMER_MS = 3600000; // longer waits re-arm: setTimeout overflows past ~24.8 days
 const LIMIT_JITTER = 0.2; // a rate-limited call waits Retry-After plus up to 20 %
 // Why a place ended (NOT_WAITING reason) -> the notice shown after the
 // single automatic re-enter. "abandoned" is not here: it never re-enters.
@@ -74,8 +75,6 @@ const REJOIN_NOTICES = {
   removed: 'rejoinedRemoved',
   left: 'rejoinedLeft',
 };
-
-export const base = '/api/v1/queues/' + encodeURIComponent(queue);
 
 // What follows a proof of work (waiting-challenge.js, which imports
 // nothing of this module): an enter with its solution, or the error
@@ -89,7 +88,7 @@ const challengeFlow = { enter: (solution) => step('enter', solution), fail: fail
 export function start() {
   page.resuming = !page.joinToken && !page.handoff && !!storedPlace();
   render();
-  if (page.handoff) step('enter'); // a hand-over proves the place: no challenge
+  if (page.handoff) enterHandoff();
   else if (page.joinToken) enter();
   else step('status');
 }
@@ -103,6 +102,12 @@ function schedule(ms) {
 export function enter() {
   if (attempt.needChallenge) solveAndEnter(challengeFlow);
   else step('enter');
+}
+
+// enterHandoff takes over the place handed over from another device
+// (page.handoff): the hand-over proves the place, so no challenge first.
+export function enterHandoff() {
+  step('enter');
 }
 
 // step runs one request; every answer or error decides the next one.
@@ -143,7 +148,7 @@ export async function step(action, solution) {
 // request makes step's call: an enter (with what proves the place or
 // the right to one) or a status.
 function request(action, solution) {
-  if (action !== 'enter') return api('GET', base + '/status');
+  if (action !== 'enter') return api('GET', queueAPI + '/status');
   const moving = page.handoff;
   const body = moving ? { handoff: moving } : page.joinToken ? { join_token: page.joinToken } : {};
   if (solution && solution.challenge) {
@@ -151,7 +156,7 @@ function request(action, solution) {
     body.nonce = solution.nonce;
   }
   if (solution && solution.human_token) body.human_token = solution.human_token;
-  return api('POST', base + '/enter', body);
+  return api('POST', queueAPI + '/enter', body);
 }
 
 // onRefused decides what follows a request that got no ticket: the
@@ -177,14 +182,14 @@ function onRefused(action, solution, err) {
       fail: fail,
     });
   } else if (entering && err.code === 'queue_full') {
-    onFull(err);
+    onFull(err, enter);
   } else if (entering && err.code === 'not_open') {
     // A definite "not yet": no place is held, nothing failed. The
     // answer set the place cookie, which the later enter proves.
     attempt.failures = 0;
     page.retryInMs = 0;
     dropJoinToken();
-    onNotOpen(err.detail);
+    onNotOpen(err.detail, enter);
   } else if (err.code === 'place_moved') {
     // Definite: another device holds this place now (the server
     // cleared this browser's cookie; waiting-move.js).
@@ -388,7 +393,7 @@ export function fail(text, retry) {
 // opening the only request is the scheduled enter, made if it is due; on a
 // full line, the automatic retry if it is due.
 export function pollSoon() {
-  if (page.state === 'notopen') enterWhenDue();
-  else if (page.state === 'full') fullWhenDue();
+  if (page.state === 'notopen') enterWhenDue(enter);
+  else if (page.state === 'full') fullWhenDue(enter);
   else if ((page.state === 'waiting' || page.state === 'loading') && !attempt.inFlight) step('status');
 }

@@ -1,14 +1,16 @@
 // Leaving the line, and joining it again (at the back) from the panels
 // that offer it: left, error, released (abandoned) and moved.
+//
+// Joining again ends in the flow's enter (waiting-flow.js), which the
+// caller passes in: this module imports nothing of the flow.
 
 import { t } from './waiting-messages.js';
-import { page, clearPlace } from './waiting-state.js';
+import { page, queueAPI, clearPlace } from './waiting-state.js';
 import { api, transient, backoff } from './waiting-api.js';
 import { stopSolver } from './waiting-pow.js';
 import { stopHuman } from './waiting-human.js';
 import { render, say, forgetAnnounced } from './waiting-render.js';
 import { attempt, stopTimer } from './waiting-attempt.js';
-import { base, enter } from './waiting-flow.js';
 
 const DELETE_ATTEMPTS = 4;
 
@@ -33,7 +35,7 @@ export function leave() {
 // DELETE is idempotent, so retrying it is safe; stop if the user joins again.
 // The server clears the place cookie when it answers.
 async function deleteWithRetry(gen) {
-  const url = base + '/place';
+  const url = queueAPI + '/place';
   for (let i = 1; i <= DELETE_ATTEMPTS && gen === attempt.generation; i++) {
     try {
       await api('DELETE', url);
@@ -62,7 +64,9 @@ export function placeGone(state, words) {
   say(words);
 }
 
-export async function joinAgain() {
+// joinAgain forgets the attempt that ended and joins the line afresh, at
+// the back, with enter.
+export async function joinAgain(enter) {
   if (page.state !== 'left' && page.state !== 'error' && page.state !== 'released' && page.state !== 'moved') return; // a double click joins once
   stopSolver();
   page.state = 'loading';

@@ -8,7 +8,7 @@
 // cannot place it, and at least every 5 minutes, to learn of a removal.
 // Far back nobody is dropped for silence, so no status is owed there.
 
-import { queue } from './waiting-state.js';
+import { queueAPI } from './waiting-state.js';
 import { api, serverNow } from './waiting-api.js';
 import { attempt, later } from './waiting-attempt.js';
 import { place } from './line-math.js';
@@ -17,7 +17,7 @@ const STATUS_EVERY_MS = 5 * 60 * 1000; // the longest the page goes without the 
 const MIN_LOOK_MS = 2000; // the document changes once a tick; a second is its cache
 const MAX_LOOK_MS = 60000; // the status poll's own bound (queue.MaxPoll)
 
-const lineURL = '/api/v1/queues/' + encodeURIComponent(queue) + '/line';
+const lineURL = queueAPI + '/line';
 
 let lastStatusAt = 0; // when the origin last answered a status (Date.now())
 

@@ -10,26 +10,27 @@
 //
 // Not to be confused with waiting-handoff.js: that one hands the entry
 // pass over to the site when the turn comes.
+//
+// The enter that takes the place over is the flow's (waiting-flow.js),
+// passed to bindMove: this module imports nothing of the flow.
 
 import { $ } from './dom.js';
 import { t } from './waiting-messages.js';
-import { page, queue } from './waiting-state.js';
+import { page, queueAPI } from './waiting-state.js';
 import { api } from './waiting-api.js';
 import { hhmm } from './waiting-format.js';
 import { stopSolver } from './waiting-pow.js';
 import { stopHuman } from './waiting-human.js';
 import { render, say } from './waiting-render.js';
 import { attempt, stopTimer } from './waiting-attempt.js';
-import { step } from './waiting-flow.js';
 import { placeGone } from './waiting-leave.js';
-
-const base = '/api/v1/queues/' + encodeURIComponent(queue);
 
 let shown = null; // the hand-over on screen: {token, code, expires}
 let expiry = 0; // hides it when it expires
 
-// bindMove wires the buttons.
-export function bindMove() {
+// bindMove wires the buttons. enterHandoff makes the enter that takes a
+// handed-over place (page.handoff) over.
+export function bindMove(enterHandoff) {
   $('move-btn').addEventListener('click', show);
   // No QR code without WAITROOM_PUBLIC_URL (404): the code still works.
   $('move-qr').addEventListener('error', () => { $('move-qr').hidden = true; });
@@ -40,7 +41,7 @@ export function bindMove() {
     if (!code) return;
     $('move-use-code').value = '';
     $('move-use').open = false;
-    useHandoff(code);
+    useHandoff(code, enterHandoff);
   });
 }
 
@@ -48,7 +49,7 @@ async function show() {
   $('move-error').hidden = true;
   let h;
   try {
-    h = await api('POST', base + '/handoff');
+    h = await api('POST', queueAPI + '/handoff');
   } catch (err) {
     // place_moved: the next poll shows it; anything else, say so here.
     $('move-error').textContent = t('moveFailed');
@@ -57,7 +58,7 @@ async function show() {
   }
   shown = { token: h.token, code: h.code, expires: Date.parse(h.expires_at) };
   $('move-qr').hidden = false;
-  $('move-qr').src = base + '/handoff/qr?token=' + encodeURIComponent(h.token);
+  $('move-qr').src = queueAPI + '/handoff/qr?token=' + encodeURIComponent(h.token);
   $('move-qr').alt = t('moveQrAlt');
   $('move-code').textContent = h.code;
   $('move-expires').textContent = isFinite(shown.expires) ? t('moveExpires', { time: hhmm(shown.expires) }) : '';
@@ -88,7 +89,7 @@ export function onMoved() {
 // useHandoff takes over the place another device handed over (a code
 // typed here): one enter with it; this page's own place, if any, is
 // given up by the server for it.
-export function useHandoff(code) {
+export function useHandoff(code, enterHandoff) {
   if (!code || attempt.inFlight) return;
   attempt.generation++;
   stopTimer();
@@ -98,5 +99,5 @@ export function useHandoff(code) {
   page.checking = false;
   page.state = 'loading';
   render();
-  step('enter');
+  enterHandoff();
 }

@@ -7,14 +7,16 @@
 // order, so the page shows no number, only the countdown (waiting-
 // render.js). Times are counted on the server's clock, estimated from the
 // Date header of its answers (waiting-api.js).
+//
+// The enter itself is the flow's (waiting-flow.js): it passes its enter
+// in, and this module imports nothing of it.
 
 import { t } from './waiting-messages.js';
 import { page, clearPlace } from './waiting-state.js';
 import { serverNow, backoff } from './waiting-api.js';
 import { render, say } from './waiting-render.js';
 import { when } from './waiting-format.js';
-import { attempt, later, stopTimer } from './waiting-attempt.js';
-import { enter, MAX_TIMER_MS } from './waiting-flow.js';
+import { attempt, later, stopTimer, MAX_TIMER_MS } from './waiting-attempt.js';
 
 // Before a scheduled opening's pre-queue window the page enters at a
 // random moment within this much of the window's start (at most a tenth
@@ -34,8 +36,9 @@ export function opened() {
 // onNotOpen waits for a scheduled opening's pre-queue window and then
 // enters once. An answer that it is still not open, when by our estimate
 // the window should have opened (the clocks disagree, or the operator
-// moved it), backs off like a failure would, so no page hammers.
-export function onNotOpen(detail) {
+// moved it), backs off like a failure would, so no page hammers. enter
+// joins the line.
+export function onNotOpen(detail, enter) {
   stopTimer();
   const from = Date.parse(detail.prequeue_from || '');
   const opens = Date.parse(detail.opens_at || '');
@@ -57,20 +60,20 @@ export function onNotOpen(detail) {
   page.resuming = false;
   render();
   if (isFinite(from)) say(t('notOpenLive', { time: when(from) }));
-  armEnter();
+  armEnter(enter);
 }
 
 // armEnter sets the timer for the scheduled enter, in steps of at most
 // MAX_TIMER_MS.
-function armEnter() {
-  later(enterWhenDue, Math.min(MAX_TIMER_MS, Math.max(0, enterAt - Date.now())));
+function armEnter(enter) {
+  later(() => enterWhenDue(enter), Math.min(MAX_TIMER_MS, Math.max(0, enterAt - Date.now())));
 }
 
 // enterWhenDue makes the scheduled enter if it is due.
-export function enterWhenDue() {
+export function enterWhenDue(enter) {
   if (page.state !== 'notopen' || attempt.inFlight) return;
   if (Date.now() < enterAt) {
-    armEnter();
+    armEnter(enter);
     return;
   }
   page.state = 'loading';

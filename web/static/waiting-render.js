@@ -14,36 +14,91 @@ let retryTimer = 0; // re-renders the seconds to the next try while reconnecting
 let announced = ''; // what the live region last told: a position, or the draw
 let announcedPaused = false; // the live region last told of a pause
 
+// render draws the whole page from the state, part by part, in the order
+// below.
 export function render() {
+  const s = scene();
+  document.body.setAttribute('data-state', s.state);
+  showPanels(s);
+  showFull(s);
+  showChecks(s);
+  showError(s);
+  showTurn();
+  showMove(s);
+  showReconnecting(s);
+  showNotice(s);
+  $('paused').hidden = !s.paused;
+  showHeading(s);
+  $('status-text').textContent = statusText(s);
+  showNotOpen(s);
+  showDraw(s);
+  showNumbers(s);
+  showUpdated();
+  tickClock(s.notOpen ? page.opening.from : s.drawPending ? s.drawAt : NaN);
+}
+
+// scene works out, once a render, what more than one part of the page
+// depends on.
+function scene() {
   const state = page.state;
   const ticket = page.ticket;
-  const opening = page.opening;
-  document.body.setAttribute('data-state', state);
   const active = state === 'loading' || state === 'waiting';
-  const notOpen = state === 'notopen';
-  $('intro').hidden = !active && !notOpen; // #status-text keeps its text for scripts and tests
-  $('waiting-panel').hidden = !active;
-  $('notopen-panel').hidden = !notOpen;
-  $('turn').hidden = state !== 'entered';
-  $('left').hidden = state !== 'left';
-  $('released').hidden = state !== 'released';
-  $('moved').hidden = state !== 'moved';
-  $('full').hidden = state !== 'full';
-  if (state === 'full') {
-    $('full-text').textContent = t('fullBody', { time: hhmm(page.fullAt) });
-    $('full-auto').hidden = !page.fullRetryAt;
-  }
-  $('checking').hidden = !(active && page.checking);
-  const human = active && !!page.human;
-  $('human-check').hidden = !human;
-  $('human-check-text').textContent = human ? t(page.human.failed ? 'humanFailed' : 'humanCheck') : '';
-  $('error').hidden = state !== 'error';
+  // In a scheduled opening's draw (position 0): no number yet, only the
+  // time of the draw. drawAt is NaN when the ticket gives none.
+  const inDraw = active && !!ticket && ticket.position === 0;
+  const drawAt = inDraw ? Date.parse(ticket.opens_at || '') : NaN;
+  return {
+    state: state,
+    ticket: ticket,
+    active: active, // in line, or joining it
+    notOpen: state === 'notopen',
+    human: active && !!page.human,
+    // The last ticket's word, kept while reconnecting like the position.
+    paused: active && !!ticket && ticket.paused === true,
+    inDraw: inDraw,
+    drawAt: drawAt,
+    drawPending: drawAt > serverNow(),
+  };
+}
+
+// showPanels shows the panel of the state and hides the others.
+function showPanels(s) {
+  $('intro').hidden = !s.active && !s.notOpen; // #status-text keeps its text for scripts and tests
+  $('waiting-panel').hidden = !s.active;
+  $('notopen-panel').hidden = !s.notOpen;
+  $('turn').hidden = s.state !== 'entered';
+  $('left').hidden = s.state !== 'left';
+  $('released').hidden = s.state !== 'released';
+  $('moved').hidden = s.state !== 'moved';
+  $('full').hidden = s.state !== 'full';
+}
+
+// showFull says when a full line may be tried again, and whether the page
+// will try by itself.
+function showFull(s) {
+  if (s.state !== 'full') return;
+  $('full-text').textContent = t('fullBody', { time: hhmm(page.fullAt) });
+  $('full-auto').hidden = !page.fullRetryAt;
+}
+
+// showChecks shows the checks before an enter: the proof of work's
+// progress, and the human check's words.
+function showChecks(s) {
+  $('checking').hidden = !(s.active && page.checking);
+  $('human-check').hidden = !s.human;
+  $('human-check-text').textContent = s.human ? t(page.human.failed ? 'humanFailed' : 'humanCheck') : '';
+}
+
+function showError(s) {
+  $('error').hidden = s.state !== 'error';
   $('error-text').textContent = page.errorText;
   $('retry').hidden = !page.canRetry;
+}
 
-  // The turn: the next step (waiting-handoff.js) as a link, or, when the
-  // page knows of none, the words to go back to the site. The pass is
-  // then tucked away for developers: a bare token is no next step.
+// showTurn shows the turn's next step (waiting-handoff.js) as a link, or,
+// when the page knows of none, the words to go back to the site. The pass
+// is then tucked away for developers: a bare token is no next step.
+function showTurn() {
   const next = page.next;
   const link = $('turn-link');
   link.hidden = !next;
@@ -52,96 +107,113 @@ export function render() {
   $('turn-body').textContent = next ? t('turnBody') : t('turnNowhere');
   $('pass-box').hidden = !!next || !page.pass;
   if ($('pass').value !== page.pass) $('pass').value = page.pass;
+}
 
-  // Continue on another device: offered while the place waits in line.
-  const canMove = state === 'waiting' && !!ticket;
+// showMove offers to continue on another device while the place waits in
+// line.
+function showMove(s) {
+  const canMove = s.state === 'waiting' && !!s.ticket;
   $('move-btn').hidden = !canMove || !$('move-box').hidden;
   if (!canMove) $('move-box').hidden = true;
+}
 
-  // Reconnecting: the seconds to the next try, counted down; while the
-  // room says it is away, that it is, and that the place is kept.
-  const retrying = active && page.retryInMs > 0;
+// showReconnecting shows the seconds to the next try, counted down; while
+// the room says it is away, that it is, and that the place is kept.
+function showReconnecting(s) {
+  const retrying = s.active && page.retryInMs > 0;
   $('reconnecting').hidden = !retrying;
   const left = { s: fmt(Math.max(1, Math.ceil((page.retryAt - Date.now()) / 1000))) };
   $('reconnecting-text').textContent = page.unavailable ? t('unavailableBanner', left) : t('reconnecting', left);
   tickRetry(retrying ? page.retryAt : NaN);
+}
 
+function showNotice(s) {
   const noticeEl = $('notice');
-  noticeEl.hidden = !((active || notOpen) && page.notice);
+  noticeEl.hidden = !((s.active || s.notOpen) && page.notice);
   noticeEl.textContent = page.notice ? t(page.notice) : '';
+}
 
-  // The last ticket's word, kept while reconnecting like the position.
-  const paused = active && !!ticket && ticket.paused === true;
-  $('paused').hidden = !paused;
+// showHeading titles the page: the line, a scheduled opening, or its draw.
+function showHeading(s) {
+  $('title').textContent = s.notOpen ? t('notOpenTitle') : s.inDraw ? t('drawTitle') : t('title');
+  $('lede').textContent = s.notOpen ? t('notOpenLede') : s.inDraw ? t('drawLede') : t('lede');
+}
 
-  // In a scheduled opening's draw (position 0): no number yet, only the
-  // time of the draw. drawAt is NaN when the ticket gives none.
-  const inDraw = active && !!ticket && ticket.position === 0;
-  const drawAt = inDraw ? Date.parse(ticket.opens_at || '') : NaN;
-  const drawPending = drawAt > serverNow();
+// The status line of the states that have only their title to say.
+const STATUS_TITLES = {
+  entered: 'turnTitle',
+  left: 'leftTitle',
+  released: 'releasedTitle',
+  full: 'fullTitle',
+  moved: 'movedTitle',
+};
 
-  $('title').textContent = notOpen ? t('notOpenTitle') : inDraw ? t('drawTitle') : t('title');
-  $('lede').textContent = notOpen ? t('notOpenLede') : inDraw ? t('drawLede') : t('lede');
-
-  let status;
-  if (active && page.checking) {
-    status = checkText(page.checkLeftMs); // also when a lost place is entered again from 'waiting'
-  } else if (human) {
-    status = t('humanCheck');
-  } else if (state === 'waiting' && ticket && paused) {
-    status = t('summaryPaused', { n: fmt(ticket.waiting), count: ticket.waiting });
-  } else if (state === 'waiting' && ticket && inDraw) {
-    status = drawPending
-      ? t('summaryDraw', { n: fmt(ticket.waiting), count: ticket.waiting, time: when(drawAt) })
-      : t('summaryDrawing', { n: fmt(ticket.waiting), count: ticket.waiting });
-  } else if (state === 'waiting' && ticket) {
-    status = t('summary', { n: fmt(ticket.waiting), count: ticket.waiting, eta: waitText(ticket) });
-  } else if (notOpen) {
-    status = isFinite(opening.from) && opening.from > serverNow() ? t('notOpenStatus', { time: when(opening.from) }) : t('joining');
-  } else if (state === 'loading') {
-    status = page.resuming ? t('resuming') : t('joining');
-  } else if (state === 'entered') {
-    status = t('turnTitle');
-  } else if (state === 'left') {
-    status = t('leftTitle');
-  } else if (state === 'released') {
-    status = t('releasedTitle');
-  } else if (state === 'full') {
-    status = t('fullTitle');
-  } else if (state === 'moved') {
-    status = t('movedTitle');
-  } else {
-    status = t('errorTitle');
+// statusText is the status line: what the page is doing, or how the line
+// stands.
+function statusText(s) {
+  // Checking also when a lost place is entered again from 'waiting'.
+  if (s.active && page.checking) return checkText(page.checkLeftMs);
+  if (s.human) return t('humanCheck');
+  if (s.state === 'waiting' && s.ticket) return lineSummary(s);
+  if (s.notOpen) {
+    const from = page.opening.from;
+    return isFinite(from) && from > serverNow() ? t('notOpenStatus', { time: when(from) }) : t('joining');
   }
-  $('status-text').textContent = status;
+  if (s.state === 'loading') return page.resuming ? t('resuming') : t('joining');
+  return t(STATUS_TITLES[s.state] || 'errorTitle');
+}
 
-  // Before the pre-queue window: the countdown to it, and who gets drawn.
-  if (notOpen) {
-    $('notopen-countdown').textContent = isFinite(opening.from) ? countdown(opening.from - serverNow()) : '–';
-    const drawNote = $('notopen-draw');
-    drawNote.hidden = !(opening.opens > opening.from);
-    drawNote.textContent = drawNote.hidden ? '' : t('notOpenDraw', { from: when(opening.from), opens: when(opening.opens) });
+// lineSummary says how many wait, and how long: paused, in the draw, or
+// the estimate.
+function lineSummary(s) {
+  const n = s.ticket.waiting;
+  if (s.paused) return t('summaryPaused', { n: fmt(n), count: n });
+  if (s.inDraw) {
+    return s.drawPending
+      ? t('summaryDraw', { n: fmt(n), count: n, time: when(s.drawAt) })
+      : t('summaryDrawing', { n: fmt(n), count: n });
   }
+  return t('summary', { n: fmt(n), count: n, eta: waitText(s.ticket) });
+}
 
-  $('position-box').hidden = inDraw;
-  $('draw-box').hidden = !inDraw;
-  $('ahead-stat').hidden = inDraw;
-  $('eta-stat').hidden = inDraw;
-  $('waiting-stat').classList.toggle('stat-wide', inDraw);
-  $('progress-wrap').hidden = inDraw;
-  if (inDraw) {
-    $('draw-text').textContent = drawPending ? t('drawBody', { time: when(drawAt) }) : t('drawing');
-    $('draw-countdown-box').hidden = !drawPending;
-    $('draw-countdown').textContent = drawPending ? countdown(drawAt - serverNow()) : '';
-  }
+// showNotOpen shows, before the pre-queue window, the countdown to it and
+// who gets drawn.
+function showNotOpen(s) {
+  if (!s.notOpen) return;
+  const opening = page.opening;
+  $('notopen-countdown').textContent = isFinite(opening.from) ? countdown(opening.from - serverNow()) : '–';
+  const drawNote = $('notopen-draw');
+  drawNote.hidden = !(opening.opens > opening.from);
+  drawNote.textContent = drawNote.hidden ? '' : t('notOpenDraw', { from: when(opening.from), opens: when(opening.opens) });
+}
 
+// showDraw shows the draw in place of the numbers while the place is in
+// it, and the countdown to it.
+function showDraw(s) {
+  $('position-box').hidden = s.inDraw;
+  $('draw-box').hidden = !s.inDraw;
+  $('ahead-stat').hidden = s.inDraw;
+  $('eta-stat').hidden = s.inDraw;
+  $('waiting-stat').classList.toggle('stat-wide', s.inDraw);
+  $('progress-wrap').hidden = s.inDraw;
+  if (!s.inDraw) return;
+  $('draw-text').textContent = s.drawPending ? t('drawBody', { time: when(s.drawAt) }) : t('drawing');
+  $('draw-countdown-box').hidden = !s.drawPending;
+  $('draw-countdown').textContent = s.drawPending ? countdown(s.drawAt - serverNow()) : '';
+}
+
+// showNumbers shows the last ticket's numbers: position, how many are
+// ahead and wait, the wait, and the progress since joining; dashes
+// without a ticket.
+function showNumbers(s) {
+  const ticket = s.ticket;
   if (ticket) {
     // Far back the numbers come from an estimate: "about".
     const about = (n) => (ticket.position_estimated ? t('about', { n: fmt(n) }) : fmt(n));
     $('position').textContent = about(ticket.position);
     $('ahead').textContent = about(Math.max(0, ticket.position - 1));
     $('waiting-total').textContent = fmt(ticket.waiting);
-    $('eta').textContent = paused ? t('etaPaused') : waitText(ticket);
+    $('eta').textContent = s.paused ? t('etaPaused') : waitText(ticket);
     const pct = progressPercent(ticket.position);
     $('progress').value = pct;
     $('progress').textContent = pct + '%';
@@ -151,12 +223,14 @@ export function render() {
     $('progress').value = 0;
     $('progress-text').textContent = '';
   }
-  $('eta').classList.toggle('is-paused', paused);
+  $('eta').classList.toggle('is-paused', s.paused);
+}
+
+// showUpdated shows when the last answer came.
+function showUpdated() {
   const upd = $('updated');
   upd.textContent = page.updatedAt ? clock(page.updatedAt) : '–';
   if (page.updatedAt) upd.setAttribute('datetime', page.updatedAt.toISOString());
-
-  tickClock(notOpen ? opening.from : drawPending ? drawAt : NaN);
 }
 
 // tickClock renders again when the countdown to target (a server time,

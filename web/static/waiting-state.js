@@ -15,6 +15,9 @@ function queueFromPath(path) {
   try { return decodeURIComponent(m[1]); } catch (e) { return m[1]; }
 }
 
+// The queue's API, under which the page makes every request.
+export const queueAPI = '/api/v1/queues/' + encodeURIComponent(queue);
+
 // Where the gate in front of the order page sent the user from: once
 // admitted, they go back there with the pass (instead of target_url).
 export const returnPath = sameSitePath(params.get('return'));

@@ -9,7 +9,9 @@
 //                        (proof of work), waiting-full.js (a full line),
 //                        waiting-opening.js (a scheduled opening),
 //                        waiting-leave.js (leave, join again); their
-//                        bookkeeping in waiting-attempt.js
+//                        bookkeeping in waiting-attempt.js. They import
+//                        nothing of the flow: it, or this module, passes
+//                        them its enter
 //   waiting-api.js       requests, the server's clock, backoff
 //   waiting-pow.js       proof of work, in pow-worker.js
 //   waiting-handoff.js   where the turn sends the user, with the pass
@@ -27,7 +29,7 @@ import { $ } from './dom.js';
 import { session } from './storage.js';
 import { i18n, served } from './waiting-messages.js';
 import { forgetOldUser } from './waiting-state.js';
-import { start, pollSoon } from './waiting-flow.js';
+import { start, pollSoon, enter, enterHandoff } from './waiting-flow.js';
 import { leave, joinAgain } from './waiting-leave.js';
 import { retryFull } from './waiting-full.js';
 import { render } from './waiting-render.js';
@@ -55,12 +57,13 @@ function init() {
     leave();
     $('join-again').focus();
   });
-  $('join-again').addEventListener('click', joinAgain);
-  $('retry').addEventListener('click', joinAgain);
-  $('rejoin').addEventListener('click', joinAgain);
-  $('moved-rejoin').addEventListener('click', joinAgain);
-  bindMove();
-  $('full-retry').addEventListener('click', () => retryFull(true));
+  const rejoin = () => joinAgain(enter);
+  $('join-again').addEventListener('click', rejoin);
+  $('retry').addEventListener('click', rejoin);
+  $('rejoin').addEventListener('click', rejoin);
+  $('moved-rejoin').addEventListener('click', rejoin);
+  bindMove(enterHandoff);
+  $('full-retry').addEventListener('click', () => retryFull(true, enter));
   $('pass').addEventListener('focus', (e) => e.target.select());
   initAlerts();
 
