@@ -44,9 +44,11 @@ func TestLocalStage(t *testing.T) {
 	if c.placeCost != 3 {
 		t.Fatalf("third call's cost %d", c.placeCost)
 	}
-	fullAt := l.buckets["q "+OpStatus+":p:u"].fullAt
+	before, _ := l.bucket("q " + OpStatus + ":p:u")
+	fullAt := before.fullAt
 	l.refused("q", OpStatus, c, Limit{}, lim, [2]Limit{})
-	if got, want := l.buckets["q "+OpStatus+":p:u"].fullAt, fullAt-100; got != want {
+	if after, _ := l.bucket("q " + OpStatus + ":p:u"); after.fullAt != fullAt-100 {
+		got, want := after.fullAt, fullAt-100
 		t.Fatalf("after a refusal the bucket is full at %v, want %v: the refused call still counts", got, want)
 	}
 	if err := l.admit("q", OpStatus, &c, Limit{}, lim, [2]Limit{}, now); err != nil || c.placeCost != 3 {
@@ -71,7 +73,7 @@ func TestLocalStageAllocatesNothingForKnownBuckets(t *testing.T) {
 	if allocs := testing.AllocsPerRun(100, func() { _ = l.admit("q", OpStatus, &c, lim, lim, [2]Limit{}, now) }); allocs != 0 {
 		t.Errorf("%v allocations per call, want 0", allocs)
 	}
-	if _, ok := l.buckets["q "+OpStatus+":c:203.0.113.9"]; !ok {
+	if _, ok := l.bucket("q " + OpStatus + ":c:203.0.113.9"); !ok {
 		t.Errorf("no client bucket under its key: %v", l.buckets)
 	}
 }
