@@ -31,9 +31,9 @@ func TiersOf(a netip.Addr) Tiers {
 	case !a.IsValid():
 		return Tiers{Host: "unknown"}
 	case a.Is4():
-		return Tiers{Host: Key(a), Network: prefix(a, 24)}
+		return spell(a, 32, 24, 0)
 	default:
-		return Tiers{Host: Key(a), Network: prefix(a, 56), Site: prefix(a, 48)}
+		return spell(a, 64, 56, 48)
 	}
 }
 
@@ -50,9 +50,9 @@ func AddressTiers(a netip.Addr) Tiers {
 	case !a.IsValid():
 		return Tiers{Host: "unknown"}
 	case a.Is4():
-		return Tiers{Host: Key(a), Network: prefix(a, 32)}
+		return spell(a, 32, 32, 0)
 	default:
-		return Tiers{Host: Key(a), Network: prefix(a, 64)}
+		return spell(a, 64, 64, 0)
 	}
 }
 
@@ -82,9 +82,31 @@ func Embedded(a netip.Addr) netip.Addr {
 	return a
 }
 
-// prefix is a's /bits, which cannot fail for a valid, zoneless a and bits
-// within its length.
-func prefix(a netip.Addr, bits int) string {
+// spell returns the tiers of a valid, zoneless a: the Host its /host
+// (an IPv4 address alone, as Key spells it), the Network its /network
+// and the Site its /site (0: ""). The three are spelled into one string:
+// this runs on every enter, and three strings were three allocations.
+func spell(a netip.Addr, host, network, site int) Tiers {
+	var buf [3 * len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128")]byte
+	b := buf[:0]
+	if host == a.BitLen() && a.Is4() {
+		b = a.AppendTo(b)
+	} else {
+		b = appendPrefix(b, a, host)
+	}
+	h := len(b)
+	b = appendPrefix(b, a, network)
+	n := len(b)
+	if site > 0 {
+		b = appendPrefix(b, a, site)
+	}
+	s := string(b)
+	return Tiers{Host: s[:h], Network: s[h:n], Site: s[n:]}
+}
+
+// appendPrefix appends a's /bits, which cannot fail for a valid, zoneless
+// a and bits within its length.
+func appendPrefix(b []byte, a netip.Addr, bits int) []byte {
 	p, _ := a.Prefix(bits)
-	return p.String()
+	return p.AppendTo(b)
 }

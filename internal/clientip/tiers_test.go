@@ -32,6 +32,32 @@ func TestTiersOf(t *testing.T) {
 // an IPv6 spelling of one included: mapped, 6to4, Teredo) or /56 and /48
 // (IPv6), never a key of one tier or family equal to another's, and an
 // IPv6 spelling of an IPv4 address never outside that address's tiers.
+// spelled checks that a's tiers are spelled as Key and the prefixes'
+// canonical forms (Tiers; TiersOf and AddressTiers spell all three into
+// one string).
+func spelled(t *testing.T, a netip.Addr) {
+	t.Helper()
+	u := Embedded(a).WithZone("")
+	canon := func(bits int) string {
+		p, _ := u.Prefix(bits)
+		return p.String()
+	}
+	want, wantAddr := Tiers{Host: Key(a)}, Tiers{Host: Key(a)}
+	switch {
+	case !u.IsValid():
+	case u.Is4():
+		want.Network, wantAddr.Network = canon(24), canon(32)
+	default:
+		want.Network, want.Site, wantAddr.Network = canon(56), canon(48), canon(64)
+	}
+	if got := TiersOf(a); got != want {
+		t.Fatalf("TiersOf(%v) = %+v, want %+v", a, got, want)
+	}
+	if got := AddressTiers(a); got != wantAddr {
+		t.Fatalf("AddressTiers(%v) = %+v, want %+v", a, got, wantAddr)
+	}
+}
+
 func tiersAgree(t *testing.T, a, b netip.Addr) {
 	t.Helper()
 	ta, tb := TiersOf(a), TiersOf(b)
@@ -59,6 +85,9 @@ func tiersAgree(t *testing.T, a, b netip.Addr) {
 	}
 	if got, want := ta.Site == tb.Site && ta.Site != "", same(-1, 48); got != want {
 		t.Fatalf("%v, %v: same site %v, want %v (%+v, %+v)", a, b, got, want, ta, tb)
+	}
+	for _, x := range []netip.Addr{a, b} {
+		spelled(t, x)
 	}
 	for _, x := range []Tiers{ta, tb} {
 		if x.Host == "" || x.Network == "" || x.Host == x.Network || x.Network == x.Site || x.Host == x.Site {
@@ -181,4 +210,14 @@ func form(a netip.Addr) []byte {
 		copy(b[1:], v6[:])
 	}
 	return b
+}
+
+// An enter spells its tiers in one allocation (spell), not one a tier.
+func TestTiersOneAllocation(t *testing.T) {
+	for _, s := range []string{"192.0.2.7", "2001:db8:1:100::1", "2002:c000:0207::1"} {
+		a := netip.MustParseAddr(s)
+		if n := testing.AllocsPerRun(100, func() { _ = TiersOf(a) }); n > 1 {
+			t.Errorf("TiersOf(%s): %v allocations, want 1", s, n)
+		}
+	}
 }
