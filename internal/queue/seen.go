@@ -33,16 +33,18 @@ import (
 // 0.05 % of first places find all their bits set by others and pay a
 // second place's price (TestSeenFilterFalsePositives).
 type seenFilter struct {
-	mu     sync.Mutex
+	mu sync.Mutex
+	// batch are the networks (hashes) a batch met first, for the calls
+	// after them: kept and cleared, not made anew for each batch.
+	batch  map[uint64]bool
 	window int64                           // the current window's number
 	cur    [seenShards]*[seenBlocks]uint32 // this window's blocks
 	prev   [seenShards]*[seenBlocks]uint32 // the last window's
 }
 
-// seenSlot is where network's bits are: its shard, its block and the
-// seenProbes bits it sets there.
-func seenSlot(network string) (shard, block int, mask uint32) {
-	h := seenHash(network)
+// seenSlot is where the bits of a network of hash h (seenHash) are: its
+// shard, its block and the seenProbes bits it sets there.
+func seenSlot(h uint64) (shard, block int, mask uint32) {
 	shard = int(h % seenShards)
 	block = int((h / seenShards) % seenBlocks)
 	rest := h / (seenShards * seenBlocks)
@@ -67,10 +69,10 @@ func (f *seenFilter) rotate(now time.Time) {
 	f.window = w
 }
 
-// has reports whether network placed someone through this replica in
-// this window or the last. f.mu must be held.
-func (f *seenFilter) has(network string) bool {
-	shard, block, mask := seenSlot(network)
+// has reports whether the network of hash h placed someone through this
+// replica in this window or the last. f.mu must be held.
+func (f *seenFilter) has(h uint64) bool {
+	shard, block, mask := seenSlot(h)
 	for _, w := range [2]*[seenBlocks]uint32{f.cur[shard], f.prev[shard]} {
 		if w != nil && w[block]&mask == mask {
 			return true
@@ -79,9 +81,10 @@ func (f *seenFilter) has(network string) bool {
 	return false
 }
 
-// add records that network placed someone now. f.mu must be held.
-func (f *seenFilter) add(network string) {
-	shard, block, mask := seenSlot(network)
+// add records that the network of hash h placed someone now. f.mu must
+// be held.
+func (f *seenFilter) add(h uint64) {
+	shard, block, mask := seenSlot(h)
 	if f.cur[shard] == nil {
 		f.cur[shard] = new([seenBlocks]uint32)
 	}
@@ -97,22 +100,27 @@ func (f *seenFilter) look(calls []Caller, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rotate(now)
-	var batch map[string]bool // networks first met in this batch
+	if f.batch == nil {
+		f.batch = make(map[uint64]bool)
+	}
+	clear(f.batch)
 	for i := range calls {
 		c := &calls[i]
 		if c.Pricing != PriceByNetwork || c.Networks[0] == "" {
 			continue
 		}
 		for k, n := range c.Networks {
-			c.seen[k] = n != "" && (batch[n] || f.has(n))
+			if n != "" {
+				c.netHash[k] = seenHash(n)
+				c.seen[k] = f.batch[c.netHash[k]] || f.has(c.netHash[k])
+			}
 		}
 		if c.seen == [2]bool{} {
 			c.first = true
-			if batch == nil {
-				batch = make(map[string]bool)
-			}
-			for _, n := range c.Networks {
-				batch[n] = n != ""
+			for k, n := range c.Networks {
+				if n != "" {
+					f.batch[c.netHash[k]] = true
+				}
 			}
 		}
 	}
@@ -128,12 +136,12 @@ func (f *seenFilter) placed(calls []Caller, tickets []Ticket, now time.Time) {
 	defer f.mu.Unlock()
 	f.rotate(now)
 	for i, c := range calls {
-		if i >= len(tickets) || tickets[i].refused != nil || tickets[i].Status != Waiting || c.Pricing != PriceByNetwork {
+		if i >= len(tickets) || tickets[i].refused != nil || tickets[i].Status != Waiting || c.Pricing != PriceByNetwork || c.Networks[0] == "" {
 			continue
 		}
-		for _, n := range c.Networks {
+		for k, n := range c.Networks {
 			if n != "" {
-				f.add(n)
+				f.add(c.netHash[k]) // look's
 			}
 		}
 	}

@@ -62,12 +62,12 @@ func TestSeenFilterFalsePositives(t *testing.T) {
 	for w := range 2 {
 		f.rotate(now.Add(time.Duration(w) * seenWindow))
 		for i := range perWindow {
-			f.add(network(w, i))
+			f.add(seenHash(network(w, i)))
 		}
 	}
 	found := 0
 	for i := range probes {
-		if f.has(network(9, i)) {
+		if f.has(seenHash(network(9, i))) {
 			found++
 		}
 	}

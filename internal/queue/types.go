@@ -183,8 +183,9 @@ type Caller struct {
 	// first says the call is its Networks' first place through this
 	// replica lately, free (seen.go); seen, for a later one, which of
 	// them placed someone lately.
-	first bool
-	seen  [2]bool
+	first   bool
+	seen    [2]bool
+	netHash [2]uint64 // the Networks' seenHash, as look computed them
 }
 
 // gen is the generation the scripts check the caller's credential
