@@ -126,7 +126,10 @@ func (t *ticker) run(jobCtx context.Context) {
 // call makes one tick call, tells the observer and logs how it went; ok
 // is false when it failed.
 func (t *ticker) call(jobCtx context.Context) (res queue.TickResult, ok bool) {
-	ctx, cancel := context.WithTimeout(jobCtx, tickTimeout)
+	// A call once made runs to its end (or tickTimeout) though Stop cancels
+	// jobCtx: cut short, it could be applied in Redis and never heard, and
+	// the observer's count of applied ticks would miss it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(jobCtx), tickTimeout)
 	defer cancel()
 	start := time.Now()
 	var p queue.Proposal
@@ -137,8 +140,9 @@ func (t *ticker) call(jobCtx context.Context) (res queue.TickResult, ok bool) {
 	if err == nil && t.adapt != nil {
 		t.adapt.Ticked(t.queue, p, res)
 	}
-	if jobCtx.Err() != nil {
-		return res, false // stopping: a call cut short is no failed tick
+	stopping := jobCtx.Err() != nil
+	if stopping && err != nil {
+		return res, false // a failure while stopping is not worth a warning
 	}
 	if t.obs != nil {
 		t.obs.Tick(t.queue, res, time.Since(start), err)
@@ -153,6 +157,9 @@ func (t *ticker) call(jobCtx context.Context) (res queue.TickResult, ok bool) {
 	if t.failing {
 		t.log.Info("tick recovered")
 		t.failing = false
+	}
+	if stopping {
+		return res, false
 	}
 	if res.Applied {
 		t.log.Debug("tick applied", "moved", res.Moved, "waiting", res.Waiting,
