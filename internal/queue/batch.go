@@ -208,7 +208,7 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 	keys = append(keys, q.enterKeys...)
 	keys = append(keys, q.keys.held)
 	args = make([]any, 0, len(q.args)+len(s.enterLimits)+len(s.networkArgs)+1+2*len(calls))
-	args = append(args, q.args[:]...)
+	args = append(args, q.args...)
 	args = append(args, s.enterLimits[:]...)
 	args = append(args, s.networkArgs[:]...)
 	args = append(args, s.humanArg())
@@ -330,7 +330,7 @@ func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []a
 	keys = make([]string, 0, len(q.statusKeys)+3*len(calls))
 	keys = append(keys, q.statusKeys...)
 	args = make([]any, 0, len(q.args)+len(s.statusLimits)+1+5*len(calls))
-	args = append(args, q.args[:]...)
+	args = append(args, q.args...)
 	args = append(args, s.statusLimits[:]...)
 	args = append(args, s.heldReturn)
 	for _, c := range calls {

@@ -69,7 +69,8 @@ func (s *Store) Challenge(ctx context.Context, queue string, c Caller) (int, err
 	if c.Human {
 		flags |= 2
 	}
-	args := append(append([]any{s.enterLimits[0], s.enterLimits[1]}, s.networkArgs[:4]...),
+	args := append(append(q.args, s.enterLimits[0], s.enterLimits[1]), s.networkArgs[:4]...)
+	args = append(args,
 		c.clientCost, c.netCosts[0], c.netCosts[1], s.networkArgs[4], s.networkArgs[5], s.networkArgs[6],
 		s.humanArg(), seen[0], seen[1], flags)
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {

@@ -89,7 +89,7 @@ func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
 		return Info{}, err
 	}
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
-		return infoScript.Run(ctx, s.rdb, q.infoKeys, q.args[:]...).Int64Slice()
+		return infoScript.Run(ctx, s.rdb, q.infoKeys, q.args...).Int64Slice()
 	})
 	if err != nil {
 		return Info{}, fmt.Errorf("queue: info: %w", err)

@@ -39,8 +39,9 @@ func (s *Store) newRef(name, lane string) *queueRef {
 		snapKeys: []string{k.waiting, k.config, k.tick, k.draw, k.held, k.stale, k.seq},
 		stale:    newStaleSet(),
 	}
-	copy(q.args[:], s.defaultArgs[:])
-	q.args[5] = lane
+	q.args = make([]any, len(s.defaultArgs)+1)
+	copy(q.args, s.defaultArgs)
+	q.args[len(s.defaultArgs)] = lane
 	if lane == "" {
 		q.lanes = &laneRefs{lines: map[string]*queueRef{}}
 	}

@@ -140,15 +140,16 @@ func TestRepliesMatchLua(t *testing.T) {
 
 	// reply_head builds its table in one constructor: each value must land
 	// at its HEAD_* position. Arguments: waiting, tick key, now, refill,
-	// interval, ttl, paused, abandon_after, opens_at, prequeue_from; the
-	// tick key holds next_at_ms 99, so until_next_tick_ms is 99 - now = 102,
-	// and until_open_ms opens_at - now = 110.
+	// and queue_config's table; the tick key holds next_at_ms 99, so
+	// until_next_tick_ms is 99 - now = 102, and until_open_ms opens_at -
+	// now = 110.
 	key := rediskeys.Tick(fmt.Sprintf("t%d-replies", time.Now().UnixNano()))
 	if err := rdb.HSet(ctx, key, "next_at_ms", 99).Err(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
-	head, err := luaValues(ctx, rdb, "return reply_head(101, KEYS[1], -3, 104, 103, 105, 106, 109, 107, 108)", key)
+	head, err := luaValues(ctx, rdb, "return reply_head(101, KEYS[1], -3, 104, {refill_interval_ms = 103, session_ttl_ms = 105, "+
+		"paused = 106, abandon_after_ms = 109, opens_at_ms = 107, prequeue_from_ms = 108})", key)
 	if err != nil {
 		t.Fatal(err)
 	}

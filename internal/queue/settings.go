@@ -13,7 +13,8 @@ import (
 // stored settings that differ from the environment (EnvDiff), the
 // settings_changed event, the audit log's redaction, the admin view
 // (Values), the back office's fields (GET /admin/v1/settings/catalog:
-// Form, Label, Hint, Scale) and the settings in the API contract
+// Form, Label, Hint, Scale), the settings the scripts read by name
+// (Lua: queue_config in common.lua) and the settings in the API contract
 // (api/openapi.yaml's generated blocks, api/settings_test.go).
 //
 // A row's Go value lives in the Update field tagged `setting:"<Name>"`
@@ -46,6 +47,16 @@ var kindNames = map[Kind]string{KindInt: "int", KindMillis: "millis", KindBool: 
 	KindString: "string", KindTime: "time", KindLine: "line", KindText: "text", KindLanes: "lanes"}
 
 func (k Kind) String() string { return kindNames[k] }
+
+// number reports whether the config HASH holds the kind as a number (a
+// bool as 1 or 0, a time as unix ms), which the scripts read as one.
+func (k Kind) number() bool {
+	switch k {
+	case KindInt, KindMillis, KindBool, KindRate, KindTime:
+		return true
+	}
+	return false
+}
 
 // Role says who may change a setting.
 type Role int
@@ -105,8 +116,14 @@ type Setting struct {
 	// Choices, for a KindString, are the only values it takes ("" too,
 	// for the first).
 	Choices []string
-	Role    Role
-	Seed    SeedMode
+	// Lua: the scripts read it, as a field of the table queue_config
+	// returns (common.lua), named by Hash: a number unless its Kind is
+	// text, and while not stored the replica's default (Seed SeedAlways)
+	// or its Kind's zero, the first of Choices for a string that has
+	// them (configLua, scripts.go, writes that Lua).
+	Lua  bool
+	Role Role
+	Seed SeedMode
 	// Private: left out of settings_changed, and audited by host only
 	// (it may carry the receiver's token).
 	Private bool
@@ -133,34 +150,34 @@ const (
 // Catalog is every setting of a queue. Order matters only for people:
 // the PATCH's list of settings and the first fault Validate reports.
 var Catalog = []Setting{
-	{Name: "refill_size", Hash: "refill_size", Env: "WAITROOM_REFILL_SIZE", Default: "10", Kind: KindInt, Min: 1, Max: MaxRefillSize, Role: RoleOperator, Seed: SeedAlways,
+	{Name: "refill_size", Hash: "refill_size", Env: "WAITROOM_REFILL_SIZE", Default: "10", Kind: KindInt, Min: 1, Max: MaxRefillSize, Lua: true, Role: RoleOperator, Seed: SeedAlways,
 		Doc:  "Users admitted per interval.",
 		Form: FormLine, Label: "New refill size", Hint: "(1 – 100,000 per tick)"},
-	{Name: "refill_interval_ms", Hash: "refill_interval_ms", Env: "WAITROOM_REFILL_INTERVAL", Default: "5s", Kind: KindMillis, Min: 1, Max: Unbounded, Role: RoleStartup, Seed: SeedAlways,
+	{Name: "refill_interval_ms", Hash: "refill_interval_ms", Env: "WAITROOM_REFILL_INTERVAL", Default: "5s", Kind: KindMillis, Min: 1, Max: Unbounded, Lua: true, Role: RoleStartup, Seed: SeedAlways,
 		Doc: "Time between ticks (WAITROOM_REFILL_INTERVAL)."},
-	{Name: "session_ttl_ms", Hash: "session_ttl_ms", Env: "WAITROOM_SESSION_TTL", Default: "10m", Kind: KindMillis, Min: 1, Max: Unbounded, Role: RoleStartup, Seed: SeedAlways,
+	{Name: "session_ttl_ms", Hash: "session_ttl_ms", Env: "WAITROOM_SESSION_TTL", Default: "10m", Kind: KindMillis, Min: 1, Max: Unbounded, Lua: true, Role: RoleStartup, Seed: SeedAlways,
 		Doc: "How long an admission stays valid (WAITROOM_SESSION_TTL)."},
-	{Name: "max_active", Hash: "max_active", Env: "WAITROOM_MAX_ACTIVE", Default: "0", Kind: KindInt, Min: 0, Max: MaxMaxActive, Role: RoleOperator, Seed: SeedAlways,
+	{Name: "max_active", Hash: "max_active", Env: "WAITROOM_MAX_ACTIVE", Default: "0", Kind: KindInt, Min: 0, Max: MaxMaxActive, Lua: true, Role: RoleOperator, Seed: SeedAlways,
 		Doc:  "Cap of admissions that have not ended (0 - none).",
 		Form: FormLine, Label: "Max active users", Hint: "(0 = no cap; up to 10,000,000)"},
-	{Name: "max_waiting", Hash: "max_waiting", Kind: KindInt, Min: 0, Max: MaxMaxWaiting, Role: RoleOperator,
+	{Name: "max_waiting", Hash: "max_waiting", Kind: KindInt, Min: 0, Max: MaxMaxWaiting, Lua: true, Role: RoleOperator,
 		Doc:  "The line's cap (0 - none); beyond it a newcomer's enter answers 503 `queue_full`.",
 		Form: FormLine, Label: "Max people waiting", Hint: "(0 = no cap; up to 100,000,000)"},
-	{Name: "challenge_difficulty", Hash: "challenge_difficulty", Kind: KindInt, Min: 0, Max: MaxChallengeDifficulty, Role: RoleOperator,
+	{Name: "challenge_difficulty", Hash: "challenge_difficulty", Kind: KindInt, Min: 0, Max: MaxChallengeDifficulty, Lua: true, Role: RoleOperator,
 		Doc:  "The proof of work asked before entering, in leading zero bits (0 - none).",
 		Form: FormLine, Label: "Proof of work (difficulty)", Hint: "(0 = off; up to 32; 16 ≈ 1 s for a person on this machine, each +1 doubles it)"},
-	{Name: "human_check", Hash: "human_check", Kind: KindString, Max: 16, Choices: []string{HumanOff, HumanEscalate, HumanAlways}, Role: RoleOperator,
+	{Name: "human_check", Hash: "human_check", Kind: KindString, Max: 16, Choices: []string{HumanOff, HumanEscalate, HumanAlways}, Lua: true, Role: RoleOperator,
 		Doc: "A human check (WAITROOM_HUMAN_CHECK's provider) before entering: `off`; `escalate`, asked instead of proof of work of a " +
 			"network past its free place, of a `hosting` network, and of anyone the ceiling would otherwise have priced higher; " +
 			"`always`, of everyone. While the provider is unreachable, proof of work at the ceiling instead. null or \"\" for `off`."},
-	{Name: "abandon_after_ms", Hash: "abandon_after_ms", Env: "WAITROOM_ABANDON_AFTER", Default: "2m", Kind: KindMillis, Min: 0, Max: MaxAbandonAfter.Milliseconds(), Role: RoleOperator, Seed: SeedAlways,
+	{Name: "abandon_after_ms", Hash: "abandon_after_ms", Env: "WAITROOM_ABANDON_AFTER", Default: "2m", Kind: KindMillis, Min: 0, Max: MaxAbandonAfter.Milliseconds(), Lua: true, Role: RoleOperator, Seed: SeedAlways,
 		Doc:  "How long a waiting place may go unheard before the tick drops it when the line reaches it (0 - never).",
 		Form: FormLine, Label: "Drop places unheard for (s)", Hint: "(0 = never; up to 86,400)", Scale: 1000},
-	{Name: "paused", Hash: "paused", Kind: KindBool, Role: RoleOperator,
+	{Name: "paused", Hash: "paused", Kind: KindBool, Lua: true, Role: RoleOperator,
 		Doc: "Paused, nobody is admitted and everyone waiting keeps their place."},
-	{Name: "opens_at", Hash: "opens_at_ms", Kind: KindTime, Role: RoleOperator,
+	{Name: "opens_at", Hash: "opens_at_ms", Kind: KindTime, Lua: true, Role: RoleOperator,
 		Doc: "A scheduled opening; null or \"\" for none."},
-	{Name: "prequeue_from", Hash: "prequeue_from_ms", Kind: KindTime, Role: RoleOperator,
+	{Name: "prequeue_from", Hash: "prequeue_from_ms", Kind: KindTime, Lua: true, Role: RoleOperator,
 		Doc: "When the pre-queue window before opens_at begins; null or \"\" for none."},
 	{Name: "webhook_url", Hash: "webhook_url", Kind: KindString, Max: MaxWebhookURLBytes, Role: RoleAdmin, Private: true,
 		Doc: "Where this queue's events go (docs/WEBHOOKS.md), instead of WAITROOM_WEBHOOK_URL; null or \"\" for that default. " +
@@ -175,7 +192,7 @@ var Catalog = []Setting{
 			"summing to at most 1, at most 8; the rest of every interval is the general lane's. A place joins a lane only through a join " +
 			"token whose `lane` claim names it. `[]` or null for none; a value refused is 400 `invalid_lanes`. A lane removed keeps " +
 			"its places, served with no share, until it is empty."},
-	{Name: "adapt_enabled", Hash: "adapt_enabled", Env: "WAITROOM_ADAPT_ENABLED", Default: "false", Kind: KindBool, Role: RoleOperator, Seed: SeedIfSet,
+	{Name: "adapt_enabled", Hash: "adapt_enabled", Env: "WAITROOM_ADAPT_ENABLED", Default: "false", Kind: KindBool, Lua: true, Role: RoleOperator, Seed: SeedIfSet,
 		Doc: "The order page's health drives the rate (docs/ARCHITECTURE.md, \"The order page's health drives the rate\"). " +
 			"Off, `refill_size` is what each interval admits again at once."},
 	{Name: "origin_target_p95_ms", Hash: "origin_target_p95_ms", Env: "WAITROOM_ORIGIN_TARGET_P95", Default: "0s", Kind: KindMillis, Min: 0, Max: MaxOriginTargetP95.Milliseconds(), Role: RoleOperator, Seed: SeedIfSet,
@@ -184,7 +201,7 @@ var Catalog = []Setting{
 	{Name: "origin_max_error_rate", Hash: "origin_max_error_rate", Env: "WAITROOM_ORIGIN_MAX_ERROR_RATE", Default: "0", Kind: KindRate, Role: RoleOperator, Seed: SeedIfSet,
 		Doc:  "Over this share of error answers (5xx, none) the effective refill drops (0 - not checked).",
 		Form: FormAdapt, Label: "Max error rate (%)", Hint: "(0 = not checked; up to 100)", Scale: 0.01},
-	{Name: "min_refill_size", Hash: "min_refill_size", Env: "WAITROOM_MIN_REFILL_SIZE", Default: "0", Kind: KindInt, Min: 0, Max: MaxRefillSize, Role: RoleOperator, Seed: SeedIfSet,
+	{Name: "min_refill_size", Hash: "min_refill_size", Env: "WAITROOM_MIN_REFILL_SIZE", Default: "0", Kind: KindInt, Min: 0, Max: MaxRefillSize, Lua: true, Role: RoleOperator, Seed: SeedIfSet,
 		Doc:  "The floor of the effective refill (never below 1, nor above `refill_size`).",
 		Form: FormAdapt, Label: "Floor (least per tick)", Hint: "(0 – 100,000)"},
 	{Name: "origin_probe_url", Hash: "origin_probe_url", Env: "WAITROOM_ORIGIN_PROBE_URL", Default: "", Kind: KindURL, Max: MaxProbeURLBytes, Role: RoleAdmin, Seed: SeedIfSet,

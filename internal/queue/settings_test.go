@@ -7,8 +7,11 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestCatalogMatchesTheTypes: every row names an Update field (an
@@ -139,28 +142,71 @@ func TestEnvDiff(t *testing.T) {
 	}
 }
 
-// TestCatalogMatchesLua: the fields common.lua's queue_config reads from
-// the config HASH are settings of Catalog (or the effective refill the
-// tick keeps beside them), and the defaults every script gets in
-// ARGV[1..DEFAULTS], in order, are the settings Seed always seeds.
-func TestCatalogMatchesLua(t *testing.T) {
-	body := regexp.MustCompile(`(?s)local function queue_config\(key\)\s*local v = redis.call\('HMGET', key, (.*?)\)`).FindStringSubmatch(commonLua)
-	if body == nil {
-		t.Fatal("common.lua: queue_config's HMGET not found")
-	}
-	for _, m := range regexp.MustCompile(`'([a-z0-9_]+)'`).FindAllStringSubmatch(body[1], -1) {
-		if !slices.ContainsFunc(Catalog, func(st Setting) bool { return st.Hash == m[1] }) && m[1] != "refill_effective" {
-			t.Errorf("queue_config reads %s, which is no setting of Catalog", m[1])
+// TestQueueConfig: queue_config (common.lua) gives every setting of
+// Catalog marked Lua by its HASH field, a number unless its kind is text:
+// while not stored the replica's default (SeedAlways) or the kind's zero,
+// once stored the value stored; and the interval's budget.
+func TestQueueConfig(t *testing.T) {
+	ctx := context.Background()
+	defaults := Settings{RefillSize: 7, RefillInterval: 3 * time.Second, SessionTTL: time.Minute, MaxActive: 9, AbandonAfter: 4 * time.Second}
+	s, q, rdb := newStore(t, defaults)
+	ref := s.queues[q]
+	read := func() map[string]any {
+		t.Helper()
+		raw, err := redis.NewScript(commonLua+"return cjson.encode(queue_config(KEYS[1]))").Run(ctx, rdb, []string{ref.keys.config}, ref.args...).Text()
+		if err != nil {
+			t.Fatal(err)
 		}
+		var cfg map[string]any
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
 	}
-	var seeded []string
+	// as is a HASH value as queue_config gives it.
+	as := func(st Setting, v string) any {
+		if !st.Kind.number() {
+			return v
+		}
+		n, _ := strconv.ParseFloat(v, 64)
+		return n
+	}
+	word := regexp.MustCompile(`^[a-z][a-z0-9_]*$`) // a Lua name, and a literal configLua need not escape
+	unset, set := map[string]any{"budget": 7.0}, map[string]any{"budget": 3.0}
+	var fields []any
 	for _, st := range Catalog {
-		if st.Seed == SeedAlways {
-			seeded = append(seeded, st.Hash)
+		if !st.Lua {
+			continue
 		}
+		if !word.MatchString(st.Hash) || len(st.Choices) > 0 && !word.MatchString(st.Choices[0]) {
+			t.Errorf("%s: its HASH field or first choice is not a plain word", st.Name)
+		}
+		v, ok := st.Of(defaults)
+		switch {
+		case st.Seed == SeedAlways && ok:
+			unset[st.Hash] = as(st, st.encode(v))
+		case len(st.Choices) > 0:
+			unset[st.Hash] = st.Choices[0]
+		default:
+			unset[st.Hash] = as(st, "")
+		}
+		stored := "3"
+		if !st.Kind.number() {
+			stored = "x"
+		}
+		fields = append(fields, st.Hash, stored)
+		set[st.Hash] = as(st, stored)
 	}
-	// The order of Store.defaultArgs (store.go) and of the scripts' headers.
-	if want := []string{"refill_size", "refill_interval_ms", "session_ttl_ms", "max_active", "abandon_after_ms"}; !slices.Equal(seeded, want) {
-		t.Errorf("seeded always %v, the scripts' defaults %v", seeded, want)
+	if unset["refill_interval_ms"] != 3000.0 || unset["max_waiting"] != 0.0 || unset["human_check"] != HumanOff {
+		t.Fatalf("the defaults expected are wrong: %v", unset)
+	}
+	if got := read(); !reflect.DeepEqual(got, unset) {
+		t.Errorf("not stored, queue_config gives\n  %v\nwant\n  %v", got, unset)
+	}
+	if err := rdb.HSet(ctx, ref.keys.config, fields...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); !reflect.DeepEqual(got, set) {
+		t.Errorf("stored, queue_config gives\n  %v\nwant\n  %v", got, set)
 	}
 }

@@ -94,7 +94,7 @@ func (s *Store) RefreshSnapshot(ctx context.Context, queue string, force bool) e
 	for range stalePages {
 		v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]any, error) {
 			return snapshotScript.Run(ctx, s.rdb, q.snapKeys,
-				append(q.args[:], snapshotEven, st.from, stalePage)...).Slice()
+				append(q.args, snapshotEven, st.from, stalePage)...).Slice()
 		})
 		if err != nil {
 			return fmt.Errorf("queue: snapshot: %w", err)

@@ -54,7 +54,7 @@ type staleSet struct {
 	// that the far-back path skips the lock while there is nothing to
 	// look up.
 	n atomic.Int64
-	// from is the cursor of the next read (snapshot.lua's ARGV[7]), used
+	// from is the cursor of the next read (snapshot.lua's from), used
 	// by RefreshSnapshot alone, under refresh.
 	from    string
 	refresh sync.Mutex

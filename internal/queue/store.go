@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -61,10 +60,10 @@ type Store struct {
 	defaults Settings
 	queues   map[string]*queueRef
 	names    []string
-	// defaultArgs are the defaults as script arguments (refill size,
-	// interval ms, TTL ms, max active), formatted and boxed once: a string
-	// turned into an interface value allocates.
-	defaultArgs [5]any
+	// defaultArgs are the defaults as the scripts take them
+	// (scriptDefaults), formatted and boxed once: a string turned into an
+	// interface value allocates.
+	defaultArgs []any
 	// enterLimits and statusLimits are the scripts' limit arguments
 	// (Limit.args: per client, then per place).
 	enterLimits, statusLimits [4]any
@@ -114,8 +113,9 @@ type queueRef struct {
 	keys keys
 	// args are the scripts' first arguments: the replica's defaults
 	// (Store.defaultArgs), then the line's lane ("": the general lane),
-	// ARGV[1..DEFAULTS] of common.lua.
-	args       [6]any
+	// ARGV[1..DEFAULTS] of common.lua. Its capacity is its length, so a
+	// call that appends its own arguments appends to a copy.
+	args       []any
 	enters     batcher // enter.lua calls, see batch.go
 	statuses   batcher // status.lua calls
 	enterKeys  []string
@@ -165,21 +165,15 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		return nil, errors.New("queue: no queues")
 	}
 	s := &Store{
-		rdb:      rdb,
-		defaults: defaults,
-		queues:   make(map[string]*queueRef, len(queues)),
-		defaultArgs: [5]any{
-			strconv.Itoa(defaults.RefillSize),
-			strconv.FormatInt(defaults.RefillInterval.Milliseconds(), 10),
-			strconv.FormatInt(defaults.SessionTTL.Milliseconds(), 10),
-			strconv.Itoa(defaults.MaxActive),
-			strconv.FormatInt(defaults.AbandonAfter.Milliseconds(), 10),
-		},
-		timeout:  timeout,
-		local:    newLocalStage(),
-		observer: nopObserver{},
-		moves:    noMoves{},
-		texts:    newTextCache(TextCacheTTL),
+		rdb:         rdb,
+		defaults:    defaults,
+		queues:      make(map[string]*queueRef, len(queues)),
+		defaultArgs: scriptDefaults(defaults),
+		timeout:     timeout,
+		local:       newLocalStage(),
+		observer:    nopObserver{},
+		moves:       noMoves{},
+		texts:       newTextCache(TextCacheTTL),
 	}
 	copy(s.enterLimits[:], append(defaults.Limits.EnterPerClient.args(), defaults.Limits.EnterPerPlace.args()...))
 	copy(s.statusLimits[:], append(defaults.Limits.StatusPerClient.args(), defaults.Limits.StatusPerPlace.args()...))
@@ -408,7 +402,7 @@ func (s *Store) Current(ctx context.Context, queue, user string, start time.Time
 	}
 	n, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
 		return renewScript.Run(ctx, s.rdb, q.renewKeys,
-			append(q.args[:], user, start.UnixMilli(), s.defaults.SessionMax.Milliseconds())...).Int64()
+			append(q.args, user, start.UnixMilli(), s.defaults.SessionMax.Milliseconds())...).Int64()
 	})
 	if err != nil {
 		return false, fmt.Errorf("queue: renew: %w", err)

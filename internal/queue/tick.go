@@ -72,7 +72,7 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 				away = "1" // its first, or Redis did not answer it lately
 			}
 			raw, err := tickScript.Run(ctx, s.rdb, keys,
-				append(q.args[:], purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base, holdBatch,
+				append(q.args, purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base, holdBatch,
 					strings.Join(lanes, ","), away)...).Slice()
 			if err != nil {
 				q.tickedOK.Store(false)

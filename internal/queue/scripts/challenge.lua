@@ -7,7 +7,7 @@
 -- its enter limits (per client, network and site), in buckets of their
 -- own (op "challenge"): fetching one spends no enter. One call.
 --
--- KEYS[1] -> config (HASH; fields challenge_difficulty, opens_at_ms)
+-- KEYS[1] -> config (HASH; queue_config: challenge_difficulty, opens_at_ms, human_check)
 -- KEYS[2] -> waiting (ZSET; its head trims the networks' counts)
 -- KEYS[3] -> draw (SET; while it holds anyone, counts are not trimmed)
 -- KEYS[4] -> arrival rate (HASH, see arrivals_note)
@@ -18,41 +18,45 @@
 -- KEYS[9..] -> the held ZSETs of the caller's network and site (none
 --            when the caller is not priced by its networks, or they
 --            placed nobody through this replica lately: seen.go)
--- ARGV[1..6] -> the limits per client, network and site: period_ms (the
---            time one call earns back, fractional; 0: no limit), burst
--- ARGV[7..9] -> the calls to charge each bucket (0: not asked; the
+-- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
+--            (common.lua), then the lane ("")
+-- After them, A = DEFAULTS:
+-- ARGV[A + 1..A + 6] -> the limits per client, network and site: period_ms
+--            (the time one call earns back, fractional; 0: no limit), burst
+-- ARGV[A + 7..A + 9] -> the calls to charge each bucket (0: not asked; the
 --            replica's local stage let the call through, see local.go)
--- ARGV[10..12] -> the price: bits (0: none), calm arrivals a second, the
---            ceiling (bits)
--- ARGV[13] -> whether the human check's provider answers (1 or 0)
--- ARGV[14..15] -> whether the replica placed someone from the caller's
---            network and site lately (1 or 0)
--- ARGV[16] -> flags (enter.lua's): 1 hosting, 2 passed a human check
+-- ARGV[A + 10..A + 12] -> the price: bits (0: none), calm arrivals a
+--            second, the ceiling (bits)
+-- ARGV[A + 13] -> whether the human check's provider answers (1 or 0)
+-- ARGV[A + 14..A + 15] -> whether the replica placed someone from the
+--            caller's network and site lately (1 or 0)
+-- ARGV[A + 16] -> flags (enter.lua's): 1 hosting, 2 passed a human check
 -- Returns {ALLOWED, difficulty} (0: no proof of work asked), {HUMAN, 0}
 -- when a human check is asked instead, or {LIMITED, wait_ms} when the
 -- client is over a limit (nothing charged).
+local A = DEFAULTS
 local now = now_ms()
 local wait = take_all({
-  {KEYS[5], ARGV[1], ARGV[2], tonumber(ARGV[7])},
-  {KEYS[6], ARGV[3], ARGV[4], tonumber(ARGV[8])},
-  {KEYS[7], ARGV[5], ARGV[6], tonumber(ARGV[9])},
+  {KEYS[5], ARGV[A + 1], ARGV[A + 2], tonumber(ARGV[A + 7])},
+  {KEYS[6], ARGV[A + 3], ARGV[A + 4], tonumber(ARGV[A + 8])},
+  {KEYS[7], ARGV[A + 5], ARGV[A + 6], tonumber(ARGV[A + 9])},
 }, now)
 if wait > 0 then
   return {LIMITED, math.ceil(wait)}
 end
-local cfg = redis.call('HMGET', KEYS[1], 'challenge_difficulty', 'opens_at_ms', 'human_check')
-local difficulty, price = tonumber(cfg[1]) or 0, nil
+local cfg = queue_config(KEYS[1])
+local price = nil
 if #KEYS > 8 then
-  local floor = held_floor(KEYS[2], KEYS[8], redis.call('SCARD', KEYS[3]), tonumber(cfg[2]) or 0, now)
-  local pressure = arrival_pressure(KEYS[4], now, tonumber(ARGV[11]))
-  local nets = {{KEYS[9], tonumber(ARGV[14])}}
+  local floor = held_floor(KEYS[2], KEYS[8], redis.call('SCARD', KEYS[3]), cfg.opens_at_ms, now)
+  local pressure = arrival_pressure(KEYS[4], now, tonumber(ARGV[A + 11]))
+  local nets = {{KEYS[9], tonumber(ARGV[A + 14])}}
   if #KEYS > 9 then
-    nets[2] = {KEYS[10], tonumber(ARGV[15])}
+    nets[2] = {KEYS[10], tonumber(ARGV[A + 15])}
   end
-  price = price_of(nets, floor, tonumber(ARGV[10]), pressure)
+  price = price_of(nets, floor, tonumber(ARGV[A + 10]), pressure)
 end
-local flags = tonumber(ARGV[16])
-local need = price_need(difficulty, price, flags % 2 == 1, flags >= 2, cfg[3] or 'off', tonumber(ARGV[12]), ARGV[13] == '1')
+local flags = tonumber(ARGV[A + 16])
+local need = price_need(cfg.challenge_difficulty, price, flags % 2 == 1, flags >= 2, cfg.human_check, tonumber(ARGV[A + 12]), ARGV[A + 13] == '1')
 if need == nil then
   return {HUMAN, 0}
 end

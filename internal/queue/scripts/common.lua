@@ -108,39 +108,25 @@ local function interval_budget(refill, enabled, effective, floor)
   return math.max(math.max(1, math.min(floor, refill)), math.min(effective, refill))
 end
 
--- queue_config: refill_size, refill_interval_ms, session_ttl_ms, max_active
--- (0: no cap), paused (0 or 1), abandon_after_ms (0: off), a scheduled
--- opening's opens_at_ms and prequeue_from_ms (0: none), max_waiting (the
--- line's cap, 0: none) and challenge_difficulty (proof of work before
--- entering, 0: off) from the config HASH, falling back to the calling
--- replica's defaults (ARGV[1..5] of every script that calls it) for any
--- field that is missing (a fresh or flushed Redis). The eleventh value is
--- the interval's budget: refill_size, or while the origin's health drives
--- the rate (adapt_enabled) the effective refill tick.lua last
--- stored, within [min_refill_size, refill_size] (interval_budget). The
--- twelfth is human_check ("off", "escalate" or "always"; price_need).
+-- queue_config: the queue's settings, one table by config HASH field
+-- (cfg.refill_size, cfg.paused, ...): the settings of queue.Catalog the
+-- scripts read, in one HMGET (config_read and config_of, written before
+-- this file from the catalog), each a number unless its kind is text,
+-- and each not stored (a fresh or flushed Redis, a setting never set)
+-- the calling replica's default, ARGV[1..DEFAULTS - 1] of every script
+-- that calls it, or its kind's zero. cfg.budget is what an interval
+-- admits: refill_size, or while the origin's health drives the rate
+-- (adapt_enabled) the effective refill tick.lua last stored beside the
+-- settings (cfg.refill_effective), within [min_refill_size, refill_size]
+-- (interval_budget).
 local function queue_config(key)
-  local v = redis.call('HMGET', key, 'refill_size', 'refill_interval_ms', 'session_ttl_ms', 'max_active', 'paused',
-    'abandon_after_ms', 'opens_at_ms', 'prequeue_from_ms', 'max_waiting', 'challenge_difficulty',
-    'adapt_enabled', 'refill_effective', 'min_refill_size', 'human_check')
-  local refill = tonumber(v[1]) or tonumber(ARGV[1])
-  return refill,
-         tonumber(v[2]) or tonumber(ARGV[2]),
-         tonumber(v[3]) or tonumber(ARGV[3]),
-         tonumber(v[4]) or tonumber(ARGV[4]),
-         tonumber(v[5]) or 0,
-         tonumber(v[6]) or tonumber(ARGV[5]),
-         tonumber(v[7]) or 0,
-         tonumber(v[8]) or 0,
-         tonumber(v[9]) or 0,
-         tonumber(v[10]) or 0,
-         interval_budget(refill, v[11] == '1', tonumber(v[12]), tonumber(v[13]) or 0),
-         v[14] or 'off'
+  local cfg = config_of(config_read(key))
+  cfg.budget = interval_budget(cfg.refill_size, cfg.adapt_enabled == 1, cfg.refill_effective, cfg.min_refill_size)
+  return cfg
 end
--- ARGV[6] of those scripts is the lane of the line they work on ("": the
--- general lane), whose keys they were given.
-local DEFAULTS = 6 -- ARGV[1..DEFAULTS] are the defaults queue_config reads, and the lane
-local LANE = ARGV[6]
+-- ARGV[DEFAULTS] of those scripts is the lane of the line they work on
+-- ("": the general lane), whose keys they were given.
+local LANE = ARGV[DEFAULTS]
 
 -- timing_read is this call's one read of the tick HASH's timing fields
 -- and its line's rate, made by line_rate and reused by next_tick_at: a
@@ -189,10 +175,11 @@ end
 
 -- reply_head: the values that open enter.lua's and status.lua's replies,
 -- in HEAD_* order (a constructor, so the table is sized once on the hot
--- path; TestRepliesMatchLua checks the order).
-local function reply_head(waiting, tick_key, now, refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
-  return {waiting, until_next_tick_ms(tick_key, now), interval, refill, ttl, paused,
-    opens_at, prequeue_from, abandon_after, math.max(0, opens_at - now)}
+-- path; TestRepliesMatchLua checks the order): refill is what an
+-- interval admits from the line (line_rate), cfg queue_config's table.
+local function reply_head(waiting, tick_key, now, refill, cfg)
+  return {waiting, until_next_tick_ms(tick_key, now), cfg.refill_interval_ms, refill, cfg.session_ttl_ms, cfg.paused,
+    cfg.opens_at_ms, cfg.prequeue_from_ms, cfg.abandon_after_ms, math.max(0, cfg.opens_at_ms - now)}
 end
 
 -- near_head: how many places from the head of the line a replica answers
@@ -202,9 +189,10 @@ end
 -- from at least twice on the way to the head, and never fewer than ten
 -- ticks (the poll policy's near zone). Only these places keep a "last
 -- heard" record (enter.lua, status.lua); one reaching the head without one
--- is confirmed first (tick.lua).
-local function near_head(refill, interval, abandon_after)
-  local ticks = math.max(10, math.ceil(2 * abandon_after / interval) + 2)
+-- is confirmed first (tick.lua). refill is what an interval admits from
+-- the line, cfg queue_config's table.
+local function near_head(refill, cfg)
+  local ticks = math.max(10, math.ceil(2 * cfg.abandon_after_ms / cfg.refill_interval_ms) + 2)
   return refill * ticks
 end
 

@@ -48,15 +48,15 @@
 --              of the networks it counts (its network, then its site),
 --              and for an account's enter the waiting ZSET, held ZSET and
 --              draw SET of each other line it names (other_line)
--- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
---              abandon_after_ms, and the line's lane ("": general; DEFAULTS)
--- ARGV[7..10] -> limits per client and per place: period_ms, burst (LIMITS)
--- ARGV[11..14] -> limits per network and per site: period_ms, burst
--- ARGV[15..18] -> the price of a place: bits (0: none), calm arrivals a
---              second (0: no pressure), the ceiling a person pays (bits),
---              and whether the human check's provider answers (1 or 0);
---              price.go (TIERS)
--- ARGV[17..] -> per call, two values: user id, and what else it asks,
+-- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
+--              (common.lua), then the line's lane ("": general)
+-- ARGV[DEFAULTS + 1..LIMITS] -> limits per client and per place: period_ms, burst
+-- ARGV[LIMITS + 1..LIMITS + 4] -> limits per network and per site: period_ms, burst
+-- ARGV[LIMITS + 5..TIERS] -> the price of a place: bits (0: none), calm
+--              arrivals a second (0: no pressure), the ceiling a person
+--              pays (bits), and whether the human check's provider
+--              answers (1 or 0); price.go
+-- ARGV[TIERS + 1..] -> per call, two values: user id, and what else it asks,
 --              "" for the usual enter (nothing to charge to the shared
 --              buckets, no proof of work, no place credential, no
 --              network), else "<client cost> <network cost> <site cost>
@@ -110,11 +110,11 @@ local PRICE_BITS, CALM = tonumber(ARGV[LIMITS + 5]), tonumber(ARGV[LIMITS + 6])
 local CEILING, HUMAN_AVAIL = tonumber(ARGV[LIMITS + 7]), ARGV[LIMITS + 8] == '1'
 local seqs = {}
 local now = now_ms()
-local refill, interval, ttl, max_active, paused, abandon_after, opens_at, prequeue_from, max_waiting, difficulty, budget, human_mode =
-  queue_config(KEYS[5])
-refill = budget -- what an interval admits (the effective refill while adapting): tokens, ETA
+-- cfg.budget, what an interval admits (the effective refill while
+-- adapting), gives the tokens and the ETA.
+local cfg = queue_config(KEYS[5])
 local in_draw = redis.call('SCARD', KEYS[8])
-local out = reply_head(0, KEYS[6], now, line_rate(KEYS[6], refill), interval, ttl, paused, abandon_after, opens_at, prequeue_from)
+local out = reply_head(0, KEYS[6], now, line_rate(KEYS[6], cfg.budget), cfg)
 local HEAD = #out
 
 -- arrived counts the places this call made (in the line, in a draw, or
@@ -137,7 +137,7 @@ end
 local pressure, floor, floor_read = 0, nil, false
 local function price_for(held_keys)
   if not floor_read then
-    floor, floor_read = held_floor(KEYS[1], KEYS[15], in_draw, opens_at, now), true
+    floor, floor_read = held_floor(KEYS[1], KEYS[15], in_draw, cfg.opens_at_ms, now), true
     pressure = arrival_pressure(KEYS[13], now, CALM)
   end
   return price_of(held_keys, floor, PRICE_BITS, pressure)
@@ -204,7 +204,7 @@ local function other_line(others)
   for k, o in ipairs(others) do
     local admitted = tonumber(redis.call('ZSCORE', KEYS[2], o.member))
     if redis.call('ZSCORE', o.waiting, o.member) or redis.call('ZSCORE', o.held, o.member) or
-        redis.call('SISMEMBER', o.draw, o.member) == 1 or (admitted and admitted > now - ttl) then
+        redis.call('SISMEMBER', o.draw, o.member) == 1 or (admitted and admitted > now - cfg.session_ttl_ms) then
       return k
     end
   end
@@ -265,8 +265,8 @@ local function pass_defences()
       -- The queue's own difficulty, or the price of a place on the
       -- caller's network when that is higher, up to the ceiling; or a
       -- human check (price_need).
-      local need = price_need(difficulty, held[i] and price_for(held[i]), flags % 2 == 1,
-        flags >= 2, human_mode, CEILING, HUMAN_AVAIL)
+      local need = price_need(cfg.challenge_difficulty, held[i] and price_for(held[i]), flags % 2 == 1,
+        flags >= 2, cfg.human_check, CEILING, HUMAN_AVAIL)
       if need == nil then
         out[HEAD + 2 * i - 1] = HUMAN
         out[HEAD + 2 * i] = 0
@@ -311,7 +311,7 @@ end
 -- ticks the excess takes from `moves_in` ms (the next tick, or before an
 -- opening the opening).
 local function room_for(list, line, moves_in, is_member)
-  if max_waiting == 0 or #list == 0 then
+  if cfg.max_waiting == 0 or #list == 0 then
     return list
   end
   local names = {}
@@ -323,11 +323,11 @@ local function room_for(list, line, moves_in, is_member)
   for k, j in ipairs(list) do
     if member[k] then
       kept[#kept + 1] = j
-    elseif line + newcomers < max_waiting then
+    elseif line + newcomers < cfg.max_waiting then
       newcomers = newcomers + 1
       kept[#kept + 1] = j
     else
-      answer(j, FULL, until_room_ms(line + newcomers, max_waiting, refill, interval, moves_in))
+      answer(j, FULL, until_room_ms(line + newcomers, cfg.max_waiting, cfg.budget, cfg.refill_interval_ms, moves_in))
       -- The call changed nothing: its proof of work stays unspent, for
       -- when the line has room.
       if proof_key[slot[j]] then
@@ -343,7 +343,7 @@ end
 -- allowing), before it everyone is NOT_OPEN.
 local function join_draw()
   out[HEAD_WAITING] = redis.call('ZCARD', KEYS[1]) + in_draw
-  if now < prequeue_from then
+  if now < cfg.prequeue_from_ms then
     for j = 1, #users do
       answer(j, NOT_OPEN, 0)
     end
@@ -386,15 +386,15 @@ end
 -- queue is not paused and the cap on active users leaves room. Returns
 -- how many it admitted.
 local function admit_directly(waiting)
-  local tokens = tonumber(redis.call('GET', KEYS[3])) or refill
-  if tokens > refill then
-    tokens = refill -- refill_size was lowered since the last tick
+  local tokens = tonumber(redis.call('GET', KEYS[3])) or cfg.budget
+  if tokens > cfg.budget then
+    tokens = cfg.budget -- refill_size was lowered since the last tick
   end
   local direct = 0
-  if waiting == 0 and paused == 0 then
+  if waiting == 0 and cfg.paused == 0 then
     direct = math.min(tokens, #users)
-    if max_active > 0 and direct > 0 then
-      direct = math.min(direct, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
+    if cfg.max_active > 0 and direct > 0 then
+      direct = math.min(direct, math.max(0, cfg.max_active - active_count(KEYS[2], now, cfg.session_ttl_ms)))
     end
   end
   if direct == 0 then
@@ -486,7 +486,7 @@ local function join_line(direct, waiting)
   end
   -- Places set aside at the head are still the line's, in its cap.
   local held_now = 0
-  if max_waiting > 0 then
+  if cfg.max_waiting > 0 then
     held_now = redis.call('ZCARD', KEYS[15])
   end
   rest = room_for(rest, waiting + held_now, out[HEAD_UNTIL_NEXT_TICK], function(names)
@@ -514,7 +514,7 @@ local function join_line(direct, waiting)
   local before, added = waiting, redis.call('ZADD', KEYS[1], unpack(args))
   hold(rest, function(k) return first + k end)
   waiting = waiting + added
-  local near, heard = near_head(refill, interval, abandon_after), nil
+  local near, heard = near_head(cfg.budget, cfg), nil
   if added == #rest then
     heard = answer_batch(rest, before, first, near)
   else
@@ -532,7 +532,7 @@ if LANE ~= '' then
 end
 pass_defences()                                                     -- the defences
 users, slot = keep_current(KEYS[11], users, slot, gens, out, HEAD)  -- moved places' old credentials
-if opens_at > now then
+if cfg.opens_at_ms > now then
   join_draw()                                                       -- before an opening: the draw
   return finish()
 end

@@ -1,21 +1,21 @@
 -- renew.lua: a pass check with sliding sessions (Settings.SessionMax): if
--- the admission that began at ARGV[8] is still the user's current one, it
--- now ends session_ttl from now, but never later than session_max after
--- it began. The entered set's score then moves from the admission's start
--- to its last renewal (what expiry, the cap and the purge read), and the
--- start is kept in the admitted HASH (what a pass names; status.lua and
--- done.lua read it there).
+-- the admission that began at ARGV[DEFAULTS + 2] is still the user's
+-- current one, it now ends session_ttl from now, but never later than
+-- session_max after it began. The entered set's score then moves from
+-- the admission's start to its last renewal (what expiry, the cap and the
+-- purge read), and the start is kept in the admitted HASH (what a pass
+-- names; status.lua and done.lua read it there).
 --
 -- KEYS[1] -> entered  (ZSET member=user, score=start or last renewal, ms)
 -- KEYS[2] -> config   (HASH)
 -- KEYS[3] -> admitted (HASH member=user, value=start ms, once renewed)
--- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active, abandon_after_ms, lane ("")
--- ARGV[7] -> user id
--- ARGV[8] -> the admission's start (ms), from the pass
--- ARGV[9] -> session_max_ms
+-- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads (common.lua), lane ("")
+-- ARGV[DEFAULTS + 1] -> user id
+-- ARGV[DEFAULTS + 2] -> the admission's start (ms), from the pass
+-- ARGV[DEFAULTS + 3] -> session_max_ms
 -- Returns 1 when that admission is current (and renewed), else 0.
 local now = now_ms()
-local _, _, ttl = queue_config(KEYS[2])
+local ttl = queue_config(KEYS[2]).session_ttl_ms
 local user = ARGV[DEFAULTS + 1]
 local basis = tonumber(redis.call('ZSCORE', KEYS[1], user))
 if not basis or basis <= now - ttl then

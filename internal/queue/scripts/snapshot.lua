@@ -14,14 +14,14 @@
 -- KEYS[6] -> stale   (ZSET member=user, score=the highest arrival number of
 --                     its credentials that no longer name its place)
 -- KEYS[7] -> seq     (STRING arrival counter, read only)
--- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
---             abandon_after_ms, and the line's lane ("": general; DEFAULTS)
--- ARGV[7] -> even: how many evenly spaced ranks to sample besides the
+-- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
+--             (common.lua), then the line's lane ("": general)
+-- ARGV[DEFAULTS + 1] -> even: how many evenly spaced ranks to sample besides the
 --            head, the tail and the ranks doubling out from near_head
--- ARGV[8] -> from: the stale entries to read are those scored from it
+-- ARGV[DEFAULTS + 2] -> from: the stale entries to read are those scored from it
 --            ("-inf" on a replica's first read; then the cursor the last
 --            read returned)
--- ARGV[9] -> at most how many stale entries to read (a page)
+-- ARGV[DEFAULTS + 3] -> at most how many stale entries to read (a page)
 -- Returns two arrays. The first: the head (HEAD_*, as
 -- status.lua's), then near_head, the draw's participants still to be
 -- placed, the held places' count and highest arrival number (0 when none),
@@ -36,25 +36,25 @@
 -- scores the arrival counter then, a re-entry one less than its new
 -- arrival number, and the counter never goes down.
 local now = now_ms()
-local _, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from, _, _, refill = queue_config(KEYS[2])
+local cfg = queue_config(KEYS[2])
 -- refill: what an interval admits from this line (the effective refill
 -- while adapting, the general lane's part with lanes), for the ETA
-refill = line_rate(KEYS[3], refill)
+local refill = line_rate(KEYS[3], cfg.budget)
 local in_draw = redis.call('SCARD', KEYS[4])
 local line = redis.call('ZCARD', KEYS[1])
-local out = reply_head(line + in_draw, KEYS[3], now, refill, interval, ttl, paused, abandon_after, opens_at,
-  prequeue_from)
-local near = near_head(refill, interval, abandon_after)
+local out = reply_head(line + in_draw, KEYS[3], now, refill, cfg)
+local near = near_head(refill, cfg)
 out[#out + 1] = near
 out[#out + 1] = in_draw
 
--- stale_page reads the stale entries scored from ARGV[8], at most ARGV[9],
+-- stale_page reads the stale entries scored from ARGV[DEFAULTS + 2], at
+-- most ARGV[DEFAULTS + 3],
 -- and the cursor of the next read: the arrival counter when it read them
 -- all; else the last score in the page, whose entries are then left for
 -- the next read, or, when one score fills the page, every entry of that
 -- score and the cursor past it.
 local function stale_page()
-  local from, limit = ARGV[8], tonumber(ARGV[9])
+  local from, limit = ARGV[DEFAULTS + 2], tonumber(ARGV[DEFAULTS + 3])
   local page = redis.call('ZRANGE', KEYS[6], from, '+inf', 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
   if #page < 2 * limit then
     return page, tonumber(redis.call('GET', KEYS[7])) or 0, 0
@@ -92,7 +92,7 @@ while r < line do
   want[r] = true
   r = r * 2
 end
-local even = tonumber(ARGV[7])
+local even = tonumber(ARGV[DEFAULTS + 1])
 for i = 1, even - 1 do
   want[math.floor(line * i / even)] = true
 end

@@ -20,11 +20,11 @@
 -- KEYS[11..] -> per call, three keys: the client's rate bucket, the place's,
 --              and the held places its network brought back this interval
 --              (HASH at, n; see "Held places come back a few at a time")
--- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
---              abandon_after_ms, and the line's lane ("": general; DEFAULTS)
--- ARGV[7..10] -> limits per client and per place: period_ms, burst (LIMITS)
--- ARGV[11] -> held places one network brings back per interval (0: no limit)
--- ARGV[12..] -> per call, five values: user id, the calls to charge the
+-- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
+--              (common.lua), then the line's lane ("": general)
+-- ARGV[DEFAULTS + 1..LIMITS] -> limits per client and per place: period_ms, burst
+-- ARGV[LIMITS + 1] -> held places one network brings back per interval (0: no limit)
+-- ARGV[LIMITS + 2..] -> per call, five values: user id, the calls to charge the
 --              client's and the place's buckets (0: not asked; see
 --              pass_limits), the generation of the caller's place
 --              credential (-1: none; a stale one is answered NOT_WAITING,
@@ -48,13 +48,12 @@
 -- caller's credential carries may be an older place's (the same member
 -- entered again), and a page far back places itself by it.
 local now = now_ms()
-local _, interval, ttl, _, paused, abandon_after, opens_at, prequeue_from, _, _, refill = queue_config(KEYS[3])
+local cfg = queue_config(KEYS[3])
 -- refill: what an interval admits from this line (the effective refill
 -- while adapting, its lane's part with lanes), for the ETA
-refill = line_rate(KEYS[4], refill)
+local refill = line_rate(KEYS[4], cfg.budget)
 local in_draw = redis.call('SCARD', KEYS[7])
-local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[4], now,
-  refill, interval, ttl, paused, abandon_after, opens_at, prequeue_from)
+local out = reply_head(redis.call('ZCARD', KEYS[1]) + in_draw, KEYS[4], now, refill, cfg)
 
 -- The rate limits, per call; users and slot are the calls let through
 -- and their index among the calls (where their answer goes).
@@ -117,7 +116,7 @@ local function may_return(net)
     return false
   end
   redis.call('HSET', net, 'at', interval_tick, 'n', n + 1)
-  redis.call('PEXPIRE', net, 2 * interval)
+  redis.call('PEXPIRE', net, 2 * cfg.refill_interval_ms)
   return true
 end
 
@@ -138,8 +137,8 @@ local function confirm(user, net)
     return nil
   end
   if not may_return(net) then
-    if abandon_after > 0 then
-      redis.call('ZADD', KEYS[5], -(now + abandon_after), user) -- heard: a new deadline
+    if cfg.abandon_after_ms > 0 then
+      redis.call('ZADD', KEYS[5], -(now + cfg.abandon_after_ms), user) -- heard: a new deadline
     end
     return redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. seq), false
   end
@@ -156,7 +155,7 @@ for i, user in ipairs(users) do
   -- the tick has purged it. (Its score is when it began, or for a sliding
   -- session its last renewal: the start is then read below.)
   local admitted_at = tonumber(admitted[i])
-  if admitted_at and admitted_at > now - ttl then
+  if admitted_at and admitted_at > now - cfg.session_ttl_ms then
     out[at - 1] = ENTERED
     out[at] = admitted_at
     renewed[#renewed + 1] = at

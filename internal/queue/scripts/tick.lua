@@ -48,30 +48,34 @@
 --                     number of its credentials; trimmed here, see keys.go)
 -- KEYS[18] -> lanes  (SET of the lanes that may hold places, enter.lua)
 -- KEYS[19] -> schedule (STRING, JSON: the windows, see "Windows" below)
--- KEYS[20..] -> per lane of ARGV[15], in its order, eight keys: its
+-- KEYS[20..] -> per lane of LANES_READ, in its order, eight keys: its
 --            waiting, heard, held, stale, draw, seq, arrivals and history
 --            (rediskeys.Lane), of the types of the queue's keys above
--- ARGV[1..6] -> default refill_size, refill_interval_ms, session_ttl_ms, max_active,
---            abandon_after_ms, "" (DEFAULTS)
--- ARGV[7] -> max expired sessions purged per tick
--- ARGV[8] -> history length kept
--- ARGV[9] -> max abandoned places dropped per tick (per line)
--- ARGV[10] -> a fresh random seed (52 bits), used if this call starts a draw
--- ARGV[11] -> max participants placed per call while a draw runs (per line)
--- ARGV[12] -> a proposed refill_effective (internal/autorate; "" or 0: none)
--- ARGV[13] -> the refill_effective (the budget, TICK_BUDGET) it was based
---            on: stored only if that is still the budget, a compare-and-set,
---            so a proposal from a stale reading, or a second replica's
---            for the same interval, changes nothing
--- ARGV[14] -> max places set aside (held) per tick (per line)
--- ARGV[15] -> the lanes whose keys follow KEYS[19], ","-joined and sorted:
---            the caller's reading of the configured lanes and the lanes SET
---            (Store.tickLanes); a call whose reading is no longer true
---            changes nothing but the windows and answers TICK_APPLIED -1,
---            to be called again
--- ARGV[16] -> "1" when the calling replica's tick calls failed since its
---              last one that reached Redis, or this is its first ("0"
---              otherwise): only then is a late tick an outage (outage_grace)
+-- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads (common.lua),
+--            then "" (the general lane's keys)
+-- ARGV[DEFAULTS + 1] -> max expired sessions purged per tick (PURGE_MAX)
+-- ARGV[DEFAULTS + 2] -> history length kept (HISTORY_KEEP)
+-- ARGV[DEFAULTS + 3] -> max abandoned places dropped per tick (per line; DROP_MAX)
+-- ARGV[DEFAULTS + 4] -> a fresh random seed (52 bits), used if this call
+--            starts a draw (DRAW_SEED)
+-- ARGV[DEFAULTS + 5] -> max participants placed per call while a draw runs
+--            (per line; DRAW_MAX)
+-- ARGV[DEFAULTS + 6] -> a proposed refill_effective (internal/autorate; ""
+--            or 0: none; PROPOSED)
+-- ARGV[DEFAULTS + 7] -> the refill_effective (the budget, TICK_BUDGET) it
+--            was based on (BASED_ON): stored only if that is still the
+--            budget, a compare-and-set, so a proposal from a stale reading,
+--            or a second replica's for the same interval, changes nothing
+-- ARGV[DEFAULTS + 8] -> max places set aside (held) per tick (per line; HOLD_MAX)
+-- ARGV[DEFAULTS + 9] -> the lanes whose keys follow KEYS[19], ","-joined
+--            and sorted (LANES_READ): the caller's reading of the
+--            configured lanes and the lanes SET (Store.tickLanes); a call
+--            whose reading is no longer true changes nothing but the
+--            windows and answers TICK_APPLIED -1, to be called again
+-- ARGV[DEFAULTS + 10] -> "1" when the calling replica's tick calls failed
+--            since its last one that reached Redis, or this is its first
+--            ("0" otherwise; WAS_AWAY): only then is a late tick an outage
+--            (outage_grace)
 -- Returns, in TICK_* order (common.lua): {applied (0|1), moved, waiting,
 -- tokens, purged, admitted in the interval that just ended, abandoned
 -- places dropped, how late the tick is (ms after it was due, next_at_ms,
@@ -88,7 +92,10 @@
 -- records, leave the tokens, take the statistics, checkpoint, record the
 -- tick. The script, not any one step, is atomic.
 local now = now_ms()
-local PURGE_MAX, HISTORY_KEEP, DROP_MAX, HOLD_MAX = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[14])
+local PURGE_MAX, HISTORY_KEEP, DROP_MAX = tonumber(ARGV[DEFAULTS + 1]), tonumber(ARGV[DEFAULTS + 2]), tonumber(ARGV[DEFAULTS + 3])
+local DRAW_SEED, DRAW_MAX = ARGV[DEFAULTS + 4], tonumber(ARGV[DEFAULTS + 5])
+local PROPOSED, BASED_ON = tonumber(ARGV[DEFAULTS + 6]), tonumber(ARGV[DEFAULTS + 7])
+local HOLD_MAX, LANES_READ, WAS_AWAY = tonumber(ARGV[DEFAULTS + 8]), ARGV[DEFAULTS + 9], ARGV[DEFAULTS + 10] == '1'
 
 -- Windows: the schedule (KEYS[19]) is a JSON object
 -- {"windows": [{"start_ms", "end_ms", and any of "refill_size",
@@ -150,7 +157,7 @@ local function stored_or_default(f, v)
   elseif f == 'lanes' then
     return ''
   end
-  return string.format('%d', tonumber(f == 'refill_size' and ARGV[1] or ARGV[4]))
+  return string.format('%d', config_of({})[f]) -- refill_size, max_active
 end
 
 -- told is a config field's value (false: not set, the replica's default)
@@ -160,10 +167,8 @@ local function told(f, v)
     return v == '1' and 'true' or 'false'
   elseif f == 'lanes' then
     return (v and v ~= '') and v or '[]'
-  elseif f == 'refill_size' then
-    return string.format('%d', tonumber(v) or tonumber(ARGV[1]))
   end
-  return string.format('%d', tonumber(v) or tonumber(ARGV[4])) -- max_active
+  return string.format('%d', tonumber(v) or config_of({})[f]) -- refill_size, max_active
 end
 
 -- write_field writes config field f (v false: delete it, the default
@@ -277,7 +282,8 @@ local function apply_windows()
 end
 
 local window_did, window_at, window_log = apply_windows()
-local refill, interval, ttl, max_active, paused, abandon_after, opens_at, _, _, _, budget = queue_config(KEYS[4])
+local cfg = queue_config(KEYS[4])
+local budget = cfg.budget -- the interval's, until adapt_budget sets the next one's
 local due = next_tick_at(KEYS[5])
 
 -- The sets the users' traffic fills (gone: a record per leave, done,
@@ -285,13 +291,13 @@ local due = next_tick_at(KEYS[5])
 -- trimmed at most this many members a tick (trim_below, common.lua: a
 -- ZREMRANGEBYSCORE has no LIMIT), the rest by the ticks after, so that
 -- a burst of them never makes one tick long. A tick itself writes at
--- most ARGV[7] + ARGV[9] (2,000) gone records a line, and mark_gone
+-- most PURGE_MAX + DROP_MAX (2,000) gone records a line, and mark_gone
 -- retires old ones as fast as leaves and dones write new ones.
 local GONE_TRIM_MAX = 10000
 local STALE_TRIM_MAX = 10000
 
 -- Lanes. The lines are the general lane's (the queue's own
--- keys, "") and one per lane of ARGV[15]: the configured lanes (the
+-- keys, "") and one per lane of LANES_READ: the configured lanes (the
 -- config's "lanes", JSON) and any lane of the lanes SET still holding
 -- places. A lane removed is served at the share it had when it went (the
 -- tick HASH's "share:<lane>", lanes_replaced in common.lua) until it is
@@ -307,7 +313,7 @@ if configured_raw ~= '' then
   end
 end
 
--- lines_now returns the lines, or nil when ARGV[15] is not the configured
+-- lines_now returns the lines, or nil when LANES_READ is not the configured
 -- lanes and the SET's, sorted: the caller read them before a change.
 local function lines_now()
   local names = redis.call('SMEMBERS', KEYS[18])
@@ -321,7 +327,7 @@ local function lines_now()
     end
   end
   table.sort(names)
-  if table.concat(names, ',') ~= ARGV[15] then
+  if table.concat(names, ',') ~= LANES_READ then
     return nil
   end
   local general = {name = '', waiting = KEYS[1], heard = KEYS[7], held = KEYS[16], stale = KEYS[17], draw = KEYS[9],
@@ -384,7 +390,7 @@ end
 -- left. (A draw left behind by an opening the operator cleared is
 -- placed too.)
 local function place_draw(lines)
-  if opens_at > now then
+  if cfg.opens_at_ms > now then
     return false
   end
   local left = false
@@ -392,11 +398,11 @@ local function place_draw(lines)
     if redis.call('SCARD', line.draw) > 0 then
       local d = redis.call('HMGET', KEYS[5], 'draw_for', 'draw_seed')
       local seed = d[2]
-      if tonumber(d[1]) ~= opens_at then
-        seed = ARGV[10]
-        redis.call('HSET', KEYS[5], 'draw_for', opens_at, 'draw_seed', seed, 'draw_count', 0)
+      if tonumber(d[1]) ~= cfg.opens_at_ms then
+        seed = DRAW_SEED
+        redis.call('HSET', KEYS[5], 'draw_for', cfg.opens_at_ms, 'draw_seed', seed, 'draw_count', 0)
       end
-      local batch = redis.call('SPOP', line.draw, tonumber(ARGV[11]))
+      local batch = redis.call('SPOP', line.draw, DRAW_MAX)
       for i = 1, #batch, 500 do
         local args = {}
         for j = i, math.min(i + 499, #batch) do
@@ -442,8 +448,8 @@ local function close_interval(state, direct, lines)
   if not (state[1] or admitted > 0) then
     return admitted
   end
-  local started = tonumber(state[1]) or (now - interval)
-  local active = active_count(KEYS[2], now, ttl)
+  local started = tonumber(state[1]) or (now - cfg.refill_interval_ms)
+  local active = active_count(KEYS[2], now, cfg.session_ttl_ms)
   local waiting, arrivals = 0, direct
   for _, line in ipairs(lines) do
     local s = line.state
@@ -453,14 +459,14 @@ local function close_interval(state, direct, lines)
     arrivals = arrivals + line.arrived
     if line.history then
       redis.call('RPUSH', line.history, string.format('%d:%d:%d:%d:%d:%d:%d', started, tonumber(s[1]) or 0,
-        line.waiting_before, tonumber(s[2]) or 0, line.arrived, active, tonumber(state[7]) or refill))
+        line.waiting_before, tonumber(s[2]) or 0, line.arrived, active, tonumber(state[7]) or cfg.refill_size))
       redis.call('LTRIM', line.history, -HISTORY_KEEP, -1)
     end
   end
   -- The seventh field is the interval's budget; readers take
   -- entries of three to six fields too (keys.go, history).
   redis.call('RPUSH', KEYS[6], string.format('%d:%d:%d:%d:%d:%d:%d', started, admitted, waiting,
-    tonumber(state[4]) or 0, arrivals, active, tonumber(state[7]) or refill))
+    tonumber(state[4]) or 0, arrivals, active, tonumber(state[7]) or cfg.refill_size))
   redis.call('LTRIM', KEYS[6], -HISTORY_KEEP, -1)
   return admitted
 end
@@ -475,7 +481,7 @@ end
 -- ttl): purged from then. Returns how many it purged and their times
 -- inside (stat_round).
 local function purge_expired()
-  local ended = redis.call('ZRANGE', KEYS[2], '-inf', now - ttl, 'BYSCORE', 'LIMIT', 0, PURGE_MAX, 'WITHSCORES')
+  local ended = redis.call('ZRANGE', KEYS[2], '-inf', now - cfg.session_ttl_ms, 'BYSCORE', 'LIMIT', 0, PURGE_MAX, 'WITHSCORES')
   local expired, expired_at = {}, {}
   for i = 1, #ended, 2 do
     expired[#expired + 1] = ended[i]
@@ -491,7 +497,7 @@ local function purge_expired()
     local starts = redis.call('HMGET', KEYS[10], unpack(expired, i, last))
     for j = i, last do
       local start = tonumber(starts[j - i + 1]) or expired_at[j]
-      inside[#inside + 1] = stat_round(expired_at[j] + ttl - start)
+      inside[#inside + 1] = stat_round(expired_at[j] + cfg.session_ttl_ms - start)
     end
     redis.call('ZREM', KEYS[2], unpack(expired, i, last))
     redis.call('HDEL', KEYS[10], unpack(expired, i, last))
@@ -508,14 +514,10 @@ end
 -- interval_budget) only while the controller is on and that reading is
 -- still the budget.
 local function adapt_budget()
-  local proposed, based_on = tonumber(ARGV[12]), tonumber(ARGV[13])
-  if proposed and proposed > 0 and based_on == budget then
-    local a = redis.call('HMGET', KEYS[4], 'adapt_enabled', 'min_refill_size')
-    if a[1] == '1' then
-      local b = interval_budget(refill, true, proposed, tonumber(a[2]) or 0)
-      redis.call('HSET', KEYS[4], 'refill_effective', b)
-      return b, 1
-    end
+  if PROPOSED and PROPOSED > 0 and BASED_ON == budget and cfg.adapt_enabled == 1 then
+    local b = interval_budget(cfg.refill_size, true, PROPOSED, cfg.min_refill_size)
+    redis.call('HSET', KEYS[4], 'refill_effective', b)
+    return b, 1
   end
   return budget, 0
 end
@@ -523,10 +525,10 @@ end
 -- room_for_moves is how many this tick may admit: the budget, none while
 -- paused, and no more than the cap on active users leaves room for.
 local function room_for_moves()
-  if paused == 1 then
+  if cfg.paused == 1 then
     return 0
-  elseif max_active > 0 then
-    return math.min(budget, math.max(0, max_active - active_count(KEYS[2], now, ttl)))
+  elseif cfg.max_active > 0 then
+    return math.min(budget, math.max(0, cfg.max_active - active_count(KEYS[2], now, cfg.session_ttl_ms)))
   end
   return budget
 end
@@ -534,7 +536,7 @@ end
 -- Moving the head. A user not heard from (enter, status) for
 -- abandon_after_ms has closed the page: the place is dropped when it
 -- reaches the head, without spending a token, and the next one moves
--- instead; at most ARGV[9] (DROP_MAX) such places per tick and line.
+-- instead; at most DROP_MAX such places per tick and line.
 -- A place with no record at all was far from the head when last heard
 -- (only places near_head keep one): its page may well be polling, just
 -- not yet near enough to say so (a refill raised tenfold brings such
@@ -546,12 +548,12 @@ end
 -- not lost. Unconfirmed by the deadline, it is dropped as abandoned
 -- (drop_expired). Set aside, held places never stop a tick from reaching
 -- the people behind them: silent places at the head cost the line none
--- of its rate. A tick drops at most ARGV[9] places a line in all (held ones past
+-- of its rate. A tick drops at most DROP_MAX places a line in all (held ones past
 -- their deadline first); an abandoned place popped beyond that is held
 -- with a deadline already past, for the next tick to drop. At most
--- ARGV[13] (HOLD_MAX) are held per tick, so a tick pops at most room +
--- ARGV[9] + ARGV[14] + 1000 places (a round's pop is at most 1000), and
--- drop_expired reads at most ARGV[9] marks.
+-- HOLD_MAX are held per tick, so a tick pops at most room + DROP_MAX +
+-- HOLD_MAX + 1000 places (a round's pop is at most 1000), and
+-- drop_expired reads at most DROP_MAX marks.
 -- The deadline is abandon_after from now, the time any place is given to
 -- be heard from: a page polling as told asks at least twice in it.
 
@@ -579,10 +581,10 @@ local function outage_grace()
   local grace = tonumber(redis.call('HGET', KEYS[5], 'grace_until_ms')) or 0
   local away = due and now - due or 0
   -- Only a replica that could not reach Redis, or has just started, says
-  -- the time since the last tick was an outage (ARGV[16]): a late timer
+  -- the time since the last tick was an outage (WAS_AWAY): a late timer
   -- on a busy machine is not one, and must not stop the drops.
-  if ARGV[16] == '1' and abandon_after > 0 and away > math.max(interval, OUTAGE_MIN_MS) then
-    grace = math.max(grace, now + away + abandon_after)
+  if WAS_AWAY and cfg.abandon_after_ms > 0 and away > math.max(cfg.refill_interval_ms, OUTAGE_MIN_MS) then
+    grace = math.max(grace, now + away + cfg.abandon_after_ms)
     redis.call('HSET', KEYS[5], 'grace_until_ms', grace)
   end
   return grace
@@ -638,8 +640,8 @@ end
 local function pop_head(line, room, m)
   local admit, admit_seq, dropped, grace = m.admit, m.admit_seq, m.dropped, m.grace
   local held, asked, put_back = {}, {}, {}
-  local gone_before = now - abandon_after
-  local confirm_by = now + abandon_after
+  local gone_before = now - cfg.abandon_after_ms
+  local confirm_by = now + cfg.abandon_after_ms
   local want = room
   while #admit < room and #held < 2 * HOLD_MAX do
     local popped = redis.call('ZPOPMIN', line.waiting, math.min(want, 1000, HOLD_MAX - #held / 2))
@@ -655,7 +657,7 @@ local function pop_head(line, room, m)
     local done, admitted_before = {}, #admit
     for i, u in ipairs(users) do
       local h = tonumber(heard[i])
-      if abandon_after > 0 and (not h or (h < 0 and -h > now)) then
+      if cfg.abandon_after_ms > 0 and (not h or (h < 0 and -h > now)) then
         -- Set aside until it confirms (or its deadline passes).
         held[#held + 1] = seqs[i]
         held[#held + 1] = u
@@ -663,17 +665,17 @@ local function pop_head(line, room, m)
           asked[#asked + 1] = -confirm_by
           asked[#asked + 1] = u
         end
-      elseif abandon_after > 0 and h <= gone_before and now < grace then
+      elseif cfg.abandon_after_ms > 0 and h <= gone_before and now < grace then
         -- Unheard for abandon_after, but the room was away meanwhile
         -- ("Outages"): held until the grace ends, not dropped.
         held[#held + 1] = seqs[i]
         held[#held + 1] = u
         asked[#asked + 1] = -grace
         asked[#asked + 1] = u
-      elseif abandon_after > 0 and h <= gone_before and #dropped < DROP_MAX then
+      elseif cfg.abandon_after_ms > 0 and h <= gone_before and #dropped < DROP_MAX then
         dropped[#dropped + 1] = u
         done[#done + 1] = u
-      elseif abandon_after > 0 and h <= gone_before then
+      elseif cfg.abandon_after_ms > 0 and h <= gone_before then
         -- Past this tick's drops: held, its deadline past, for the next.
         held[#held + 1] = seqs[i]
         held[#held + 1] = u
@@ -778,7 +780,7 @@ local function move_lines(room, lines, dropped, grace)
   end
   for _, line in ipairs(lines) do
     line.admit, line.admit_seq, line.dropped = {}, {}, 0
-    if abandon_after > 0 then
+    if cfg.abandon_after_ms > 0 then
       local before = #dropped
       drop_expired(line, dropped, grace)
       line.dropped = #dropped - before
@@ -1027,7 +1029,7 @@ local function checkpoint(line)
   local left = redis.call('ZCARD', line.waiting)
   local seq_now = line.seq_now
   redis.call('ZREMRANGEBYSCORE', line.arrivals, seq_now, seq_now)
-  redis.call('ZADD', line.arrivals, seq_now, string.format('%d:%d:%d:%d', now, left, line.rate or budget, interval))
+  redis.call('ZADD', line.arrivals, seq_now, string.format('%d:%d:%d:%d', now, left, line.rate or budget, cfg.refill_interval_ms))
   local head = redis.call('ZRANGE', line.waiting, 0, 0, 'WITHSCORES')
   local cover = redis.call('ZRANGE', line.arrivals, '(' .. (head[2] or seq_now + 1), '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
   if cover[2] then
@@ -1048,7 +1050,7 @@ end
 local function record_tick(lines, moved, dropped)
   redis.call('HDEL', KEYS[5], 'min_next_ms')
   redis.call('HSET', KEYS[5],
-    'next_at_ms', now + interval,
+    'next_at_ms', now + cfg.refill_interval_ms,
     'at_ms', now,
     'moved', moved,
     'abandoned', dropped,
@@ -1074,7 +1076,7 @@ local function applied_reply(r, lines, groups)
   out[TICK_ADMITTED] = r.admitted
   out[TICK_ABANDONED] = r.abandoned
   out[TICK_LATE] = due and now - due or 0
-  out[TICK_UNTIL_NEXT] = interval
+  out[TICK_UNTIL_NEXT] = cfg.refill_interval_ms
   out[TICK_BUDGET] = budget
   out[TICK_ADAPTED] = r.adapted
   out[TICK_WINDOW] = window_did
