@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // syncBuffer is a log sink the watcher writes while the test reads.
@@ -32,18 +34,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// eventually waits for cond, failing the test after a generous deadline
-// (the machine may be busy: the deadline bounds a hang, it measures
-// nothing).
+// eventually waits for cond (wait.For: the machine may be busy; the
+// deadline bounds a hang, it measures nothing).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, 30*time.Second, what, func() (bool, string) { return cond(), "not yet" })
 }
 
 // replace writes a file the way an operator should: to a temporary file

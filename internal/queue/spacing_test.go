@@ -91,9 +91,17 @@ func redisPhase(t *testing.T, rdb *redis.Client, interval time.Duration) (int64,
 // its late ticks there.
 func awaitPhase(t *testing.T, rdb *redis.Client, interval time.Duration, from, to float64) {
 	t.Helper()
+	// The phase comes round every interval; the deadline bounds a hang.
+	// wait.For's steps grow to 100 ms, longer than the window (a few ms of
+	// a 100 ms interval), so the phase is polled here every millisecond.
+	deadline := time.Now().Add(time.Minute)
 	for {
-		if _, p := redisPhase(t, rdb, interval); p >= from && p <= to {
+		_, p := redisPhase(t, rdb, interval)
+		if p >= from && p <= to {
 			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the clock's phase never fell in [%v, %v] of the interval in a minute (last %v)", from, to, p)
 		}
 		time.Sleep(time.Millisecond)
 	}
