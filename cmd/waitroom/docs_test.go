@@ -75,16 +75,7 @@ func TestDocsReadmeContents(t *testing.T) {
 // The README's quick start is two commands, the service and the tests,
 // and CI runs the same test command.
 func TestDocsReadmeTwoCommands(t *testing.T) {
-	readme := readDoc(t, readmePath)
-	_, rest, ok := strings.Cut(readme, "## Quick start\n")
-	if !ok {
-		t.Fatal("README.md: no ## Quick start")
-	}
-	_, block, ok := strings.Cut(rest, "```sh\n")
-	if !ok {
-		t.Fatal("README.md: the quick start has no sh block")
-	}
-	block, _, _ = strings.Cut(block, "```")
+	block := blockAfter(t, readDoc(t, readmePath), "README.md", "\n## Quick start\n", "```sh\n")
 	var cmds []string
 	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
 		cmd, _, _ := strings.Cut(line, "#")
@@ -215,16 +206,7 @@ func TestDocsNameEveryLuaScript(t *testing.T) {
 // below it is made from the code (TestArchitectureDiagram), the list is
 // written by hand, so a new package must not be left out of it.
 func TestDocsNameEveryPackage(t *testing.T) {
-	arch := readDoc(t, archDoc)
-	_, section, ok := strings.Cut(arch, "\n## Packages\n")
-	if !ok {
-		t.Fatal("docs/ARCHITECTURE.md: no ## Packages")
-	}
-	_, list, ok := strings.Cut(section, "```\n")
-	if !ok {
-		t.Fatal("docs/ARCHITECTURE.md, Packages: no list of what each owns")
-	}
-	list, _, _ = strings.Cut(list, "```")
+	list := blockAfter(t, readDoc(t, archDoc), "docs/ARCHITECTURE.md", "\n## Packages\n", "```\n")
 	named := map[string]bool{}
 	for _, line := range strings.Split(list, "\n") {
 		for _, f := range strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == ',' }) {
@@ -241,4 +223,20 @@ func TestDocsNameEveryPackage(t *testing.T) {
 	for _, p := range missing {
 		t.Errorf("docs/ARCHITECTURE.md, Packages: %s has no line in the list of what each owns", p)
 	}
+}
+
+// blockAfter is the first fenced block (opened by fence) after heading in
+// doc (named name in failures).
+func blockAfter(t *testing.T, doc, name, heading, fence string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, heading)
+	if !ok {
+		t.Fatalf("%s: no %s", name, strings.TrimSpace(heading))
+	}
+	_, block, ok := strings.Cut(rest, fence)
+	if !ok {
+		t.Fatalf("%s: no %s block after %s", name, strings.TrimSpace(fence), strings.TrimSpace(heading))
+	}
+	block, _, _ = strings.Cut(block, "```")
+	return block
 }
