@@ -3,8 +3,8 @@
 # fresh clone of REV (default HEAD), while a parallel build keeps the
 # machine's cores busy (`go build -a ./cmd/waitroom` in a loop, from a
 # second clone, with a build cache of its own). Each run is `.ci/run`, the
-# README's test command. Issue 27 asks the suite to pass every time like
-# this on a 2-core machine.
+# README's test command. A suite that passes only on an idle machine
+# fails a newcomer whose laptop is doing other work.
 #
 #   scripts/test-under-load.sh [REV] [RUNS]
 #

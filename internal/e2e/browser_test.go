@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +56,7 @@ type browser struct {
 	mu       sync.Mutex
 	problems []string // exceptions, console errors, CSP reports
 	shots    int
+	reloaded bool // a stalled page was reloaded once (waitJS)
 
 	journal journal // requests and console, printed when a wait fails
 }
@@ -234,9 +236,46 @@ func (b *browser) waitJS(timeout time.Duration, what, js string) {
 		if b.ctx.Err() != nil || time.Now().After(deadline) {
 			break
 		}
+		if lost := b.lost(); len(lost) > 0 && !b.reloaded {
+			// Beside a compiler Chromium once left a page's module requests
+			// unsent for the rest of a test: the server never saw them, so
+			// no code of ours was waited on. A person reloads such a page.
+			b.reloaded = true
+			b.t.Logf("chromium stalled: %d requests sent over %v ago never reached the server (%s); reloading\n%s",
+				len(lost), stallAfter, strings.Join(lost, ", "), b.journal.String())
+			b.do("reload the stalled page", chromedp.Reload())
+			deadline = time.Now().Add(timeout)
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	b.fail("timed out after %v waiting for %s (last error: %v); page: %s", timeout, what, lastErr, b.describe())
+}
+
+// stallAfter is how long a request may stay open before lost asks the
+// server whether it ever arrived.
+const stallAfter = 10 * time.Second
+
+// lost is the page's requests open for stallAfter that never reached
+// the test's server (a stack's recorder): a stall inside Chromium,
+// told apart from a slow answer of ours, which the server did receive.
+func (b *browser) lost() []string {
+	var out []string
+	for _, s := range b.journal.open(stallAfter) {
+		u, err := url.Parse(s.url)
+		if err != nil {
+			continue
+		}
+		rec, ok := recorders.Load(u.Host)
+		if !ok {
+			continue
+		}
+		// The event's wall time and the server's clock are one machine's,
+		// but Chromium stamps a request before it writes it: a little slack.
+		if !rec.(*recorder).arrived(s.method, u.Path, s.at.Add(-time.Second)) {
+			out = append(out, s.what)
+		}
+	}
+	return out
 }
 
 // cookie returns the browser's cookie name for url, HttpOnly ones too

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/network"
@@ -21,7 +22,13 @@ type journal struct {
 
 	mu      sync.Mutex
 	lines   []string
-	pending map[network.RequestID]string // request id -> "METHOD path"
+	pending map[network.RequestID]sent // requests sent and not yet done
+}
+
+// sent is a request the page sent: "METHOD path", its URL and when.
+type sent struct {
+	what, method, url string
+	at                time.Time
 }
 
 // journalMax bounds the lines kept: a page polling for a minute makes a
@@ -32,13 +39,17 @@ const journalMax = 400
 // page it should see is opened.
 func (j *journal) listen(ctx context.Context) error {
 	j.start = time.Now()
-	j.pending = map[network.RequestID]string{}
+	j.pending = map[network.RequestID]sent{}
 	return chromedp.Listen(ctx, func(ev any) {
 		switch e := ev.(type) {
 		case *network.EventRequestWillBeSent:
 			what := e.Request.Method + " " + shortURL(e.Request.URL)
+			at := time.Now()
+			if w := e.WallTime.Float64(); w > 0 {
+				at = time.UnixMicro(int64(w * 1e6)) // when sent, not when this event was heard
+			}
 			j.mu.Lock()
-			j.pending[e.RequestID] = what
+			j.pending[e.RequestID] = sent{what: what, method: e.Request.Method, url: e.Request.URL, at: at}
 			j.mu.Unlock()
 			j.add("→ %s", what)
 		case *network.EventResponseReceived:
@@ -59,11 +70,24 @@ func (j *journal) listen(ctx context.Context) error {
 func (j *journal) name(id network.RequestID, done bool) string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	what := j.pending[id]
+	what := j.pending[id].what
 	if done {
 		delete(j.pending, id)
 	}
 	return what
+}
+
+// open is the requests sent at least age ago and not yet done.
+func (j *journal) open(age time.Duration) []sent {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []sent
+	for _, s := range j.pending {
+		if time.Since(s.at) >= age {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (j *journal) add(format string, args ...any) {
@@ -90,8 +114,8 @@ func (j *journal) String() string {
 	for _, l := range lines {
 		sb.WriteString("  " + l + "\n")
 	}
-	for _, what := range j.pending {
-		sb.WriteString("  still open: " + what + "\n")
+	for _, s := range j.pending {
+		sb.WriteString("  still open: " + s.what + "\n")
 	}
 	return sb.String()
 }
@@ -116,4 +140,24 @@ func consoleArgs(args []*runtime.RemoteObject) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// A request counts as lost in Chromium only when the server never saw
+// it: one the server received and is slow to answer is ours to explain.
+func TestLostRequestsAreThoseTheServerNeverSaw(t *testing.T) {
+	rec := &recorder{}
+	host := "127.0.0.1:1" // no stack serves it
+	recorders.Store(host, rec)
+	t.Cleanup(func() { recorders.Delete(host) })
+	b := &browser{t: t}
+	b.journal.pending = map[network.RequestID]sent{}
+	old := time.Now().Add(-2 * stallAfter)
+	b.journal.pending["a"] = sent{what: "GET /static/a.js", method: "GET", url: "http://" + host + "/static/a.js", at: old}
+	b.journal.pending["b"] = sent{what: "GET /static/b.js", method: "GET", url: "http://" + host + "/static/b.js", at: old}
+	b.journal.pending["new"] = sent{what: "GET /static/c.js", method: "GET", url: "http://" + host + "/static/c.js", at: time.Now()}
+	b.journal.pending["elsewhere"] = sent{what: "GET /x", method: "GET", url: "http://127.0.0.1:2/x", at: old}
+	rec.arrivals = append(rec.arrivals, arrival{method: "GET", path: "/static/b.js", at: old.Add(time.Millisecond)})
+	if got := b.lost(); len(got) != 1 || got[0] != "GET /static/a.js" {
+		t.Fatalf("lost = %q, want only the request the server never saw, sent over %v ago", got, stallAfter)
+	}
 }

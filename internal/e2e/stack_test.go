@@ -219,6 +219,9 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	// Registered after the scheduler's cleanup, so it runs before it: no
 	// request is in flight when the scheduler and Redis client go.
 	t.Cleanup(srv.Close)
+	host := srv.Listener.Addr().String()
+	recorders.Store(host, calls)
+	t.Cleanup(func() { recorders.Delete(host) })
 	st := &stack{t: t, queue: name, store: store, places: places, url: srv.URL, calls: calls, rdb: rdb}
 	if o.twoRooms {
 		st.queueB = name + "-b"
@@ -449,13 +452,44 @@ type recorder struct {
 	queue  string
 	places *place.Credentials
 
-	mu    sync.Mutex
-	calls []call
+	mu       sync.Mutex
+	calls    []call
+	arrivals []arrival
+}
+
+// arrival is a request as it reached the server, before its answer.
+type arrival struct {
+	method, path string
+	at           time.Time
+}
+
+// recorders are the running stacks' recorders by the host:port they
+// serve, so a browser can ask whether a request it sent ever arrived.
+var recorders sync.Map
+
+// arrived reports whether a request for method and path reached the
+// server at or after since.
+func (r *recorder) arrived(method, path string, since time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.arrivals) - 1; i >= 0; i-- {
+		a := r.arrivals[i]
+		if a.at.Before(since) {
+			return false
+		}
+		if a.method == method && a.path == path {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *recorder) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		started := time.Now()
+		r.mu.Lock()
+		r.arrivals = append(r.arrivals, arrival{method: req.Method, path: req.URL.Path, at: started})
+		r.mu.Unlock()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		member := ""
 		if c, err := req.Cookie(place.CookieName(r.queue, false)); err == nil {
