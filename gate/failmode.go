@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/waitroom/waitroom/internal/outage"
 )
 
 // When the waiting room itself cannot decide: what the gate does while its
@@ -303,16 +302,59 @@ func (g *Gate) failedOpen(r *http.Request, rm *room) {
 }
 
 // unavailable answers 503 while the waiting room cannot decide: to a browser
-// navigating, the page that says so in the visitor's language and tries
-// again by itself, with a growing wait (internal/outage); to anyone else
-// (asking for JSON, a script's fetch), JSON with code unavailable. Both
-// with Retry-After.
-func unavailable(w http.ResponseWriter, r *http.Request) {
-	if !outage.WantsPage(r) {
+// loading a page, Options.Unavailable; to anyone else (asking for JSON, a
+// script's fetch), JSON with code unavailable.
+func (g *Gate) unavailable(w http.ResponseWriter, r *http.Request) {
+	if !wantsPage(r) {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "the waiting room cannot check passes right now; try again shortly", "")
 		return
 	}
-	outage.Write(w, r, outage.AtGate)
+	g.away.ServeHTTP(w, r)
+}
+
+// unavailableRetry is the Retry-After, in seconds, of the gate's own 503s.
+const unavailableRetry = 5
+
+// plainPage is the page of a gate given no Unavailable: no script, no
+// style, nothing a strict policy would block; it loads the address again
+// after Retry-After.
+var plainPage = []byte(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="refresh" content="` + strconv.Itoa(unavailableRetry) + `">
+<title>The waiting room is briefly unavailable</title></head>
+<body><h1>The waiting room is briefly unavailable</h1>
+<p>Your place is kept. This page tries again by itself in a few seconds.</p></body></html>
+`)
+
+// plainUnavailable writes plainPage: 503, never cached.
+func plainUnavailable(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Retry-After", strconv.Itoa(unavailableRetry))
+	h.Set("Content-Security-Policy", "default-src 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(plainPage)
+	}
+}
+
+// wantsPage reports whether r should get a page rather than JSON: a
+// browser navigating (GET or HEAD, no Authorization) that did not ask for
+// JSON (Accept) and is not a script's fetch (Sec-Fetch-Mode other than
+// navigate; absent from older browsers and from tools, which get the page
+// unless they ask for JSON).
+func wantsPage(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	if r.Header.Get("Authorization") != "" || strings.Contains(r.Header.Get("Accept"), "application/json") {
+		return false
+	}
+	mode := r.Header.Get("Sec-Fetch-Mode")
+	return mode == "" || mode == "navigate"
 }
 
 // navigating reports whether r is a browser loading a page (GET or HEAD,

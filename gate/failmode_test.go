@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/outage"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -95,6 +96,13 @@ type failGate struct {
 
 func newFailGate(t *testing.T, w *waitroom, f *flakyVerify, mode gate.FailMode) *failGate {
 	t.Helper()
+	return newFailGateWith(t, w, f, mode, outage.Handler(outage.AtGate))
+}
+
+// newFailGateWith is newFailGate showing away (Options.Unavailable)
+// while the checker cannot tell.
+func newFailGateWith(t *testing.T, w *waitroom, f *flakyVerify, mode gate.FailMode, away http.Handler) *failGate {
+	t.Helper()
 	fg := &failGate{log: &records{}, clock: &gate.Clock{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -113,7 +121,8 @@ func newFailGate(t *testing.T, w *waitroom, f *flakyVerify, mode gate.FailMode) 
 			}
 			fg.opened.Add(1)
 		},
-		Logger: slog.New(fg.log),
+		Logger:      slog.New(fg.log),
+		Unavailable: away,
 	}
 	gate.WithPassClock(&opts, fg.clock)
 	g, err := gate.New(ctx, opts)

@@ -138,6 +138,12 @@ type Options struct {
 	// Logger gets the line, at most once a minute, that says the gate
 	// fails open; nil: slog.Default().
 	Logger *slog.Logger
+	// Unavailable is the page a browser loading a page gets while the
+	// gate cannot check passes (a 503, which it writes itself): the
+	// waitroom's own styled page in the visitor's language, say. nil: a
+	// short plain page that says so and loads the address again after
+	// Retry-After. Scripts and API clients get JSON either way.
+	Unavailable http.Handler
 
 	// passClock is the time the remote check's pass cache and the
 	// one-process PassLinks read (nil: time.Now): set by the package's tests only (export_test.go).
@@ -162,6 +168,7 @@ type Gate struct {
 	onFailOpen func(queue string)
 	log        *slog.Logger
 	openLog    failOpenLog
+	away       http.Handler // the page while the checker cannot tell
 }
 
 // Queue is Options.Queue: the room of the whole site, or with routes of
@@ -193,6 +200,10 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		fail:         opts.Fail,
 		onFailOpen:   opts.OnFailOpen,
 		log:          logger(opts.Logger),
+		away:         opts.Unavailable,
+	}
+	if g.away == nil {
+		g.away = http.HandlerFunc(plainUnavailable)
 	}
 	if g.fail == "" {
 		g.fail = FailClosed

@@ -104,7 +104,7 @@ func (g *Gate) cannotExchange(w http.ResponseWriter, r, r2 *http.Request, rm *ro
 		http.Redirect(w, r, r2.URL.RequestURI(), http.StatusSeeOther)
 		return nil, true
 	}
-	unavailable(w, r)
+	g.unavailable(w, r)
 	return nil, true
 }
 

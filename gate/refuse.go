@@ -18,7 +18,7 @@ import (
 // with reason=used_elsewhere, which tells them why.
 func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, rm *room, v verdict) {
 	if v == unknown {
-		unavailable(w, r)
+		g.unavailable(w, r)
 		return
 	}
 	if v == badCookie || v == duplicate {

@@ -124,3 +124,27 @@ func TestUnavailableGenerated(t *testing.T) {
 		}
 	}
 }
+
+// A gate given no Unavailable page answers a browser with a plain one of
+// its own: 503, Retry-After, nothing a strict policy blocks, and a
+// refresh, so the visitor is never left on a dead page; JSON stays JSON.
+func TestUnavailablePlainByDefault(t *testing.T) {
+	w := newWaitroom(t)
+	f := newFlakyVerify(t, w)
+	fg := newFailGateWith(t, w, f, gate.FailClosed, nil)
+	valid := w.issue(t, "default", time.Now().Add(time.Hour))
+	get(fg.h, "/order", "Authorization", "Bearer "+valid)
+	f.down.Store(true)
+	fg.clock.Step(failRecheck)
+	get(fg.h, "/order", "Authorization", "Bearer "+valid)
+	r := get(fg.h, "/order", "Accept", "text/html", "Sec-Fetch-Mode", "navigate")
+	body := r.Body.String()
+	if r.Code != http.StatusServiceUnavailable || r.Header().Get("Retry-After") == "" ||
+		r.Header().Get("Content-Security-Policy") != "default-src 'none'" ||
+		!strings.Contains(body, `<meta http-equiv="refresh"`) || strings.Contains(body, "<script") {
+		t.Fatalf("plain page: %d %v %s", r.Code, r.Header(), body)
+	}
+	if j := get(fg.h, "/order", "Accept", "application/json"); j.Code != http.StatusServiceUnavailable || !strings.Contains(j.Body.String(), `"unavailable"`) {
+		t.Fatalf("JSON: %d %s", j.Code, j.Body.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/outage"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -87,6 +88,7 @@ func New(ctx context.Context, o Options) (http.Handler, error) {
 		Bypass:         []string{"/static/"},
 		InsecureCookie: o.InsecureCookie,
 		Client:         o.Client,
+		Unavailable:    outage.Handler(outage.AtGate),
 	})
 	if err != nil {
 		return nil, err

@@ -99,6 +99,12 @@ func WantsPage(r *http.Request) bool {
 	return mode == "" || mode == "navigate"
 }
 
+// Handler answers every request with the page for v (Write): the gate's
+// Options.Unavailable.
+func Handler(v Visitor) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { Write(w, r, v) })
+}
+
 // Write answers r with the page for v: 503, in r's language
 // (i18n.FromRequest), with Retry-After.
 func Write(w http.ResponseWriter, r *http.Request, v Visitor) {

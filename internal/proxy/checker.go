@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/outage"
 	"log/slog"
 	"net/http"
 	"time"
@@ -101,6 +102,7 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 		BypassClient:   bypassClient,
 		InsecureCookie: o.InsecureCookie,
 		PassLinks:      passLinks,
+		Unavailable:    outage.Handler(outage.AtGate),
 	})
 }
 
