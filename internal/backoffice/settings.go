@@ -65,8 +65,8 @@ func (s *Settings[V]) Apply(ctx context.Context, c Change) (V, error) {
 	if err != nil {
 		return zero, err
 	}
-	if c.Who.Actor != nil {
-		c.Update.By = *c.Who.Actor // the settings_changed event names them too
+	if c.Who.Actor != nil && !c.Who.Actor.IsZero() {
+		c.Update.By, _ = json.Marshal(*c.Who.Actor) // the settings_changed event names them too; two strings always encode
 	}
 	if err := s.Store.UpdateSettings(ctx, c.Queue, c.Update); err != nil {
 		return zero, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/actor"
 	"slices"
 	"strings"
 	"testing"
@@ -66,7 +65,7 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			rdb.ZAdd(ctx, keysFor(q).entered, redis.Z{Score: 1, Member: "c"})
 			tick(t, s, rdb, q)
 			refill := 3
-			if err := s.UpdateSettings(ctx, q, Update{RefillSize: &refill, By: actor.Actor{Kind: actor.KindOIDC, Name: "kim@example.com"}}); err != nil {
+			if err := s.UpdateSettings(ctx, q, Update{RefillSize: &refill, By: json.RawMessage(`{"kind":"oidc","name":"kim@example.com"}`)}); err != nil {
 				t.Fatal(err)
 			}
 			got := outbox(t, rdb, q)

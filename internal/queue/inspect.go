@@ -174,11 +174,7 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 		return nil
 	}
 	event, _ := json.Marshal(told) // strings always encode
-	by := ""
-	if !u.By.IsZero() {
-		b, _ := json.Marshal(u.By) // strings always encode
-		by = string(b)
-	}
+	by := string(u.By)
 	// One script stores them and writes the settings_changed event, if
 	// the queue has webhooks (settings.lua).
 	_, err = WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {

@@ -3,8 +3,6 @@ package queue
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/waitroom/waitroom/internal/actor"
 )
 
 // The values the store takes and gives: settings, callers, tickets and
@@ -422,9 +420,11 @@ type Update struct {
 
 	// Lanes replaces the queue's lanes; an empty list: none.
 	Lanes *Lanes `setting:"lanes"`
-	// By is who asks for the change; the settings_changed event names
-	// them (zero: not named). It is no setting.
-	By actor.Actor
+	// By is who asks for the change, as the settings_changed event names
+	// them: the JSON of the back office's actor ({"kind":…,"name":…}),
+	// which the engine carries and never reads; nil: not named. It is no
+	// setting.
+	By json.RawMessage
 }
 
 // LaneTick is one lane's part of an applied tick.

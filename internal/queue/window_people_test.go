@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/actor"
 	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
@@ -131,7 +130,7 @@ func TestScheduleWindowKeepsPeoplesChanges(t *testing.T) {
 
 	// The admin's emergency change, mid-window.
 	yes, three := true, 3
-	if err := b.UpdateSettings(ctx, q, Update{Paused: &yes, MaxActive: &three, By: actor.Actor{Kind: actor.KindOIDC, Name: "kim@example.com"}}); err != nil {
+	if err := b.UpdateSettings(ctx, q, Update{Paused: &yes, MaxActive: &three, By: json.RawMessage(`{"kind":"oidc","name":"kim@example.com"}`)}); err != nil {
 		t.Fatal(err)
 	}
 
