@@ -1,5 +1,5 @@
 // Package autorate lets the order page's health drive a queue's admission
-// rate: an AIMD controller (this file, pure), the origin's
+// rate: an AIMD controller (this file, pure), the order page's
 // signals it reads (the reverse-proxy gate's view of upstream answers, a
 // probe one replica at a time, or what the site pushes), and the runner
 // that proposes each tick's effective refill to the store.
@@ -15,7 +15,7 @@ import (
 )
 
 // Decrease is the gentlest cut: the factor the effective refill is
-// multiplied by when the origin is just over target. Further over, the
+// multiplied by when the order page is just over target. Further over, the
 // cut is deeper, in proportion (target / p95, or the error rate's
 // likewise), down to DeepestDecrease. A fixed 0.7 cut a rate a little
 // past what the page serves to 70 % of it each time, and the page served
@@ -30,11 +30,11 @@ const DeepestDecrease = 0.5
 
 // IncreaseFraction of the operator's refill_size is added per healthy
 // interval (at least one person): additive increase climbs back in about
-// twenty intervals from the floor, slowly enough that the origin's answer
+// twenty intervals from the floor, slowly enough that the order page's answer
 // to each step is seen before the next.
 const IncreaseFraction = 0.05
 
-// Healthy is the share of origin_target_p95_ms under which the origin is
+// Healthy is the share of origin_target_p95_ms under which the order page is
 // healthy and the refill climbs; between it and the target the refill
 // holds. Without this band the refill climbs until the target is crossed,
 // and since the page shows a step only seconds later (users read the
@@ -53,7 +53,7 @@ type Settings struct {
 	MaxErrorRate float64
 }
 
-// Signal is what the origin's answers said over the last window.
+// Signal is what the order page's answers said over the last window.
 type Signal struct {
 	P95       time.Duration
 	ErrorRate float64 // 0..1

@@ -14,7 +14,8 @@ import (
 	"github.com/waitroom/waitroom/internal/rediskeys"
 )
 
-// A queue's origin report, shared by every replica in Redis: what the
+// A queue's health report of its order page (the API's origin report),
+// shared by every replica in Redis: what the
 // site pushed (POST /admin/v1/queues/{queue}/origin) or the probe's
 // holder measured, with the Redis clock's time.
 
@@ -66,7 +67,7 @@ type Redis interface {
 	redis.Scripter
 }
 
-// store writes and reads the origin reports and the probe lease.
+// store writes and reads the health reports and the probe lease.
 type store struct {
 	rdb     Redis
 	timeout time.Duration

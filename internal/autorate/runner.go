@@ -90,7 +90,7 @@ type Options struct {
 
 // Runner is one replica's controller: it proposes each queue's effective
 // refill to the tick (Propose, Ticked, for internal/scheduler), keeps the
-// reverse-proxy gate's view of the origin (Observe), stores what the site
+// reverse-proxy gate's view of the order page (Observe), stores what the site
 // pushes (Report), and polls a probe URL while it holds the probe lease
 // (Run).
 type Runner struct {
@@ -246,7 +246,7 @@ func (r *Runner) probe(ctx context.Context, q, url string) {
 
 // Propose is the effective refill this replica proposes for q's next
 // tick (internal/scheduler calls it before each tick call): none while
-// the controller is off, or nothing says how the origin is doing, or the
+// the controller is off, or nothing says how the order page is doing, or the
 // step would change nothing. The proxy's own view comes first; a fresh
 // pushed or probed report stands in when the proxy saw too few answers.
 func (r *Runner) Propose(q string) queue.Proposal {

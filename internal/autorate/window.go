@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// WindowSize is how many of a queue's latest origin answers a replica
+// WindowSize is how many of a queue's latest order page answers a replica
 // keeps: enough for a p95 over several seconds of a busy page, bounded
 // so that memory and the sort stay small however busy it is.
 const WindowSize = 2048
@@ -15,7 +15,7 @@ const WindowSize = 2048
 // trusted; with fewer the controller holds (or uses a pushed report).
 const MinSamples = 10
 
-// Window is one replica's view of the origin's answers, per queue: the
+// Window is one replica's view of the order page's answers, per queue: the
 // status and latency of each upstream answer through the reverse-proxy
 // gate, or of each probe. Safe for concurrent use.
 type Window struct {
@@ -39,11 +39,11 @@ type ring struct {
 // NewWindow returns an empty window.
 func NewWindow() *Window { return &Window{byQueue: map[string]*ring{}} }
 
-// Observe records one answer of queue's origin: the admission whose
+// Observe records one answer of queue's order page: the admission whose
 // request it answered (its voice; "" for a probe), its status (0: none
 // came, the proxy gave up), how long it took to start, and when its
 // request was sent. A 5xx or no answer counts as an error; a 4xx is the
-// client's, not the origin's.
+// client's, not the order page's.
 func (w *Window) Observe(queue, voice string, status int, took time.Duration, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
