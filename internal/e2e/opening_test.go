@@ -166,7 +166,7 @@ func TestScheduledOpening(t *testing.T) {
 	participants := []string{member, member2}
 	for i := range 4 {
 		u := fmt.Sprintf("drawn-%d", i)
-		tk, err := s.store.Enter(context.Background(), s.queue, u)
+		tk, err := s.store.Enter(context.Background(), s.queue, queue.Entry{Caller: queue.Caller{User: u}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestPriorityPlacePage(t *testing.T) {
 	}
 	s.fillWaiting("crowd", 50) // the first bucket's 10 enter at once: 40 wait
 	for i := range 2 {
-		if _, err := s.store.Enter(ctx, s.queue, queue.LaneMember("priority", fmt.Sprint("ahead-", i))); err != nil {
+		if _, err := s.store.Enter(ctx, s.queue, queue.Entry{Caller: queue.Caller{User: queue.LaneMember("priority", fmt.Sprint("ahead-", i))}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -299,7 +299,7 @@ func (s *stack) fillWaiting(prefix string, n int) {
 		if i > n+1000 {
 			s.t.Fatalf("fillWaiting: still only %d waiting after %d enters", waiting, i)
 		}
-		tk, err := s.store.Enter(ctx, s.queue, fmt.Sprintf("%s-%d", prefix, i))
+		tk, err := s.store.Enter(ctx, s.queue, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("%s-%d", prefix, i)}})
 		if err != nil {
 			s.t.Fatal(err)
 		}
@@ -326,7 +326,7 @@ func (s *stack) statusCalls(member string) int {
 
 func (s *stack) status(member string) queue.Ticket {
 	s.t.Helper()
-	tk, err := s.store.Status(context.Background(), s.queue, member)
+	tk, err := s.store.Status(context.Background(), s.queue, queue.Caller{User: member})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestForecastMatchesTheDrain(t *testing.T) {
 	ctx := context.Background()
 	s, q := startedQueue(t, queue.Settings{RefillSize: 10, RefillInterval: 300 * time.Millisecond, SessionTTL: time.Hour})
 	for i := range 300 {
-		if _, err := s.Enter(ctx, q, fmt.Sprint("u", i)); err != nil {
+		if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: fmt.Sprint("u", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -180,14 +180,14 @@ func TestForecastCostIsBounded(t *testing.T) {
 		return count.N() - before
 	}
 	for i := range 10 {
-		if _, err := s.Enter(ctx, q, fmt.Sprint("u", i)); err != nil {
+		if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: fmt.Sprint("u", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cost() // the first also reads which lanes there are, once
 	short := cost()
 	for i := range 2000 {
-		if _, err := s.Enter(ctx, q, fmt.Sprint("v", i)); err != nil {
+		if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: fmt.Sprint("v", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -233,7 +233,7 @@ func TestForecastWithAbandonment(t *testing.T) {
 				pollers <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-pollers }()
-					tk, err := s.Status(pollCtx, q, u)
+					tk, err := s.Status(pollCtx, q, queue.Caller{User: u})
 					if err == nil && tk.Status != queue.Waiting {
 						mu.Lock()
 						delete(live, u)
@@ -254,7 +254,7 @@ func TestForecastWithAbandonment(t *testing.T) {
 	crowd := func(name string, n int) {
 		for i := range n {
 			u := fmt.Sprint(name, i)
-			if _, err := s.Enter(ctx, q, u); err != nil {
+			if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: u}}); err != nil {
 				t.Fatal(err)
 			}
 			if i%10 >= 3 { // 3 in 10 close the page at once

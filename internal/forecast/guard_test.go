@@ -31,7 +31,7 @@ func (c *guardClock) add(d time.Duration) {
 func countingGuard(t *testing.T) (*Guard, *guardClock, string, *atomic.Int64) {
 	s, q := startedQueue(t, queue.Settings{RefillSize: 10, RefillInterval: time.Second, SessionTTL: time.Hour})
 	for i := range 50 {
-		if _, err := s.Enter(context.Background(), q, fmt.Sprint("u", i)); err != nil {
+		if _, err := s.Enter(context.Background(), q, queue.Entry{Caller: queue.Caller{User: fmt.Sprint("u", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

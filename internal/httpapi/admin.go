@@ -390,7 +390,7 @@ func requestedRefill(n int) map[string]json.RawMessage {
 // audit log.
 func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) {
 	s.leaveNamed(w, r, func(ctx context.Context, q, user string) error {
-		before, err := s.store.Status(ctx, q, user)
+		before, err := s.store.Status(ctx, q, queue.Caller{User: user})
 		if err != nil {
 			return err
 		}

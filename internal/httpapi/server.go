@@ -22,6 +22,7 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/adminsession"
+	"github.com/waitroom/waitroom/internal/admission"
 	"github.com/waitroom/waitroom/internal/apitoken"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
@@ -142,6 +143,7 @@ type Options struct {
 // Server serves the HTTP API.
 type Server struct {
 	store        *queue.Store
+	admission    *admission.Admission // enter's one way in (public.go)
 	human        *humancheck.Checker
 	networks     *netclass.Watcher
 	places       *place.Credentials
@@ -227,6 +229,7 @@ func New(o Options) *Server {
 	if s.origins == nil {
 		s.origins, _ = crossorigin.New(nil) // no origins: cannot fail
 	}
+	s.admission = newAdmission(o, s)
 	s.admin = newAdminGuard(o)
 	s.failures = loglimit.NewKeyed(failureLogEvery, maxFailureKeys, nil)
 	s.forecasts = forecast.NewGuard(forecast.Forecaster{Store: o.Store}.Forecast, nil)
@@ -238,6 +241,21 @@ func New(o Options) *Server {
 	s.own = routed(s.handler)
 	s.gated = s.gatedRoutes(o.Upstream)
 	return s
+}
+
+// newAdmission is the enter of o's parts, with s's stand-ins for those o
+// leaves out (challenges, paid). An interface holding a nil pointer is not
+// nil: a part o leaves out stays out.
+func newAdmission(o Options, s *Server) *admission.Admission {
+	a := admission.Options{Store: o.Store, Places: o.Places, Challenges: s.challenges, Join: o.Join,
+		Paid: s.paid, Networks: o.Networks, InsecureUserIDs: o.InsecureUserIDs}
+	if o.Handoffs != nil {
+		a.Handoffs = o.Handoffs
+	}
+	if o.Human != nil {
+		a.Human = o.Human
+	}
+	return admission.New(a)
 }
 
 // ServeHTTP sends waitroom's own paths to its routes. In gate mode every

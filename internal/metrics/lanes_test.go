@@ -24,7 +24,7 @@ func TestLaneMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, u := range []string{"g0", "g1", "g2", "g3", queue.LaneMember("priority", "p0"), queue.LaneMember("priority", "p1"), queue.LaneMember("priority", "p2")} {
-		if _, err := store.Enter(ctx, q, u); err != nil {
+		if _, err := store.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: u}}); err != nil {
 			t.Fatal(err)
 		}
 	}

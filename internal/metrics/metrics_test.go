@@ -245,7 +245,7 @@ func TestQueueGaugesReadAtScrape(t *testing.T) {
 	m := New(store)
 	ctx := context.Background()
 	for _, u := range []string{"a", "b", "c"} { // a enters on the one token, b and c wait
-		if _, err := store.Enter(ctx, q, u); err != nil {
+		if _, err := store.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: u}}); err != nil {
 			t.Fatal(err)
 		}
 	}

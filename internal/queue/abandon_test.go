@@ -129,7 +129,7 @@ func TestReasons(t *testing.T) {
 	if ok, err := s.Done(ctx, q, "done", d.AdmittedAt); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if err := s.Leave(ctx, q, "left"); err != nil {
+	if err := s.Leave(ctx, q, Caller{User: "left"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Remove(ctx, q, "removed"); err != nil {
@@ -155,7 +155,7 @@ func TestReasons(t *testing.T) {
 	}
 	// Entering again and leaving: the latest reason.
 	enter(t, s, q, "done")
-	if err := s.Leave(ctx, q, "done"); err != nil {
+	if err := s.Leave(ctx, q, Caller{User: "done"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := status(t, s, q, "done"); st.Reason != ReasonLeft {

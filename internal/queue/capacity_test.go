@@ -114,7 +114,7 @@ func TestMaxActive(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("done u0: %v %v", ok, err)
 	}
-	if err := s.Leave(ctx, q, "u1"); err != nil {
+	if err := s.Leave(ctx, q, Caller{User: "u1"}); err != nil {
 		t.Fatal(err)
 	}
 	if res := tick(t, s, rdb, q); res.Moved != 2 {
@@ -332,10 +332,10 @@ func raceCapDoneAndTicks(t *testing.T, sessionMax time.Duration) {
 		go func() {
 			defer wg.Done()
 			u := "u" + strconv.Itoa(i)
-			tk, err := pick().Enter(ctx, q, u)
+			tk, err := pick().Enter(ctx, q, Entry{Caller: Caller{User: u}})
 			for err == nil && tk.Status == Waiting {
 				time.Sleep(time.Duration(5+rand.IntN(10)) * time.Millisecond)
-				tk, err = pick().Status(ctx, q, u)
+				tk, err = pick().Status(ctx, q, Caller{User: u})
 			}
 			if err != nil || tk.Status != Entered {
 				t.Errorf("%s: %+v, %v", u, tk, err)

@@ -32,7 +32,7 @@ func TestRunsOnRedisCluster(t *testing.T) {
 	}
 	for _, q := range []string{"default", "other"} {
 		for i, u := range []string{"a", "b", "c", "d"} {
-			tk, err := s.Enter(ctx, q, u)
+			tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: u}})
 			if err != nil {
 				t.Fatalf("%s enter: %v", q, err)
 			}
@@ -40,10 +40,10 @@ func TestRunsOnRedisCluster(t *testing.T) {
 				t.Fatalf("%s %s: %s, want %s", q, u, tk.Status, want)
 			}
 		}
-		if tk, err := s.Status(ctx, q, "d"); err != nil || tk.Position != 2 {
+		if tk, err := s.Status(ctx, q, Caller{User: "d"}); err != nil || tk.Position != 2 {
 			t.Fatalf("%s status: %+v %v", q, tk, err)
 		}
-		if err := s.Leave(ctx, q, "c"); err != nil {
+		if err := s.Leave(ctx, q, Caller{User: "c"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.SetRefillSize(ctx, q, 3); err != nil {

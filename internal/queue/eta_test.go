@@ -141,7 +141,7 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 				time.Sleep(time.Duration(rand.Int64N(int64(r.spread))))
 			}
 			sent := time.Now()
-			tk, err := s.Enter(ctx, q, u)
+			tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: u}})
 			if err != nil {
 				t.Error(err)
 				return
@@ -212,13 +212,13 @@ func pollTurn(ctx context.Context, s *Store, q, u string, tk Ticket, pollMargin 
 		wait := tk.UntilNextTick + pollMargin
 		if leaveAt >= 0 && time.Since(start)+wait > leaveAt {
 			time.Sleep(max(0, leaveAt-time.Since(start)))
-			_ = s.Leave(ctx, q, u)
+			_ = s.Leave(ctx, q, Caller{User: u})
 			left()
 			return tk, nil
 		}
 		time.Sleep(wait)
 		var err error
-		if tk, err = s.Status(ctx, q, u); err != nil {
+		if tk, err = s.Status(ctx, q, Caller{User: u}); err != nil {
 			return tk, err
 		}
 	}

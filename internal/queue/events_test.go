@@ -55,7 +55,7 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			if ok, err := s.Done(ctx, q, "a", status(t, s, q, "a").AdmittedAt); err != nil || !ok {
 				t.Fatal("done", ok, err)
 			}
-			if err := s.Leave(ctx, q, "b"); err != nil {
+			if err := s.Leave(ctx, q, Caller{User: "b"}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Remove(ctx, q, "d"); err != nil {
@@ -156,7 +156,7 @@ func TestEventsBounded(t *testing.T) {
 	for i := range 5 {
 		u := fmt.Sprintf("u%d", i)
 		enter(t, s, q, u)
-		if err := s.Leave(ctx, q, u); err != nil {
+		if err := s.Leave(ctx, q, Caller{User: u}); err != nil {
 			t.Fatal(err)
 		}
 	}

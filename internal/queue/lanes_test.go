@@ -204,12 +204,12 @@ func TestLanePlaces(t *testing.T) {
 	// Removed, the lane keeps its places and is served at its share
 	// until it is empty (TestLaneRemovedKeepsItsShare).
 	setLanes(t, s, q, nil)
-	if _, err := s.Join(ctx, q, Caller{User: LaneMember("priority", "new")}); !errors.Is(err, ErrUnknownLane) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: LaneMember("priority", "new")}, Join: true}); !errors.Is(err, ErrUnknownLane) {
 		t.Fatalf("join a lane removed: %v, want ErrUnknownLane", err)
 	}
 	// Nor does entering again: a place in it stays where it is.
 	before := status(t, s, q, LaneMember("priority", "b7"))
-	if _, err := s.Enter(ctx, q, LaneMember("priority", "b7")); !errors.Is(err, ErrUnknownLane) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: LaneMember("priority", "b7")}}); !errors.Is(err, ErrUnknownLane) {
 		t.Fatalf("enter a lane removed again: %v, want ErrUnknownLane", err)
 	}
 	if after := status(t, s, q, LaneMember("priority", "b7")); after.Position != before.Position {
@@ -226,7 +226,7 @@ func TestLanePlaces(t *testing.T) {
 	}
 	// With the lane back, a join through it works.
 	setLanes(t, s, q, Lanes{{Name: "priority", Share: 0.3}})
-	if tk, err := s.Join(ctx, q, Caller{User: LaneMember("priority", "new")}); err != nil || tk.Status == NotWaiting {
+	if tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: LaneMember("priority", "new")}, Join: true}); err != nil || tk.Status == NotWaiting {
 		t.Fatalf("join: %+v, %v", tk, err)
 	}
 }

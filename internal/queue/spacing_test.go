@@ -136,7 +136,7 @@ func TestAdmissionsPerWindowWithReplicasAndALateTick(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := s.Enter(ctx, q, u); err != nil {
+				if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: u}}); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -303,7 +303,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 		case r < 0.1:
 			u := "u" + strconv.Itoa(len(users))
 			users = append(users, u)
-			tk, err := pick().Enter(ctx, q, u)
+			tk, err := pick().Enter(ctx, q, Entry{Caller: Caller{User: u}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,7 +318,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 			for range 3*refill + rng.IntN(5*refill+1) {
 				u := "u" + strconv.Itoa(len(users))
 				users = append(users, u)
-				if _, err := pick().Enter(ctx, q, u); err != nil {
+				if _, err := pick().Enter(ctx, q, Entry{Caller: Caller{User: u}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -328,7 +328,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 			}
 			u := users[rng.IntN(len(users))]
 			if status(t, pick(), q, u).Status == Waiting {
-				if err := pick().Leave(ctx, q, u); err != nil {
+				if err := pick().Leave(ctx, q, Caller{User: u}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -45,7 +45,7 @@ func TestThreeReplicasTickOncePerInterval(t *testing.T) {
 	}
 	store := newReplica()
 	for i := 0; i < users; i++ {
-		if _, err := store.Enter(ctx, name, fmt.Sprintf("u%d", i)); err != nil {
+		if _, err := store.Enter(ctx, name, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("u%d", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,7 +157,7 @@ func TestObserverHearsEveryTick(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i := 0; i < 100; i++ { // a line long enough that every tick moves a full refill
-		if _, err := store.Enter(ctx, name, fmt.Sprintf("u%d", i)); err != nil {
+		if _, err := store.Enter(ctx, name, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("u%d", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -233,7 +233,7 @@ func TestTickCalledWhenDue(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i := 0; i < 20; i++ {
-		if _, err := store.Enter(ctx, name, fmt.Sprintf("u%d", i)); err != nil {
+		if _, err := store.Enter(ctx, name, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("u%d", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -306,7 +306,7 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 	}
 	seqs := make([]int64, users)
 	for i := range users {
-		tk, err := store.EnterAs(ctx, name, queue.Caller{User: fmt.Sprintf("u%d", i)})
+		tk, err := store.Enter(ctx, name, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("u%d", i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +334,7 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 			defer wg.Done()
 			user := fmt.Sprintf("u%d", i)
 			for time.Now().Before(deadline) {
-				tk, err := store.StatusAs(ctx, name, queue.Caller{User: user, Seq: seqs[i], Proved: true})
+				tk, err := store.Status(ctx, name, queue.Caller{User: user, Seq: seqs[i], Proved: true})
 				if err != nil {
 					t.Errorf("%s: %v", user, err)
 					return
