@@ -77,7 +77,7 @@ func (s *stack) keepPolling(users []string) {
 // abandoned, by the history (one tick behind).
 func (s *stack) abandonedSoFar() int64 {
 	s.t.Helper()
-	points, err := s.store.History(context.Background(), s.queue)
+	points, err := queue.NewInspector(s.store).History(context.Background(), s.queue)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 // update changes the queue's settings in the store, as a PATCH does.
 func (s *stack) update(u queue.Update) {
 	s.t.Helper()
-	if err := s.store.UpdateSettings(context.Background(), s.queue, u); err != nil {
+	if err := queue.NewInspector(s.store).UpdateSettings(context.Background(), s.queue, u); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -67,7 +67,7 @@ func (s *stack) info() queue.Info {
 // point per applied tick, paused or not).
 func (s *stack) ticksAfter(since time.Time) int {
 	s.t.Helper()
-	points, err := s.store.History(context.Background(), s.queue)
+	points, err := queue.NewInspector(s.store).History(context.Background(), s.queue)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -116,11 +116,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := store.Seed(ctx); err != nil {
+	if err := queue.NewInspector(store).Seed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if o.update != nil {
-		if err := store.UpdateSettings(ctx, name, *o.update); err != nil {
+		if err := queue.NewInspector(store).UpdateSettings(ctx, name, *o.update); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,7 +157,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	gateOpts := proxy.GateOptions{
 		Queue: name, Routes: routes, Passes: passes, Admissions: store, Bypass: []string{"/static/"}, InsecureCookie: true,
-		BypassCIDRs: bypassCIDRs, Uses: uses, Revoke: store.Remove,
+		BypassCIDRs: bypassCIDRs, Uses: uses,
+		Revoke: func(ctx context.Context, q, m string) error {
+			_, err := queue.NewInspector(store).Remove(ctx, q, m)
+			return err
+		},
 	}
 	if o.gate != nil {
 		o.gate(&gateOpts, store)

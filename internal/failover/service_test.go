@@ -85,7 +85,7 @@ func startService(t testing.TB, redisURL string, queues []string, waitReplicas i
 	}
 	ctx := context.Background()
 	wait.For(t, 30*time.Second, "seed", func() (bool, string) {
-		err := store.Seed(ctx)
+		err := queue.NewInspector(store).Seed(ctx)
 		return err == nil, fmt.Sprint(err)
 	})
 

@@ -39,7 +39,7 @@ func countingGuard(t *testing.T) (*Guard, *guardClock, string, *atomic.Int64) {
 	clock := &guardClock{t: time.Date(2026, 12, 24, 9, 0, 0, 0, time.UTC)}
 	g := NewGuard(func(ctx context.Context, q string, refill int, lane string) (Result, error) {
 		made.Add(1)
-		return Forecaster{Store: s}.Forecast(ctx, q, refill, lane)
+		return Forecaster{Store: queue.NewInspector(s)}.Forecast(ctx, q, refill, lane)
 	}, clock.now)
 	return g, clock, q, &made
 }

@@ -143,6 +143,7 @@ type Options struct {
 // Server serves the HTTP API.
 type Server struct {
 	store        *queue.Store
+	inspector    *queue.Inspector     // the store's operator's side (the admin API)
 	admission    *admission.Admission // enter's one way in (public.go)
 	human        *humancheck.Checker
 	networks     *netclass.Watcher
@@ -189,6 +190,7 @@ type Server struct {
 func New(o Options) *Server {
 	s := &Server{
 		store:             o.Store,
+		inspector:         queue.NewInspector(o.Store),
 		human:             o.Human,
 		networks:          o.Networks,
 		places:            o.Places,
@@ -232,7 +234,7 @@ func New(o Options) *Server {
 	s.admission = newAdmission(o, s)
 	s.admin = newAdminGuard(o)
 	s.failures = loglimit.NewKeyed(failureLogEvery, maxFailureKeys, nil)
-	s.forecasts = forecast.NewGuard(forecast.Forecaster{Store: o.Store}.Forecast, nil)
+	s.forecasts = forecast.NewGuard(forecast.Forecaster{Store: s.inspector}.Forecast, nil)
 	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
 	if o.Human != nil {
 		s.waitingCSP = waitingPageCSP(o.Human.Public())

@@ -20,7 +20,7 @@ func TestLaneMetrics(t *testing.T) {
 	store := newStore(t, rdb, q, plain)
 	m := New(store)
 	lanes := queue.Lanes{{Name: "priority", Share: 0.5}}
-	if err := store.UpdateSettings(ctx, q, queue.Update{Lanes: &lanes, RefillSize: ptr(2)}); err != nil {
+	if err := queue.NewInspector(store).UpdateSettings(ctx, q, queue.Update{Lanes: &lanes, RefillSize: ptr(2)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range []string{"g0", "g1", "g2", "g3", queue.LaneMember("priority", "p0"), queue.LaneMember("priority", "p1"), queue.LaneMember("priority", "p2")} {

@@ -47,7 +47,7 @@ func TestAbandonedPlacesAreSkipped(t *testing.T) {
 		t.Errorf("info %+v", i)
 	}
 	tick(t, s, rdb, q)
-	hist, err := s.History(context.Background(), q)
+	hist, err := NewInspector(s).History(context.Background(), q)
 	if err != nil || hist[len(hist)-1].Abandoned != 1 || hist[len(hist)-1].Admitted != 2 {
 		t.Fatalf("history %+v, %v", hist, err)
 	}
@@ -65,7 +65,7 @@ func TestAbandonOff(t *testing.T) {
 	enter(t, s, q, "in")
 	enter(t, s, q, "silent")
 	off := time.Duration(0)
-	if err := s.UpdateSettings(context.Background(), q, Update{AbandonAfter: &off}); err != nil {
+	if err := NewInspector(s).UpdateSettings(context.Background(), q, Update{AbandonAfter: &off}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -132,7 +132,7 @@ func TestReasons(t *testing.T) {
 	if err := s.Leave(ctx, q, Caller{User: "left"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Remove(ctx, q, "removed"); err != nil {
+	if _, err := NewInspector(s).Remove(ctx, q, "removed"); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"done": ReasonDone, "left": ReasonLeft, "removed": ReasonRemoved, "never-came": ""}
@@ -162,7 +162,7 @@ func TestReasons(t *testing.T) {
 		t.Errorf("done, back, and left: %+v", st)
 	}
 	// Leaving while holding nothing records nothing new.
-	if err := s.Remove(ctx, q, "never-came"); err != nil {
+	if _, err := NewInspector(s).Remove(ctx, q, "never-came"); err != nil {
 		t.Fatal(err)
 	}
 	if st := status(t, s, q, "never-came"); st.Reason != "" {

@@ -288,7 +288,7 @@ func BenchmarkTickAdapt(b *testing.B) {
 			k := keysFor(q)
 			if on {
 				enabled, floor := true, 1
-				if err := s.UpdateSettings(ctx, q, Update{AdaptEnabled: &enabled, MinRefillSize: &floor}); err != nil {
+				if err := NewInspector(s).UpdateSettings(ctx, q, Update{AdaptEnabled: &enabled, MinRefillSize: &floor}); err != nil {
 					b.Fatal(err)
 				}
 			}

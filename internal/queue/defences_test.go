@@ -257,7 +257,7 @@ func TestRefusalsInOneCall(t *testing.T) {
 
 func setUpdate(t *testing.T, s *Store, q string, u Update) {
 	t.Helper()
-	if err := s.UpdateSettings(context.Background(), q, u); err != nil {
+	if err := NewInspector(s).UpdateSettings(context.Background(), q, u); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -153,7 +153,7 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 			// than at plus it.
 			samples[i].asked, samples[i].low, samples[i].high = sent, sent.Add(tk.ETALow), at.Add(tk.ETAHigh)
 			samples[i].ticks = tk.TicksAhead + 1
-			history, err := s.History(ctx, q)
+			history, err := NewInspector(s).History(ctx, q)
 			if err != nil {
 				t.Error(err)
 				return
@@ -235,11 +235,11 @@ func runOperator(ctx context.Context, first *Store, q string, r etaRun, start ti
 	var steps []step
 	if r.pauseAt > 0 {
 		on, off := true, false
-		steps = append(steps, step{r.pauseAt, func() { _ = first.UpdateSettings(ctx, q, Update{Paused: &on}) }},
-			step{r.pauseAt + r.pauseFor, func() { _ = first.UpdateSettings(ctx, q, Update{Paused: &off}) }})
+		steps = append(steps, step{r.pauseAt, func() { _ = NewInspector(first).UpdateSettings(ctx, q, Update{Paused: &on}) }},
+			step{r.pauseAt + r.pauseFor, func() { _ = NewInspector(first).UpdateSettings(ctx, q, Update{Paused: &off}) }})
 	}
 	if r.refillAt > 0 {
-		steps = append(steps, step{r.refillAt, func() { _ = first.UpdateSettings(ctx, q, Update{RefillSize: &r.refillTo}) }})
+		steps = append(steps, step{r.refillAt, func() { _ = NewInspector(first).UpdateSettings(ctx, q, Update{RefillSize: &r.refillTo}) }})
 	}
 	slices.SortFunc(steps, func(a, b step) int { return int(a.at - b.at) })
 	for _, st := range steps {

@@ -58,7 +58,7 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			if err := s.Leave(ctx, q, Caller{User: "b"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Remove(ctx, q, "d"); err != nil {
+			if _, err := NewInspector(s).Remove(ctx, q, "d"); err != nil {
 				t.Fatal(err)
 			}
 			tick(t, s, rdb, q) // admits c
@@ -66,7 +66,7 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			rdb.ZAdd(ctx, keysFor(q).entered, redis.Z{Score: 1, Member: "c"})
 			tick(t, s, rdb, q)
 			refill := 3
-			if err := s.UpdateSettings(ctx, q, Update{RefillSize: &refill, By: actor.Actor{Kind: actor.KindOIDC, Name: "kim@example.com"}}); err != nil {
+			if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: &refill, By: actor.Actor{Kind: actor.KindOIDC, Name: "kim@example.com"}}); err != nil {
 				t.Fatal(err)
 			}
 			got := outbox(t, rdb, q)
@@ -182,7 +182,7 @@ func TestEventsBounded(t *testing.T) {
 		}
 	}
 	refill := 2
-	if err := s.UpdateSettings(ctx, q, Update{RefillSize: &refill}); err != nil { // itself an event: dropped
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: &refill}); err != nil { // itself an event: dropped
 		t.Fatal(err)
 	}
 	rdb.Set(ctx, keysFor(q).tokens, 0, 0) // nobody enters directly

@@ -13,7 +13,7 @@ import (
 // setLanes stores lanes as the queue's (as PATCH does).
 func setLanes(t *testing.T, s *Store, q string, ls Lanes) {
 	t.Helper()
-	if err := s.UpdateSettings(context.Background(), q, Update{Lanes: &ls}); err != nil {
+	if err := NewInspector(s).UpdateSettings(context.Background(), q, Update{Lanes: &ls}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -192,7 +192,7 @@ func TestLanePlaces(t *testing.T) {
 	if info, err := s.Info(ctx, q); err != nil || info.Waiting != p.Waiting+status(t, s, q, "h39").Waiting {
 		t.Fatalf("info waiting %d (%v), want the lanes' and the general lane's", info.Waiting, err)
 	}
-	rep, err := s.LineReport(ctx, q)
+	rep, err := NewInspector(s).LineReport(ctx, q)
 	if err != nil || len(rep.Lanes) != 1 || rep.Lanes[0].Lane != "priority" || len(rep.Lanes[0].History) == 0 || rep.Lanes[0].TimeInLine.Count == 0 {
 		t.Fatalf("lane report: %+v, %v", rep.Lanes, err)
 	}

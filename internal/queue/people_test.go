@@ -165,7 +165,7 @@ func TestHumanCheckModes(t *testing.T) {
 		}
 	}
 	bad := "sometimes"
-	if err := s.UpdateSettings(ctx, q, Update{HumanCheck: &bad}); err == nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{HumanCheck: &bad}); err == nil {
 		t.Fatal("human_check \"sometimes\" accepted")
 	}
 }

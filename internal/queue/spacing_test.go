@@ -334,7 +334,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 			}
 		case r < 0.3:
 			paused = !paused
-			if err := pick().UpdateSettings(ctx, q, Update{Paused: &paused}); err != nil {
+			if err := NewInspector(pick()).UpdateSettings(ctx, q, Update{Paused: &paused}); err != nil {
 				t.Fatal(err)
 			}
 			log = append(log, fmt.Sprintf("%d paused %v", now, paused))
@@ -344,7 +344,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 			}
 			refill++
 			changes = append(changes, change{now, refill})
-			if err := pick().SetRefillSize(ctx, q, refill); err != nil {
+			if err := NewInspector(pick()).UpdateSettings(ctx, q, Update{RefillSize: ptr(refill)}); err != nil {
 				t.Fatal(err)
 			}
 		case r < 0.35:
@@ -353,7 +353,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 			}
 			nowT := time.UnixMilli(now)
 			opens := nowT.Add(interval/2 + time.Duration(rng.Int64N(int64(2*interval))))
-			if err := pick().UpdateSettings(ctx, q, Update{OpensAt: &opens, PrequeueFrom: &nowT}); err != nil {
+			if err := NewInspector(pick()).UpdateSettings(ctx, q, Update{OpensAt: &opens, PrequeueFrom: &nowT}); err != nil {
 				t.Fatal(err)
 			}
 			openingEnds = opens.UnixMilli()
@@ -363,7 +363,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 
 	// Resume, and let the tickers drain the line.
 	resumed := false
-	if err := stores[0].UpdateSettings(ctx, q, Update{Paused: &resumed}); err != nil {
+	if err := NewInspector(stores[0]).UpdateSettings(ctx, q, Update{Paused: &resumed}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)

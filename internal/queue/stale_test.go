@@ -77,7 +77,10 @@ func TestDepartureSeenByEveryReplica(t *testing.T) {
 		{"leave", "u2500", ReasonLeft, func(s *Store, q, u string) error {
 			return s.Leave(context.Background(), q, Caller{User: u, Credential: true, Gen: 0})
 		}},
-		{"removal", "u2600", ReasonRemoved, func(s *Store, q, u string) error { return s.Remove(context.Background(), q, u) }},
+		{"removal", "u2600", ReasonRemoved, func(s *Store, q, u string) error {
+			_, err := NewInspector(s).Remove(context.Background(), q, u)
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -186,7 +189,7 @@ func TestStaleCredentialsGenerated(t *testing.T) {
 		case 0:
 			err = s.Leave(ctx, q, Caller{User: u})
 		case 1:
-			err = s.Remove(ctx, q, u)
+			_, err = NewInspector(s).Remove(ctx, q, u)
 		default:
 			// Alone or with a newcomer: both paths of enter.lua.
 			users := []string{u}

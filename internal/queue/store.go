@@ -4,7 +4,7 @@
 //
 // This file is the request path: enter, status, leave and done; the tick
 // is in tick.go, WaitFor (every call's bound) in wait.go. The operator's
-// side is in inspect.go, the value types in types.go, the
+// side (Inspector) is in inspect.go, the value types in types.go, the
 // errors in errors.go, the checks of inputs in validate.go and the reading
 // of the scripts' replies in reply.go.
 package queue
@@ -420,12 +420,6 @@ func (s *Store) Leave(ctx context.Context, queue string, c Caller) error {
 	return s.leave(ctx, queue, c.User, ReasonLeft)
 }
 
-// Remove is Leave on the operator's word: a user who asks later is told
-// they were removed.
-func (s *Store) Remove(ctx context.Context, queue, user string) error {
-	return s.leave(ctx, queue, user, ReasonRemoved)
-}
-
 func (s *Store) leave(ctx context.Context, queue, user, reason string, gen ...any) error {
 	q, err := s.line(queue, user)
 	if err != nil {
@@ -476,6 +470,42 @@ func (s *Store) Done(ctx context.Context, queue, user string, admittedAt time.Ti
 	}
 	s.observer.AdmissionEnded(queue, ms(v[1]))
 	return true, nil
+}
+
+// Info returns counts and settings of a queue: the runtime's read (the
+// public API's queue info, the metrics), which the operator's Overview
+// builds on.
+func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return Info{}, err
+	}
+	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
+		return infoScript.Run(ctx, s.rdb, q.infoKeys, q.args...).Int64Slice()
+	})
+	if err != nil {
+		return Info{}, fmt.Errorf("queue: info: %w", err)
+	}
+	info, err := newInfo(queue, v, s.defaults.SessionMax)
+	if err != nil {
+		return Info{}, err
+	}
+	// info.lua counts the general lane's line; the lanes' lines are the
+	// queue's too (one more round trip, for a queue with lanes only).
+	lanes, err := s.knownLanes(ctx, q)
+	if err != nil {
+		return Info{}, fmt.Errorf("queue: info: %w", err)
+	}
+	if len(lanes) > 0 {
+		n, err := s.lineLengths(ctx, queue, lanes)
+		if err != nil {
+			return Info{}, fmt.Errorf("queue: info: %w", err)
+		}
+		for _, c := range n {
+			info.Waiting += c
+		}
+	}
+	return info, nil
 }
 
 // Ping checks that Redis answers, within the store's timeout like every

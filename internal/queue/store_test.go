@@ -484,7 +484,7 @@ func TestConcurrentEnterAndTicks(t *testing.T) {
 	if n := rdb.ZCard(ctx, keysFor(q).entered).Val(); n != users {
 		t.Fatalf("entered %d, want %d", n, users)
 	}
-	points, err := s.History(ctx, q)
+	points, err := NewInspector(s).History(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestRefillSizeChangeTakesEffectAtNextTick(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		enter(t, s, q, fmt.Sprintf("u%d", i))
 	}
-	if err := s.SetRefillSize(ctx, q, 5); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: ptr(5)}); err != nil {
 		t.Fatal(err)
 	}
 	if res := tick(t, s, rdb, q); res.Moved != 5 {
@@ -536,7 +536,7 @@ func TestRefillSizeChangeTakesEffectAtNextTick(t *testing.T) {
 	if got := tokens(t, s, q); got != 2 {
 		t.Fatalf("tokens = %d, want 2", got)
 	}
-	if err := s.SetRefillSize(ctx, q, 1); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: ptr(1)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := tokens(t, s, q); got != 1 {
@@ -548,8 +548,8 @@ func TestRefillSizeChangeTakesEffectAtNextTick(t *testing.T) {
 	}
 	for _, bad := range []int{0, -1, MaxRefillSize + 1} {
 		var fe *FieldError
-		if err := s.SetRefillSize(ctx, q, bad); !errors.As(err, &fe) || fe.Field != "refill_size" {
-			t.Fatalf("SetRefillSize(%d) = %v, want a FieldError for refill_size", bad, err)
+		if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: ptr(bad)}); !errors.As(err, &fe) || fe.Field != "refill_size" {
+			t.Fatalf("refill_size %d: %v, want a FieldError for refill_size", bad, err)
 		}
 	}
 }
@@ -827,7 +827,7 @@ func TestEnterJoinReplaces(t *testing.T) {
 
 	// Refused (no proof of work): the place it would replace stays.
 	difficulty := 8
-	if err := s.UpdateSettings(ctx, q, Update{ChallengeDifficulty: &difficulty}); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{ChallengeDifficulty: &difficulty}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "late"}, Join: true, Replaces: "anon2"}); !errors.Is(err, ErrChallengeRequired) {

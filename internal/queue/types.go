@@ -376,7 +376,7 @@ type HistoryPoint struct {
 	Refill   int64 // its budget (refill_size or the effective refill); 0 in entries written before it was kept
 }
 
-// Overview is what the operator sees of one queue (Store.Overview): the
+// Overview is what the operator sees of one queue (Inspector.Overview): the
 // snapshot, the kept history, and the admissions of the last minute.
 type Overview struct {
 	Info

@@ -66,7 +66,7 @@ func TestThreeReplicasTickOncePerInterval(t *testing.T) {
 	var points []queue.HistoryPoint
 	wait.For(t, time.Minute, fmt.Sprintf("%d intervals to end", want), func() (bool, string) {
 		var err error
-		if points, err = store.History(ctx, name); err != nil {
+		if points, err = queue.NewInspector(store).History(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 		return len(points) >= want, fmt.Sprintf("%d ended", len(points))
@@ -175,7 +175,7 @@ func TestObserverHearsEveryTick(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	points, err := store.History(ctx, name)
+	points, err := queue.NewInspector(store).History(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestTickCalledWhenDue(t *testing.T) {
 		}
 		return n == 1+maxWakes, fmt.Sprintf("%d applied", n)
 	})
-	points, err := store.History(ctx, name)
+	points, err := queue.NewInspector(store).History(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	tenfold := refill * 10
-	if err := store.UpdateSettings(ctx, name, queue.Update{RefillSize: &tenfold}); err != nil {
+	if err := queue.NewInspector(store).UpdateSettings(ctx, name, queue.Update{RefillSize: &tenfold}); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

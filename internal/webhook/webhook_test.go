@@ -160,11 +160,11 @@ func TestEveryEventArrives(t *testing.T) {
 	if err := s.Leave(ctx, q, queue.Caller{User: "u01"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Remove(ctx, q, "u02"); err != nil {
+	if _, err := queue.NewInspector(s).Remove(ctx, q, "u02"); err != nil {
 		t.Fatal(err)
 	}
 	refill := 7
-	if err := s.UpdateSettings(ctx, q, queue.Update{RefillSize: &refill}); err != nil {
+	if err := queue.NewInspector(s).UpdateSettings(ctx, q, queue.Update{RefillSize: &refill}); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"done:u00:", "left:u01:left", "left:u02:removed", "settings_changed::"} {
@@ -288,7 +288,7 @@ func TestNoURLNoEvents(t *testing.T) {
 		t.Fatal("an outbox without a URL")
 	}
 	own := srv.URL + "/hooks?token=x"
-	if err := s.UpdateSettings(ctx, q, queue.Update{WebhookURL: &own}); err != nil {
+	if err := queue.NewInspector(s).UpdateSettings(ctx, q, queue.Update{WebhookURL: &own}); err != nil {
 		t.Fatal(err)
 	}
 	wait.For(t, 5*time.Second, "the flag on", func() (bool, string) {

@@ -104,7 +104,7 @@ func runWay(ctx context.Context, rdb *redis.Client, cfg modelConfig, w way, idx 
 	}
 	if w.escalate {
 		mode := queue.HumanEscalate
-		if err := s.UpdateSettings(ctx, q, queue.Update{HumanCheck: &mode}); err != nil {
+		if err := queue.NewInspector(s).UpdateSettings(ctx, q, queue.Update{HumanCheck: &mode}); err != nil {
 			return nil, err
 		}
 	}
