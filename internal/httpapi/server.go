@@ -2,12 +2,13 @@
 // admin API, the two pages and the health checks.
 //
 // routes.go shows the whole surface. The handlers are by what they serve:
-// public.go the queue API (enter, status, leave, done, info), ticket.go
-// the tickets it answers, trust.go the place credentials and pass checks,
-// challenge.go the proof of work, adminview.go and settings.go the admin
-// API's reads and changes, admin.go its guard and audit log, pages.go the
-// pages, health.go the health checks. errors.go is the one place that
-// turns errors into answers; json.go and params.go read requests.
+// public.go the queue API (enter, whose caller internal/admission
+// resolves; status, leave, done, info), ticket.go the tickets it answers,
+// trust.go the place credentials and pass checks, challenge.go the proof
+// of work, adminview.go and settings.go the admin API's reads and changes
+// (queue.Inspector), admin.go its guard and audit log, pages.go the pages,
+// health.go the health checks. errors.go is the one place that turns
+// errors into answers; json.go and params.go read requests.
 package httpapi
 
 import (
@@ -149,7 +150,6 @@ type Server struct {
 	networks     *netclass.Watcher
 	places       *place.Credentials
 	passes       *pass.Passes
-	join         *place.Join
 	cookieSecure bool
 	// placeCookiePrefix and placeCookieAttrs come before the queue's name
 	// and after the value in the place cookie's line.
@@ -195,7 +195,6 @@ func New(o Options) *Server {
 		networks:          o.Networks,
 		places:            o.Places,
 		passes:            o.Passes,
-		join:              o.Join,
 		cookieSecure:      o.CookieSecure,
 		placeCookieAttrs:  placeCookieAttrs(o.CookieSecure),
 		placeCookiePrefix: place.CookiePrefix(o.CookieSecure),
