@@ -8,6 +8,7 @@ import (
 	"github.com/waitroom/waitroom/internal/failopen"
 	"github.com/waitroom/waitroom/internal/passledger"
 	"github.com/waitroom/waitroom/internal/proxy"
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/redisconn"
 )
 
@@ -39,7 +40,7 @@ func (a *app) newGate(ctx context.Context) (*gate.Gate, http.Handler, error) {
 		BypassCIDRs:    cfg.GateBypassCIDRs,
 		InsecureCookie: !cfg.CookieSecure,
 		Uses:           uses,
-		Revoke:         a.store.Remove,
+		Revoke:         a.revoke,
 		Fail:           gate.FailMode(cfg.GateFail),
 		Ping:           pinger.Ping,
 		OnFailOpen:     a.failOpens.Passed,
@@ -51,6 +52,13 @@ func (a *app) newGate(ctx context.Context) (*gate.Gate, http.Handler, error) {
 	a.logRoutes(g)
 	upstream, err := a.newUpstream()
 	return g, upstream, err
+}
+
+// revoke ends the admission of a shared pass's member, as the operator's
+// removal would: its holder is told it was removed.
+func (a *app) revoke(ctx context.Context, q, member string) error {
+	_, err := queue.NewInspector(a.store).Remove(ctx, q, member)
+	return err
 }
 
 // logRoutes names the gate's routes once. Without a catch-all, a path no

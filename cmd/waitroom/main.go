@@ -97,10 +97,11 @@ func (e errFatal) Error() string { return e.err.Error() }
 // seed stores the default settings where none are stored yet and returns
 // the refill interval in force (the smallest over the queues, so every
 // queue is checked often enough). It warns of every stored setting that
-// differs from the environment's (queue.Store.EnvDiff, which compares
+// differs from the environment's (queue.Inspector.EnvDiff, which compares
 // with the defaults the store was built with).
 func seed(ctx context.Context, store *queue.Store, log *slog.Logger) (time.Duration, error) {
-	if err := store.Seed(ctx); err != nil {
+	in := queue.NewInspector(store)
+	if err := in.Seed(ctx); err != nil {
 		return 0, err
 	}
 	var interval time.Duration
@@ -109,7 +110,7 @@ func seed(ctx context.Context, store *queue.Store, log *slog.Logger) (time.Durat
 		if err != nil {
 			return 0, err
 		}
-		differ, err := store.EnvDiff(ctx, q)
+		differ, err := in.EnvDiff(ctx, q)
 		if err != nil {
 			return 0, err
 		}

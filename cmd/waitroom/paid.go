@@ -7,6 +7,7 @@ import (
 	"github.com/waitroom/waitroom/internal/humancheck"
 	"github.com/waitroom/waitroom/internal/netclass"
 	"github.com/waitroom/waitroom/internal/paid"
+	"github.com/waitroom/waitroom/internal/queue"
 )
 
 // newPaid builds this replica's record of what visitors paid, telling obs
@@ -28,7 +29,7 @@ func (a *app) newPaid(obs paid.Observer) (*paid.Recorder, error) {
 // networks nil without one) and the human check's provider (nil: none),
 // with what rec counted.
 func (a *app) defencesView(rec *paid.Recorder, file bool, networks *netclass.Watcher, human *humancheck.Checker) httpapi.DefencesFunc {
-	src := paid.Sources{Price: a.cfg.Defaults.Price, Settings: a.store, NetworksFile: file, Networks: networks, Human: human}
+	src := paid.Sources{Price: a.cfg.Defaults.Price, Settings: queue.NewInspector(a.store), NetworksFile: file, Networks: networks, Human: human}
 	return paid.Viewer{Recorder: rec, Policy: src.Policy}.View
 }
 

@@ -36,7 +36,7 @@ func TestProbeFollowsNoRedirect(t *testing.T) {
 	q := queueName(t)
 	r, store := newRunner(t, rdb, q, nil) // safeurl's client, loopback allowed
 	ctx := context.Background()
-	if err := store.UpdateSettings(ctx, q, queue.Update{AdaptEnabled: ptr(true), OriginMaxErrorRate: ptr(0.5),
+	if err := queue.NewInspector(store).UpdateSettings(ctx, q, queue.Update{AdaptEnabled: ptr(true), OriginMaxErrorRate: ptr(0.5),
 		OriginProbeURL: ptr(site.URL + "/healthz")}); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestProbeFollowsNoRedirect(t *testing.T) {
 	}
 	_, port, _ := strings.Cut(strings.TrimPrefix(site.URL, "http://"), ":")
 	for _, u := range []string{site.URL + "/healthz", "http://localhost:" + port + "/healthz", "http://2130706433:" + port + "/"} {
-		if err := store.UpdateSettings(ctx, q, queue.Update{OriginProbeURL: ptr(u)}); err != nil {
+		if err := queue.NewInspector(store).UpdateSettings(ctx, q, queue.Update{OriginProbeURL: ptr(u)}); err != nil {
 			t.Fatal(err)
 		}
 		_ = rdb.Del(ctx, rediskeys.OriginLease(q)).Err() // the first runner's lease

@@ -80,7 +80,7 @@ func TestProbeLeaseOneReplica(t *testing.T) {
 	for i := range 3 {
 		r, store := newRunner(t, rdb, q, tagged(fmt.Sprint("r", i)))
 		if i == 0 {
-			err := store.UpdateSettings(context.Background(), q, queue.Update{AdaptEnabled: ptr(true), OriginMaxErrorRate: ptr(0.5),
+			err := queue.NewInspector(store).UpdateSettings(context.Background(), q, queue.Update{AdaptEnabled: ptr(true), OriginMaxErrorRate: ptr(0.5),
 				OriginProbeURL: ptr(site.URL + "/healthz")})
 			if err != nil {
 				t.Fatal(err)
@@ -164,7 +164,7 @@ func TestStepAudited(t *testing.T) {
 	a, store := newRunner(t, rdb, q, nil)
 	b, _ := newRunner(t, rdb, q, nil)
 	ctx := context.Background()
-	if err := store.UpdateSettings(ctx, q, queue.Update{AdaptEnabled: ptr(true), OriginTargetP95: ptr(100 * time.Millisecond),
+	if err := queue.NewInspector(store).UpdateSettings(ctx, q, queue.Update{AdaptEnabled: ptr(true), OriginTargetP95: ptr(100 * time.Millisecond),
 		MinRefillSize: ptr(5)}); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestSlowerThanSpan(t *testing.T) {
 	q := queueName(t)
 	r, store := newRunner(t, rdb, q, nil)
 	ctx := context.Background()
-	if err := store.UpdateSettings(ctx, q, queue.Update{AdaptEnabled: ptr(true), OriginTargetP95: ptr(time.Second),
+	if err := queue.NewInspector(store).UpdateSettings(ctx, q, queue.Update{AdaptEnabled: ptr(true), OriginTargetP95: ptr(time.Second),
 		MinRefillSize: ptr(2)}); err != nil {
 		t.Fatal(err)
 	}

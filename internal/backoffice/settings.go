@@ -18,7 +18,7 @@ import (
 )
 
 // Store is what a change of settings needs of the queue store
-// (*queue.Store).
+// (*queue.Inspector, its operator's side).
 type Store interface {
 	UpdateSettings(ctx context.Context, queue string, u queue.Update) error
 }

@@ -37,7 +37,7 @@ func newSettings(t *testing.T) (*Settings[view], string, *audit.Log) {
 		info, err := store.Info(ctx, name)
 		return view{MaxWaiting: info.Settings.MaxWaiting, Paused: info.Paused}, err
 	}
-	return &Settings[view]{Store: store, Audit: log, View: read}, q, log
+	return &Settings[view]{Store: queue.NewInspector(store), Audit: log, View: read}, q, log
 }
 
 // A change is made, answered with the view after, and audited with each

@@ -33,7 +33,7 @@ func (s *stack) enterLine(users ...string) {
 	s.t.Helper()
 	waited := false
 	for _, u := range users {
-		tk, err := s.store.Enter(context.Background(), s.queue, u)
+		tk, err := s.store.Enter(context.Background(), s.queue, queue.Entry{Caller: queue.Caller{User: u}})
 		if err != nil {
 			s.t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func (s *stack) keepPolling(users []string) {
 		defer tick.Stop()
 		for {
 			for _, u := range users {
-				if _, err := s.store.Status(context.Background(), s.queue, u); err != nil {
+				if _, err := s.store.Status(context.Background(), s.queue, queue.Caller{User: u}); err != nil {
 					s.t.Errorf("keep polling %s: %v", u, err)
 				}
 			}
@@ -77,7 +77,7 @@ func (s *stack) keepPolling(users []string) {
 // abandoned, by the history (one tick behind).
 func (s *stack) abandonedSoFar() int64 {
 	s.t.Helper()
-	points, err := s.store.History(context.Background(), s.queue)
+	points, err := queue.NewInspector(s.store).History(context.Background(), s.queue)
 	if err != nil {
 		s.t.Fatal(err)
 	}

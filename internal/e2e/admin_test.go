@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
@@ -129,7 +130,7 @@ func TestAdmin(t *testing.T) {
 	// The chart: a waiting line and admitted bars, drawn from the history
 	// of the ticks; a tick admitting 7 shows the new size took effect.
 	wait.For(t, 30*time.Second, "a tick admitting 7", func() (bool, string) {
-		points, err := s.store.History(context.Background(), s.queue)
+		points, err := queue.NewInspector(s.store).History(context.Background(), s.queue)
 		if err != nil {
 			return false, err.Error()
 		}

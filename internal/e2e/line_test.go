@@ -70,7 +70,7 @@ func TestLineMathMatchesServer(t *testing.T) {
 			s.remove(fmt.Sprintf("lm%d-%d", round, r.IntN(c.add)))
 		}
 		refill := c.refill
-		if err := s.store.UpdateSettings(ctx, s.queue, queue.Update{RefillSize: &refill, AbandonAfter: &c.abandon}); err != nil {
+		if err := queue.NewInspector(s.store).UpdateSettings(ctx, s.queue, queue.Update{RefillSize: &refill, AbandonAfter: &c.abandon}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.store.RefreshSnapshot(ctx, s.queue, true); err != nil {
@@ -167,7 +167,7 @@ func TestFarBackPageFollowsTheDocument(t *testing.T) {
 	// The line ahead goes (a refill raised past it): the next look finds
 	// the place near the head, and from then on the origin answers it.
 	all := 100000
-	if err := s.store.UpdateSettings(context.Background(), s.queue, queue.Update{RefillSize: &all}); err != nil {
+	if err := queue.NewInspector(s.store).UpdateSettings(context.Background(), s.queue, queue.Update{RefillSize: &all}); err != nil {
 		t.Fatal(err)
 	}
 	wait.For(t, 90*time.Second, "a status once near the head", func() (bool, string) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
 )
 
@@ -417,7 +418,7 @@ func TestNginxAuthCacheRevocation(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	revoked := time.Now()
-	if err := s.store.Remove(context.Background(), s.queue, u.id); err != nil {
+	if _, err := queue.NewInspector(s.store).Remove(context.Background(), s.queue, u.id); err != nil {
 		t.Fatal(err)
 	}
 	for get() == http.StatusOK {

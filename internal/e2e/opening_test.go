@@ -22,7 +22,7 @@ import (
 // update changes the queue's settings in the store, as a PATCH does.
 func (s *stack) update(u queue.Update) {
 	s.t.Helper()
-	if err := s.store.UpdateSettings(context.Background(), s.queue, u); err != nil {
+	if err := queue.NewInspector(s.store).UpdateSettings(context.Background(), s.queue, u); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -166,7 +166,7 @@ func TestScheduledOpening(t *testing.T) {
 	participants := []string{member, member2}
 	for i := range 4 {
 		u := fmt.Sprintf("drawn-%d", i)
-		tk, err := s.store.Enter(context.Background(), s.queue, u)
+		tk, err := s.store.Enter(context.Background(), s.queue, queue.Entry{Caller: queue.Caller{User: u}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func TestAdminDefencesPanel(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.Paid = rec
-			o.Defences = paid.Viewer{Recorder: rec, Policy: paid.Sources{Price: price, Settings: o.Store}.Policy}.View
+			o.Defences = paid.Viewer{Recorder: rec, Policy: paid.Sources{Price: price, Settings: queue.NewInspector(o.Store)}.Policy}.View
 		},
 	})
 	api := s.url + "/api/v1/queues/" + s.queue

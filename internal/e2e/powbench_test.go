@@ -67,7 +67,7 @@ func TestPowSolveTimes(t *testing.T) {
 
 	const budget = 3 * time.Minute
 	for _, d := range difficulties {
-		if err := s.store.UpdateSettings(context.Background(), s.queue, queue.Update{ChallengeDifficulty: &d}); err != nil {
+		if err := queue.NewInspector(s.store).UpdateSettings(context.Background(), s.queue, queue.Update{ChallengeDifficulty: &d}); err != nil {
 			t.Fatal(err)
 		}
 		var ms []float64

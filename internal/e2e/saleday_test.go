@@ -25,12 +25,12 @@ func TestPriorityPlacePage(t *testing.T) {
 	s := newStack(t, stackOptions{settings: settings, joinSecret: secret})
 	ctx := context.Background()
 	lanes := queue.Lanes{{Name: "priority", Share: 0.3}}
-	if err := s.store.UpdateSettings(ctx, s.queue, queue.Update{Lanes: &lanes}); err != nil {
+	if err := queue.NewInspector(s.store).UpdateSettings(ctx, s.queue, queue.Update{Lanes: &lanes}); err != nil {
 		t.Fatal(err)
 	}
 	s.fillWaiting("crowd", 50) // the first bucket's 10 enter at once: 40 wait
 	for i := range 2 {
-		if _, err := s.store.Enter(ctx, s.queue, queue.LaneMember("priority", fmt.Sprint("ahead-", i))); err != nil {
+		if _, err := s.store.Enter(ctx, s.queue, queue.Entry{Caller: queue.Caller{User: queue.LaneMember("priority", fmt.Sprint("ahead-", i))}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,14 +89,14 @@ func TestAdminSaleDay(t *testing.T) {
 	if got := b.text(section + ` .line-row[data-lane="priority"]`); !strings.Contains(got, "30% of each refill") {
 		t.Errorf("priority line %q", got)
 	}
-	lines, err := s.store.Lines(context.Background(), s.queue)
+	lines, err := queue.NewInspector(s.store).Lines(context.Background(), s.queue)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := b.text(section+` .line-row[data-lane=""]`), fmt.Sprintf("general: 70%% of each refill, %d waiting", lines[0].Waiting); got != want {
 		t.Errorf("general line %q, want %q", got, want) // nobody is admitted meanwhile: max_active holds them
 	}
-	v, err := s.store.Values(context.Background(), s.queue)
+	v, err := queue.NewInspector(s.store).Values(context.Background(), s.queue)
 	if err != nil || len(v["lanes"].(queue.Lanes)) != 1 {
 		t.Fatalf("stored lanes: %v, %v", v["lanes"], err)
 	}
@@ -107,7 +107,7 @@ func TestAdminSaleDay(t *testing.T) {
 	b.waitJS(5*time.Second, "the lanes error", fmt.Sprintf(`!document.querySelector(%q).hidden`, section+" .lanes-error"))
 
 	// The forecast, live, with the cap and the lane gone.
-	if err := s.store.UpdateSettings(context.Background(), s.queue, queue.Update{MaxActive: ptr(0), Lanes: &queue.Lanes{}}); err != nil {
+	if err := queue.NewInspector(s.store).UpdateSettings(context.Background(), s.queue, queue.Update{MaxActive: ptr(0), Lanes: &queue.Lanes{}}); err != nil {
 		t.Fatal(err)
 	}
 	input := section + " [data-setting=refill_size] .setting-input"
@@ -134,7 +134,7 @@ func TestAdminSaleDay(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(section+" .window-row .w-lanes"), "priority 50"),
 		chromedp.Click(chromedp.CSS(section+" .schedule-submit")))
 	b.waitJS(5*time.Second, "the schedule saved", fmt.Sprintf(`!document.querySelector(%q).hidden`, section+" .schedule-ok"))
-	sched, _, err := s.store.Schedule(context.Background(), s.queue)
+	sched, _, err := queue.NewInspector(s.store).Schedule(context.Background(), s.queue)
 	if err != nil || len(sched.Windows) != 1 || *sched.Windows[0].RefillSize != 3 || !sched.Windows[0].Start.Equal(start.Truncate(time.Second)) {
 		t.Fatalf("stored schedule: %+v, %v", sched, err)
 	}

@@ -67,7 +67,7 @@ func (s *stack) info() queue.Info {
 // point per applied tick, paused or not).
 func (s *stack) ticksAfter(since time.Time) int {
 	s.t.Helper()
-	points, err := s.store.History(context.Background(), s.queue)
+	points, err := queue.NewInspector(s.store).History(context.Background(), s.queue)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -529,7 +529,7 @@ func TestAdminAbandonAndOpening(t *testing.T) {
 		t.Errorf("%s = %q", openingOK, msg)
 	}
 	for _, u := range names("drawn", 3) {
-		if tk, err := s.store.Enter(context.Background(), s.queue, u); err != nil || tk.Status != queue.Waiting || tk.Position != 0 {
+		if tk, err := s.store.Enter(context.Background(), s.queue, queue.Entry{Caller: queue.Caller{User: u}}); err != nil || tk.Status != queue.Waiting || tk.Position != 0 {
 			t.Fatalf("store enter of %s before the opening: %+v, %v; want the draw", u, tk, err)
 		}
 	}

@@ -116,11 +116,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := store.Seed(ctx); err != nil {
+	if err := queue.NewInspector(store).Seed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if o.update != nil {
-		if err := store.UpdateSettings(ctx, name, *o.update); err != nil {
+		if err := queue.NewInspector(store).UpdateSettings(ctx, name, *o.update); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,7 +157,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	gateOpts := proxy.GateOptions{
 		Queue: name, Routes: routes, Passes: passes, Admissions: store, Bypass: []string{"/static/"}, InsecureCookie: true,
-		BypassCIDRs: bypassCIDRs, Uses: uses, Revoke: store.Remove,
+		BypassCIDRs: bypassCIDRs, Uses: uses,
+		Revoke: func(ctx context.Context, q, m string) error {
+			_, err := queue.NewInspector(store).Remove(ctx, q, m)
+			return err
+		},
 	}
 	if o.gate != nil {
 		o.gate(&gateOpts, store)
@@ -302,7 +306,7 @@ func (s *stack) fillWaiting(prefix string, n int) {
 		if i > n+1000 {
 			s.t.Fatalf("fillWaiting: still only %d waiting after %d enters", waiting, i)
 		}
-		tk, err := s.store.Enter(ctx, s.queue, fmt.Sprintf("%s-%d", prefix, i))
+		tk, err := s.store.Enter(ctx, s.queue, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("%s-%d", prefix, i)}})
 		if err != nil {
 			s.t.Fatal(err)
 		}
@@ -329,7 +333,7 @@ func (s *stack) statusCalls(member string) int {
 
 func (s *stack) status(member string) queue.Ticket {
 	s.t.Helper()
-	tk, err := s.store.Status(context.Background(), s.queue, member)
+	tk, err := s.store.Status(context.Background(), s.queue, queue.Caller{User: member})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -272,12 +272,12 @@ func TestWaitingAtTheFront(t *testing.T) {
 	// Use up this interval's token, and leave nobody waiting.
 	for i := 0; ; i++ {
 		u := fmt.Sprintf("first-%d", i)
-		tk, err := s.store.Enter(context.Background(), s.queue, u)
+		tk, err := s.store.Enter(context.Background(), s.queue, queue.Entry{Caller: queue.Caller{User: u}})
 		if err != nil || i > 10 {
 			t.Fatalf("enter %s: %+v, %v", u, tk, err)
 		}
 		if tk.Status == queue.Waiting {
-			if err := s.store.Leave(context.Background(), s.queue, u); err != nil {
+			if err := s.store.Leave(context.Background(), s.queue, queue.Caller{User: u}); err != nil {
 				t.Fatal(err)
 			}
 			break

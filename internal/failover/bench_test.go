@@ -102,7 +102,7 @@ func BenchmarkEnterReplicaWait(b *testing.B) {
 					for range callers {
 						wg.Go(func() {
 							for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-								if _, err := s.Enter(ctx, q, fmt.Sprintf("u%d", i)); err != nil {
+								if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("u%d", i)}}); err != nil {
 									b.Error(err)
 									return
 								}

@@ -85,7 +85,7 @@ func startService(t testing.TB, redisURL string, queues []string, waitReplicas i
 	}
 	ctx := context.Background()
 	wait.For(t, 30*time.Second, "seed", func() (bool, string) {
-		err := store.Seed(ctx)
+		err := queue.NewInspector(store).Seed(ctx)
 		return err == nil, fmt.Sprint(err)
 	})
 
@@ -205,11 +205,11 @@ func (s *service) checkScripts(q string) {
 		t.Fatalf("%s: admin update: %+v", q, a)
 	}
 	// leave.
-	if err := s.store.Leave(ctx, q, "c"); err != nil {
+	if err := s.store.Leave(ctx, q, queue.Caller{User: "c"}); err != nil {
 		t.Fatalf("%s: leave: %v", q, err)
 	}
 	// renew (a sliding session's pass check) and done.
-	tk, err := s.store.Status(ctx, q, "a")
+	tk, err := s.store.Status(ctx, q, queue.Caller{User: "a"})
 	if err != nil || tk.Status != queue.Entered {
 		t.Fatalf("%s: status a: %+v %v", q, tk, err)
 	}
@@ -396,7 +396,7 @@ func countLost(t *testing.T, s *service, q string, users []string) int {
 	for range 16 {
 		wg.Go(func() {
 			for u := range work {
-				tk, err := s.store.Status(ctx, q, u)
+				tk, err := s.store.Status(ctx, q, queue.Caller{User: u})
 				if err != nil {
 					t.Errorf("status %s: %v", u, err)
 					continue

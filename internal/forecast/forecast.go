@@ -167,7 +167,7 @@ func tickIndex(first time.Time, interval time.Duration, t time.Time) int64 {
 // ErrUnknownLane is a forecast asked for a lane the queue does not have.
 var ErrUnknownLane = errors.New("forecast: unknown lane")
 
-// Store is what a forecast reads of the queue.
+// Store is what a forecast reads of the queue (*queue.Inspector).
 type Store interface {
 	Overview(ctx context.Context, queue string) (queue.Overview, error)
 	Lines(ctx context.Context, queue string) ([]queue.LineState, error)

@@ -30,11 +30,11 @@ func TestForecastMatchesTheDrain(t *testing.T) {
 	ctx := context.Background()
 	s, q := startedQueue(t, queue.Settings{RefillSize: 10, RefillInterval: 300 * time.Millisecond, SessionTTL: time.Hour})
 	for i := range 300 {
-		if _, err := s.Enter(ctx, q, fmt.Sprint("u", i)); err != nil {
+		if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: fmt.Sprint("u", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := Forecaster{Store: s}.Forecast(ctx, q, 10, "")
+	res, err := Forecaster{Store: queue.NewInspector(s)}.Forecast(ctx, q, 10, "")
 	if err != nil || res.DrainSeconds == nil || res.Waiting < 290 {
 		t.Fatalf("forecast: %+v, %v", res, err)
 	}
@@ -156,7 +156,7 @@ func TestForecastCostIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	lanes := queue.Lanes{{Name: "priority", Share: 0.2}}
-	if err := s.UpdateSettings(ctx, q, queue.Update{Lanes: &lanes}); err != nil {
+	if err := queue.NewInspector(s).UpdateSettings(ctx, q, queue.Update{Lanes: &lanes}); err != nil {
 		t.Fatal(err)
 	}
 	// The most windows a schedule holds, each a day's pause, a year on.
@@ -167,10 +167,10 @@ func TestForecastCostIsBounded(t *testing.T) {
 		sc.Windows = append(sc.Windows, queue.Window{Start: at, End: at.Add(24 * time.Hour), Paused: &paused})
 		at = at.Add(72 * time.Hour)
 	}
-	if _, _, err := s.SetSchedule(ctx, q, sc); err != nil {
+	if _, _, err := queue.NewInspector(s).SetSchedule(ctx, q, sc); err != nil {
 		t.Fatal(err)
 	}
-	f := Forecaster{Store: s}
+	f := Forecaster{Store: queue.NewInspector(s)}
 	cost := func() int64 {
 		before := count.N()
 		res, err := f.Forecast(ctx, q, 1, "")
@@ -180,14 +180,14 @@ func TestForecastCostIsBounded(t *testing.T) {
 		return count.N() - before
 	}
 	for i := range 10 {
-		if _, err := s.Enter(ctx, q, fmt.Sprint("u", i)); err != nil {
+		if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: fmt.Sprint("u", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cost() // the first also reads which lanes there are, once
 	short := cost()
 	for i := range 2000 {
-		if _, err := s.Enter(ctx, q, fmt.Sprint("v", i)); err != nil {
+		if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: fmt.Sprint("v", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -237,7 +237,7 @@ func TestForecastWithAbandonment(t *testing.T) {
 				pollers <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-pollers }()
-					tk, err := s.Status(pollCtx, q, u)
+					tk, err := s.Status(pollCtx, q, queue.Caller{User: u})
 					if err == nil && tk.Status != queue.Waiting {
 						mu.Lock()
 						delete(live, u)
@@ -258,7 +258,7 @@ func TestForecastWithAbandonment(t *testing.T) {
 	crowd := func(name string, n int) {
 		for i := range n {
 			u := fmt.Sprint(name, i)
-			if _, err := s.Enter(ctx, q, u); err != nil {
+			if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: u}}); err != nil {
 				t.Fatal(err)
 			}
 			if i%10 >= 3 { // 3 in 10 close the page at once
@@ -276,7 +276,7 @@ func TestForecastWithAbandonment(t *testing.T) {
 		if _, err := s.Tick(ctx, q); err != nil {
 			return false, err.Error()
 		}
-		o, err := s.Overview(ctx, q)
+		o, err := queue.NewInspector(s).Overview(ctx, q)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -284,7 +284,7 @@ func TestForecastWithAbandonment(t *testing.T) {
 		return o.Abandonment() > 0.2, fmt.Sprint(o.Abandonment())
 	})
 	crowd("second", 300)
-	res, err := Forecaster{Store: s}.Forecast(ctx, q, 7, "")
+	res, err := Forecaster{Store: queue.NewInspector(s)}.Forecast(ctx, q, 7, "")
 	if err != nil || res.DrainSeconds == nil {
 		t.Fatalf("forecast: %+v, %v", res, err)
 	}
@@ -313,7 +313,7 @@ func startedQueue(t *testing.T, settings queue.Settings) (*queue.Store, string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Seed(ctx); err != nil {
+	if err := queue.NewInspector(s).Seed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Tick(ctx, q); err != nil {

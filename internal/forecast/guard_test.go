@@ -31,7 +31,7 @@ func (c *guardClock) add(d time.Duration) {
 func countingGuard(t *testing.T) (*Guard, *guardClock, string, *atomic.Int64) {
 	s, q := startedQueue(t, queue.Settings{RefillSize: 10, RefillInterval: time.Second, SessionTTL: time.Hour})
 	for i := range 50 {
-		if _, err := s.Enter(context.Background(), q, fmt.Sprint("u", i)); err != nil {
+		if _, err := s.Enter(context.Background(), q, queue.Entry{Caller: queue.Caller{User: fmt.Sprint("u", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -39,7 +39,7 @@ func countingGuard(t *testing.T) (*Guard, *guardClock, string, *atomic.Int64) {
 	clock := &guardClock{t: time.Date(2026, 12, 24, 9, 0, 0, 0, time.UTC)}
 	g := NewGuard(func(ctx context.Context, q string, refill int, lane string) (Result, error) {
 		made.Add(1)
-		return Forecaster{Store: s}.Forecast(ctx, q, refill, lane)
+		return Forecaster{Store: queue.NewInspector(s)}.Forecast(ctx, q, refill, lane)
 	}, clock.now)
 	return g, clock, q, &made
 }

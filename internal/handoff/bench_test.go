@@ -52,7 +52,7 @@ func BenchmarkFarBackStatus(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				t, err := store.StatusAs(ctx, q, far)
+				t, err := store.Status(ctx, q, far)
 				if err != nil || !t.Estimated {
 					b.Fatalf("%+v, %v", t, err)
 				}

@@ -104,8 +104,8 @@ var (
 // a place the new device held before.
 type Store interface {
 	MovePlace(ctx context.Context, queue, user string, gen int64) (queue.Move, error)
-	StatusAs(ctx context.Context, queue string, c queue.Caller) (queue.Ticket, error)
-	LeaveAs(ctx context.Context, queue, user string, gen int64) error
+	Status(ctx context.Context, queue string, c queue.Caller) (queue.Ticket, error)
+	Leave(ctx context.Context, queue string, c queue.Caller) error
 }
 
 // Service creates and uses hand-overs.
@@ -212,9 +212,9 @@ func (s *Service) Enter(ctx context.Context, q, input, client string, replaces s
 	if replaces != "" && replaces != m.Member {
 		// The place this browser held is given up for the one it takes;
 		// a failure leaves it to be abandoned, and the move stands.
-		_ = s.store.LeaveAs(ctx, q, replaces, replacesGen)
+		_ = s.store.Leave(ctx, q, queue.Caller{User: replaces, Credential: true, Gen: replacesGen})
 	}
-	t, err := s.store.StatusAs(ctx, q, queue.Caller{User: m.Member, Credential: true, Gen: m.Gen})
+	t, err := s.store.Status(ctx, q, queue.Caller{User: m.Member, Credential: true, Gen: m.Gen})
 	return m, t, err
 }
 

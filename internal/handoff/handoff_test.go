@@ -53,7 +53,7 @@ func (e *env) line(t testing.TB, q string, users ...string) map[string]int64 {
 	t.Helper()
 	seqs := map[string]int64{}
 	for _, u := range users {
-		tk, err := e.store.Enter(context.Background(), q, u)
+		tk, err := e.store.Enter(context.Background(), q, queue.Entry{Caller: queue.Caller{User: u}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestMoveKeepsThePlaceAndRevokesTheOldCredential(t *testing.T) {
 	q := e.queues[0]
 	ctx := context.Background()
 	e.line(t, q, "a", "b", "c", "d")
-	before, err := e.store.StatusAs(ctx, q, holder("c", 0))
+	before, err := e.store.Status(ctx, q, holder("c", 0))
 	if err != nil || before.Status != queue.Waiting || before.Position != 2 {
 		t.Fatalf("before: %+v, %v", before, err)
 	}
@@ -94,17 +94,17 @@ func TestMoveKeepsThePlaceAndRevokesTheOldCredential(t *testing.T) {
 		t.Fatalf("moved %+v, ticket %+v", m, tk)
 	}
 	// The older credential: every call that could change anything.
-	if _, err := e.store.StatusAs(ctx, q, holder("c", 0)); !errors.Is(err, queue.ErrMoved) {
+	if _, err := e.store.Status(ctx, q, holder("c", 0)); !errors.Is(err, queue.ErrMoved) {
 		t.Errorf("status with the old credential: %v", err)
 	}
-	if _, err := e.store.EnterAs(ctx, q, holder("c", 0)); !errors.Is(err, queue.ErrMoved) {
+	if _, err := e.store.Enter(ctx, q, queue.Entry{Caller: holder("c", 0)}); !errors.Is(err, queue.ErrMoved) {
 		t.Errorf("enter with the old credential: %v", err)
 	}
-	if err := e.store.LeaveAs(ctx, q, "c", 0); !errors.Is(err, queue.ErrMoved) {
+	if err := e.store.Leave(ctx, q, queue.Caller{User: "c", Credential: true, Gen: 0}); !errors.Is(err, queue.ErrMoved) {
 		t.Errorf("leave with the old credential: %v", err)
 	}
 	// ...changed nothing: the place is where it was, for the new holder.
-	after, err := e.store.StatusAs(ctx, q, holder("c", 1))
+	after, err := e.store.Status(ctx, q, holder("c", 1))
 	if err != nil || after.Status != queue.Waiting || after.Position != 2 {
 		t.Fatalf("after: %+v, %v", after, err)
 	}
@@ -115,7 +115,7 @@ func TestMoveKeepsThePlaceAndRevokesTheOldCredential(t *testing.T) {
 		}
 	}
 	// Other users are untouched.
-	if tk, err := e.store.StatusAs(ctx, q, holder("d", 0)); err != nil || tk.Position != 3 {
+	if tk, err := e.store.Status(ctx, q, holder("d", 0)); err != nil || tk.Position != 3 {
 		t.Errorf("d: %+v, %v", tk, err)
 	}
 	// Moving again goes on from the new generation; the first new
@@ -127,14 +127,14 @@ func TestMoveKeepsThePlaceAndRevokesTheOldCredential(t *testing.T) {
 	if m, _, err := e.svc.Enter(ctx, q, FormatCode(h2.Code), "198.51.100.3", "", 0); err != nil || m.Gen != 2 {
 		t.Fatalf("second move %+v, %v", m, err)
 	}
-	if _, err := e.store.StatusAs(ctx, q, holder("c", 1)); !errors.Is(err, queue.ErrMoved) {
+	if _, err := e.store.Status(ctx, q, holder("c", 1)); !errors.Is(err, queue.ErrMoved) {
 		t.Errorf("status with the first new credential: %v", err)
 	}
 	if _, err := e.svc.Create(ctx, q, "c", 1); !errors.Is(err, queue.ErrMoved) {
 		t.Errorf("create with a stale credential: %v", err)
 	}
 	// Leaving with the current one works.
-	if err := e.store.LeaveAs(ctx, q, "c", 2); err != nil {
+	if err := e.store.Leave(ctx, q, queue.Caller{User: "c", Credential: true, Gen: 2}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -157,7 +157,7 @@ func TestOnlyAWaitingPlaceMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.LeaveAs(ctx, q, "b", 0); err != nil {
+	if err := e.store.Leave(ctx, q, queue.Caller{User: "b", Credential: true, Gen: 0}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.svc.Enter(ctx, q, h.Token, "", "", 0); !errors.Is(err, ErrInvalid) {
@@ -276,7 +276,7 @@ func TestExpired(t *testing.T) {
 	if n, err := e.rdb.HLen(ctx, k.live).Result(); err != nil || n != 0 {
 		t.Errorf("live hand-overs left: %d, %v", n, err)
 	}
-	if tk, err := e.store.StatusAs(ctx, q, holder("b", 0)); err != nil || tk.Status != queue.Waiting {
+	if tk, err := e.store.Status(ctx, q, holder("b", 0)); err != nil || tk.Status != queue.Waiting {
 		t.Errorf("b still holds the place: %+v, %v", tk, err)
 	}
 }
@@ -394,7 +394,7 @@ func TestFarBackPathRefusesTheOldCredential(t *testing.T) {
 	old.Seq = seqs[far]
 	// Far back, before the move: answered from the snapshot.
 	for _, s := range []*queue.Store{e.store, other} {
-		if tk, err := s.StatusAs(ctx, q, old); err != nil || !tk.Estimated {
+		if tk, err := s.Status(ctx, q, old); err != nil || !tk.Estimated {
 			t.Fatalf("before the move: %+v, %v", tk, err)
 		}
 	}
@@ -407,26 +407,26 @@ func TestFarBackPathRefusesTheOldCredential(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The replica that moved it knows at once.
-	if _, err := e.store.StatusAs(ctx, q, old); !errors.Is(err, queue.ErrMoved) {
+	if _, err := e.store.Status(ctx, q, old); !errors.Is(err, queue.ErrMoved) {
 		t.Errorf("this replica: %v", err)
 	}
 	// The other, once it has read the moves (as Run does each Every).
 	if err := otherMoves.Refresh(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.StatusAs(ctx, q, old); !errors.Is(err, queue.ErrMoved) {
+	if _, err := other.Status(ctx, q, old); !errors.Is(err, queue.ErrMoved) {
 		t.Errorf("the other replica: %v", err)
 	}
 	// The new credential is answered (from Redis while the move is recent).
 	fresh := holder(far, m.Gen)
 	fresh.Seq = m.Seq
-	if tk, err := other.StatusAs(ctx, q, fresh); err != nil || tk.Status != queue.Waiting || tk.Position != 300 {
+	if tk, err := other.Status(ctx, q, fresh); err != nil || tk.Status != queue.Waiting || tk.Position != 300 {
 		t.Errorf("the new credential: %+v, %v", tk, err)
 	}
 	// Others far back are still answered from the snapshot.
 	unmoved := holder("u200", 0)
 	unmoved.Seq = seqs["u200"]
-	if tk, err := other.StatusAs(ctx, q, unmoved); err != nil || !tk.Estimated {
+	if tk, err := other.Status(ctx, q, unmoved); err != nil || !tk.Estimated {
 		t.Errorf("an unmoved place: %+v, %v", tk, err)
 	}
 	// A view too old to tell sends everyone to Redis.

@@ -35,7 +35,7 @@ func TestDeathBetweenClaimAndMove(t *testing.T) {
 	if _, _, err := e.svc.Enter(ctx, q, h.Token, "", "", 0); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("the spent hand-over again: %v, want ErrInvalid", err)
 	}
-	tk, err := e.store.StatusAs(ctx, q, holder("c", 0))
+	tk, err := e.store.Status(ctx, q, holder("c", 0))
 	if err != nil || tk.Status != queue.Waiting || tk.Position != 2 {
 		t.Fatalf("the old device after the lost move: %+v, %v; want waiting at 2", tk, err)
 	}

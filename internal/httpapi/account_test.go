@@ -20,7 +20,7 @@ func TestJoinPlaceInOtherLine(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{Join: newJoin(t)})
 	lanes := queue.Lanes{{Name: "priority", Share: 0.3}}
-	if err := e.store.UpdateSettings(context.Background(), e.queue, queue.Update{Lanes: &lanes}); err != nil {
+	if err := queue.NewInspector(e.store).UpdateSettings(context.Background(), e.queue, queue.Update{Lanes: &lanes}); err != nil {
 		t.Fatal(err)
 	}
 	e.enterAnon()
@@ -58,7 +58,7 @@ func TestJoinPlaceInOtherLine(t *testing.T) {
 			t.Fatalf("%s: again in its own line: %+v, was %+v", tc.sub, again, held)
 		}
 	}
-	lines, err := e.store.Lines(context.Background(), e.queue)
+	lines, err := queue.NewInspector(e.store).Lines(context.Background(), e.queue)
 	if err != nil {
 		t.Fatal(err)
 	}

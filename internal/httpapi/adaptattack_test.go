@@ -150,7 +150,7 @@ func newAdaptingEnv(t *testing.T, ctx context.Context, wg *sync.WaitGroup, upURL
 		t.Fatal(err)
 	}
 	on, target, maxErr, floor := true, 800*time.Millisecond, 0.05, 2
-	if err := store.UpdateSettings(ctx, name, queue.Update{AdaptEnabled: &on, OriginTargetP95: &target, OriginMaxErrorRate: &maxErr, MinRefillSize: &floor}); err != nil {
+	if err := queue.NewInspector(store).UpdateSettings(ctx, name, queue.Update{AdaptEnabled: &on, OriginTargetP95: &target, OriginMaxErrorRate: &maxErr, MinRefillSize: &floor}); err != nil {
 		t.Fatal(err)
 	}
 	runner, err := autorate.New(autorate.Options{Store: store, Redis: rdb, Log: log, Timeout: testTimeout})

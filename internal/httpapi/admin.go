@@ -390,11 +390,8 @@ func requestedRefill(n int) map[string]json.RawMessage {
 // audit log.
 func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) {
 	s.leaveNamed(w, r, func(ctx context.Context, q, user string) error {
-		before, err := s.store.Status(ctx, q, user)
+		before, err := s.inspector.Remove(ctx, q, user)
 		if err != nil {
-			return err
-		}
-		if err := s.store.Remove(ctx, q, user); err != nil {
 			return err
 		}
 		s.recordRemoval(r, q, user, before)

@@ -14,8 +14,8 @@ import (
 )
 
 // The admin API's reads: the queues as the back office sees them (what
-// the line does, queue.Store.Overview, and its settings as queue.Catalog
-// lists them, queue.Store.Values), the settings' catalog the back office
+// the line does, queue.Inspector.Overview, and its settings as queue.Catalog
+// lists them, queue.Inspector.Values), the settings' catalog the back office
 // builds its form from, and a queue's history.
 
 // adminQueueResponse is one queue as the back office sees it: what the
@@ -193,7 +193,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errInvalidFormat)
 		return
 	}
-	rep, err := s.store.LineReport(r.Context(), q)
+	rep, err := s.inspector.LineReport(r.Context(), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -233,7 +233,7 @@ func historyPoints(history []queue.HistoryPoint) []historyPoint {
 
 // adminQueueInfo is queue q as the back office sees it.
 func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueResponse, error) {
-	o, err := s.store.Overview(ctx, q)
+	o, err := s.inspector.Overview(ctx, q)
 	if err != nil {
 		return adminQueueResponse{}, err
 	}
@@ -253,7 +253,7 @@ func (s *Server) adminQueueInfo(ctx context.Context, q string) (adminQueueRespon
 		RefillEffective:    o.RefillEffective,
 		Settings:           map[string]any{},
 	}
-	values, err := s.store.Values(ctx, q)
+	values, err := s.inspector.Values(ctx, q)
 	if err != nil {
 		return adminQueueResponse{}, err
 	}

@@ -26,7 +26,7 @@ func (s *Server) initDefences(o Options) {
 		s.paid = (*paid.Recorder)(nil) // records nothing
 	}
 	if s.defencesView == nil {
-		s.defencesView = storeDefences(o.Store)
+		s.defencesView = storeDefences(s.inspector)
 	}
 }
 

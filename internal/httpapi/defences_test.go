@@ -218,7 +218,7 @@ func TestQueueFullOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, testTimeout, Options{})
 	one := 1
-	if err := e.store.UpdateSettings(context.Background(), e.queue, queue.Update{MaxWaiting: &one}); err != nil {
+	if err := queue.NewInspector(e.store).UpdateSettings(context.Background(), e.queue, queue.Update{MaxWaiting: &one}); err != nil {
 		t.Fatal(err)
 	}
 	e.enterAnon() // admitted
@@ -253,7 +253,7 @@ func TestProofOfWorkOverHTTP(t *testing.T) {
 		t.Fatalf("difficulty %d with none set", c.Difficulty)
 	}
 	ten := 10
-	if err := e.store.UpdateSettings(context.Background(), e.queue, queue.Update{ChallengeDifficulty: &ten}); err != nil {
+	if err := queue.NewInspector(e.store).UpdateSettings(context.Background(), e.queue, queue.Update{ChallengeDifficulty: &ten}); err != nil {
 		t.Fatal(err)
 	}
 	wantError(t, e.do("POST", base+"/enter", "{}"), 403, "challenge_required")
@@ -279,7 +279,7 @@ func TestProofOfWorkOverHTTP(t *testing.T) {
 	// A challenge issued at a lower difficulty than the queue now asks.
 	easy := get()
 	eleven := 11
-	_ = e.store.UpdateSettings(context.Background(), e.queue, queue.Update{ChallengeDifficulty: &eleven})
+	_ = queue.NewInspector(e.store).UpdateSettings(context.Background(), e.queue, queue.Update{ChallengeDifficulty: &eleven})
 	wantError(t, e.do("POST", base+"/enter", solved(easy.Challenge, challenge.Solve(easy.Challenge, 10))), 403, "challenge_required")
 	if n := e.waiting(); n != 1 {
 		t.Fatalf("%d places, want the one solved enter", n)
@@ -297,7 +297,7 @@ func TestRefusedJoinKeepsThePlace(t *testing.T) {
 	mine, resp := e.enterAnon()
 	c := placeCookie(t, resp, e.queue)
 	eight := 8
-	if err := e.store.UpdateSettings(context.Background(), e.queue, queue.Update{ChallengeDifficulty: &eight}); err != nil {
+	if err := queue.NewInspector(e.store).UpdateSettings(context.Background(), e.queue, queue.Update{ChallengeDifficulty: &eight}); err != nil {
 		t.Fatal(err)
 	}
 	tok := mintJoin(t, jwt.SigningMethodHS256, []byte(joinSecret), jwt.MapClaims{"sub": "alice", "aud": e.queue, "exp": time.Now().Add(time.Hour).Unix()})

@@ -23,7 +23,7 @@ func TestDefencesView(t *testing.T) {
 		t.Fatal(err)
 	}
 	with := newEnvWithStore(t, rdb, e.store, e.queue, Options{AdminToken: adminToken, Paid: rec,
-		Defences: paid.Viewer{Recorder: rec, Policy: paid.Sources{Price: price, Settings: e.store}.Policy}.View})
+		Defences: paid.Viewer{Recorder: rec, Policy: paid.Sources{Price: price, Settings: queue.NewInspector(e.store)}.Policy}.View})
 	if r := e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"human_check":"escalate"}`, append(bearerHeader(adminToken), "Content-Type", "application/json")...); r.status != 200 {
 		t.Fatalf("PATCH human_check: %d %s", r.status, r.body)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/admission"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/forecast"
 	"github.com/waitroom/waitroom/internal/handoff"
@@ -156,6 +157,12 @@ func classify(err error) *apiError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.Is(err, admission.ErrInvalidPlace):
+		return errInvalidPlace
+	case errors.Is(err, admission.ErrTwoIdentities):
+		return errTwoIdentities
+	case errors.Is(err, admission.ErrUserIDsDisabled):
+		return errUserIDsDisabled
 	case errors.Is(err, queue.ErrInvalidLanes):
 		return &apiError{status: http.StatusBadRequest, code: "invalid_lanes", message: clientMessage(err), field: "lanes"}
 	case errors.Is(err, queue.ErrUnknownLane):

@@ -96,36 +96,6 @@ func (s *Server) handoffQR(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(png)
 }
 
-// enterHandoff takes over the place of the hand-over req names: the same
-// member at the same position, with a fresh credential (and cookie). A
-// place this browser held in the queue before is given up.
-func (s *Server) enterHandoff(w http.ResponseWriter, r *http.Request, q string, req enterRequest) {
-	if s.handoffs == nil {
-		s.fail(w, r, errInvalidHandoff)
-		return
-	}
-	if req.UserID != nil || req.JoinToken != "" {
-		s.fail(w, r, errTwoIdentities)
-		return
-	}
-	var old string
-	var oldGen int64
-	if p, err := s.placeOf(r, q); err == nil {
-		old, oldGen = p.Member, p.Gen
-	}
-	m, t, err := s.handoffs.Enter(r.Context(), q, req.Handoff, s.clientKey(r), old, oldGen)
-	if m.Member != "" {
-		// The place is this browser's now, whatever the ticket's fate.
-		token := s.places.IssueGen(q, m.Member, m.Seq, m.Gen)
-		s.setPlaceCookie(w, q, token)
-		if err == nil {
-			s.writeTicket(w, r, q, m.Member, token, t, t.FirstPollAfter())
-			return
-		}
-	}
-	s.fail(w, r, err)
-}
-
 // failPlace is fail for a call that proved a place: a credential older
 // than its place's move (queue.ErrMoved) is answered place_moved, and a
 // browser's cookie holding it is cleared, so the page can join afresh.

@@ -7,7 +7,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waitroom/waitroom/internal/clientip"
-	"github.com/waitroom/waitroom/internal/netclass"
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
@@ -44,17 +43,8 @@ func (s *Server) clientKey(r *http.Request) string {
 	return clientip.Key(s.clientIP.Addr(r))
 }
 
-// client names r's client in the enter limits and the price of a place:
-// its address (clientKey) and its wider networks, the IPv4 /24 or IPv6
-// /56 and the IPv6 /48, so that a block's addresses share its budgets
-// and its count of places; by the operator's networks file
-// (netclass.Table.Tiers), a shared network's people each count as their
-// own address, and a hosting network pays the ceiling for every place.
+// client names r's client in the enter limits and the price of a place
+// (admission.Client).
 func (s *Server) client(r *http.Request) queue.Caller {
-	t, class := s.networks.Table().Tiers(s.clientIP.Addr(r))
-	c := queue.Caller{Client: t.Host, Networks: [2]string{t.Network, t.Site}}
-	if class == netclass.Hosting {
-		c.Pricing = queue.PriceCeiling
-	}
-	return c
+	return s.admission.Client(s.clientIP.Addr(r))
 }

@@ -2,22 +2,19 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waitroom/waitroom/internal/admission"
 	"github.com/waitroom/waitroom/internal/crossorigin"
-	"github.com/waitroom/waitroom/internal/humancheck"
-	"github.com/waitroom/waitroom/internal/paid"
-	"github.com/waitroom/waitroom/internal/place"
 	"github.com/waitroom/waitroom/internal/queue"
 	"github.com/waitroom/waitroom/internal/reqcheck"
 )
 
 // The public queue API: enter, status, leave, done and a queue's info.
-// Each handler decodes, asks the store once, and answers (ticket.go
-// writes the tickets).
+// Each handler decodes, asks once (enter: internal/admission, the others
+// the store), and answers (ticket.go writes the tickets).
 
 // enterRequest is the enter body: empty (or {}) for a browser or app
 // that proves no identity, a site's join token, or, in insecure mode
@@ -56,108 +53,31 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if req.Handoff != "" {
-		s.enterHandoff(w, r, q, req)
-		return
+	res, err := s.admission.Enter(r.Context(), s.admissionRequest(r, q, req))
+	switch {
+	case res.ClearCookie:
+		http.SetCookie(w, s.placeCookie(q, "", -1))
+	case res.Cookie != "":
+		s.setPlaceCookie(w, q, res.Cookie)
 	}
-	e, credential, err := s.entry(r, q, req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	t, err := s.store.EnterWith(r.Context(), q, e)
-	s.notePaid(q, e, t, err)
-	if err != nil {
-		if credential && !errors.Is(err, queue.ErrMoved) && !errors.Is(err, queue.ErrPlaceInOtherLine) {
-			// Even a 503 (outcome unknown) leaves the browser able to ask
-			// for the place it may have got; without its arrival number,
-			// its status then asks Redis.
-			s.setPlaceCookie(w, q, s.places.IssueGen(q, e.User, 0, e.Gen))
-		}
-		s.failPlace(w, r, q, err)
+	if res.Ticket.Status == queue.NotOpen {
+		s.fail(w, r, notOpen(res.Ticket))
 		return
 	}
-	token := ""
-	if credential {
-		token = s.places.IssueGen(q, e.User, t.Seq, e.Gen)
-		s.setPlaceCookie(w, q, token)
-	}
-	if t.Status == queue.NotOpen {
-		s.fail(w, r, notOpen(t))
-		return
-	}
-	s.writeTicket(w, r, q, e.User, token, t, t.FirstPollAfter())
+	s.writeTicket(w, r, q, res.Member, res.Token, res.Ticket, res.Ticket.FirstPollAfter())
 }
 
-// entry is the enter req asks for in queue q, from what the request
-// proves, and whether to hand out a place credential with it (not for a
-// plain id). Whoever enters is a plain user id (insecure mode), a site's join
-// token's member, the member of a place credential (entering again), or
-// a new anonymous member. A proof of work is checked here (an HMAC and
-// one hash); the store makes it single-use and compares it with the
-// queue's difficulty.
-func (s *Server) entry(r *http.Request, q string, req enterRequest) (queue.Entry, bool, error) {
-	e := queue.Entry{Caller: s.client(r)}
-	if req.HumanToken != "" && s.human != nil {
-		// Checked before the store: the provider's answer is what the
-		// store's price reads (Caller.Human). A provider that cannot answer
-		// makes this enter pay proof of work at the ceiling instead.
-		switch err := s.human.Verify(r.Context(), req.HumanToken, s.clientIP.Addr(r).String()); {
-		case err == nil:
-			e.Human = true
-			s.paid.Record(q, paid.Human(paid.HumanPassed))
-		case errors.Is(err, humancheck.ErrFailed):
-			s.paid.Record(q, paid.Human(paid.HumanFailed))
-			return queue.Entry{}, false, err
-		default:
-			s.paid.Record(q, paid.Human(paid.HumanUnavailable))
-		}
-	}
-	if req.Challenge != "" {
-		p, err := s.challenges.Check(q, req.Challenge, req.Nonce)
-		if err != nil {
-			return queue.Entry{}, false, err
-		}
-		e.Proof = p
-	}
-	switch {
-	case req.UserID != nil && req.JoinToken != "":
-		return queue.Entry{}, false, errTwoIdentities
-	case req.UserID != nil:
-		if !s.insecureIDs {
-			return queue.Entry{}, false, errUserIDsDisabled
-		}
-		e.User, e.Proved = *req.UserID, true
-		return e, false, nil
-	case req.JoinToken != "":
-		member, err := s.join.Member(q, req.JoinToken)
-		if err != nil {
-			return queue.Entry{}, false, err
-		}
-		// The account may already hold a place from another device; an
-		// anonymous place this browser held is given up for it. An account
-		// is one person, whatever network it comes from: it pays no
-		// network's price.
-		e.User, e.Proved, e.Join = member, true, true
-		e.Pricing = queue.PriceNone
-		if old, err := s.placeOf(r, q); err == nil {
-			e.Replaces = old.Member
-		}
-	default:
-		// Re-entering with a credential keeps the member id (and goes to
-		// the back, as any re-entry does); otherwise this is a new place.
-		p, err := s.placeOf(r, q)
-		if err != nil {
-			if _, sent := reqcheck.BearerToken(r); sent {
-				return queue.Entry{}, false, err // an app that claims a place must prove it
-			}
-			p = place.Place{Member: place.NewMember()} // no cookie, or a stale one
-		} else {
-			e.Proved, e.Credential, e.Gen = true, true, p.Gen
-		}
-		e.User = p.Member
-	}
-	return e, true, nil
+// admissionRequest is the enter req asks for in queue q, with the place
+// credential r carries (placeOf's) and its client's address.
+func (s *Server) admissionRequest(r *http.Request, q string, req enterRequest) admission.Request {
+	a := admission.Request{Queue: q, UserID: req.UserID, JoinToken: req.JoinToken, Challenge: req.Challenge, Nonce: req.Nonce,
+		Handoff: req.Handoff, HumanToken: req.HumanToken, Addr: s.clientIP.Addr(r)}
+	a.Credential, a.Bearer = s.credentialOf(r, q)
+	return a
 }
 
 // notOpen is the answer to an enter before a scheduled opening's
@@ -179,7 +99,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	t, err := s.store.StatusAs(r.Context(), q, c)
+	t, err := s.store.Status(r.Context(), q, c)
 	if err != nil {
 		s.failPlace(w, r, q, err)
 		return
@@ -216,7 +136,7 @@ func (s *Server) leavePlace(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.store.LeaveAs(r.Context(), q, p.Member, p.Gen); err != nil {
+	if err := s.store.Leave(r.Context(), q, queue.Caller{User: p.Member, Credential: true, Gen: p.Gen}); err != nil {
 		s.failPlace(w, r, q, err)
 		return
 	}
@@ -231,7 +151,9 @@ func (s *Server) leaveUser(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errUserIDsDisabled)
 		return
 	}
-	s.leaveNamed(w, r, s.store.Leave)
+	s.leaveNamed(w, r, func(ctx context.Context, q, user string) error {
+		return s.store.Leave(ctx, q, queue.Caller{User: user})
+	})
 }
 
 // leaveNamed takes the user named in the path out of the queue with leave
@@ -307,16 +229,4 @@ func (s *Server) queueInfo(w http.ResponseWriter, r *http.Request) {
 		RefillSize:       info.Settings.RefillSize,
 		RefillIntervalMS: info.Settings.RefillInterval.Milliseconds(),
 	})
-}
-
-// notePaid records what an enter cost its caller (the back office's and
-// the metrics' "what people paid"): a place made and the proof of work it
-// carried, or a human check asked.
-func (s *Server) notePaid(q string, e queue.Entry, t queue.Ticket, err error) {
-	switch {
-	case errors.Is(err, queue.ErrHumanCheckRequired):
-		s.paid.Record(q, paid.Human(paid.HumanAsked))
-	case err == nil && (t.Status == queue.Waiting || t.Status == queue.Entered):
-		s.paid.Record(q, paid.Placed(e.Proof.Difficulty))
-	}
 }

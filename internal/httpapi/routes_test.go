@@ -62,7 +62,11 @@ func newRoomsEnv(t *testing.T, o roomsOptions) *roomsEnv {
 		t.Fatal(err)
 	}
 	gopts := proxy.GateOptions{Routes: routes, Passes: passes, Admissions: store, Bypass: []string{pathtest.Bypass},
-		BypassCIDRs: o.bypassCIDRs, InsecureCookie: true, Uses: uses, Revoke: store.Remove}
+		BypassCIDRs: o.bypassCIDRs, InsecureCookie: true, Uses: uses,
+		Revoke: func(ctx context.Context, q, m string) error {
+			_, err := queue.NewInspector(store).Remove(ctx, q, m)
+			return err
+		}}
 	if o.catchAll {
 		gopts.Queue = e.shop
 		e.rooms = append(e.rooms, pathtest.Room{Prefix: "/", Queue: e.shop})

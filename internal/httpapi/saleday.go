@@ -29,11 +29,11 @@ type lineView struct {
 // lines: the view is asked every few seconds per queue; a lane removed
 // while people wait in it is in the queue's waiting and its history).
 func (s *Server) saleDay(ctx context.Context, q string, configured queue.Lanes) (*queue.Window, []lineView, error) {
-	_, window, err := s.store.Schedule(ctx, q)
+	_, window, err := s.inspector.Schedule(ctx, q)
 	if err != nil || len(configured) == 0 {
 		return window, nil, err
 	}
-	lines, err := s.store.Lines(ctx, q)
+	lines, err := s.inspector.Lines(ctx, q)
 	if err != nil || len(lines) < 2 {
 		return window, nil, err
 	}
@@ -52,7 +52,7 @@ type scheduleResponse struct {
 
 // getSchedule answers the queue's windows and the one in force.
 func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
-	sc, inForce, err := s.store.Schedule(r.Context(), chi.URLParam(r, "queue"))
+	sc, inForce, err := s.inspector.Schedule(r.Context(), chi.URLParam(r, "queue"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -69,7 +69,7 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := chi.URLParam(r, "queue")
-	before, inForce, err := s.store.SetSchedule(r.Context(), q, req)
+	before, inForce, err := s.inspector.SetSchedule(r.Context(), q, req)
 	if errors.Is(err, queue.ErrInvalidSchedule) {
 		err = &apiError{status: http.StatusBadRequest, code: "invalid_schedule", message: clientMessage(err)}
 	}

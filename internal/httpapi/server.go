@@ -2,12 +2,13 @@
 // admin API, the two pages and the health checks.
 //
 // routes.go shows the whole surface. The handlers are by what they serve:
-// public.go the queue API (enter, status, leave, done, info), ticket.go
-// the tickets it answers, trust.go the place credentials and pass checks,
-// challenge.go the proof of work, adminview.go and settings.go the admin
-// API's reads and changes, admin.go its guard and audit log, pages.go the
-// pages, health.go the health checks. errors.go is the one place that
-// turns errors into answers; json.go and params.go read requests.
+// public.go the queue API (enter, whose caller internal/admission
+// resolves; status, leave, done, info), ticket.go the tickets it answers,
+// trust.go the place credentials and pass checks, challenge.go the proof
+// of work, adminview.go and settings.go the admin API's reads and changes
+// (queue.Inspector), admin.go its guard and audit log, pages.go the pages,
+// health.go the health checks. errors.go is the one place that turns
+// errors into answers; json.go and params.go read requests.
 package httpapi
 
 import (
@@ -22,6 +23,7 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/adminsession"
+	"github.com/waitroom/waitroom/internal/admission"
 	"github.com/waitroom/waitroom/internal/apitoken"
 	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/clientip"
@@ -142,11 +144,12 @@ type Options struct {
 // Server serves the HTTP API.
 type Server struct {
 	store        *queue.Store
+	inspector    *queue.Inspector     // the store's operator's side (the admin API)
+	admission    *admission.Admission // enter's one way in (public.go)
 	human        *humancheck.Checker
 	networks     *netclass.Watcher
 	places       *place.Credentials
 	passes       *pass.Passes
-	join         *place.Join
 	cookieSecure bool
 	// placeCookiePrefix and placeCookieAttrs come before the queue's name
 	// and after the value in the place cookie's line.
@@ -187,11 +190,11 @@ type Server struct {
 func New(o Options) *Server {
 	s := &Server{
 		store:             o.Store,
+		inspector:         queue.NewInspector(o.Store),
 		human:             o.Human,
 		networks:          o.Networks,
 		places:            o.Places,
 		passes:            o.Passes,
-		join:              o.Join,
 		cookieSecure:      o.CookieSecure,
 		placeCookieAttrs:  placeCookieAttrs(o.CookieSecure),
 		placeCookiePrefix: place.CookiePrefix(o.CookieSecure),
@@ -227,9 +230,10 @@ func New(o Options) *Server {
 	if s.origins == nil {
 		s.origins, _ = crossorigin.New(nil) // no origins: cannot fail
 	}
+	s.admission = newAdmission(o, s)
 	s.admin = newAdminGuard(o)
 	s.failures = loglimit.NewKeyed(failureLogEvery, maxFailureKeys, nil)
-	s.forecasts = forecast.NewGuard(forecast.Forecaster{Store: o.Store}.Forecast, nil)
+	s.forecasts = forecast.NewGuard(forecast.Forecaster{Store: s.inspector}.Forecast, nil)
 	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
 	if o.Human != nil {
 		s.waitingCSP = waitingPageCSP(o.Human.Public())
@@ -238,6 +242,21 @@ func New(o Options) *Server {
 	s.own = routed(s.handler)
 	s.gated = s.gatedRoutes(o.Upstream)
 	return s
+}
+
+// newAdmission is the enter of o's parts, with s's stand-ins for those o
+// leaves out (challenges, paid). An interface holding a nil pointer is not
+// nil: a part o leaves out stays out.
+func newAdmission(o Options, s *Server) *admission.Admission {
+	a := admission.Options{Store: o.Store, Places: o.Places, Challenges: s.challenges, Join: o.Join,
+		Paid: s.paid, Networks: o.Networks, InsecureUserIDs: o.InsecureUserIDs}
+	if o.Handoffs != nil {
+		a.Handoffs = o.Handoffs
+	}
+	if o.Human != nil {
+		a.Human = o.Human
+	}
+	return admission.New(a)
 }
 
 // ServeHTTP sends waitroom's own paths to its routes. In gate mode every

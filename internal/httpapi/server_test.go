@@ -119,7 +119,10 @@ func newTestGate(t testing.TB, rdb *redis.Client, store *queue.Store, name strin
 	}
 	g, err := proxy.NewGate(context.Background(), proxy.GateOptions{
 		Queue: name, Passes: passes, Admissions: store, Bypass: bypass, InsecureCookie: insecureCookie,
-		Uses: uses, Revoke: store.Remove,
+		Uses: uses, Revoke: func(ctx context.Context, q, m string) error {
+			_, err := queue.NewInspector(store).Remove(ctx, q, m)
+			return err
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

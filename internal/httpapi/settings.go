@@ -82,7 +82,7 @@ func (s *Server) setRefillSize(w http.ResponseWriter, r *http.Request) {
 // to the queue of r's path (backoffice.Settings.Apply: audited as action
 // with the view before and after), and answers the view after.
 func (s *Server) applySettings(w http.ResponseWriter, r *http.Request, action string, fields map[string]json.RawMessage, u queue.Update) {
-	change := &backoffice.Settings[adminQueueResponse]{Store: s.store, Audit: s.admin.audit, View: s.adminQueueInfo}
+	change := &backoffice.Settings[adminQueueResponse]{Store: s.inspector, Audit: s.admin.audit, View: s.adminQueueInfo}
 	aq, err := change.Apply(r.Context(), backoffice.Change{Queue: chi.URLParam(r, "queue"), Action: action,
 		Requested: fields, Update: u, Who: s.auditWho(r), Log: logger(r, s.log)})
 	if err != nil {

@@ -15,10 +15,6 @@ import (
 // a user who closes the browser during a long wait keeps the place.
 const placeCookieAge = 24 * 60 * 60
 
-// placeOf returns the place in queue q the request proves: the member,
-// its credential's arrival number and generation. The credential comes
-// from the Authorization header (apps) or else the place cookie
-// (browsers).
 // knownPlace is the preamble of a handler that acts on the caller's own
 // place: a known queue and a place credential for it. It answers the
 // error itself; ok is false then.
@@ -34,21 +30,30 @@ func (s *Server) knownPlace(w http.ResponseWriter, r *http.Request) (q string, p
 	return q, p, true
 }
 
+// placeOf returns the place in queue q the request proves: the member,
+// its credential's arrival number and generation (credentialOf).
 func (s *Server) placeOf(r *http.Request, q string) (place.Place, error) {
-	token, ok := reqcheck.BearerToken(r)
-	if !ok {
-		// Twice is refused, not the first taken: one of them was planted.
-		cs := r.CookiesNamed(place.CookieName(q, s.cookieSecure))
-		if len(cs) != 1 {
-			return place.Place{}, errInvalidPlace
-		}
-		token = cs[0].Value
-	}
+	token, _ := s.credentialOf(r, q)
 	p, err := s.places.VerifyPlace(q, token)
 	if err != nil {
 		return place.Place{}, errInvalidPlace
 	}
 	return p, nil
+}
+
+// credentialOf returns the place credential for queue q that r carries:
+// the Authorization header's bearer token (apps; bearer is true), or else
+// the place cookie (browsers). "": none, or the cookie twice, which is
+// refused rather than the first taken: one of them was planted.
+func (s *Server) credentialOf(r *http.Request, q string) (token string, bearer bool) {
+	if token, ok := reqcheck.BearerToken(r); ok {
+		return token, true
+	}
+	cs := r.CookiesNamed(place.CookieName(q, s.cookieSecure))
+	if len(cs) != 1 {
+		return "", false
+	}
+	return cs[0].Value, false
 }
 
 // callerOf returns who a status call asks about: the place the caller

@@ -20,11 +20,11 @@ func TestLaneMetrics(t *testing.T) {
 	store := newStore(t, rdb, q, plain)
 	m := New(store)
 	lanes := queue.Lanes{{Name: "priority", Share: 0.5}}
-	if err := store.UpdateSettings(ctx, q, queue.Update{Lanes: &lanes, RefillSize: ptr(2)}); err != nil {
+	if err := queue.NewInspector(store).UpdateSettings(ctx, q, queue.Update{Lanes: &lanes, RefillSize: ptr(2)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range []string{"g0", "g1", "g2", "g3", queue.LaneMember("priority", "p0"), queue.LaneMember("priority", "p1"), queue.LaneMember("priority", "p2")} {
-		if _, err := store.Enter(ctx, q, u); err != nil {
+		if _, err := store.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: u}}); err != nil {
 			t.Fatal(err)
 		}
 	}

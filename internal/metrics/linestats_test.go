@@ -64,11 +64,11 @@ func TestLineHistograms(t *testing.T) {
 		return res
 	}
 	tick()
-	a, err := store.Enter(ctx, q, "a")
+	a, err := store.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: "a"}})
 	if err != nil || a.Status != queue.Entered {
 		t.Fatalf("a: %+v %v", a, err)
 	}
-	if b, err := store.Enter(ctx, q, "b"); err != nil || b.Position != 1 {
+	if b, err := store.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: "b"}}); err != nil || b.Position != 1 {
 		t.Fatalf("b: %+v %v", b, err)
 	}
 	res := tick() // a waited 0, b a few ms; b was told an hour

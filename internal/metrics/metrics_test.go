@@ -245,7 +245,7 @@ func TestQueueGaugesReadAtScrape(t *testing.T) {
 	m := New(store)
 	ctx := context.Background()
 	for _, u := range []string{"a", "b", "c"} { // a enters on the one token, b and c wait
-		if _, err := store.Enter(ctx, q, u); err != nil {
+		if _, err := store.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: u}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -281,7 +281,7 @@ func TestQueueGaugesReadAtScrape(t *testing.T) {
 	}
 
 	paused := true
-	if err := store.UpdateSettings(ctx, q, queue.Update{Paused: &paused}); err != nil {
+	if err := queue.NewInspector(store).UpdateSettings(ctx, q, queue.Update{Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Tick(ctx, q); err != nil {
@@ -448,13 +448,13 @@ func TestRefillEffectiveGauge(t *testing.T) {
 			"# TYPE waitroom_queue_refill_effective gauge\nwaitroom_queue_refill_effective{queue=%q} %d\n", q, v)
 	}
 	size, on := 10, true
-	if err := store.UpdateSettings(ctx, q, queue.Update{RefillSize: &size}); err != nil {
+	if err := queue.NewInspector(store).UpdateSettings(ctx, q, queue.Update{RefillSize: &size}); err != nil {
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(gauge(10)), "waitroom_queue_refill_effective"); err != nil {
 		t.Errorf("off: %v", err)
 	}
-	if err := store.UpdateSettings(ctx, q, queue.Update{AdaptEnabled: &on}); err != nil {
+	if err := queue.NewInspector(store).UpdateSettings(ctx, q, queue.Update{AdaptEnabled: &on}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := store.TickWith(ctx, q, queue.Proposal{Refill: 7, Base: 10}); err != nil || !res.Adapted {

@@ -8,7 +8,7 @@ import (
 	"github.com/waitroom/waitroom/internal/queue"
 )
 
-// Settings reads a queue's stored settings by name (queue.Store.Values).
+// Settings reads a queue's stored settings by name (queue.Inspector.Values).
 type Settings interface {
 	Values(ctx context.Context, queue string) (map[string]any, error)
 }

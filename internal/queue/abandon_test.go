@@ -47,7 +47,7 @@ func TestAbandonedPlacesAreSkipped(t *testing.T) {
 		t.Errorf("info %+v", i)
 	}
 	tick(t, s, rdb, q)
-	hist, err := s.History(context.Background(), q)
+	hist, err := NewInspector(s).History(context.Background(), q)
 	if err != nil || hist[len(hist)-1].Abandoned != 1 || hist[len(hist)-1].Admitted != 2 {
 		t.Fatalf("history %+v, %v", hist, err)
 	}
@@ -65,7 +65,7 @@ func TestAbandonOff(t *testing.T) {
 	enter(t, s, q, "in")
 	enter(t, s, q, "silent")
 	off := time.Duration(0)
-	if err := s.UpdateSettings(context.Background(), q, Update{AbandonAfter: &off}); err != nil {
+	if err := NewInspector(s).UpdateSettings(context.Background(), q, Update{AbandonAfter: &off}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -129,10 +129,10 @@ func TestReasons(t *testing.T) {
 	if ok, err := s.Done(ctx, q, "done", d.AdmittedAt); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if err := s.Leave(ctx, q, "left"); err != nil {
+	if err := s.Leave(ctx, q, Caller{User: "left"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Remove(ctx, q, "removed"); err != nil {
+	if _, err := NewInspector(s).Remove(ctx, q, "removed"); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"done": ReasonDone, "left": ReasonLeft, "removed": ReasonRemoved, "never-came": ""}
@@ -155,14 +155,14 @@ func TestReasons(t *testing.T) {
 	}
 	// Entering again and leaving: the latest reason.
 	enter(t, s, q, "done")
-	if err := s.Leave(ctx, q, "done"); err != nil {
+	if err := s.Leave(ctx, q, Caller{User: "done"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := status(t, s, q, "done"); st.Reason != ReasonLeft {
 		t.Errorf("done, back, and left: %+v", st)
 	}
 	// Leaving while holding nothing records nothing new.
-	if err := s.Remove(ctx, q, "never-came"); err != nil {
+	if _, err := NewInspector(s).Remove(ctx, q, "never-came"); err != nil {
 		t.Fatal(err)
 	}
 	if st := status(t, s, q, "never-came"); st.Reason != "" {

@@ -13,9 +13,9 @@ import (
 )
 
 // join enters account sub's place in lane's line as a site's join token
-// does (EnterWith, Join).
+// does (Store.Enter with Join).
 func join(ctx context.Context, s *Store, q, lane, sub string) (Ticket, error) {
-	return s.EnterWith(ctx, q, Entry{Caller: Caller{User: AccountMember(lane, sub)}, Join: true})
+	return s.Enter(ctx, q, Entry{Caller: Caller{User: AccountMember(lane, sub)}, Join: true})
 }
 
 // wantOtherLine fails unless err refuses an enter for a place in lane's
@@ -90,7 +90,7 @@ func TestAccountOnePlaceAcrossLines(t *testing.T) {
 			if tk, err := join(ctx, s, q, tc.first, "carol"); err != nil || tk.Status != Waiting {
 				t.Fatalf("again in its own line: %+v, %v", tk, err)
 			}
-			if tk, err := s.EnterAs(ctx, q, Caller{User: AccountMember(tc.first, "carol"), Account: "carol"}); err != nil || tk.Status != Waiting {
+			if tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: AccountMember(tc.first, "carol"), Account: "carol"}}); err != nil || tk.Status != Waiting {
 				t.Fatalf("enter again in its own line: %+v, %v", tk, err)
 			}
 			// Someone else's account is not concerned.
@@ -98,7 +98,7 @@ func TestAccountOnePlaceAcrossLines(t *testing.T) {
 				t.Fatalf("another account: %+v, %v", tk, err)
 			}
 			// Once the place is given up, the other line takes the account.
-			if err := s.Leave(ctx, q, AccountMember(tc.first, "carol")); err != nil {
+			if err := s.Leave(ctx, q, Caller{User: AccountMember(tc.first, "carol")}); err != nil {
 				t.Fatal(err)
 			}
 			if tk, err := join(ctx, s, q, tc.second, "carol"); err != nil || tk.Status != Waiting {
@@ -215,7 +215,7 @@ func TestAccountPropertyOneLine(t *testing.T) {
 					t.Fatalf("trial %d step %d: join %s in %q: %v", trial, step, sub, lane, err)
 				}
 			case r < 9:
-				if err := s.Leave(ctx, q, AccountMember(lane, sub)); err != nil {
+				if err := s.Leave(ctx, q, Caller{User: AccountMember(lane, sub)}); err != nil {
 					t.Fatal(err)
 				}
 			default:

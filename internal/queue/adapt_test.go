@@ -11,7 +11,7 @@ import (
 // adaptOn turns the controller on for q with a floor.
 func adaptOn(t *testing.T, s *Store, q string, floor int) {
 	t.Helper()
-	err := s.UpdateSettings(context.Background(), q, Update{AdaptEnabled: ptr(true), MinRefillSize: ptr(floor),
+	err := NewInspector(s).UpdateSettings(context.Background(), q, Update{AdaptEnabled: ptr(true), MinRefillSize: ptr(floor),
 		OriginTargetP95: ptr(500 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestAdaptOffRestoresRefillSize(t *testing.T) {
 		t.Fatalf("ticket while adapting: position %d, ticks ahead %d, refill %d; want refill 4, 1 tick ahead", tk.Position, tk.TicksAhead, tk.RefillSize)
 	}
 
-	if err := s.UpdateSettings(ctx, q, Update{AdaptEnabled: ptr(false)}); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{AdaptEnabled: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
 	info, err = s.Info(ctx, q)
@@ -156,7 +156,7 @@ func TestEffectiveRefillStaysInBounds(t *testing.T) {
 		}
 		budgets = append(budgets, res.Budget)
 	}
-	if err := s.SetRefillSize(ctx, q, 8); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: ptr(8)}); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := s.Info(ctx, q); err != nil || info.RefillEffective != 8 {
@@ -164,7 +164,7 @@ func TestEffectiveRefillStaysInBounds(t *testing.T) {
 	}
 	budgets = append(budgets, tick(t, s, rdb, q).Budget)
 	tick(t, s, rdb, q)
-	points, err := s.History(ctx, q)
+	points, err := NewInspector(s).History(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestStatusCarriesTheCurrentArrival(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []Caller{{User: "b"}, {User: "b", Seq: first.Seq, Credential: true}, {User: "b", Seq: again.Seq, Credential: true}} {
-		st, err := s.StatusAs(ctx, q, c)
+		st, err := s.Status(ctx, q, c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -112,7 +112,7 @@ func BenchmarkEnter(b *testing.B) {
 	i := 0
 	measureRedis(b, rdb, func() {
 		for b.Loop() {
-			if _, err := s.Enter(ctx, q, userID(i)); err != nil {
+			if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: userID(i)}}); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -144,7 +144,7 @@ func BenchmarkEnterParallel(b *testing.B) {
 	ctx := context.Background()
 	var n atomic.Int64
 	measureParallel(b, rdb, func() error {
-		_, err := s.Enter(ctx, q, userID(int(n.Add(1))))
+		_, err := s.Enter(ctx, q, Entry{Caller: Caller{User: userID(int(n.Add(1)))}})
 		return err
 	})
 }
@@ -155,7 +155,7 @@ func BenchmarkStatus(b *testing.B) {
 	ctx := context.Background()
 	measureRedis(b, rdb, func() {
 		for b.Loop() {
-			if _, err := s.Status(ctx, q, userID(rand.IntN(10000))); err != nil {
+			if _, err := s.Status(ctx, q, Caller{User: userID(rand.IntN(10000))}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -169,7 +169,7 @@ func BenchmarkStatusParallel(b *testing.B) {
 	fill(b, rdb, q, 10000)
 	ctx := context.Background()
 	measureParallel(b, rdb, func() error {
-		_, err := s.Status(ctx, q, userID(rand.IntN(10000)))
+		_, err := s.Status(ctx, q, Caller{User: userID(rand.IntN(10000))})
 		return err
 	})
 }
@@ -180,7 +180,7 @@ func BenchmarkLeave(b *testing.B) {
 	ctx := context.Background()
 	measureRedis(b, rdb, func() {
 		for b.Loop() {
-			if err := s.Leave(ctx, q, userID(rand.IntN(10000))); err != nil {
+			if err := s.Leave(ctx, q, Caller{User: userID(rand.IntN(10000))}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -238,7 +238,7 @@ func BenchmarkScale(b *testing.B) {
 				i := n
 				measureRedis(b, rdb, func() {
 					for b.Loop() {
-						if _, err := s.Enter(ctx, q, userID(i)); err != nil {
+						if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: userID(i)}}); err != nil {
 							b.Fatal(err)
 						}
 						i++
@@ -248,7 +248,7 @@ func BenchmarkScale(b *testing.B) {
 			b.Run("status", func(b *testing.B) {
 				measureRedis(b, rdb, func() {
 					for b.Loop() {
-						if _, err := s.Status(ctx, q, userID(rand.IntN(n))); err != nil {
+						if _, err := s.Status(ctx, q, Caller{User: userID(rand.IntN(n))}); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -288,7 +288,7 @@ func BenchmarkTickAdapt(b *testing.B) {
 			k := keysFor(q)
 			if on {
 				enabled, floor := true, 1
-				if err := s.UpdateSettings(ctx, q, Update{AdaptEnabled: &enabled, MinRefillSize: &floor}); err != nil {
+				if err := NewInspector(s).UpdateSettings(ctx, q, Update{AdaptEnabled: &enabled, MinRefillSize: &floor}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -28,7 +28,7 @@ func newReplicas(t *testing.T, settings Settings, n int) ([]*Store, string, *red
 		}
 		stores = append(stores, s)
 	}
-	if err := first.Seed(context.Background()); err != nil {
+	if err := NewInspector(first).Seed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return stores, q, rdb
@@ -75,7 +75,7 @@ func tickAllSeen(t *testing.T, stores []*Store, q string, period time.Duration, 
 
 func setMaxActive(t *testing.T, s *Store, q string, n int) {
 	t.Helper()
-	if err := s.UpdateSettings(context.Background(), q, Update{MaxActive: &n}); err != nil {
+	if err := NewInspector(s).UpdateSettings(context.Background(), q, Update{MaxActive: &n}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,7 +114,7 @@ func TestMaxActive(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("done u0: %v %v", ok, err)
 	}
-	if err := s.Leave(ctx, q, "u1"); err != nil {
+	if err := s.Leave(ctx, q, Caller{User: "u1"}); err != nil {
 		t.Fatal(err)
 	}
 	if res := tick(t, s, rdb, q); res.Moved != 2 {
@@ -158,7 +158,7 @@ func TestPause(t *testing.T) {
 	t.Parallel()
 	s, q, rdb := newStore(t, Settings{RefillSize: 2, RefillInterval: time.Hour, SessionTTL: time.Hour})
 	paused, resumed := true, false
-	if err := s.UpdateSettings(context.Background(), q, Update{Paused: &paused}); err != nil {
+	if err := NewInspector(s).UpdateSettings(context.Background(), q, Update{Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 	for i, u := range []string{"a", "b", "c"} {
@@ -176,7 +176,7 @@ func TestPause(t *testing.T) {
 	if i := info(t, s, q); !i.Paused {
 		t.Fatalf("info %+v", i)
 	}
-	if err := s.UpdateSettings(context.Background(), q, Update{Paused: &resumed}); err != nil {
+	if err := NewInspector(s).UpdateSettings(context.Background(), q, Update{Paused: &resumed}); err != nil {
 		t.Fatal(err)
 	}
 	if res := tick(t, s, rdb, q); res.Moved != 2 {
@@ -185,7 +185,7 @@ func TestPause(t *testing.T) {
 	if st := status(t, s, q, "c"); st.Position != 1 || st.Paused {
 		t.Fatalf("c after resume: %+v", st)
 	}
-	hist, err := s.History(context.Background(), q)
+	hist, err := NewInspector(s).History(context.Background(), q)
 	if err != nil || len(hist) != 1 || hist[0].Admitted != 0 || hist[0].Waiting != 3 {
 		t.Fatalf("history %+v, %v: the paused interval closes with 0 admitted", hist, err)
 	}
@@ -237,7 +237,7 @@ func TestTicksAreSpaced(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	hist, _ := s.History(ctx, q)
+	hist, _ := NewInspector(s).History(ctx, q)
 	last, _ := rdb.HGet(ctx, k, "at_ms").Int64()
 	if gap := time.UnixMilli(last).Sub(hist[len(hist)-1].At); gap < interval {
 		t.Fatalf("two ticks %s apart, want at least %s", gap, interval)
@@ -332,10 +332,10 @@ func raceCapDoneAndTicks(t *testing.T, sessionMax time.Duration) {
 		go func() {
 			defer wg.Done()
 			u := "u" + strconv.Itoa(i)
-			tk, err := pick().Enter(ctx, q, u)
+			tk, err := pick().Enter(ctx, q, Entry{Caller: Caller{User: u}})
 			for err == nil && tk.Status == Waiting {
 				time.Sleep(time.Duration(5+rand.IntN(10)) * time.Millisecond)
-				tk, err = pick().Status(ctx, q, u)
+				tk, err = pick().Status(ctx, q, Caller{User: u})
 			}
 			if err != nil || tk.Status != Entered {
 				t.Errorf("%s: %+v, %v", u, tk, err)
@@ -366,7 +366,7 @@ func raceCapDoneAndTicks(t *testing.T, sessionMax time.Duration) {
 	if w := worst.Load(); w > maxActive {
 		t.Fatalf("active users reached %d, cap %d", w, maxActive)
 	}
-	hist, err := first.History(ctx, q)
+	hist, err := NewInspector(first).History(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,12 +27,12 @@ func TestRunsOnRedisCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Seed(ctx); err != nil {
+	if err := NewInspector(s).Seed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"default", "other"} {
 		for i, u := range []string{"a", "b", "c", "d"} {
-			tk, err := s.Enter(ctx, q, u)
+			tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: u}})
 			if err != nil {
 				t.Fatalf("%s enter: %v", q, err)
 			}
@@ -40,13 +40,13 @@ func TestRunsOnRedisCluster(t *testing.T) {
 				t.Fatalf("%s %s: %s, want %s", q, u, tk.Status, want)
 			}
 		}
-		if tk, err := s.Status(ctx, q, "d"); err != nil || tk.Position != 2 {
+		if tk, err := s.Status(ctx, q, Caller{User: "d"}); err != nil || tk.Position != 2 {
 			t.Fatalf("%s status: %+v %v", q, tk, err)
 		}
-		if err := s.Leave(ctx, q, "c"); err != nil {
+		if err := s.Leave(ctx, q, Caller{User: "c"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SetRefillSize(ctx, q, 3); err != nil {
+		if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: ptr(3)}); err != nil {
 			t.Fatal(err)
 		}
 		res, err := s.Tick(ctx, q)
@@ -57,7 +57,7 @@ func TestRunsOnRedisCluster(t *testing.T) {
 		if err != nil || info.Entered != 3 || info.Settings.RefillSize != 3 {
 			t.Fatalf("%s info: %+v %v", q, info, err)
 		}
-		if points, err := s.History(ctx, q); err != nil || len(points) != 1 || points[0].Admitted != 2 {
+		if points, err := NewInspector(s).History(ctx, q); err != nil || len(points) != 1 || points[0].Admitted != 2 {
 			t.Fatalf("%s history: %+v %v", q, points, err)
 		}
 	}

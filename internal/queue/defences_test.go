@@ -65,7 +65,7 @@ func TestEnterRateLimitPerClient(t *testing.T) {
 	limits := Limits{EnterPerClient: Limit{Rate: 5, Burst: 3}}
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Limits: limits})
 	passed, err := takeBurst(t, limits.EnterPerClient, func(i int) error {
-		_, err := s.EnterAs(ctx, q, Caller{User: fmt.Sprintf("a%d", i), Client: "192.0.2.1"})
+		_, err := s.Enter(ctx, q, Entry{Caller: Caller{User: fmt.Sprintf("a%d", i), Client: "192.0.2.1"}})
 		return err
 	})
 	refusedWith(t, err, ErrRateLimited, 200*time.Millisecond)
@@ -73,10 +73,10 @@ func TestEnterRateLimitPerClient(t *testing.T) {
 	if st := status(t, s, q, refused); st.Status != NotWaiting {
 		t.Fatalf("a refused enter left a place: %+v", st)
 	}
-	if _, err := s.EnterAs(ctx, q, Caller{User: "b0", Client: "192.0.2.2"}); err != nil {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "b0", Client: "192.0.2.2"}}); err != nil {
 		t.Fatalf("another client: %v", err)
 	}
-	if _, err := s.EnterAs(ctx, q, Caller{User: "c0"}); err != nil {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "c0"}}); err != nil {
 		t.Fatalf("no client (the service's own call): %v", err)
 	}
 	// A client that waits what it is told gets through. The replica's local
@@ -88,7 +88,7 @@ func TestEnterRateLimitPerClient(t *testing.T) {
 	errors.As(err, &r)
 	for try := 1; ; try++ {
 		time.Sleep(r.After + 10*time.Millisecond)
-		_, err := s.EnterAs(ctx, q, Caller{User: refused, Client: "192.0.2.1"})
+		_, err := s.Enter(ctx, q, Entry{Caller: Caller{User: refused, Client: "192.0.2.1"}})
 		if err == nil {
 			break
 		}
@@ -110,7 +110,7 @@ func TestStatusRateLimitPerPlace(t *testing.T) {
 	w := enter(t, s, q, "w")
 	me := Caller{User: "w", Client: "192.0.2.1", Proved: true}
 	_, err := takeBurst(t, limits.StatusPerPlace, func(int) error {
-		tk, err := s.StatusAs(ctx, q, me)
+		tk, err := s.Status(ctx, q, me)
 		if err == nil && tk.Position != w.Position {
 			t.Fatalf("within the limit: %+v", tk)
 		}
@@ -119,7 +119,7 @@ func TestStatusRateLimitPerPlace(t *testing.T) {
 	refusedWith(t, err, ErrRateLimited, time.Second)
 	// Another place behind the same address is not limited by it.
 	enter(t, s, q, "x")
-	if _, err := s.StatusAs(ctx, q, Caller{User: "x", Client: "192.0.2.1", Proved: true}); err != nil {
+	if _, err := s.Status(ctx, q, Caller{User: "x", Client: "192.0.2.1", Proved: true}); err != nil {
 		t.Fatal(err)
 	}
 	if st := status(t, s, q, "w"); st.Status != Waiting || st.Position != w.Position {
@@ -145,7 +145,7 @@ func TestRateLimitSharedAcrossReplicas(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := replicas[i%2].EnterAs(ctx, q, Caller{User: fmt.Sprintf("u%d", i), Client: "198.51.100.7"})
+			_, err := replicas[i%2].Enter(ctx, q, Entry{Caller: Caller{User: fmt.Sprintf("u%d", i), Client: "198.51.100.7"}})
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -195,7 +195,7 @@ func TestChallengeRateLimitPerClient(t *testing.T) {
 	// Its enters are counted apart (they need no proof here).
 	setUpdate(t, s, q, Update{ChallengeDifficulty: new(int)})
 	for i := range 3 {
-		if _, err := s.EnterAs(ctx, q, Caller{User: fmt.Sprintf("a%d", i), Client: "192.0.2.1"}); err != nil {
+		if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: fmt.Sprintf("a%d", i), Client: "192.0.2.1"}}); err != nil {
 			t.Fatalf("enter %d after the challenges: %v", i, err)
 		}
 	}
@@ -257,7 +257,7 @@ func TestRefusalsInOneCall(t *testing.T) {
 
 func setUpdate(t *testing.T, s *Store, q string, u Update) {
 	t.Helper()
-	if err := s.UpdateSettings(context.Background(), q, u); err != nil {
+	if err := NewInspector(s).UpdateSettings(context.Background(), q, u); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -280,7 +280,7 @@ func TestMaxWaiting(t *testing.T) {
 			t.Fatalf("%s: %+v", u, tk)
 		}
 	}
-	_, err := s.Enter(ctx, q, "late")
+	_, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "late"}})
 	refusedWith(t, err, ErrQueueFull, 2*time.Hour)
 	if st := status(t, s, q, "late"); st.Status != NotWaiting {
 		t.Fatalf("a refused newcomer got a place: %+v", st)
@@ -289,7 +289,7 @@ func TestMaxWaiting(t *testing.T) {
 	if tk := enter(t, s, q, "w1"); tk.Status != Waiting || tk.Position != 3 {
 		t.Fatalf("re-entry in a full line: %+v", tk)
 	}
-	if err := s.Leave(ctx, q, "w2"); err != nil {
+	if err := s.Leave(ctx, q, Caller{User: "w2"}); err != nil {
 		t.Fatal(err)
 	}
 	if tk := enter(t, s, q, "late"); tk.Status != Waiting {
@@ -311,7 +311,7 @@ func TestMaxWaiting(t *testing.T) {
 			t.Fatalf("%s in the draw: %+v", u, tk)
 		}
 	}
-	_, err = s2.Enter(ctx, q2, "d3")
+	_, err = s2.Enter(ctx, q2, Entry{Caller: Caller{User: "d3"}})
 	refusedWith(t, err, ErrQueueFull, 2*time.Hour)
 	if tk := enter(t, s2, q2, "d1"); tk.Status != Waiting {
 		t.Fatalf("a participant entering again: %+v", tk)
@@ -326,7 +326,7 @@ func TestProofOfWork(t *testing.T) {
 	ctx := context.Background()
 	limits := Limits{EnterPerClient: Limit{Rate: 0.001, Burst: 1}}
 	s, q, _ := newStore(t, Settings{RefillSize: 10, RefillInterval: time.Hour, SessionTTL: time.Hour, Limits: limits})
-	if _, err := s.Enter(ctx, q, "free"); err != nil {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "free"}}); err != nil {
 		t.Fatalf("no difficulty set: %v", err)
 	}
 	eight := 8
@@ -338,25 +338,25 @@ func TestProofOfWork(t *testing.T) {
 		"expired":     {ID: "p2", Difficulty: 8, Expires: time.Now().Add(-time.Second)},
 		"no id at 16": {Difficulty: 16, Expires: later},
 	} {
-		if _, err := s.EnterAs(ctx, q, Caller{User: "u", Proof: p}); !errors.Is(err, ErrChallengeRequired) {
+		if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "u", Proof: p}}); !errors.Is(err, ErrChallengeRequired) {
 			t.Errorf("%s: %v, want ErrChallengeRequired", name, err)
 		}
 	}
 	good := Proof{ID: "p3", Difficulty: 9, Expires: later}
-	if _, err := s.EnterAs(ctx, q, Caller{User: "u", Proof: good}); err != nil {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "u", Proof: good}}); err != nil {
 		t.Fatalf("a good proof: %v", err)
 	}
-	if _, err := s.EnterAs(ctx, q, Caller{User: "v", Proof: good}); !errors.Is(err, ErrChallengeRequired) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "v", Proof: good}}); !errors.Is(err, ErrChallengeRequired) {
 		t.Fatalf("the same proof again: %v", err)
 	}
 	// Rate-limited first: the proof is not spent and works on retry.
 	fresh := Proof{ID: "p4", Difficulty: 8, Expires: later}
-	if _, err := s.EnterAs(ctx, q, Caller{User: "w", Client: "c", Proof: Proof{ID: "p5", Difficulty: 8, Expires: later}}); err != nil {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "w", Client: "c", Proof: Proof{ID: "p5", Difficulty: 8, Expires: later}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.EnterAs(ctx, q, Caller{User: "x", Client: "c", Proof: fresh})
+	_, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "x", Client: "c", Proof: fresh}})
 	refusedWith(t, err, ErrRateLimited, 2000*time.Second)
-	if _, err := s.EnterAs(ctx, q, Caller{User: "x", Proof: fresh}); err != nil {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "x", Proof: fresh}}); err != nil {
 		t.Fatalf("the proof after a rate-limited call: %v", err)
 	}
 }
@@ -371,14 +371,14 @@ func TestFullLineKeepsTheProof(t *testing.T) {
 	one, eight := 1, 8
 	setUpdate(t, s, q, Update{MaxWaiting: &one, ChallengeDifficulty: &eight})
 	kept := Proof{ID: "kept", Difficulty: 8, Expires: time.Now().Add(time.Minute)}
-	_, err := s.EnterAs(ctx, q, Caller{User: "late", Proof: kept})
+	_, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "late", Proof: kept}})
 	refusedWith(t, err, ErrQueueFull, 2*time.Hour)
 	two := 2
 	setUpdate(t, s, q, Update{MaxWaiting: &two})
-	if tk, err := s.EnterAs(ctx, q, Caller{User: "late", Proof: kept}); err != nil || tk.Status != Waiting {
+	if tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "late", Proof: kept}}); err != nil || tk.Status != Waiting {
 		t.Fatalf("the same proof once there is room: %+v %v", tk, err)
 	}
-	if _, err := s.EnterAs(ctx, q, Caller{User: "again", Proof: kept}); !errors.Is(err, ErrChallengeRequired) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "again", Proof: kept}}); !errors.Is(err, ErrChallengeRequired) {
 		t.Fatalf("then spent: %v", err)
 	}
 }

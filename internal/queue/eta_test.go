@@ -141,7 +141,7 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 				time.Sleep(time.Duration(rand.Int64N(int64(r.spread))))
 			}
 			sent := time.Now()
-			tk, err := s.Enter(ctx, q, u)
+			tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: u}})
 			if err != nil {
 				t.Error(err)
 				return
@@ -153,7 +153,7 @@ func runCrowd(t *testing.T, r etaRun) []etaSample {
 			// than at plus it.
 			samples[i].asked, samples[i].low, samples[i].high = sent, sent.Add(tk.ETALow), at.Add(tk.ETAHigh)
 			samples[i].ticks = tk.TicksAhead + 1
-			history, err := s.History(ctx, q)
+			history, err := NewInspector(s).History(ctx, q)
 			if err != nil {
 				t.Error(err)
 				return
@@ -212,13 +212,13 @@ func pollTurn(ctx context.Context, s *Store, q, u string, tk Ticket, pollMargin 
 		wait := tk.UntilNextTick + pollMargin
 		if leaveAt >= 0 && time.Since(start)+wait > leaveAt {
 			time.Sleep(max(0, leaveAt-time.Since(start)))
-			_ = s.Leave(ctx, q, u)
+			_ = s.Leave(ctx, q, Caller{User: u})
 			left()
 			return tk, nil
 		}
 		time.Sleep(wait)
 		var err error
-		if tk, err = s.Status(ctx, q, u); err != nil {
+		if tk, err = s.Status(ctx, q, Caller{User: u}); err != nil {
 			return tk, err
 		}
 	}
@@ -235,11 +235,11 @@ func runOperator(ctx context.Context, first *Store, q string, r etaRun, start ti
 	var steps []step
 	if r.pauseAt > 0 {
 		on, off := true, false
-		steps = append(steps, step{r.pauseAt, func() { _ = first.UpdateSettings(ctx, q, Update{Paused: &on}) }},
-			step{r.pauseAt + r.pauseFor, func() { _ = first.UpdateSettings(ctx, q, Update{Paused: &off}) }})
+		steps = append(steps, step{r.pauseAt, func() { _ = NewInspector(first).UpdateSettings(ctx, q, Update{Paused: &on}) }},
+			step{r.pauseAt + r.pauseFor, func() { _ = NewInspector(first).UpdateSettings(ctx, q, Update{Paused: &off}) }})
 	}
 	if r.refillAt > 0 {
-		steps = append(steps, step{r.refillAt, func() { _ = first.UpdateSettings(ctx, q, Update{RefillSize: &r.refillTo}) }})
+		steps = append(steps, step{r.refillAt, func() { _ = NewInspector(first).UpdateSettings(ctx, q, Update{RefillSize: &r.refillTo}) }})
 	}
 	slices.SortFunc(steps, func(a, b step) int { return int(a.at - b.at) })
 	for _, st := range steps {

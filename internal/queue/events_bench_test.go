@@ -64,7 +64,7 @@ func BenchmarkWebhooks(b *testing.B) {
 							r.Del(ctx, keysFor(q).tokens) // a full bucket again
 							b.StartTimer()
 						}
-						t, err := s.Enter(ctx, q, userID(i))
+						t, err := s.Enter(ctx, q, Entry{Caller: Caller{User: userID(i)}})
 						if err != nil || t.Status != Entered {
 							b.Fatalf("enter: %+v %v", t, err)
 						}
@@ -78,7 +78,7 @@ func BenchmarkWebhooks(b *testing.B) {
 				i := 10000
 				measureEvents(b, r, func() {
 					for b.Loop() {
-						if _, err := s.Enter(ctx, q, userID(i)); err != nil {
+						if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: userID(i)}}); err != nil {
 							b.Fatal(err)
 						}
 						i++
@@ -90,7 +90,7 @@ func BenchmarkWebhooks(b *testing.B) {
 				fill(b, r, q, 10000)
 				measureEvents(b, r, func() {
 					for b.Loop() {
-						if _, err := s.Status(ctx, q, userID(rand.IntN(10000))); err != nil {
+						if _, err := s.Status(ctx, q, Caller{User: userID(rand.IntN(10000))}); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -54,10 +54,10 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			if ok, err := s.Done(ctx, q, "a", status(t, s, q, "a").AdmittedAt); err != nil || !ok {
 				t.Fatal("done", ok, err)
 			}
-			if err := s.Leave(ctx, q, "b"); err != nil {
+			if err := s.Leave(ctx, q, Caller{User: "b"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Remove(ctx, q, "d"); err != nil {
+			if _, err := NewInspector(s).Remove(ctx, q, "d"); err != nil {
 				t.Fatal(err)
 			}
 			tick(t, s, rdb, q) // admits c
@@ -65,7 +65,7 @@ func TestEventsWrittenByTheScripts(t *testing.T) {
 			rdb.ZAdd(ctx, keysFor(q).entered, redis.Z{Score: 1, Member: "c"})
 			tick(t, s, rdb, q)
 			refill := 3
-			if err := s.UpdateSettings(ctx, q, Update{RefillSize: &refill, By: json.RawMessage(`{"kind":"oidc","name":"kim@example.com"}`)}); err != nil {
+			if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: &refill, By: json.RawMessage(`{"kind":"oidc","name":"kim@example.com"}`)}); err != nil {
 				t.Fatal(err)
 			}
 			got := outbox(t, rdb, q)
@@ -155,7 +155,7 @@ func TestEventsBounded(t *testing.T) {
 	for i := range 5 {
 		u := fmt.Sprintf("u%d", i)
 		enter(t, s, q, u)
-		if err := s.Leave(ctx, q, u); err != nil {
+		if err := s.Leave(ctx, q, Caller{User: u}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,7 +181,7 @@ func TestEventsBounded(t *testing.T) {
 		}
 	}
 	refill := 2
-	if err := s.UpdateSettings(ctx, q, Update{RefillSize: &refill}); err != nil { // itself an event: dropped
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: &refill}); err != nil { // itself an event: dropped
 		t.Fatal(err)
 	}
 	rdb.Set(ctx, keysFor(q).tokens, 0, 0) // nobody enters directly

@@ -33,7 +33,7 @@ func benchFarBack(b *testing.B, leaves int) {
 		b.Fatal(err)
 	}
 	for i := range leaves {
-		if err := s.Leave(ctx, q, userID(n-1-i)); err != nil {
+		if err := s.Leave(ctx, q, Caller{User: userID(n - 1 - i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -41,12 +41,12 @@ func benchFarBack(b *testing.B, leaves int) {
 		b.Fatal(err)
 	}
 	c := Caller{User: userID(n / 2), Proved: true, Seq: n/2 + 1}
-	if t, err := s.StatusAs(ctx, q, c); err != nil || !t.Estimated {
+	if t, err := s.Status(ctx, q, c); err != nil || !t.Estimated {
 		b.Fatalf("%+v, %v: not answered from the snapshot", t, err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.StatusAs(ctx, q, c); err != nil {
+		if _, err := s.Status(ctx, q, c); err != nil {
 			b.Fatal(err)
 		}
 	}

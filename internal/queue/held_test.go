@@ -46,7 +46,7 @@ func farBack(t *testing.T, s *Store, q string, cover int, users []string) []Tick
 	enterMany(t, s, q, front)
 	tickets := enterMany(t, s, q, users)
 	for _, u := range front {
-		if err := s.Leave(ctx, q, u); err != nil {
+		if err := s.Leave(ctx, q, Caller{User: u}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,7 +142,7 @@ func TestPeopleAmongSilentPlacesAreAdmitted(t *testing.T) {
 			if in[p.user] {
 				continue
 			}
-			got, err := s.StatusAs(ctx, q, Caller{User: p.user, Proved: true, Seq: p.seq})
+			got, err := s.Status(ctx, q, Caller{User: p.user, Proved: true, Seq: p.seq})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +294,7 @@ func TestHeldConfirmsRaceTicks(t *testing.T) {
 			for j := i; j < people; j += 8 {
 				u := fmt.Sprintf("p%d", j)
 				for {
-					tk, err := other.Status(ctx, q, u)
+					tk, err := other.Status(ctx, q, Caller{User: u})
 					if err != nil {
 						t.Error(err)
 						return

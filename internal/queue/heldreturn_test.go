@@ -49,7 +49,7 @@ func asks(t *testing.T, s *Store, q string, calls []Caller) []Ticket {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = s.StatusAs(context.Background(), q, c)
+			out[i], errs[i] = s.Status(context.Background(), q, c)
 		}()
 	}
 	wg.Wait()
@@ -188,7 +188,7 @@ func TestHeldBeyondBudgetKeepsItsPlace(t *testing.T) {
 		}
 	}
 	for _, c := range fromNetwork(bots, "198.51.100.0/24", "198.51.100.7") {
-		if st, err := s.StatusAs(ctx, q, c); err != nil || st.Status != Waiting || st.Seq != int64(seqs[c.User]) {
+		if st, err := s.Status(ctx, q, c); err != nil || st.Status != Waiting || st.Seq != int64(seqs[c.User]) {
 			t.Fatalf("%s: %+v, %v", c.User, st, err)
 		}
 	}
@@ -208,7 +208,7 @@ func TestHeldBeyondBudgetKeepsItsPlace(t *testing.T) {
 	if res := tick(t, s, rdb, q); res.Abandoned != 0 {
 		t.Fatalf("the tick after the old deadline dropped %d", res.Abandoned)
 	}
-	st, err := s.StatusAs(ctx, q, fromNetwork(bots[2:], "198.51.100.0/24", "198.51.100.7")[0])
+	st, err := s.Status(ctx, q, fromNetwork(bots[2:], "198.51.100.0/24", "198.51.100.7")[0])
 	if err != nil || st.Status != Waiting {
 		t.Fatalf("bot2 on a later ask: %+v, %v", st, err)
 	}

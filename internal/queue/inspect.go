@@ -11,11 +11,42 @@ import (
 // change, apart from the request path (store.go). None of it is on a
 // user's hot path.
 
+// Inspector is the operator's side of a store: seeding and comparing the
+// settings the environment gives, reading and changing a queue's setting
+// values, its schedule, its history and line statistics, and removing a
+// user on the operator's word. It works on the store's queues, Redis
+// client and defaults, each call within the store's bound, and keeps no
+// state of its own: make one wherever it is needed.
+type Inspector struct {
+	s *Store
+}
+
+// NewInspector returns the operator's side of s.
+func NewInspector(s *Store) *Inspector { return &Inspector{s: s} }
+
+// Remove takes user out of queue on the operator's word: out of the line,
+// or its admission ended; a user who asks later is told they were
+// removed. before is where the user stood, for the audit log: a status,
+// then the leave (two round trips; not an error when the user holds no
+// place).
+func (in *Inspector) Remove(ctx context.Context, queue, user string) (before Ticket, err error) {
+	s := in.s
+	before, err = s.Status(ctx, queue, Caller{User: user})
+	if err != nil {
+		return Ticket{}, err
+	}
+	if err := s.leave(ctx, queue, user, ReasonRemoved); err != nil {
+		return Ticket{}, err
+	}
+	return before, nil
+}
+
 // Seed stores the default settings of every queue in Redis where none are
 // stored yet (the rows of Catalog the environment seeds), so the first
 // replica to start decides and later replicas, and later restarts, keep
 // what operators set.
-func (s *Store) Seed(ctx context.Context) error {
+func (in *Inspector) Seed(ctx context.Context) error {
+	s := in.s
 	var defaults []any
 	rows, values := s.seeds()
 	for i, st := range rows {
@@ -57,7 +88,8 @@ func (s *Store) seeds() (rows []Setting, values []any) {
 // zero (unset, the same to Seed) says nothing the operator could miss, so
 // a value stored for it, say the automatic rate switched on in the back
 // office, is not named at every start.
-func (s *Store) EnvDiff(ctx context.Context, queue string) ([]string, error) {
+func (in *Inspector) EnvDiff(ctx context.Context, queue string) ([]string, error) {
+	s := in.s
 	q, err := s.queue(queue)
 	if err != nil {
 		return nil, err
@@ -82,49 +114,16 @@ func (s *Store) EnvDiff(ctx context.Context, queue string) ([]string, error) {
 	return d, nil
 }
 
-// Info returns counts and settings of a queue.
-func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
-	q, err := s.queue(queue)
-	if err != nil {
-		return Info{}, err
-	}
-	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
-		return infoScript.Run(ctx, s.rdb, q.infoKeys, q.args...).Int64Slice()
-	})
-	if err != nil {
-		return Info{}, fmt.Errorf("queue: info: %w", err)
-	}
-	info, err := newInfo(queue, v, s.defaults.SessionMax)
-	if err != nil {
-		return Info{}, err
-	}
-	// info.lua counts the general lane's line; the lanes' lines are the
-	// queue's too (one more round trip, for a queue with lanes only).
-	lanes, err := s.knownLanes(ctx, q)
-	if err != nil {
-		return Info{}, fmt.Errorf("queue: info: %w", err)
-	}
-	if len(lanes) > 0 {
-		n, err := s.lineLengths(ctx, queue, lanes)
-		if err != nil {
-			return Info{}, fmt.Errorf("queue: info: %w", err)
-		}
-		for _, c := range n {
-			info.Waiting += c
-		}
-	}
-	return info, nil
-}
-
 // Overview is what the back office shows of a queue: its snapshot (Info)
 // and its history (History), two round trips, with the admissions of the
 // last minute worked out from both.
-func (s *Store) Overview(ctx context.Context, queue string) (Overview, error) {
+func (in *Inspector) Overview(ctx context.Context, queue string) (Overview, error) {
+	s := in.s
 	info, err := s.Info(ctx, queue)
 	if err != nil {
 		return Overview{}, err
 	}
-	points, err := s.History(ctx, queue)
+	points, err := in.History(ctx, queue)
 	if err != nil {
 		return Overview{}, err
 	}
@@ -151,7 +150,8 @@ func admittedSince(info Info, points []HistoryPoint, since time.Time) int64 {
 // UpdateSettings stores the fields of u that are set, in one command.
 // Every replica's next script reads them from Redis: a new refill size or
 // cap takes effect at the next tick everywhere, a pause at once.
-func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) error {
+func (in *Inspector) UpdateSettings(ctx context.Context, queue string, u Update) error {
+	s := in.s
 	q, err := s.queue(queue)
 	if err != nil {
 		return err
@@ -189,13 +189,9 @@ func (s *Store) UpdateSettings(ctx context.Context, queue string, u Update) erro
 	return nil
 }
 
-// SetRefillSize stores a new refill size (UpdateSettings with just it).
-func (s *Store) SetRefillSize(ctx context.Context, queue string, n int) error {
-	return s.UpdateSettings(ctx, queue, Update{RefillSize: &n})
-}
-
 // History returns the applied ticks kept for a queue, oldest first.
-func (s *Store) History(ctx context.Context, queue string) ([]HistoryPoint, error) {
+func (in *Inspector) History(ctx context.Context, queue string) ([]HistoryPoint, error) {
+	s := in.s
 	q, err := s.queue(queue)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ func TestOverview(t *testing.T) {
 		enter(t, s, q, u) // a and b directly, on the bucket's tokens
 	}
 	tick(t, s, rdb, q) // closes the interval of a and b, moves c and d
-	o, err := s.Overview(ctx, q)
+	o, err := NewInspector(s).Overview(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestOverview(t *testing.T) {
 	if o.AdmittedLastMinute != 4 {
 		t.Fatalf("admitted in the last minute: %d, want 4", o.AdmittedLastMinute)
 	}
-	if _, err := s.Overview(ctx, "nope"); !errors.Is(err, ErrUnknownQueue) {
+	if _, err := NewInspector(s).Overview(ctx, "nope"); !errors.Is(err, ErrUnknownQueue) {
 		t.Fatalf("overview of an unknown queue: %v", err)
 	}
 }

@@ -61,7 +61,7 @@ func TestLaneRemovedKeepsItsShare(t *testing.T) {
 		}
 		if how == removedByWindowEnd {
 			setLanes(t, s, q, rest)
-			if _, _, err := s.SetSchedule(ctx, q, window(ls)); err != nil {
+			if _, _, err := NewInspector(s).SetSchedule(ctx, q, window(ls)); err != nil {
 				t.Fatal(err)
 			}
 			tick(t, s, rdb, q) // the window starts: every lane
@@ -128,11 +128,11 @@ func TestLaneRemovedKeepsItsShare(t *testing.T) {
 		case removedByPatch:
 			setLanes(t, s, q, rest)
 		case removedByWindowStart:
-			if _, _, err := s.SetSchedule(ctx, q, window(rest)); err != nil {
+			if _, _, err := NewInspector(s).SetSchedule(ctx, q, window(rest)); err != nil {
 				t.Fatal(err)
 			}
 		case removedByWindowEnd:
-			if _, _, err := s.SetSchedule(ctx, q, Schedule{}); err != nil {
+			if _, _, err := NewInspector(s).SetSchedule(ctx, q, Schedule{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -195,7 +195,7 @@ func TestLaneRemovedBeforeNewLanes(t *testing.T) {
 		return 0
 	}
 	// The lines as the back office and the forecast see them.
-	ls, err := s.Lines(context.Background(), q)
+	ls, err := NewInspector(s).Lines(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // setLanes stores lanes as the queue's (as PATCH does).
 func setLanes(t *testing.T, s *Store, q string, ls Lanes) {
 	t.Helper()
-	if err := s.UpdateSettings(context.Background(), q, Update{Lanes: &ls}); err != nil {
+	if err := NewInspector(s).UpdateSettings(context.Background(), q, Update{Lanes: &ls}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -192,7 +192,7 @@ func TestLanePlaces(t *testing.T) {
 	if info, err := s.Info(ctx, q); err != nil || info.Waiting != p.Waiting+status(t, s, q, "h39").Waiting {
 		t.Fatalf("info waiting %d (%v), want the lanes' and the general lane's", info.Waiting, err)
 	}
-	rep, err := s.LineReport(ctx, q)
+	rep, err := NewInspector(s).LineReport(ctx, q)
 	if err != nil || len(rep.Lanes) != 1 || rep.Lanes[0].Lane != "priority" || len(rep.Lanes[0].History) == 0 || rep.Lanes[0].TimeInLine.Count == 0 {
 		t.Fatalf("lane report: %+v, %v", rep.Lanes, err)
 	}
@@ -204,12 +204,12 @@ func TestLanePlaces(t *testing.T) {
 	// Removed, the lane keeps its places and is served at its share
 	// until it is empty (TestLaneRemovedKeepsItsShare).
 	setLanes(t, s, q, nil)
-	if _, err := s.Join(ctx, q, Caller{User: LaneMember("priority", "new")}); !errors.Is(err, ErrUnknownLane) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: LaneMember("priority", "new")}, Join: true}); !errors.Is(err, ErrUnknownLane) {
 		t.Fatalf("join a lane removed: %v, want ErrUnknownLane", err)
 	}
 	// Nor does entering again: a place in it stays where it is.
 	before := status(t, s, q, LaneMember("priority", "b7"))
-	if _, err := s.Enter(ctx, q, LaneMember("priority", "b7")); !errors.Is(err, ErrUnknownLane) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: LaneMember("priority", "b7")}}); !errors.Is(err, ErrUnknownLane) {
 		t.Fatalf("enter a lane removed again: %v, want ErrUnknownLane", err)
 	}
 	if after := status(t, s, q, LaneMember("priority", "b7")); after.Position != before.Position {
@@ -226,7 +226,7 @@ func TestLanePlaces(t *testing.T) {
 	}
 	// With the lane back, a join through it works.
 	setLanes(t, s, q, Lanes{{Name: "priority", Share: 0.3}})
-	if tk, err := s.Join(ctx, q, Caller{User: LaneMember("priority", "new")}); err != nil || tk.Status == NotWaiting {
+	if tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: LaneMember("priority", "new")}, Join: true}); err != nil || tk.Status == NotWaiting {
 		t.Fatalf("join: %+v, %v", tk, err)
 	}
 }

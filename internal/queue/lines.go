@@ -207,7 +207,8 @@ type LineState struct {
 
 // Lines returns queue's lines, the general lane's first, then the lanes'
 // by name: two round trips (the lanes, then their lengths).
-func (s *Store) Lines(ctx context.Context, queue string) ([]LineState, error) {
+func (in *Inspector) Lines(ctx context.Context, queue string) ([]LineState, error) {
+	s := in.s
 	q, err := s.queue(queue)
 	if err != nil {
 		return nil, err

@@ -67,7 +67,7 @@ type LineStats struct {
 	Active                                 int64 // admissions not ended, now
 }
 
-// LineReport is a queue's overview (Store.Overview) with its figures.
+// LineReport is a queue's overview (Inspector.Overview) with its figures.
 type LineReport struct {
 	Overview
 	Stats LineStats
@@ -88,8 +88,9 @@ type LaneReport struct {
 // LineReport reads a queue's overview and its samples (three round trips;
 // the samples list holds at most a few thousand short entries) and works
 // out its figures for the last StatsWindow of the Redis clock.
-func (s *Store) LineReport(ctx context.Context, queue string) (LineReport, error) {
-	o, err := s.Overview(ctx, queue)
+func (in *Inspector) LineReport(ctx context.Context, queue string) (LineReport, error) {
+	s := in.s
+	o, err := in.Overview(ctx, queue)
 	if err != nil {
 		return LineReport{}, err
 	}

@@ -158,7 +158,7 @@ func TestLineStatistics(t *testing.T) {
 	within(t, "g's ETA error", eta[0].Value, t3.lo.Sub(t1.hi)-2*interval, t3.hi.Sub(t1.lo)-2*interval)
 
 	// The history counts who came, who went in, who was inside.
-	hist, err := s.History(ctx, q)
+	hist, err := NewInspector(s).History(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestLineStatistics(t *testing.T) {
 	}
 
 	// The back office's figures for the last ten minutes.
-	rep, err := s.LineReport(ctx, q)
+	rep, err := NewInspector(s).LineReport(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,10 +68,10 @@ func TestMovePlaceOnceUnderRace(t *testing.T) {
 	if _, err := rdb.ZScore(ctx, keysFor(q).moved, "c").Result(); err != nil {
 		t.Fatalf("move not recorded in the moved ZSET: %v", err)
 	}
-	if _, err := s.StatusAs(ctx, q, holderOf("c", 0)); !errors.Is(err, ErrMoved) {
+	if _, err := s.Status(ctx, q, holderOf("c", 0)); !errors.Is(err, ErrMoved) {
 		t.Fatalf("old credential after the move: %v, want ErrMoved", err)
 	}
-	after, err := s.StatusAs(ctx, q, holderOf("c", 1))
+	after, err := s.Status(ctx, q, holderOf("c", 1))
 	if err != nil || after.Status != Waiting || after.Position != 2 {
 		t.Fatalf("new credential after the move: %+v, %v; want waiting at 2", after, err)
 	}

@@ -13,7 +13,7 @@ import (
 
 func schedule(t *testing.T, s *Store, q string, prequeueFrom, opensAt time.Time) {
 	t.Helper()
-	if err := s.UpdateSettings(context.Background(), q, Update{OpensAt: &opensAt, PrequeueFrom: &prequeueFrom}); err != nil {
+	if err := NewInspector(s).UpdateSettings(context.Background(), q, Update{OpensAt: &opensAt, PrequeueFrom: &prequeueFrom}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -127,7 +127,7 @@ func TestDrawIsUniform(t *testing.T) {
 	const draws = 1200
 	s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
 	paused := true
-	if err := s.UpdateSettings(ctx, q, Update{Paused: &paused}); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 	now, _ := rdb.Time(ctx).Result()
@@ -183,7 +183,7 @@ func TestClearedOpeningPlacesItsDraw(t *testing.T) {
 	}
 	enter(t, s, q, "drawn")
 	var none time.Time
-	if err := s.UpdateSettings(ctx, q, Update{OpensAt: &none, PrequeueFrom: &none}); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{OpensAt: &none, PrequeueFrom: &none}); err != nil {
 		t.Fatal(err)
 	}
 	tick(t, s, rdb, q)

@@ -42,7 +42,7 @@ func TestCeilingCapsEveryPrice(t *testing.T) {
 		}
 		highest = max(highest, d)
 		c.Proof = proofAt(d)
-		if _, err := s.EnterAs(ctx, q, c); err != nil {
+		if _, err := s.Enter(ctx, q, Entry{Caller: c}); err != nil {
 			t.Fatalf("place %d with a proof of %d: %v", n+1, d, err)
 		}
 	}
@@ -69,7 +69,7 @@ func TestAccountsPayNoNetworkPrice(t *testing.T) {
 		if d, err := s.Challenge(ctx, q, c); err != nil || d != 0 {
 			t.Fatalf("member %d: %d bits, %v; want none", n+1, d, err)
 		}
-		if tk, err := s.EnterAs(ctx, q, c); err != nil || tk.Status != Waiting {
+		if tk, err := s.Enter(ctx, q, Entry{Caller: c}); err != nil || tk.Status != Waiting {
 			t.Fatalf("member %d: %+v, %v", n+1, tk, err)
 		}
 	}
@@ -95,11 +95,11 @@ func TestHostingPaysTheCeiling(t *testing.T) {
 	}
 	c.Proof = proofAt(DefaultMaxBits - 1)
 	var ce *ChallengeError
-	if _, err := s.EnterAs(ctx, q, c); !errors.As(err, &ce) || ce.Difficulty != DefaultMaxBits {
+	if _, err := s.Enter(ctx, q, Entry{Caller: c}); !errors.As(err, &ce) || ce.Difficulty != DefaultMaxBits {
 		t.Fatalf("a proof under the ceiling: %v", err)
 	}
 	c.Proof = proofAt(DefaultMaxBits)
-	if tk, err := s.EnterAs(ctx, q, c); err != nil || tk.Status != Waiting {
+	if tk, err := s.Enter(ctx, q, Entry{Caller: c}); err != nil || tk.Status != Waiting {
 		t.Fatalf("a proof at the ceiling: %+v, %v", tk, err)
 	}
 }
@@ -117,12 +117,12 @@ func TestHumanCheckModes(t *testing.T) {
 	mode := HumanEscalate
 	setUpdate(t, s, q, Update{HumanCheck: &mode})
 	// The first place of a network: free, no check.
-	if tk, err := s.EnterAs(ctx, q, callerAt("a1", "192.0.2.1")); err != nil || tk.Status != Waiting {
+	if tk, err := s.Enter(ctx, q, Entry{Caller: callerAt("a1", "192.0.2.1")}); err != nil || tk.Status != Waiting {
 		t.Fatalf("first place: %+v, %v", tk, err)
 	}
 	// Its second: the check, and its challenge says so too.
 	second := callerAt("a2", "192.0.2.2")
-	if _, err := s.EnterAs(ctx, q, second); !errors.Is(err, ErrHumanCheckRequired) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: second}); !errors.Is(err, ErrHumanCheckRequired) {
 		t.Fatalf("second place: %v, want ErrHumanCheckRequired", err)
 	}
 	if _, err := s.Challenge(ctx, q, second); !errors.Is(err, ErrHumanCheckRequired) {
@@ -130,25 +130,25 @@ func TestHumanCheckModes(t *testing.T) {
 	}
 	// A proof of work does not replace it while the provider answers.
 	second.Proof = proofAt(32)
-	if _, err := s.EnterAs(ctx, q, second); !errors.Is(err, ErrHumanCheckRequired) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: second}); !errors.Is(err, ErrHumanCheckRequired) {
 		t.Fatalf("second place with a proof: %v, want ErrHumanCheckRequired", err)
 	}
 	second.Proof, second.Human = Proof{}, true
-	if tk, err := s.EnterAs(ctx, q, second); err != nil || tk.Status != Waiting {
+	if tk, err := s.Enter(ctx, q, Entry{Caller: second}); err != nil || tk.Status != Waiting {
 		t.Fatalf("second place, checked: %+v, %v", tk, err)
 	}
 	// Hosting: asked from the first place.
-	if _, err := s.EnterAs(ctx, q, asPricing(callerAt("dc", "203.0.113.1"), PriceCeiling)); !errors.Is(err, ErrHumanCheckRequired) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: asPricing(callerAt("dc", "203.0.113.1"), PriceCeiling)}); !errors.Is(err, ErrHumanCheckRequired) {
 		t.Fatalf("hosting: %v, want ErrHumanCheckRequired", err)
 	}
 	// A member: nothing.
-	if _, err := s.EnterAs(ctx, q, asPricing(callerAt("m", "192.0.2.3"), PriceNone)); err != nil {
+	if _, err := s.Enter(ctx, q, Entry{Caller: asPricing(callerAt("m", "192.0.2.3"), PriceNone)}); err != nil {
 		t.Fatalf("member: %v", err)
 	}
 	// The provider away: proof of work at the ceiling, never open.
 	avail = false
 	var ce *ChallengeError
-	if _, err := s.EnterAs(ctx, q, callerAt("a3", "192.0.2.4")); !errors.As(err, &ce) || ce.Difficulty != DefaultMaxBits {
+	if _, err := s.Enter(ctx, q, Entry{Caller: callerAt("a3", "192.0.2.4")}); !errors.As(err, &ce) || ce.Difficulty != DefaultMaxBits {
 		t.Fatalf("provider away: %v, want a challenge at %d", err, DefaultMaxBits)
 	}
 	avail = true
@@ -156,16 +156,16 @@ func TestHumanCheckModes(t *testing.T) {
 	mode = HumanAlways
 	setUpdate(t, s, q, Update{HumanCheck: &mode})
 	for _, c := range []Caller{callerAt("b1", "198.51.100.1"), asPricing(callerAt("m2", "198.51.100.2"), PriceNone)} {
-		if _, err := s.EnterAs(ctx, q, c); !errors.Is(err, ErrHumanCheckRequired) {
+		if _, err := s.Enter(ctx, q, Entry{Caller: c}); !errors.Is(err, ErrHumanCheckRequired) {
 			t.Fatalf("always, %s: %v", c.User, err)
 		}
 		c.Human = true
-		if _, err := s.EnterAs(ctx, q, c); err != nil {
+		if _, err := s.Enter(ctx, q, Entry{Caller: c}); err != nil {
 			t.Fatalf("always, %s checked: %v", c.User, err)
 		}
 	}
 	bad := "sometimes"
-	if err := s.UpdateSettings(ctx, q, Update{HumanCheck: &bad}); err == nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{HumanCheck: &bad}); err == nil {
 		t.Fatal("human_check \"sometimes\" accepted")
 	}
 }
@@ -186,13 +186,13 @@ func TestHeldPlacesStillCount(t *testing.T) {
 	for n := range bots {
 		c := callerAt(fmt.Sprintf("bot%d", n), fmt.Sprintf("192.0.2.%d", n+1))
 		c.Proof = proofAt(MaxChallengeDifficulty)
-		if _, err := s.EnterAs(ctx, q, c); err != nil {
+		if _, err := s.Enter(ctx, q, Entry{Caller: c}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	enterMany(t, s, q, []string{"p1", "p2"})
 	for _, u := range cover {
-		if err := s.Leave(ctx, q, u); err != nil {
+		if err := s.Leave(ctx, q, Caller{User: u}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,10 +208,10 @@ func TestHeldPlacesStillCount(t *testing.T) {
 	// The cap: 8 held and nobody in line, max_waiting 9: one more only.
 	capN := bots + 1
 	setUpdate(t, s, q, Update{MaxWaiting: &capN})
-	if _, err := s.Enter(ctx, q, "n1"); err != nil {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "n1"}}); err != nil {
 		t.Fatalf("first newcomer: %v", err)
 	}
-	if _, err := s.Enter(ctx, q, "n2"); !errors.Is(err, ErrQueueFull) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "n2"}}); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("second newcomer with 8 held and 1 waiting, cap 9: %v, want ErrQueueFull", err)
 	}
 }
@@ -224,7 +224,7 @@ func TestSeenFilterOneNetworkInABatch(t *testing.T) {
 	ctx := context.Background()
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Price: Price{Bits: 13}})
 	enter(t, s, q, "first")
-	if _, err := s.EnterAs(ctx, q, callerAt("a0", "192.0.2.1")); err != nil {
+	if _, err := s.Enter(ctx, q, Entry{Caller: callerAt("a0", "192.0.2.1")}); err != nil {
 		t.Fatal(err)
 	}
 	// Many concurrent enters of the /24, half without the proof its next
@@ -237,7 +237,7 @@ func TestSeenFilterOneNetworkInABatch(t *testing.T) {
 			if i%2 == 1 {
 				c.Proof = proofAt(DefaultMaxBits)
 			}
-			_, err := s.EnterAs(ctx, q, c)
+			_, err := s.Enter(ctx, q, Entry{Caller: c})
 			var ce *ChallengeError
 			switch {
 			case err == nil:

@@ -50,7 +50,7 @@ func benchCrowd(b *testing.B, networks, priced bool) {
 			Proved:     true,
 			Credential: true, // a place credential, as the waiting page enters
 		}
-		_, err := s.EnterAs(ctx, q, c)
+		_, err := s.Enter(ctx, q, Entry{Caller: c})
 		return err
 	})
 }

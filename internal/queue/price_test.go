@@ -131,12 +131,12 @@ func TestPriceRisesWithPlacesHeld(t *testing.T) {
 		if d > 0 {
 			c.Proof = proofAt(d - 1)
 			var ce *ChallengeError
-			if _, err := s.EnterAs(ctx, q, c); !errors.As(err, &ce) || ce.Difficulty != d {
+			if _, err := s.Enter(ctx, q, Entry{Caller: c}); !errors.As(err, &ce) || ce.Difficulty != d {
 				t.Fatalf("holding %d: a proof of %d: %v, want ChallengeError{%d}", n, d-1, err, d)
 			}
 		}
 		c.Proof = proofAt(d)
-		if tk, err := s.EnterAs(ctx, q, c); err != nil || tk.Status != Waiting {
+		if tk, err := s.Enter(ctx, q, Entry{Caller: c}); err != nil || tk.Status != Waiting {
 			t.Fatalf("holding %d: a proof of %d: %+v, %v", n, d, tk, err)
 		}
 	}
@@ -155,7 +155,7 @@ func TestPriceRisesWithPlacesHeld(t *testing.T) {
 		if d, err := s.Challenge(ctx, q, callerAt("", a)); err != nil || d != 0 {
 			t.Fatalf("%s: %d, %v, want 0", a, d, err)
 		}
-		if _, err := s.EnterAs(ctx, q, callerAt("fresh-"+a, a)); err != nil {
+		if _, err := s.Enter(ctx, q, Entry{Caller: callerAt("fresh-"+a, a)}); err != nil {
 			t.Fatalf("%s, no proof: %v", a, err)
 		}
 	}
@@ -179,7 +179,7 @@ func TestPriceCountsOneBatch(t *testing.T) {
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Price: Price{Bits: 13, MaxBits: MaxChallengeDifficulty}})
 	enter(t, s, q, "first")
 	for n := range 10 {
-		if _, err := s.EnterAs(ctx, q, withProof(callerAt(fmt.Sprintf("a%d", n), "192.0.2.1"), 32)); err != nil {
+		if _, err := s.Enter(ctx, q, Entry{Caller: withProof(callerAt(fmt.Sprintf("a%d", n), "192.0.2.1"), 32)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -192,7 +192,7 @@ func TestPriceCountsOneBatch(t *testing.T) {
 	in, refused := 0, 0
 	for i := range 40 {
 		wg.Go(func() {
-			_, err := s.EnterAs(ctx, q, withProof(callerAt(fmt.Sprintf("b%d", i), fmt.Sprintf("192.0.2.%d", 2+i)), d))
+			_, err := s.Enter(ctx, q, Entry{Caller: withProof(callerAt(fmt.Sprintf("b%d", i), fmt.Sprintf("192.0.2.%d", 2+i)), d)})
 			mu.Lock()
 			defer mu.Unlock()
 			var ce *ChallengeError
@@ -225,7 +225,7 @@ func TestPriceUnderPressure(t *testing.T) {
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour, Price: Price{Bits: 13, CalmArrivals: 1}})
 	enter(t, s, q, "first")
 	for i := range 60 {
-		if _, err := s.EnterAs(ctx, q, callerAt(fmt.Sprintf("n%d", i), fmt.Sprintf("198.51.%d.1", i))); err != nil {
+		if _, err := s.Enter(ctx, q, Entry{Caller: callerAt(fmt.Sprintf("n%d", i), fmt.Sprintf("198.51.%d.1", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -271,26 +271,26 @@ func TestEnterLimitPerNetwork(t *testing.T) {
 		{"/24 of addresses", func(i int) string { return fmt.Sprintf("203.0.113.%d", 1+i) }, "203.0.114.1"},
 	} {
 		for i := range 10 {
-			if _, err := s().EnterAs(ctx, q, callerAt(fmt.Sprintf("%s-%d", tc.name, i), tc.addr(i))); err != nil {
+			if _, err := s().Enter(ctx, q, Entry{Caller: callerAt(fmt.Sprintf("%s-%d", tc.name, i), tc.addr(i))}); err != nil {
 				t.Fatalf("%s: client %d within the network's burst: %v", tc.name, i, err)
 			}
 		}
 		for i := 10; i < 20; i++ {
-			_, err := s().EnterAs(ctx, q, callerAt(fmt.Sprintf("%s-%d", tc.name, i), tc.addr(i)))
+			_, err := s().Enter(ctx, q, Entry{Caller: callerAt(fmt.Sprintf("%s-%d", tc.name, i), tc.addr(i))})
 			refusedWith(t, err, ErrRateLimited, 2000*time.Second)
 		}
-		if _, err := s().EnterAs(ctx, q, callerAt(tc.name+"-n", tc.neighbour)); err != nil {
+		if _, err := s().Enter(ctx, q, Entry{Caller: callerAt(tc.name+"-n", tc.neighbour)}); err != nil {
 			t.Fatalf("%s: the neighbour network: %v", tc.name, err)
 		}
 	}
 	// The /48 has had 11 (10 and the neighbour); four more /56s take it
 	// to its burst of 15, and the next /56 is refused.
 	for i := range 4 {
-		if _, err := s().EnterAs(ctx, q, callerAt(fmt.Sprintf("site%d", i), fmt.Sprintf("2001:db8:5:%x00::1", 3+i))); err != nil {
+		if _, err := s().Enter(ctx, q, Entry{Caller: callerAt(fmt.Sprintf("site%d", i), fmt.Sprintf("2001:db8:5:%x00::1", 3+i))}); err != nil {
 			t.Fatalf("/56 %d within the /48's burst: %v", i, err)
 		}
 	}
-	_, err = s().EnterAs(ctx, q, callerAt("site-over", "2001:db8:5:f00::1"))
+	_, err = s().Enter(ctx, q, Entry{Caller: callerAt("site-over", "2001:db8:5:f00::1")})
 	refusedWith(t, err, ErrRateLimited, 2000*time.Second)
 	// Fetching challenges has buckets of its own, per tier alike.
 	for i := range 10 {
@@ -328,7 +328,7 @@ func TestPriceFirstPlacesMakeNoKeys(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range crowd {
 		wg.Go(func() {
-			if tk, err := s.EnterAs(ctx, q, callerAt(fmt.Sprintf("c%d", i), addr(i))); err != nil || tk.Status != Waiting {
+			if tk, err := s.Enter(ctx, q, Entry{Caller: callerAt(fmt.Sprintf("c%d", i), addr(i))}); err != nil || tk.Status != Waiting {
 				t.Errorf("c%d from %s: %+v, %v", i, addr(i), tk, err)
 			}
 		})
@@ -349,7 +349,7 @@ func TestPriceFirstPlacesMakeNoKeys(t *testing.T) {
 			t.Fatalf("%s's second place: %d, %v, want %d", addr(i), d, err, PriceDifficulty(13, 1, 0))
 		}
 		c.Proof = proofAt(PriceDifficulty(13, 1, 0))
-		if _, err := s.EnterAs(ctx, q, c); err != nil {
+		if _, err := s.Enter(ctx, q, Entry{Caller: c}); err != nil {
 			t.Fatal(err)
 		}
 		if d, err := s.Challenge(ctx, q, callerAt("", addr(i))); err != nil || d != PriceDifficulty(13, 2, 0) {
@@ -385,7 +385,7 @@ func TestPriceFirstPlacePerReplica(t *testing.T) {
 		if bits == 0 {
 			c.Proof = Proof{}
 		}
-		if tk, err := s.EnterAs(ctx, q, c); err != nil || tk.Status != Waiting {
+		if tk, err := s.Enter(ctx, q, Entry{Caller: c}); err != nil || tk.Status != Waiting {
 			t.Fatalf("%s: %+v, %v", user, tk, err)
 		}
 	}
@@ -397,7 +397,7 @@ func TestPriceFirstPlacePerReplica(t *testing.T) {
 	// Without a proof the next is refused, on either replica.
 	for _, s := range []*Store{a, b} {
 		var ce *ChallengeError
-		if _, err := s.EnterAs(ctx, q, callerAt("late", fmt.Sprintf(network, 9))); !errors.As(err, &ce) {
+		if _, err := s.Enter(ctx, q, Entry{Caller: callerAt("late", fmt.Sprintf(network, 9))}); !errors.As(err, &ce) {
 			t.Fatalf("a place without its price: %v, want a challenge", err)
 		}
 	}

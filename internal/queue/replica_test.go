@@ -48,7 +48,7 @@ func TestReplicaWaitShortfallAnswersAsUsual(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			tk, err := s.Enter(ctx, q, fmt.Sprintf("u%d", i))
+			tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: fmt.Sprintf("u%d", i)}})
 			if err == nil && tk.Status != Entered && tk.Status != Waiting {
 				err = fmt.Errorf("u%d: %s", i, tk.Status)
 			}
@@ -85,11 +85,11 @@ func TestReplicaWaitOff(t *testing.T) {
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, WithReplicaWait(ReplicaWait{}))
 	ctx := context.Background()
 	for _, u := range []string{"a", "b"} {
-		if _, err := s.Enter(ctx, q, u); err != nil {
+		if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: u}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if tk, err := s.Status(ctx, q, "b"); err != nil || tk.Position != 1 {
+	if tk, err := s.Status(ctx, q, Caller{User: "b"}); err != nil || tk.Position != 1 {
 		t.Fatalf("status %+v %v", tk, err)
 	}
 	if got := s.ReplicaWaitShortfalls(); got != 0 {
@@ -114,7 +114,7 @@ func TestReplicaWaitOnClusterClient(t *testing.T) {
 	}
 	for _, q := range []string{"wait-a", "wait-b"} {
 		for i, u := range []string{"a", "b", "c"} {
-			tk, err := s.Enter(ctx, q, u)
+			tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: u}})
 			if err != nil {
 				t.Fatalf("%s %s: %v", q, u, err)
 			}
@@ -229,7 +229,7 @@ func TestReplicaWaitFencedPrimaryRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Slow replica: answered, counted.
-	if tk, err := s.Enter(ctx, "fenced", "a"); err != nil || tk.Status != Entered {
+	if tk, err := s.Enter(ctx, "fenced", Entry{Caller: Caller{User: "a"}}); err != nil || tk.Status != Entered {
 		t.Fatalf("enter with a slow replica: %+v, %v; want ENTERED", tk, err)
 	}
 	if got := s.ReplicaWaitShortfalls(); got != 1 {
@@ -238,7 +238,7 @@ func TestReplicaWaitFencedPrimaryRefuses(t *testing.T) {
 	// The replica leaves after the script ran: NOREPLICAS, not counted as
 	// answered.
 	hook.armed.Store(true)
-	_, err = s.Enter(ctx, "fenced", "b")
+	_, err = s.Enter(ctx, "fenced", Entry{Caller: Caller{User: "b"}})
 	if !redis.HasErrorPrefix(err, "NOREPLICAS") {
 		t.Fatalf("enter as the replica left: %v, want a NOREPLICAS error", err)
 	}
@@ -251,7 +251,7 @@ func TestReplicaWaitFencedPrimaryRefuses(t *testing.T) {
 		t.Errorf("waiting %d, %v; want b's place on the old primary", n, err)
 	}
 	// From now on the primary refuses the script itself.
-	if _, err := s.Enter(ctx, "fenced", "c"); !redis.HasErrorPrefix(err, "NOREPLICAS") {
+	if _, err := s.Enter(ctx, "fenced", Entry{Caller: Caller{User: "c"}}); !redis.HasErrorPrefix(err, "NOREPLICAS") {
 		t.Errorf("enter with no replica: %v, want a NOREPLICAS error", err)
 	}
 
@@ -259,11 +259,11 @@ func TestReplicaWaitFencedPrimaryRefuses(t *testing.T) {
 	// refused when it leaves in the act (a leave undone by the failover
 	// would leave a place nobody holds).
 	connect()
-	if err := s.Leave(ctx, "fenced", "b"); err != nil {
+	if err := s.Leave(ctx, "fenced", Caller{User: "b"}); err != nil {
 		t.Fatalf("leave with a slow replica: %v", err)
 	}
 	for name, call := range map[string]func() error{
-		"leave": func() error { return s.Leave(ctx, "fenced", "a") },
+		"leave": func() error { return s.Leave(ctx, "fenced", Caller{User: "a"}) },
 		"done": func() error {
 			_, err := s.Done(ctx, "fenced", "a", time.UnixMilli(1))
 			return err

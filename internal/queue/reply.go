@@ -177,7 +177,7 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 // otherLine is statusOtherLine's refusal as the script gives it: the
 // index (from 1) of the line among those the call named that holds the
 // account's place, or 0 when the call's lanes were out of date;
-// Store.EnterAs turns it into an *OtherLineError or calls again.
+// Store.Enter turns it into an *OtherLineError or calls again.
 type otherLine int64
 
 func (o otherLine) Error() string {

@@ -126,7 +126,8 @@ func (ss storedSchedule) schedule() Schedule {
 // none) as the tick last applied it, all in one round trip. An empty one
 // removes the windows (a window in force then ends at the next tick call,
 // its saved settings written back).
-func (s *Store) SetSchedule(ctx context.Context, queue string, sc Schedule) (before Schedule, inForce *Window, err error) {
+func (in *Inspector) SetSchedule(ctx context.Context, queue string, sc Schedule) (before Schedule, inForce *Window, err error) {
+	s := in.s
 	q, err := s.queue(queue)
 	if err != nil {
 		return Schedule{}, nil, err
@@ -151,7 +152,8 @@ func (s *Store) SetSchedule(ctx context.Context, queue string, sc Schedule) (bef
 
 // Schedule returns queue's schedule (none: no windows), and the window
 // in force as the tick applied it (nil: none).
-func (s *Store) Schedule(ctx context.Context, queue string) (Schedule, *Window, error) {
+func (in *Inspector) Schedule(ctx context.Context, queue string) (Schedule, *Window, error) {
+	s := in.s
 	q, err := s.queue(queue)
 	if err != nil {
 		return Schedule{}, nil, err

@@ -19,14 +19,14 @@ func TestScheduleWindowAppliedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Seed(ctx); err != nil {
+	if err := NewInspector(a).Seed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now().Add(400 * time.Millisecond).Truncate(time.Millisecond)
 	refill, active, paused := 40, 0, true
 	lanes := Lanes{{Name: "priority", Share: 0.5}}
 	sc := Schedule{Windows: []Window{{Start: start, End: start.Add(600 * time.Millisecond), RefillSize: &refill, MaxActive: &active, Paused: &paused, Lanes: &lanes}}}
-	if _, _, err := a.SetSchedule(ctx, q, sc); err != nil {
+	if _, _, err := NewInspector(a).SetSchedule(ctx, q, sc); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -48,7 +48,7 @@ func TestScheduleWindowAppliedOnce(t *testing.T) {
 				if w := res.Window; w != nil {
 					if w.Started {
 						starts++
-						if v, err := s.Values(ctx, q); err == nil {
+						if v, err := NewInspector(s).Values(ctx, q); err == nil {
 							during = v
 						}
 					}
@@ -71,25 +71,25 @@ func TestScheduleWindowAppliedOnce(t *testing.T) {
 	if during["refill_size"] != 40 || during["max_active"] != 0 || during["paused"] != true || len(during["lanes"].(Lanes)) != 1 {
 		t.Fatalf("during the window: %v", during)
 	}
-	after, err := a.Values(ctx, q)
+	after, err := NewInspector(a).Values(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after["refill_size"] != 10 || after["max_active"] != 50 || after["paused"] != false || len(after["lanes"].(Lanes)) != 0 {
 		t.Fatalf("after the window: %v", after)
 	}
-	got, inForce, err := a.Schedule(ctx, q)
+	got, inForce, err := NewInspector(a).Schedule(ctx, q)
 	if err != nil || len(got.Windows) != 1 || inForce != nil || !got.Windows[0].Start.Equal(start) {
 		t.Fatalf("schedule after: %+v, in force %v, %v", got, inForce, err)
 	}
 	// Replaced, it answers the schedule before.
-	before, inForce, err := b.SetSchedule(ctx, q, Schedule{})
+	before, inForce, err := NewInspector(b).SetSchedule(ctx, q, Schedule{})
 	if err != nil || len(before.Windows) != 1 || *before.Windows[0].RefillSize != 40 || inForce != nil {
 		t.Fatalf("replaced: before %+v, in force %v, %v", before, inForce, err)
 	}
 }
 
-// Values is Store.Values' result, for the test's reading.
+// Values is Inspector.Values' result, for the test's reading.
 type Values = map[string]any
 
 // TestScheduleValidate: overlaps, inverted windows and overrides out of

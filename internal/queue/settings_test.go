@@ -114,13 +114,13 @@ func TestEnvDiff(t *testing.T) {
 	first := Settings{RefillSize: 10, RefillInterval: 5 * time.Second, SessionTTL: time.Minute,
 		Adapt: Adapt{Enabled: true, TargetP95: 800 * time.Millisecond}}
 	s, q, rdb := newStore(t, first)
-	if err := s.Seed(ctx); err != nil {
+	if err := NewInspector(s).Seed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := s.EnvDiff(ctx, q); err != nil || len(d) != 0 {
+	if d, err := NewInspector(s).EnvDiff(ctx, q); err != nil || len(d) != 0 {
 		t.Fatalf("just seeded: %v %v", d, err)
 	}
-	if err := s.UpdateSettings(ctx, q, Update{OriginMaxErrorRate: ptr(0.1)}); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{OriginMaxErrorRate: ptr(0.1)}); err != nil {
 		t.Fatal(err)
 	}
 	later := first
@@ -132,10 +132,10 @@ func TestEnvDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s2.Seed(ctx); err != nil {
+	if err := NewInspector(s2).Seed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s2.EnvDiff(ctx, q)
+	got, err := NewInspector(s2).EnvDiff(ctx, q)
 	want := []string{"refill_interval=5s (env: 20s)", "origin_target_p95=800ms (env: 500ms)"}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("EnvDiff = %q %v\nwant %q", got, err, want)

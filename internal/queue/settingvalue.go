@@ -279,7 +279,8 @@ func NotASetting(name string) error {
 // by Name, each of its Kind's Go type: a field not stored is the
 // replica's default (the environment's), or its Kind's zero. The admin
 // view shows them (private ones too: the caller leaves those out).
-func (s *Store) Values(ctx context.Context, queue string) (map[string]any, error) {
+func (in *Inspector) Values(ctx context.Context, queue string) (map[string]any, error) {
+	s := in.s
 	q, err := s.queue(queue)
 	if err != nil {
 		return nil, err

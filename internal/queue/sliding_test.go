@@ -141,7 +141,7 @@ func TestSlidingSessions(t *testing.T) {
 	for _, end := range []func(user string){
 		func(u string) { enter(t, s, q, u) },
 		func(u string) {
-			if err := s.Leave(ctx, q, u); err != nil {
+			if err := s.Leave(ctx, q, Caller{User: u}); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -158,7 +158,7 @@ func TestSlidingSessions(t *testing.T) {
 		if ok, _ := rdb.HExists(ctx, k.admitted, "c").Result(); ok {
 			t.Fatal("c's start was left behind")
 		}
-		if err := s.Leave(ctx, q, "c"); err != nil {
+		if err := s.Leave(ctx, q, Caller{User: "c"}); err != nil {
 			t.Fatal(err)
 		}
 	}

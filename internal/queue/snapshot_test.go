@@ -74,7 +74,7 @@ func TestFarBackStatusFromSnapshot(t *testing.T) {
 	for i := 20; i < n; i += 37 { // the bucket and the tick admitted the first 20
 		u := users[i]
 		before := hook.N()
-		got, err := s.StatusAs(ctx, q, Caller{User: u, Client: "198.18.0.1", Proved: true, Seq: seq[u]})
+		got, err := s.Status(ctx, q, Caller{User: u, Client: "198.18.0.1", Proved: true, Seq: seq[u]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestFarBackStatusFromSnapshot(t *testing.T) {
 		}
 	}
 	// Without an arrival number (a credential from before it): exact.
-	if got, _ := s.StatusAs(ctx, q, Caller{User: users[n-1], Proved: true}); got.Estimated {
+	if got, _ := s.Status(ctx, q, Caller{User: users[n-1], Proved: true}); got.Estimated {
 		t.Error("a call without an arrival number was answered from the snapshot")
 	}
 	// A snapshot too old answers nothing.
@@ -127,7 +127,7 @@ func TestSnapshotPositionError(t *testing.T) {
 	var stay []string
 	for _, u := range users[10:] {
 		if rng.IntN(3) == 0 {
-			if err := s.Leave(ctx, q, u); err != nil {
+			if err := s.Leave(ctx, q, Caller{User: u}); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -141,7 +141,7 @@ func TestSnapshotPositionError(t *testing.T) {
 	errs := make([][]float64, len(bands))
 	for i := 0; i < len(stay); i += 13 {
 		u := stay[i]
-		got, err := s.StatusAs(ctx, q, Caller{User: u, Proved: true, Seq: seq[u]})
+		got, err := s.Status(ctx, q, Caller{User: u, Proved: true, Seq: seq[u]})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -136,7 +136,7 @@ func TestAdmissionsPerWindowWithReplicasAndALateTick(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := s.Enter(ctx, q, u); err != nil {
+				if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: u}}); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -303,7 +303,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 		case r < 0.1:
 			u := "u" + strconv.Itoa(len(users))
 			users = append(users, u)
-			tk, err := pick().Enter(ctx, q, u)
+			tk, err := pick().Enter(ctx, q, Entry{Caller: Caller{User: u}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,7 +318,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 			for range 3*refill + rng.IntN(5*refill+1) {
 				u := "u" + strconv.Itoa(len(users))
 				users = append(users, u)
-				if _, err := pick().Enter(ctx, q, u); err != nil {
+				if _, err := pick().Enter(ctx, q, Entry{Caller: Caller{User: u}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -328,13 +328,13 @@ func randomSchedule(t *testing.T, seed uint64) {
 			}
 			u := users[rng.IntN(len(users))]
 			if status(t, pick(), q, u).Status == Waiting {
-				if err := pick().Leave(ctx, q, u); err != nil {
+				if err := pick().Leave(ctx, q, Caller{User: u}); err != nil {
 					t.Fatal(err)
 				}
 			}
 		case r < 0.3:
 			paused = !paused
-			if err := pick().UpdateSettings(ctx, q, Update{Paused: &paused}); err != nil {
+			if err := NewInspector(pick()).UpdateSettings(ctx, q, Update{Paused: &paused}); err != nil {
 				t.Fatal(err)
 			}
 			log = append(log, fmt.Sprintf("%d paused %v", now, paused))
@@ -344,7 +344,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 			}
 			refill++
 			changes = append(changes, change{now, refill})
-			if err := pick().SetRefillSize(ctx, q, refill); err != nil {
+			if err := NewInspector(pick()).UpdateSettings(ctx, q, Update{RefillSize: ptr(refill)}); err != nil {
 				t.Fatal(err)
 			}
 		case r < 0.35:
@@ -353,7 +353,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 			}
 			nowT := time.UnixMilli(now)
 			opens := nowT.Add(interval/2 + time.Duration(rng.Int64N(int64(2*interval))))
-			if err := pick().UpdateSettings(ctx, q, Update{OpensAt: &opens, PrequeueFrom: &nowT}); err != nil {
+			if err := NewInspector(pick()).UpdateSettings(ctx, q, Update{OpensAt: &opens, PrequeueFrom: &nowT}); err != nil {
 				t.Fatal(err)
 			}
 			openingEnds = opens.UnixMilli()
@@ -363,7 +363,7 @@ func randomSchedule(t *testing.T, seed uint64) {
 
 	// Resume, and let the tickers drain the line.
 	resumed := false
-	if err := stores[0].UpdateSettings(ctx, q, Update{Paused: &resumed}); err != nil {
+	if err := NewInspector(stores[0]).UpdateSettings(ctx, q, Update{Paused: &resumed}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)

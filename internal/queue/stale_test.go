@@ -55,7 +55,7 @@ func refresh(t *testing.T, s *Store, q string) {
 // asks it.
 func farStatus(t *testing.T, s *Store, q, user string, seq int64) Ticket {
 	t.Helper()
-	tk, err := s.StatusAs(context.Background(), q, Caller{User: user, Proved: true, Seq: seq})
+	tk, err := s.Status(context.Background(), q, Caller{User: user, Proved: true, Seq: seq})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +74,13 @@ func TestDepartureSeenByEveryReplica(t *testing.T) {
 		name, user, reason string
 		depart             func(s *Store, q, user string) error
 	}{
-		{"leave", "u2500", ReasonLeft, func(s *Store, q, u string) error { return s.LeaveAs(context.Background(), q, u, 0) }},
-		{"removal", "u2600", ReasonRemoved, func(s *Store, q, u string) error { return s.Remove(context.Background(), q, u) }},
+		{"leave", "u2500", ReasonLeft, func(s *Store, q, u string) error {
+			return s.Leave(context.Background(), q, Caller{User: u, Credential: true, Gen: 0})
+		}},
+		{"removal", "u2600", ReasonRemoved, func(s *Store, q, u string) error {
+			_, err := NewInspector(s).Remove(context.Background(), q, u)
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -182,9 +187,9 @@ func TestStaleCredentialsGenerated(t *testing.T) {
 		var err error
 		switch rng.IntN(4) {
 		case 0:
-			err = s.Leave(ctx, q, u)
+			err = s.Leave(ctx, q, Caller{User: u})
 		case 1:
-			err = s.Remove(ctx, q, u)
+			_, err = NewInspector(s).Remove(ctx, q, u)
 		default:
 			// Alone or with a newcomer: both paths of enter.lua.
 			users := []string{u}

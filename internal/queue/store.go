@@ -4,7 +4,7 @@
 //
 // This file is the request path: enter, status, leave and done; the tick
 // is in tick.go, WaitFor (every call's bound) in wait.go. The operator's
-// side is in inspect.go, the value types in types.go, the
+// side (Inspector) is in inspect.go, the value types in types.go, the
 // errors in errors.go, the checks of inputs in validate.go and the reading
 // of the scripts' replies in reply.go.
 package queue
@@ -209,21 +209,49 @@ func (s *Store) queue(name string) (*queueRef, error) {
 	return q, nil
 }
 
-// Enter puts user into the queue: admitted at once while tokens remain and
-// nobody waits, else at the back of the line. Entering again goes to the
-// back. Concurrent calls for one queue are gathered into one script call
-// (batch.go); ctx can end this caller's wait early.
-func (s *Store) Enter(ctx context.Context, queue, user string) (Ticket, error) {
-	return s.EnterAs(ctx, queue, Caller{User: user})
+// Enter is the one way into a queue, whatever the caller's identity
+// (e, which the caller has established): e.Caller enters, admitted at
+// once while tokens remain and nobody waits, else at the back of the line
+// (entering again goes to the back); with e.Join a user who may hold a
+// place from another device already joins instead (join). A place
+// e.Replaces names is then given up and the ticket asked again, so that
+// the answer counts the line without it.
+//
+// The common case, no join, nothing replaced and the general lane, is one
+// script call, gathered with concurrent ones of the queue into one round
+// trip (batch.go); a join adds a status before, a replaced place a leave
+// and a status after. ctx can end this caller's wait early.
+//
+// The defences check the call (defences.go): it may be refused with
+// ErrRateLimited, ErrQueueFull (both in a *Retry), ErrChallengeRequired,
+// ErrHumanCheckRequired, for a place in a lane the queue no longer has
+// ErrUnknownLane, or for an account (Caller.Account; a join's own when
+// unset) that holds a place in another of the queue's lines
+// ErrPlaceInOtherLine (an *OtherLineError). A refused or failed enter
+// changes nothing: the replaced place is kept.
+func (s *Store) Enter(ctx context.Context, queue string, e Entry) (Ticket, error) {
+	var t Ticket
+	var err error
+	if e.Join {
+		if e.Account == "" {
+			e.Account = accountOf(e.User)
+		}
+		t, err = s.join(ctx, queue, e.Caller)
+	} else {
+		t, err = s.enter(ctx, queue, e.Caller)
+	}
+	if err != nil || e.Replaces == "" || e.Replaces == e.User {
+		return t, err
+	}
+	if err := s.leave(ctx, queue, e.Replaces, ReasonLeft); err != nil {
+		return Ticket{}, err
+	}
+	return s.Status(ctx, queue, Caller{User: e.User})
 }
 
-// EnterAs is Enter for a call the defences check (defences.go): it may be
-// refused with ErrRateLimited, ErrQueueFull (both in a *Retry),
-// ErrChallengeRequired, for a place in a lane the queue no longer has
-// ErrUnknownLane, or for an account (c.Account) that holds a place in
-// another of the queue's lines ErrPlaceInOtherLine (an *OtherLineError),
-// and then changed nothing.
-func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, error) {
+// enter is Enter of c: one script call, a read of the config before it
+// for a lane's place, and of the lanes for an account's.
+func (s *Store) enter(ctx context.Context, queue string, c Caller) (Ticket, error) {
 	q, err := s.line(queue, c.User)
 	if err != nil {
 		return Ticket{}, err
@@ -273,18 +301,14 @@ func (s *Store) EnterAs(ctx context.Context, queue string, c Caller) (Ticket, er
 	return t, err
 }
 
-// Status reports where user stands. Concurrent calls for one queue are
-// gathered into one script call (batch.go).
-func (s *Store) Status(ctx context.Context, queue, user string) (Ticket, error) {
-	return s.StatusAs(ctx, queue, Caller{User: user})
-}
-
-// StatusAs is Status for a call the rate limits check: it may be refused
-// with ErrRateLimited (in a *Retry). A place far from the head whose
-// caller knows its arrival number (c.Seq) is answered from the replica's
-// snapshot, without Redis, behind the local stage of the limits alone
-// (snapshot.go); every other status asks Redis.
-func (s *Store) StatusAs(ctx context.Context, queue string, c Caller) (Ticket, error) {
+// Status reports where c.User stands, behind the rate limits of c
+// (ErrRateLimited in a *Retry), and with c.Credential refused with
+// ErrMoved when the place has since moved to another device. A place far
+// from the head whose caller knows its arrival number (c.Seq) is answered
+// from the replica's snapshot, without Redis, behind the local stage of
+// the limits alone (snapshot.go); every other status asks Redis, gathered
+// with concurrent ones of the queue into one script call (batch.go).
+func (s *Store) Status(ctx context.Context, queue string, c Caller) (Ticket, error) {
 	q, err := s.line(queue, c.User)
 	if err != nil {
 		return Ticket{}, err
@@ -332,43 +356,17 @@ func (s *Store) limited(ctx context.Context, b *batcher, queue, op string, perCl
 	return t, err
 }
 
-// Join is Enter for a user who may already hold a place from another
+// join is Enter for a user who may already hold a place from another
 // device (a site's join token names the same account everywhere): a place
 // in the line or an admission is kept as it is, and only a user holding
 // neither enters. Two devices joining at the same instant may both enter;
 // the later one then goes to the back, next to where both arrived.
-func (s *Store) Join(ctx context.Context, queue string, c Caller) (Ticket, error) {
-	t, err := s.Status(ctx, queue, c.User)
+func (s *Store) join(ctx context.Context, queue string, c Caller) (Ticket, error) {
+	t, err := s.Status(ctx, queue, Caller{User: c.User})
 	if err != nil || t.Status != NotWaiting {
 		return t, err
 	}
-	return s.EnterAs(ctx, queue, c)
-}
-
-// EnterWith is the enter of the API, one call whatever the caller's
-// identity: e.Caller enters (EnterAs), or with e.Join joins (Join), and a
-// place e.Replaces names is then given up (Leave) and the ticket asked
-// again (Status), so that the answer counts the line without it. A
-// refused or failed enter changes nothing: the replaced place is kept.
-// Up to four round trips, the last two only when a place is replaced.
-func (s *Store) EnterWith(ctx context.Context, queue string, e Entry) (Ticket, error) {
-	var t Ticket
-	var err error
-	if e.Join {
-		if e.Account == "" {
-			e.Account = accountOf(e.User)
-		}
-		t, err = s.Join(ctx, queue, e.Caller)
-	} else {
-		t, err = s.EnterAs(ctx, queue, e.Caller)
-	}
-	if err != nil || e.Replaces == "" || e.Replaces == e.User {
-		return t, err
-	}
-	if err := s.Leave(ctx, queue, e.Replaces); err != nil {
-		return Ticket{}, err
-	}
-	return s.Status(ctx, queue, e.User)
+	return s.enter(ctx, queue, c)
 }
 
 // Admission returns the start of user's current admission to queue, or
@@ -378,7 +376,7 @@ func (s *Store) Admission(ctx context.Context, queue, user string) (start time.T
 	if !s.Has(queue) || ValidateUserID(user) != nil {
 		return time.Time{}, false, nil
 	}
-	t, err := s.Status(ctx, queue, user)
+	t, err := s.Status(ctx, queue, Caller{User: user})
 	if err != nil || t.Status != Entered {
 		return time.Time{}, false, err
 	}
@@ -410,23 +408,16 @@ func (s *Store) Current(ctx context.Context, queue, user string, start time.Time
 	return n == 1, nil
 }
 
-// Leave removes user from the line and from the entered set: the user
-// gives up. It is not an error when the user is in neither.
-func (s *Store) Leave(ctx context.Context, queue, user string) error {
-	return s.leave(ctx, queue, user, ReasonLeft)
-}
-
-// Remove is Leave on the operator's word: a user who asks later is told
-// they were removed.
-func (s *Store) Remove(ctx context.Context, queue, user string) error {
-	return s.leave(ctx, queue, user, ReasonRemoved)
-}
-
-// LeaveAs is Leave for the holder of a place credential of generation
-// gen: refused with ErrMoved, changing nothing, when the place has since
-// moved to another device (internal/handoff).
-func (s *Store) LeaveAs(ctx context.Context, queue, user string, gen int64) error {
-	return s.leave(ctx, queue, user, ReasonLeft, gen)
+// Leave gives up c.User's place: out of the line and out of the entered
+// set. It is not an error when the user is in neither. With c.Credential
+// it is refused with ErrMoved, changing nothing, when the place has since
+// moved to another device (internal/handoff) than the one holding c's
+// credential of generation c.Gen.
+func (s *Store) Leave(ctx context.Context, queue string, c Caller) error {
+	if c.Credential {
+		return s.leave(ctx, queue, c.User, ReasonLeft, c.Gen)
+	}
+	return s.leave(ctx, queue, c.User, ReasonLeft)
 }
 
 func (s *Store) leave(ctx context.Context, queue, user, reason string, gen ...any) error {
@@ -479,6 +470,42 @@ func (s *Store) Done(ctx context.Context, queue, user string, admittedAt time.Ti
 	}
 	s.observer.AdmissionEnded(queue, ms(v[1]))
 	return true, nil
+}
+
+// Info returns counts and settings of a queue: the runtime's read (the
+// public API's queue info, the metrics), which the operator's Overview
+// builds on.
+func (s *Store) Info(ctx context.Context, queue string) (Info, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return Info{}, err
+	}
+	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]int64, error) {
+		return infoScript.Run(ctx, s.rdb, q.infoKeys, q.args...).Int64Slice()
+	})
+	if err != nil {
+		return Info{}, fmt.Errorf("queue: info: %w", err)
+	}
+	info, err := newInfo(queue, v, s.defaults.SessionMax)
+	if err != nil {
+		return Info{}, err
+	}
+	// info.lua counts the general lane's line; the lanes' lines are the
+	// queue's too (one more round trip, for a queue with lanes only).
+	lanes, err := s.knownLanes(ctx, q)
+	if err != nil {
+		return Info{}, fmt.Errorf("queue: info: %w", err)
+	}
+	if len(lanes) > 0 {
+		n, err := s.lineLengths(ctx, queue, lanes)
+		if err != nil {
+			return Info{}, fmt.Errorf("queue: info: %w", err)
+		}
+		for _, c := range n {
+			info.Waiting += c
+		}
+	}
+	return info, nil
 }
 
 // Ping checks that Redis answers, within the store's timeout like every

@@ -61,7 +61,7 @@ func tick(t *testing.T, s *Store, rdb *redis.Client, q string) TickResult {
 
 func enter(t *testing.T, s *Store, q, user string) Ticket {
 	t.Helper()
-	tk, err := s.Enter(context.Background(), q, user)
+	tk, err := s.Enter(context.Background(), q, Entry{Caller: Caller{User: user}})
 	if err != nil {
 		t.Fatalf("enter %s: %v", user, err)
 	}
@@ -70,7 +70,7 @@ func enter(t *testing.T, s *Store, q, user string) Ticket {
 
 func status(t *testing.T, s *Store, q, user string) Ticket {
 	t.Helper()
-	tk, err := s.Status(context.Background(), q, user)
+	tk, err := s.Status(context.Background(), q, Caller{User: user})
 	if err != nil {
 		t.Fatalf("status %s: %v", user, err)
 	}
@@ -176,7 +176,7 @@ func TestLeave(t *testing.T) {
 		enter(t, s, q, u)
 	}
 	for i := 0; i < 2; i++ { // idempotent
-		if err := s.Leave(ctx, q, "a"); err != nil {
+		if err := s.Leave(ctx, q, Caller{User: "a"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,13 +186,13 @@ func TestLeave(t *testing.T) {
 	if tk := status(t, s, q, "c"); tk.Position != 2 || tk.Waiting != 2 {
 		t.Fatalf("c after a left = %+v, want position 2 of 2", tk)
 	}
-	if err := s.Leave(ctx, q, "in1"); err != nil {
+	if err := s.Leave(ctx, q, Caller{User: "in1"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := status(t, s, q, "in1").Status; st != NotWaiting {
 		t.Fatalf("admitted user after leave: %s", st)
 	}
-	if err := s.Leave(ctx, q, "never-here"); err != nil {
+	if err := s.Leave(ctx, q, Caller{User: "never-here"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -313,7 +313,7 @@ func TestConcurrentEnter(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				tk, err := s.Enter(ctx, q, fmt.Sprintf("user-%d", i))
+				tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: fmt.Sprintf("user-%d", i)}})
 				if err != nil {
 					t.Error(err)
 					continue
@@ -355,7 +355,7 @@ func TestConcurrentEnter(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				tk, err := s.Status(ctx, q, fmt.Sprintf("user-%d", i)) // i >= users: never entered
+				tk, err := s.Status(ctx, q, Caller{User: fmt.Sprintf("user-%d", i)}) // i >= users: never entered
 				if err != nil {
 					t.Error(err)
 					continue
@@ -463,10 +463,10 @@ func TestConcurrentEnterAndTicks(t *testing.T) {
 			defer wg.Done()
 			for i := w; i < users; i += 8 {
 				u := fmt.Sprintf("u%d", i)
-				if _, err := s.Enter(ctx, q, u); err != nil {
+				if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: u}}); err != nil {
 					t.Error(err)
 				}
-				if _, err := s.Status(ctx, q, u); err != nil {
+				if _, err := s.Status(ctx, q, Caller{User: u}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -484,7 +484,7 @@ func TestConcurrentEnterAndTicks(t *testing.T) {
 	if n := rdb.ZCard(ctx, keysFor(q).entered).Val(); n != users {
 		t.Fatalf("entered %d, want %d", n, users)
 	}
-	points, err := s.History(ctx, q)
+	points, err := NewInspector(s).History(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestRefillSizeChangeTakesEffectAtNextTick(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		enter(t, s, q, fmt.Sprintf("u%d", i))
 	}
-	if err := s.SetRefillSize(ctx, q, 5); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: ptr(5)}); err != nil {
 		t.Fatal(err)
 	}
 	if res := tick(t, s, rdb, q); res.Moved != 5 {
@@ -536,7 +536,7 @@ func TestRefillSizeChangeTakesEffectAtNextTick(t *testing.T) {
 	if got := tokens(t, s, q); got != 2 {
 		t.Fatalf("tokens = %d, want 2", got)
 	}
-	if err := s.SetRefillSize(ctx, q, 1); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: ptr(1)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := tokens(t, s, q); got != 1 {
@@ -548,8 +548,8 @@ func TestRefillSizeChangeTakesEffectAtNextTick(t *testing.T) {
 	}
 	for _, bad := range []int{0, -1, MaxRefillSize + 1} {
 		var fe *FieldError
-		if err := s.SetRefillSize(ctx, q, bad); !errors.As(err, &fe) || fe.Field != "refill_size" {
-			t.Fatalf("SetRefillSize(%d) = %v, want a FieldError for refill_size", bad, err)
+		if err := NewInspector(s).UpdateSettings(ctx, q, Update{RefillSize: ptr(bad)}); !errors.As(err, &fe) || fe.Field != "refill_size" {
+			t.Fatalf("refill_size %d: %v, want a FieldError for refill_size", bad, err)
 		}
 	}
 }
@@ -558,7 +558,7 @@ func TestUnknownQueueCreatesNothing(t *testing.T) {
 	t.Parallel()
 	s, _, rdb := newStore(t, hour)
 	ctx := context.Background()
-	if _, err := s.Enter(ctx, "nope", "u"); err != ErrUnknownQueue {
+	if _, err := s.Enter(ctx, "nope", Entry{Caller: Caller{User: "u"}}); err != ErrUnknownQueue {
 		t.Fatalf("enter: %v", err)
 	}
 	if _, err := s.Tick(ctx, "nope"); err != ErrUnknownQueue {
@@ -774,32 +774,32 @@ func TestJoinKeepsAPlaceHeld(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
-	in, err := s.Join(ctx, q, Caller{User: "in"})
+	in, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "in"}, Join: true})
 	if err != nil || in.Status != Entered {
 		t.Fatalf("join in = %+v, %v", in, err)
 	}
-	if again, err := s.Join(ctx, q, Caller{User: "in"}); err != nil || again.Status != Entered || !again.AdmittedAt.Equal(in.AdmittedAt) {
+	if again, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "in"}, Join: true}); err != nil || again.Status != Entered || !again.AdmittedAt.Equal(in.AdmittedAt) {
 		t.Fatalf("join in again = %+v, %v; want the same admission", again, err)
 	}
 	for _, u := range []string{"w1", "w2", "w3"} {
 		enter(t, s, q, u)
 	}
-	if tk, err := s.Join(ctx, q, Caller{User: "w1"}); err != nil || tk.Status != Waiting || tk.Position != 1 {
+	if tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "w1"}, Join: true}); err != nil || tk.Status != Waiting || tk.Position != 1 {
 		t.Fatalf("join w1 = %+v, %v; want it kept at 1", tk, err)
 	}
-	if tk, err := s.Join(ctx, q, Caller{User: "new"}); err != nil || tk.Status != Waiting || tk.Position != 4 {
+	if tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "new"}, Join: true}); err != nil || tk.Status != Waiting || tk.Position != 4 {
 		t.Fatalf("join new = %+v, %v; want the back (4)", tk, err)
 	}
 }
 
-// EnterWith is the API's enter in one call: a join keeps a place held,
+// Enter is the API's enter in one call: a join keeps a place held,
 // and the anonymous place it replaces leaves the line before the answer,
 // which counts the line without it; a refused join replaces nothing.
-func TestEnterWith(t *testing.T) {
+func TestEnterJoinReplaces(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, q, _ := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
-	if tk, err := s.EnterWith(ctx, q, Entry{Caller: Caller{User: "in"}}); err != nil || tk.Status != Entered {
+	if tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "in"}}); err != nil || tk.Status != Entered {
 		t.Fatalf("enter in = %+v, %v", tk, err)
 	}
 	for _, u := range []string{"w1", "anon", "w2", "anon2"} {
@@ -808,7 +808,7 @@ func TestEnterWith(t *testing.T) {
 
 	// The member joins at the back (5th), and the anonymous place at 2
 	// goes: the answer says 4th of 4.
-	tk, err := s.EnterWith(ctx, q, Entry{Caller: Caller{User: "member"}, Join: true, Replaces: "anon"})
+	tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "member"}, Join: true, Replaces: "anon"})
 	if err != nil || tk.Status != Waiting || tk.Position != 4 || tk.Waiting != 4 {
 		t.Fatalf("join replacing anon = %+v, %v; want waiting at 4 of 4", tk, err)
 	}
@@ -819,7 +819,7 @@ func TestEnterWith(t *testing.T) {
 	// Joining again keeps the member's place; naming it as the place
 	// replaced changes nothing either.
 	for _, replaces := range []string{"", "member"} {
-		tk, err := s.EnterWith(ctx, q, Entry{Caller: Caller{User: "member"}, Join: true, Replaces: replaces})
+		tk, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "member"}, Join: true, Replaces: replaces})
 		if err != nil || tk.Status != Waiting || tk.Position != 4 {
 			t.Fatalf("join again (replacing %q) = %+v, %v; want the place kept at 4", replaces, tk, err)
 		}
@@ -827,10 +827,10 @@ func TestEnterWith(t *testing.T) {
 
 	// Refused (no proof of work): the place it would replace stays.
 	difficulty := 8
-	if err := s.UpdateSettings(ctx, q, Update{ChallengeDifficulty: &difficulty}); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{ChallengeDifficulty: &difficulty}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnterWith(ctx, q, Entry{Caller: Caller{User: "late"}, Join: true, Replaces: "anon2"}); !errors.Is(err, ErrChallengeRequired) {
+	if _, err := s.Enter(ctx, q, Entry{Caller: Caller{User: "late"}, Join: true, Replaces: "anon2"}); !errors.Is(err, ErrChallengeRequired) {
 		t.Fatalf("join without a proof: %v, want ErrChallengeRequired", err)
 	}
 	if st := status(t, s, q, "anon2"); st.Status != Waiting || st.Position != 3 {

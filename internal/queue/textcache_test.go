@@ -145,7 +145,7 @@ func TestPageText(t *testing.T) {
 		}
 	}
 	title := map[string]string{"en": "Night trains"}
-	if err := s.UpdateSettings(ctx, q, Update{Title: &title}); err != nil {
+	if err := NewInspector(s).UpdateSettings(ctx, q, Update{Title: &title}); err != nil {
 		t.Fatal(err)
 	}
 	if text, err := s.PageText(ctx, q); err != nil || text.Title["en"] != "Night trains" {

@@ -104,7 +104,7 @@ func TestMarkGoneRetiresOldRecords(t *testing.T) {
 		{Score: float64(old), Member: "left:a"}, {Score: float64(old), Member: "left:b"}, {Score: float64(old), Member: "left:c"},
 	})
 	enter(t, s, q, "u")
-	if err := s.Leave(context.Background(), q, "u"); err != nil {
+	if err := s.Leave(context.Background(), q, Caller{User: "u"}); err != nil {
 		t.Fatal(err)
 	}
 	members, err := rdb.ZRange(context.Background(), k.gone, 0, -1).Result()

@@ -165,8 +165,8 @@ type Caller struct {
 	// Account is the site account the caller's member id is a place of
 	// (a join token's sub; "": none): an account holds one place per
 	// queue, so its enter is refused with ErrPlaceInOtherLine while it
-	// holds one in another of the queue's lines (Store.EnterAs). EnterWith
-	// sets it for a join.
+	// holds one in another of the queue's lines (Store.Enter), which sets
+	// it for a join.
 	Account string
 
 	// others are the lines other than the caller's own in which Account
@@ -203,12 +203,12 @@ type Proof struct {
 	Expires    time.Time // when the challenge stops being accepted
 }
 
-// Entry is one enter as the API takes it, the caller's identity already
-// established (Store.EnterWith).
+// Entry is one enter (Store.Enter), the caller's identity already
+// established.
 type Entry struct {
 	Caller
 	// Join says a site's join token named the user, who may then hold a
-	// place from another device already (Store.Join).
+	// place from another device already: kept as it is.
 	Join bool
 	// Replaces is a place the caller held in the queue under another id
 	// (an anonymous place, before a join; "": none). It is given up once
@@ -374,7 +374,7 @@ type HistoryPoint struct {
 	Refill   int64 // its budget (refill_size or the effective refill); 0 in entries written before it was kept
 }
 
-// Overview is what the operator sees of one queue (Store.Overview): the
+// Overview is what the operator sees of one queue (Inspector.Overview): the
 // snapshot, the kept history, and the admissions of the last minute.
 type Overview struct {
 	Info

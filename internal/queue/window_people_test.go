@@ -108,7 +108,7 @@ func TestScheduleWindowKeepsPeoplesChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Seed(ctx); err != nil {
+	if err := NewInspector(a).Seed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rdb.HSet(ctx, rediskeys.Config(q), "webhooks", "1")
@@ -117,7 +117,7 @@ func TestScheduleWindowKeepsPeoplesChanges(t *testing.T) {
 	start := time.Now().Add(-time.Second).Truncate(time.Millisecond)
 	refill, active, paused := 50, 1000, false
 	w := Window{Start: start, End: start.Add(time.Hour), RefillSize: &refill, MaxActive: &active, Paused: &paused}
-	if _, _, err := a.SetSchedule(ctx, q, Schedule{Windows: []Window{w}}); err != nil {
+	if _, _, err := NewInspector(a).SetSchedule(ctx, q, Schedule{Windows: []Window{w}}); err != nil {
 		t.Fatal(err)
 	}
 	got := tickReplicas(t, q, stores, func(cs []WindowChange) bool { return count(cs, true) > 0 })
@@ -130,13 +130,13 @@ func TestScheduleWindowKeepsPeoplesChanges(t *testing.T) {
 
 	// The admin's emergency change, mid-window.
 	yes, three := true, 3
-	if err := b.UpdateSettings(ctx, q, Update{Paused: &yes, MaxActive: &three, By: json.RawMessage(`{"kind":"oidc","name":"kim@example.com"}`)}); err != nil {
+	if err := NewInspector(b).UpdateSettings(ctx, q, Update{Paused: &yes, MaxActive: &three, By: json.RawMessage(`{"kind":"oidc","name":"kim@example.com"}`)}); err != nil {
 		t.Fatal(err)
 	}
 
 	// The window ends (cut short: the tick sees it over).
 	w.End = time.Now().Truncate(time.Millisecond)
-	if _, _, err := a.SetSchedule(ctx, q, Schedule{Windows: []Window{w}}); err != nil {
+	if _, _, err := NewInspector(a).SetSchedule(ctx, q, Schedule{Windows: []Window{w}}); err != nil {
 		t.Fatal(err)
 	}
 	got = tickReplicas(t, q, stores, func(cs []WindowChange) bool { return count(cs, false) > 0 })
@@ -146,7 +146,7 @@ func TestScheduleWindowKeepsPeoplesChanges(t *testing.T) {
 	if c, want := changesText(got[0].EndChanges), []string{"refill_size:50>10"}; !slices.Equal(c, want) {
 		t.Fatalf("the end changed %v, want %v", c, want)
 	}
-	after, err := a.Values(ctx, q)
+	after, err := NewInspector(a).Values(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,14 +157,14 @@ func TestScheduleWindowKeepsPeoplesChanges(t *testing.T) {
 
 	// A later window that would unpause leaves the admin's pause.
 	later := Window{Start: time.Now().Add(-time.Second).Truncate(time.Millisecond), End: time.Now().Add(time.Hour), Paused: &paused, RefillSize: &refill}
-	if _, _, err := a.SetSchedule(ctx, q, Schedule{Windows: []Window{later}}); err != nil {
+	if _, _, err := NewInspector(a).SetSchedule(ctx, q, Schedule{Windows: []Window{later}}); err != nil {
 		t.Fatal(err)
 	}
 	got = tickReplicas(t, q, stores, func(cs []WindowChange) bool { return count(cs, true) > 0 })
 	if c, want := changesText(got[0].StartChanges), []string{"refill_size:10>50"}; !slices.Equal(c, want) {
 		t.Fatalf("the later window's start changed %v, want %v", c, want)
 	}
-	if v, _ := a.Values(ctx, q); v["paused"] != true {
+	if v, _ := NewInspector(a).Values(ctx, q); v["paused"] != true {
 		t.Fatal("a window lifted the pause an admin set during a window")
 	}
 
@@ -191,20 +191,20 @@ func TestScheduleWindowEndRestoresUntouched(t *testing.T) {
 			s, q, _ := newStore(t, Settings{RefillSize: 10, RefillInterval: time.Hour, SessionTTL: time.Hour})
 			yes, refill := true, 30
 			w := Window{Start: time.Now().Add(-time.Second).Truncate(time.Millisecond), End: time.Now().Add(time.Hour), Paused: &yes, RefillSize: &refill}
-			if _, _, err := s.SetSchedule(ctx, q, Schedule{Windows: []Window{w}}); err != nil {
+			if _, _, err := NewInspector(s).SetSchedule(ctx, q, Schedule{Windows: []Window{w}}); err != nil {
 				t.Fatal(err)
 			}
 			tickReplicas(t, q, []*Store{s}, func(cs []WindowChange) bool { return count(cs, true) > 0 })
 			if touch {
-				if err := s.UpdateSettings(ctx, q, Update{Paused: &yes}); err != nil {
+				if err := NewInspector(s).UpdateSettings(ctx, q, Update{Paused: &yes}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, _, err := s.SetSchedule(ctx, q, Schedule{}); err != nil {
+			if _, _, err := NewInspector(s).SetSchedule(ctx, q, Schedule{}); err != nil {
 				t.Fatal(err)
 			}
 			got := tickReplicas(t, q, []*Store{s}, func(cs []WindowChange) bool { return count(cs, false) > 0 })
-			v, err := s.Values(ctx, q)
+			v, err := NewInspector(s).Values(ctx, q)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,7 +45,7 @@ func TestThreeReplicasTickOncePerInterval(t *testing.T) {
 	}
 	store := newReplica()
 	for i := 0; i < users; i++ {
-		if _, err := store.Enter(ctx, name, fmt.Sprintf("u%d", i)); err != nil {
+		if _, err := store.Enter(ctx, name, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("u%d", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -66,7 +66,7 @@ func TestThreeReplicasTickOncePerInterval(t *testing.T) {
 	var points []queue.HistoryPoint
 	wait.For(t, time.Minute, fmt.Sprintf("%d intervals to end", want), func() (bool, string) {
 		var err error
-		if points, err = store.History(ctx, name); err != nil {
+		if points, err = queue.NewInspector(store).History(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 		return len(points) >= want, fmt.Sprintf("%d ended", len(points))
@@ -157,7 +157,7 @@ func TestObserverHearsEveryTick(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i := 0; i < 100; i++ { // a line long enough that every tick moves a full refill
-		if _, err := store.Enter(ctx, name, fmt.Sprintf("u%d", i)); err != nil {
+		if _, err := store.Enter(ctx, name, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("u%d", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,7 +175,7 @@ func TestObserverHearsEveryTick(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	points, err := store.History(ctx, name)
+	points, err := queue.NewInspector(store).History(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestTickCalledWhenDue(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i := 0; i < 20; i++ {
-		if _, err := store.Enter(ctx, name, fmt.Sprintf("u%d", i)); err != nil {
+		if _, err := store.Enter(ctx, name, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("u%d", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -259,7 +259,7 @@ func TestTickCalledWhenDue(t *testing.T) {
 		}
 		return n == 1+maxWakes, fmt.Sprintf("%d applied", n)
 	})
-	points, err := store.History(ctx, name)
+	points, err := queue.NewInspector(store).History(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 	}
 	seqs := make([]int64, users)
 	for i := range users {
-		tk, err := store.EnterAs(ctx, name, queue.Caller{User: fmt.Sprintf("u%d", i)})
+		tk, err := store.Enter(ctx, name, queue.Entry{Caller: queue.Caller{User: fmt.Sprintf("u%d", i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +334,7 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 			defer wg.Done()
 			user := fmt.Sprintf("u%d", i)
 			for time.Now().Before(deadline) {
-				tk, err := store.StatusAs(ctx, name, queue.Caller{User: user, Seq: seqs[i], Proved: true})
+				tk, err := store.Status(ctx, name, queue.Caller{User: user, Seq: seqs[i], Proved: true})
 				if err != nil {
 					t.Errorf("%s: %v", user, err)
 					return
@@ -351,7 +351,7 @@ func TestPollingPlacesAreNeverDropped(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	tenfold := refill * 10
-	if err := store.UpdateSettings(ctx, name, queue.Update{RefillSize: &tenfold}); err != nil {
+	if err := queue.NewInspector(store).UpdateSettings(ctx, name, queue.Update{RefillSize: &tenfold}); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

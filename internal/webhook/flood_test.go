@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"github.com/waitroom/waitroom/internal/queue"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,7 +55,7 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 
 	// "first" takes the interval's one token; "holder" waits behind it.
 	for _, u := range []string{"first", "holder"} {
-		if _, err := s.Enter(ctx, q, u); err != nil {
+		if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: u}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,10 +65,10 @@ func TestAdmittedAheadOfLeaveFlood(t *testing.T) {
 	})
 	for i := range cycles {
 		u := fmt.Sprintf("c%03d", i)
-		if _, err := s.Enter(ctx, q, u); err != nil {
+		if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: u}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Leave(ctx, q, u); err != nil {
+		if err := s.Leave(ctx, q, queue.Caller{User: u}); err != nil {
 			t.Fatal(err)
 		}
 	}

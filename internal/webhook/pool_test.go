@@ -98,7 +98,7 @@ func TestManyQueuesLeaveTheRequestPool(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := store.Enter(ctx, q, "u-"+q); err != nil {
+			if _, err := store.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: "u-" + q}}); err != nil {
 				errs <- fmt.Errorf("enter %s: %w", q, err)
 			}
 		}()

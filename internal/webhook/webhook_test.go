@@ -142,7 +142,7 @@ func TestEveryEventArrives(t *testing.T) {
 	want := map[string]bool{}
 	for i := range 20 {
 		u := fmt.Sprintf("u%02d", i)
-		if _, err := s.Enter(ctx, q, u); err != nil {
+		if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: u}}); err != nil {
 			t.Fatal(err)
 		}
 		want["admitted:"+u+":"] = true
@@ -153,18 +153,18 @@ func TestEveryEventArrives(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tk, _ := s.Status(ctx, q, "u00")
+	tk, _ := s.Status(ctx, q, queue.Caller{User: "u00"})
 	if ok, err := s.Done(ctx, q, "u00", tk.AdmittedAt); !ok || err != nil {
 		t.Fatal("done", ok, err)
 	}
-	if err := s.Leave(ctx, q, "u01"); err != nil {
+	if err := s.Leave(ctx, q, queue.Caller{User: "u01"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Remove(ctx, q, "u02"); err != nil {
+	if _, err := queue.NewInspector(s).Remove(ctx, q, "u02"); err != nil {
 		t.Fatal(err)
 	}
 	refill := 7
-	if err := s.UpdateSettings(ctx, q, queue.Update{RefillSize: &refill}); err != nil {
+	if err := queue.NewInspector(s).UpdateSettings(ctx, q, queue.Update{RefillSize: &refill}); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"done:u00:", "left:u01:left", "left:u02:removed", "settings_changed::"} {
@@ -247,7 +247,7 @@ func TestDeadLetter(t *testing.T) {
 	wait.For(t, 5*time.Second, "the webhooks flag", func() (bool, string) {
 		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1", ""
 	})
-	if _, err := s.Enter(ctx, q, "u1"); err != nil {
+	if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: "u1"}}); err != nil {
 		t.Fatal(err)
 	}
 	wait.For(t, 10*time.Second, "a dead letter", func() (bool, string) { return rdb.XLen(ctx, rediskeys.DeadEvents(q)).Val() == 1, "" })
@@ -281,20 +281,20 @@ func TestNoURLNoEvents(t *testing.T) {
 	wait.For(t, 5*time.Second, "the flag off", func() (bool, string) {
 		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "0", ""
 	})
-	if _, err := s.Enter(ctx, q, "u1"); err != nil {
+	if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: "u1"}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := rdb.Exists(ctx, rediskeys.Events(q)).Val(); n != 0 {
 		t.Fatal("an outbox without a URL")
 	}
 	own := srv.URL + "/hooks?token=x"
-	if err := s.UpdateSettings(ctx, q, queue.Update{WebhookURL: &own}); err != nil {
+	if err := queue.NewInspector(s).UpdateSettings(ctx, q, queue.Update{WebhookURL: &own}); err != nil {
 		t.Fatal(err)
 	}
 	wait.For(t, 5*time.Second, "the flag on", func() (bool, string) {
 		return rdb.HGet(ctx, rediskeys.Config(q), "webhooks").Val() == "1", ""
 	})
-	if _, err := s.Enter(ctx, q, "u2"); err != nil {
+	if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: "u2"}}); err != nil {
 		t.Fatal(err)
 	}
 	select {

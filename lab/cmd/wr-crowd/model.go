@@ -104,12 +104,12 @@ func runWay(ctx context.Context, rdb *redis.Client, cfg modelConfig, w way, idx 
 	}
 	if w.escalate {
 		mode := queue.HumanEscalate
-		if err := s.UpdateSettings(ctx, q, queue.Update{HumanCheck: &mode}); err != nil {
+		if err := queue.NewInspector(s).UpdateSettings(ctx, q, queue.Update{HumanCheck: &mode}); err != nil {
 			return nil, err
 		}
 	}
 	// The opener takes the interval's token, so every arrival waits.
-	if _, err := s.Enter(ctx, q, "opener"); err != nil {
+	if _, err := s.Enter(ctx, q, queue.Entry{Caller: queue.Caller{User: "opener"}}); err != nil {
 		return nil, err
 	}
 
@@ -255,7 +255,7 @@ func (m *model) place(ctx context.Context, a agent, o *placeOutcome) (*ask, erro
 		}
 		o.asks++
 		o.sent = m.clock.Add(1)
-		t, err := m.s.EnterAs(ctx, m.q, c)
+		t, err := m.s.Enter(ctx, m.q, queue.Entry{Caller: c})
 		o.ack = m.clock.Add(1)
 		var ce *queue.ChallengeError
 		switch {
@@ -299,7 +299,7 @@ func (m *model) fifo(ctx context.Context, workers int, res *wayResult) error {
 	var notWaiting atomic.Int64
 	if _, err := m.each(ctx, workers, len(people), func(j int) (*ask, error) {
 		i := people[j]
-		t, err := m.s.Status(ctx, m.q, res.agents[i].user)
+		t, err := m.s.Status(ctx, m.q, queue.Caller{User: res.agents[i].user})
 		if err != nil {
 			return nil, err
 		}

@@ -227,7 +227,7 @@ func fill(ctx context.Context, c config, out io.Writer) error {
 				if i >= todo {
 					return
 				}
-				if _, err := s.Enter(ctx, c.queue, fillMember(base+i)); err != nil {
+				if _, err := s.Enter(ctx, c.queue, queue.Entry{Caller: queue.Caller{User: fillMember(base + i)}}); err != nil {
 					if failed.Add(1) == 1 {
 						fmt.Fprintf(os.Stderr, "fill: first failure: %v\n", err)
 					}
