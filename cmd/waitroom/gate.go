@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/waitroom/waitroom/internal/outage"
 	"net/http"
 
 	"github.com/waitroom/waitroom/gate"
@@ -43,6 +44,7 @@ func (a *app) newGate(ctx context.Context) (*gate.Gate, http.Handler, error) {
 		Revoke:         a.revoke,
 		Fail:           gate.FailMode(cfg.GateFail),
 		Ping:           pinger.Ping,
+		Unavailable:    outage.Handler(outage.AtGate), // the styled page, in the visitor's language
 		OnFailOpen:     a.failOpens.Passed,
 		Logger:         a.log,
 	})

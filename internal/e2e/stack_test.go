@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/outage"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -156,7 +157,8 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 	gateOpts := proxy.GateOptions{
-		Queue: name, Routes: routes, Passes: passes, Admissions: store, Bypass: []string{"/static/"}, InsecureCookie: true,
+		Unavailable: outage.Handler(outage.AtGate),
+		Queue:       name, Routes: routes, Passes: passes, Admissions: store, Bypass: []string{"/static/"}, InsecureCookie: true,
 		BypassCIDRs: bypassCIDRs, Uses: uses,
 		Revoke: func(ctx context.Context, q, m string) error {
 			_, err := queue.NewInspector(store).Remove(ctx, q, m)

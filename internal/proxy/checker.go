@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/outage"
 	"log/slog"
 	"net/http"
 	"time"
@@ -64,6 +63,10 @@ type GateOptions struct {
 	OnFailOpen func(queue string)
 	// Logger gets the fail-open line, at most once a minute.
 	Logger *slog.Logger
+	// Unavailable is the page browsers get while passes cannot be
+	// checked (gate.Options.Unavailable): the service gives its styled
+	// outage page.
+	Unavailable http.Handler
 }
 
 // NewGate returns waitroom's own gate for o.Queue and o.Routes: passes
@@ -102,7 +105,7 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 		BypassClient:   bypassClient,
 		InsecureCookie: o.InsecureCookie,
 		PassLinks:      passLinks,
-		Unavailable:    outage.Handler(outage.AtGate),
+		Unavailable:    o.Unavailable,
 	})
 }
 
