@@ -19,7 +19,7 @@
 --            when the caller is not priced by its networks, or they
 --            placed nobody through this replica lately: seen.go)
 -- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
---            (common.lua), then the lane ("")
+--            (common_config.lua), then the lane ("")
 -- After them, A = DEFAULTS:
 -- ARGV[A + 1..A + 6] -> the limits per client, network and site: period_ms
 --            (the time one call earns back, fractional; 0: no limit), burst

@@ -28,7 +28,7 @@
 -- KEYS[7] -> heard   (ZSET member=user, score=when last heard; for abandonment)
 -- KEYS[8] -> draw    (SET of a scheduled opening's participants, see tick.lua)
 -- KEYS[9] -> admitted (HASH: a renewed sliding session's start, renew.lua)
--- KEYS[10] -> events (STREAM: the webhooks' outbox, emit in common.lua)
+-- KEYS[10] -> events (STREAM: the webhooks' outbox, emit in common_events.lua)
 -- KEYS[11] -> gen   (HASH member=user, value=the generation of its place
 --              credentials, for places that moved: keep_current)
 -- KEYS[12] -> stale (ZSET member=user, score=the highest arrival number of
@@ -49,7 +49,7 @@
 --              and for an account's enter the waiting ZSET, held ZSET and
 --              draw SET of each other line it names (other_line)
 -- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
---              (common.lua), then the line's lane ("": general)
+--              (common_config.lua), then the line's lane ("": general)
 -- ARGV[DEFAULTS + 1..LIMITS] -> limits per client and per place: period_ms, burst
 -- ARGV[LIMITS + 1..LIMITS + 4] -> limits per network and per site: period_ms, burst
 -- ARGV[LIMITS + 5..TIERS] -> the price of a place: bits (0: none), calm

@@ -10,7 +10,7 @@
 -- KEYS[5] -> draw    (SET of a scheduled opening's participants)
 -- KEYS[6] -> admitted (HASH: a renewed sliding session's start, renew.lua)
 -- KEYS[7] -> config  (HASH: its webhooks flag)
--- KEYS[8] -> events  (STREAM: the webhooks' outbox, emit in common.lua;
+-- KEYS[8] -> events  (STREAM: the webhooks' outbox, emit in common_events.lua;
 --             event "left" for either reason, "removed" as a left of
 --             the operator's, see internal/webhook)
 -- KEYS[9] -> gen     (HASH: the generations of places that moved, keep_current)
@@ -19,7 +19,7 @@
 --             its credentials that no longer name its place: snapshot.lua)
 -- KEYS[12] -> seq    (STRING arrival counter, read only)
 -- KEYS[13] -> bulk   (STREAM: the webhooks' bulk outbox, emit_bulk in
---             common.lua: a user's own "left", which anyone can repeat at
+--             common_events.lua: a user's own "left", which anyone can repeat at
 --             will, waits behind the other events)
 -- ARGV[1] -> user id
 -- ARGV[2] -> reason: "left" or "removed"

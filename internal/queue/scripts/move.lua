@@ -1,7 +1,7 @@
 -- move.lua: move a place to another device (internal/handoff calls it once
 -- it has used a hand-over). The place's generation goes up, so every
 -- credential issued before stops working in the scripts of enter, status
--- and leave (keep_current in common.lua), and the move is recorded for the
+-- and leave (keep_current in common_places.lua), and the move is recorded for the
 -- replicas' far-back status path (the moved ZSET, read by
 -- handoff.Tracker). The place itself, its member id and its arrival
 -- number, is not touched: same member, same position.

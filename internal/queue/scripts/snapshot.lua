@@ -15,7 +15,7 @@
 --                     its credentials that no longer name its place)
 -- KEYS[7] -> seq     (STRING arrival counter, read only)
 -- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
---             (common.lua), then the line's lane ("": general)
+--             (common_config.lua), then the line's lane ("": general)
 -- ARGV[DEFAULTS + 1] -> even: how many evenly spaced ranks to sample besides the
 --            head, the tail and the ranks doubling out from near_head
 -- ARGV[DEFAULTS + 2] -> from: the stale entries to read are those scored from it

@@ -21,7 +21,7 @@
 --              and the held places its network brought back this interval
 --              (HASH at, n; see "Held places come back a few at a time")
 -- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
---              (common.lua), then the line's lane ("": general)
+--              (common_config.lua), then the line's lane ("": general)
 -- ARGV[DEFAULTS + 1..LIMITS] -> limits per client and per place: period_ms, burst
 -- ARGV[LIMITS + 1] -> held places one network brings back per interval (0: no limit)
 -- ARGV[LIMITS + 2..] -> per call, five values: user id, the calls to charge the
@@ -39,7 +39,7 @@
 -- WAITING (0 while in a draw), the admission time (ms) when
 -- ENTERED (an entry pass names it, so a pass ends with its admission),
 -- when NOT_WAITING the code of why the user's place ended (0: none
--- known; REASONS in common.lua), and when LIMITED (a call over a rate
+-- known; REASONS in common_places.lua), and when LIMITED (a call over a rate
 -- limit, answered without looking) the time to wait in ms. A page polls
 -- at the pace the answers suggest (poll_after_ms), far below the limits;
 -- a client polling faster is told to wait, at the cost of two reads here
