@@ -47,7 +47,7 @@ var commonLua = configLua(Catalog) + lua("common.lua", "common_config.lua", "com
 var networksLua = lua("networks.lua")
 
 var (
-	enterScript     = redis.NewScript(commonLua + networksLua + lua("enter.lua"))
+	enterScript     = redis.NewScript(commonLua + networksLua + lua("enter_defences.lua", "enter_join.lua", "enter.lua"))
 	statusScript    = redis.NewScript(commonLua + lua("status.lua"))
 	leaveScript     = redis.NewScript(commonLua + lua("leave.lua"))
 	infoScript      = redis.NewScript(commonLua + lua("info.lua"))

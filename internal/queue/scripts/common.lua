@@ -19,10 +19,11 @@
 -- asks for proof of work and the call brought none that is valid (or
 -- brought one already used); HUMAN, the queue asks for a human check
 -- (networks.lua, price_need); OTHER_LINE, an account's enter
--- (enter.lua, other_line) while the account holds a place in another of
--- the queue's lines; its place is the index of that line among those
--- the call named, or 0 when a lane the call did not name may hold
--- places (the caller read the lanes before a change: read, call again).
+-- (other_line, enter_defences.lua) while the account holds a place in
+-- another of the queue's lines; its place is the index of that line
+-- among those the call named, or 0 when a lane the call did not name may
+-- hold places (the caller read the lanes before a change: read, call
+-- again).
 local ALLOWED = 0
 local ENTERED = 1
 local WAITING = 2
