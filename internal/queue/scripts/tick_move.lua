@@ -1,33 +1,32 @@
 -- tick_move.lua: moving the heads of the lines into the entered set,
--- dropping the abandoned places and holding the silent ones.
---
--- A user not heard from (enter, status) for abandon_after has closed the
--- page: the place is dropped when it reaches the head, without spending
--- a token, and the next one moves instead; at most drop_max such places
--- per tick and line. A place with no record at all was far from the head
--- when last heard (only places near_head keep one): its page may well be
--- polling, just not yet near enough to say so (a refill raised tenfold
--- brings such places to the head fast). It is held: set aside in the held
--- ZSET at its arrival number, out of the line, and asked to confirm: a
--- mark of -(the confirmation's deadline) stands for its record. Its next
--- status call (status.lua) puts it back in the line at its arrival
--- number, ahead of everyone behind it, so the next tick admits it: late,
--- not lost. Unconfirmed by the deadline, it is dropped as abandoned
--- (drop_expired). Set aside, held places never stop a tick from reaching
--- the people behind them: silent places at the head cost the line none of
--- its rate. A tick drops at most drop_max places a line in all (held ones
--- past their deadline first); an abandoned place popped beyond that is
--- held with a deadline already past, for the next tick to drop. At most
--- hold_max are held per tick, so a tick pops at most room + drop_max +
--- hold_max + 1000 places (a round's pop is at most 1000), and
--- drop_expired reads at most drop_max marks. The deadline is
--- abandon_after from now, the time any place is given to be heard from:
--- a page polling as told asks at least twice in it.
---
--- Each line, a lane's too, is moved the same way, with its own keys
--- (lines_now). The steps share one table of the move's inputs, mv: now,
--- abandon_after (ms, 0: off), grace (outage_grace), drop_max, hold_max,
--- and dropped, the list of places dropped so far.
+-- dropping the abandoned places and holding the silent ones. Each line, a
+-- lane's too, is moved the same way, with its own keys (lines_now). The
+-- steps share one table of the move's inputs, mv: now, abandon_after (ms,
+-- 0: off), grace (outage_grace), drop_max, hold_max, and dropped, the
+-- list of places dropped so far.
+
+-- Moving the head. A user not heard from (enter, status) for
+-- abandon_after has closed the page: the place is dropped when it reaches
+-- the head, without spending a token, and the next one moves instead; at
+-- most drop_max such places per tick and line. A place with no record at
+-- all was far from the head when last heard (only places near_head keep
+-- one): its page may well be polling, just not yet near enough to say so
+-- (a refill raised tenfold brings such places to the head fast). It is
+-- held: set aside in the held ZSET at its arrival number, out of the
+-- line, and asked to confirm: a mark of -(the confirmation's deadline)
+-- stands for its record. Its next status call (status.lua) puts it back
+-- in the line at its arrival number, ahead of everyone behind it, so the
+-- next tick admits it: late, not lost. Unconfirmed by the deadline, it is
+-- dropped as abandoned (drop_expired). Set aside, held places never stop
+-- a tick from reaching the people behind them: silent places at the head
+-- cost the line none of its rate. A tick drops at most drop_max places a
+-- line in all (held ones past their deadline first); an abandoned place
+-- popped beyond that is held with a deadline already past, for the next
+-- tick to drop. At most hold_max are held per tick, so a tick pops at
+-- most room + drop_max + hold_max + 1000 places (a round's pop is at most
+-- 1000), and drop_expired reads at most drop_max marks. The deadline is
+-- abandon_after from now, the time any place is given to be heard from: a
+-- page polling as told asks at least twice in it.
 
 -- Outages. A place is judged by when it was last heard (or its deadline
 -- to confirm), and no page can be heard while Redis is away or every
