@@ -38,7 +38,8 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 // the tick opens (internal/autorate): an applied tick stores it, atomically
 // with the tick, if the queue's budget is still p.Base and the controller
 // is on (TickResult.Adapted); else it changes nothing. A zero Proposal is
-// none.
+// none. A call that fails after starting or ending a window of the
+// schedule still returns that change (TickResult.Window) with its error.
 func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickResult, error) {
 	q, err := s.queue(queue)
 	if err != nil {
@@ -95,7 +96,7 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 				if err != nil {
 					return r, err
 				}
-				if w != nil { // this call made the change; another replica's may have
+				if w != nil { // nil: another replica's call made it first
 					r.window = w
 				}
 			default:
@@ -107,7 +108,9 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 		return r, errors.New("the lanes or the windows kept changing")
 	})
 	if err != nil {
-		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
+		// windows.lua's change stands whatever came after it: told, it is
+		// audited like any other.
+		return TickResult{Window: r.window}, fmt.Errorf("queue: tick: %w", err)
 	}
 	return newTickResult(r.v, r.lanes, r.window)
 }

@@ -10,9 +10,9 @@
 -- KEYS[20..]   per lane of LANES_READ, in its order: its waiting, heard, held, stale, draw, seq,
 --              arrivals and history (rediskeys.Lane); docs/ARCHITECTURE.md, "Keys", for each key
 -- ARGV[1..DEFAULTS] the replica's defaults queue_config reads, then "" (common_config.lua)
--- ARGV[DEFAULTS + 1..5] bounds: sessions purged, history entries kept, abandoned places
---              dropped (a line), a fresh 52-bit seed for a draw starting, a draw's places a call (a line)
--- ARGV[DEFAULTS + 6..7] a proposed refill_effective ("" or 0: none) and the budget it was
+-- ARGV[DEFAULTS + 1..DEFAULTS + 5] bounds: sessions purged, history entries kept, abandoned
+--              places dropped (a line), a fresh 52-bit seed for a draw starting, a draw's places a call (a line)
+-- ARGV[DEFAULTS + 6..DEFAULTS + 7] a proposed refill_effective ("" or 0: none) and the budget it was
 --              based on: stored only if that is still the budget (adapt_budget)
 -- ARGV[DEFAULTS + 8] places held a tick (a line)
 -- ARGV[DEFAULTS + 9] LANES_READ: the caller's reading of the lanes, sorted, ","-joined
