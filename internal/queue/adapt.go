@@ -11,7 +11,7 @@ import (
 // The settings of the controller that lets the order page's health drive
 // the rate (internal/autorate): kept in the queue's config HASH
 // beside the others, so settings.lua changes them with the rest, and read
-// by common.lua's budget on every script that needs an interval's budget.
+// by common_config.lua's budget on every script that needs an interval's budget.
 
 // Bounds of the controller's settings.
 const (
@@ -64,7 +64,7 @@ func (s *Store) Adapt(ctx context.Context, queue string) (AdaptState, error) {
 	if x, ok := str(5); ok {
 		st.RefillSize, _ = strconv.Atoi(x)
 	}
-	// The budget as common.lua's interval_budget works it out.
+	// The budget as common_config.lua's interval_budget works it out.
 	st.RefillEffective = st.RefillSize
 	if x, ok := str(6); ok && st.Enabled {
 		if n, err := strconv.Atoi(x); err == nil {

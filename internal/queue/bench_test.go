@@ -205,7 +205,7 @@ func BenchmarkTick(b *testing.B) {
 						fill(b, rdb, q, 20*refill)
 						filled = 20 * refill
 						// As if the whole line came after one tick: every
-						// admission is measured (tick.lua, "Line statistics").
+						// admission is measured (tick_stats.lua).
 						rdb.ZAdd(ctx, k.arrivals, redis.Z{Score: 0, Member: fmt.Sprintf("%d:0:%d:%d", time.Now().UnixMilli(), refill, time.Hour.Milliseconds())})
 					}
 					rdb.HDel(ctx, k.tick, "next_at_ms", "min_next_ms")
@@ -312,6 +312,83 @@ func BenchmarkTickAdapt(b *testing.B) {
 					}
 					budget = int(res.Budget)
 					filled -= int(res.Moved)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkTickNotDue measures the call every replica makes several
+// times per interval and that finds the tick not due yet: without a
+// schedule, and with a window in force.
+func BenchmarkTickNotDue(b *testing.B) {
+	for _, windows := range []bool{false, true} {
+		b.Run(fmt.Sprintf("window=%v", windows), func(b *testing.B) {
+			s, q, rdb := benchStore(b, benchSettings)
+			ctx := context.Background()
+			if _, err := s.Tick(ctx, q); err != nil { // the first tick applies
+				b.Fatal(err)
+			}
+			if windows {
+				refill, now := 20, time.Now()
+				sc := Schedule{Windows: []Window{{Start: now.Add(-time.Minute), End: now.Add(time.Hour), RefillSize: &refill}}}
+				if _, _, err := NewInspector(s).SetSchedule(ctx, q, sc); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Tick(ctx, q); err != nil { // starts it
+					b.Fatal(err)
+				}
+			}
+			measureRedis(b, rdb, func() {
+				for b.Loop() {
+					if res, err := s.Tick(ctx, q); err != nil || res.Applied {
+						b.Fatalf("tick: %+v %v", res, err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkWindows measures windows.lua finding the window in force
+// applied (what a call costs that changes nothing), and a window ending
+// and the next starting (each replica's tick calls it only then).
+func BenchmarkWindows(b *testing.B) {
+	for _, change := range []bool{false, true} {
+		b.Run(fmt.Sprintf("change=%v", change), func(b *testing.B) {
+			s, q, rdb := benchStore(b, benchSettings)
+			ctx := context.Background()
+			ref, err := s.queue(q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			refill, other, now := 20, 30, time.Now()
+			in := Schedule{Windows: []Window{{Start: now.Add(-time.Minute), End: now.Add(time.Hour), RefillSize: &refill}}}
+			next := Schedule{Windows: []Window{{Start: now.Add(-2 * time.Minute), End: now.Add(time.Hour), RefillSize: &other}}}
+			if _, _, err := NewInspector(s).SetSchedule(ctx, q, in); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.applyWindows(ctx, ref); err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			measureRedis(b, rdb, func() {
+				for b.Loop() {
+					if change { // the other window in force: one ends, the other starts
+						b.StopTimer()
+						sc := in
+						if i%2 == 0 {
+							sc = next
+						}
+						if _, _, err := NewInspector(s).SetSchedule(ctx, q, sc); err != nil {
+							b.Fatal(err)
+						}
+						i++
+						b.StartTimer()
+					}
+					if w, err := s.applyWindows(ctx, ref); err != nil || (w != nil) != change {
+						b.Fatalf("windows: %+v %v", w, err)
+					}
 				}
 			})
 		})

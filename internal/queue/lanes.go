@@ -17,7 +17,7 @@ import (
 // its waiting ZSET, heard, held, stale, draw, arrival counter, checkpoints
 // and history; the admissions (entered), the tokens, the config and the
 // tick are the queue's, so max_active counts everyone and one tick per
-// interval admits from every lane (tick.lua, "Lanes").
+// interval admits from every lane (tick_lines.lua).
 
 // Lane is one lane of a queue: its name and the share of each interval's
 // budget reserved for it.

@@ -114,7 +114,7 @@ func TestLaneShares(t *testing.T) {
 		if busy {
 			// The lanes' whole places fit every interval when the general
 			// lane's part leaves room for their fractions to come due
-			// together; else one may wait a tick (tick.lua, split).
+			// together; else one may wait a tick (tick_lines.lua, split).
 			slack := float64(refill)*left+1e-9 >= float64(len(ls)-1)
 			for _, m := range lines {
 				bound := 1.0

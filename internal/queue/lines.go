@@ -295,7 +295,7 @@ func (s *Store) removedShares(ctx context.Context, q *queueRef, gone []string) (
 	return out, nil
 }
 
-// lineShares is tick.lua's rule (lines_now) for the share each line is
+// lineShares is the tick's rule (lines_now, tick_lines.lua) for the share each line is
 // served at: the lanes removed (removed) keep the shares they had first,
 // scaled down only if they alone exceed the whole; the configured lanes
 // give way in proportion to fit in what is left; the general lane gets

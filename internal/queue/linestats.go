@@ -16,7 +16,7 @@ import (
 // What the line felt like, for the operator: how long people
 // waited, how far off the ETA their page gave at entry was, how long
 // admissions lasted, who gave up, who came and who went in. The scripts
-// measure at each tick (tick.lua, "Line statistics"), without a record
+// measure at each tick (tick_stats.lua), without a record
 // per waiting user; this file reads what they kept.
 
 // SampleKind is what a Sample measured; the values are common.lua's STAT_*.
@@ -24,7 +24,7 @@ type SampleKind int
 
 const (
 	// TimeInLine runs from entry to admission: 0 for a direct admission,
-	// to within half a refill interval for one from the line (tick.lua).
+	// to within half a refill interval for one from the line (tick_stats.lua).
 	TimeInLine SampleKind = iota + 1
 	// ETAError is the actual admission less the one the page predicted at
 	// entry (Ticket.ETA): positive when it came later than said.
@@ -234,7 +234,7 @@ func parseSample(entry string) (time.Time, Sample, error) {
 	parts := strings.Split(entry, ":")
 	var n [4]int64
 	lane := ""
-	if len(parts) == len(n)+1 && CheckLaneName(parts[len(n)]) { // a lane's (tick.lua, save_samples)
+	if len(parts) == len(n)+1 && CheckLaneName(parts[len(n)]) { // a lane's (tick_stats.lua, save_samples)
 		lane, parts = parts[len(n)], parts[:len(n)]
 	}
 	if len(parts) != len(n) {

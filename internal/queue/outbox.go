@@ -2,7 +2,7 @@ package queue
 
 // The outboxes' switch and their drop counts, for the webhook workers
 // (internal/webhook). Both live in the queue's config HASH: the scripts
-// read there whether to write events (common.lua, events_on) and count
+// read there whether to write events (common_events.lua, events_on) and count
 // there what a full outbox dropped. The queue owns that HASH, so the
 // workers, which consume the outboxes, ask the queue rather than write it.
 

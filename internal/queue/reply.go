@@ -73,7 +73,7 @@ const (
 
 // Positions in tick.lua's reply (TICK_*).
 const (
-	tickApplied = iota
+	tickApplied = iota // 1, 0, or having changed nothing, tickLanesChanged or tickWindowsDue
 	tickMoved
 	tickWaiting
 	tickTokens
@@ -84,18 +84,37 @@ const (
 	tickUntilNext
 	tickBudget
 	tickAdapted
-	tickWindow        // WindowStarted | WindowEnded
-	tickWindowAt      // the start (ms) of the window concerned
-	tickWindowChanges // a string: the fields they changed (WindowChange)
-	tickLanes         // n: then moved and waiting for each of the n lanes the call was given
-	tickLen           // then a group of four per Sample: kind, value (ms), count, line (0: general, i: the i-th lane)
+	tickLanes // n: then moved and waiting for each of the n lanes the call was given
+	tickLen   // then a group of four per Sample: kind, value (ms), count, line (0: general, i: the i-th lane)
 )
 
-// reasons are the codes of the scripts' REASONS (common.lua), from 1.
+// tickApplied's values of a call to make again (LANES_CHANGED,
+// WINDOWS_DUE): the lanes changed since the caller read them, or a window
+// of the schedule starts or ends, which windows.lua makes first.
+const (
+	tickLanesChanged = -1
+	tickWindowsDue   = -2
+)
+
+// Positions in windows.lua's reply (WINDOWS_*).
+const (
+	windowsDid     = iota // windowStarted | windowEnded
+	windowsAt             // the start (ms) of the window concerned
+	windowsChanges        // a string: the fields they changed (WindowChange)
+	windowsLen
+)
+
+// The bits of WINDOWS_DID (WINDOW_STARTED, WINDOW_ENDED).
+const (
+	windowStarted = 1
+	windowEnded   = 2
+)
+
+// reasons are the codes of the scripts' REASONS (common_places.lua), from 1.
 var reasons = []string{ReasonAbandoned, ReasonLeft, ReasonExpired, ReasonRemoved, ReasonDone, ReasonMoved}
 
 // reasonMoved is the code of ReasonMoved: a stale place credential
-// (keep_current, common.lua), refused with ErrMoved.
+// (keep_current, common_places.lua), refused with ErrMoved.
 var reasonMoved = int64(len(reasons))
 
 // batchTickets reads the reply v (or err) of a batched script's call:
@@ -211,9 +230,10 @@ func refusal(status, wait int64) error {
 	return &Retry{Err: err, After: ms(wait)}
 }
 
-// newTickResult reads tick.lua's reply.
-// changes is its TICK_WINDOW_CHANGES.
-func newTickResult(v []int64, changes string, lanes []string) (TickResult, error) {
+// newTickResult reads tick.lua's reply, for the lanes the call was
+// given; window is the change to the windows the call made first (nil:
+// none).
+func newTickResult(v []int64, lanes []string, window *WindowChange) (TickResult, error) {
 	if len(v) < tickLen {
 		return TickResult{}, fmt.Errorf("queue: tick: unexpected reply %v", v)
 	}
@@ -233,17 +253,6 @@ func newTickResult(v []int64, changes string, lanes []string) (TickResult, error
 		}
 		samples = append(samples, Sample{Kind: SampleKind(g[0]), Value: ms(g[1]), Count: g[2], Lane: lane})
 	}
-	var window *WindowChange
-	if v[tickWindow] != 0 {
-		window = &WindowChange{Started: v[tickWindow]&windowStarted != 0, Ended: v[tickWindow]&windowEnded != 0, At: msTime(v[tickWindowAt])}
-		if changes != "" {
-			var c struct{ Ended, Started []SettingChange }
-			if err := json.Unmarshal([]byte(changes), &c); err != nil {
-				return TickResult{}, fmt.Errorf("queue: tick: the windows' changes %q: %w", changes, err)
-			}
-			window.EndChanges, window.StartChanges = c.Ended, c.Started
-		}
-	}
 	return TickResult{
 		Lanes:     lines,
 		Window:    window,
@@ -260,6 +269,32 @@ func newTickResult(v []int64, changes string, lanes []string) (TickResult, error
 		Budget:    v[tickBudget],
 		Adapted:   v[tickAdapted] == 1,
 	}, nil
+}
+
+// newWindowChange reads windows.lua's reply: nil when the call changed
+// nothing.
+func newWindowChange(raw []any) (*WindowChange, error) {
+	if len(raw) != windowsLen {
+		return nil, fmt.Errorf("queue: windows: unexpected reply %v", raw)
+	}
+	did, okDid := raw[windowsDid].(int64)
+	at, okAt := raw[windowsAt].(int64)
+	changes, okChanges := raw[windowsChanges].(string)
+	if !okDid || !okAt || !okChanges {
+		return nil, fmt.Errorf("queue: windows: unexpected reply %v", raw)
+	}
+	if did == 0 {
+		return nil, nil
+	}
+	w := &WindowChange{Started: did&windowStarted != 0, Ended: did&windowEnded != 0, At: msTime(at)}
+	if changes != "" {
+		var c struct{ Ended, Started []SettingChange }
+		if err := json.Unmarshal([]byte(changes), &c); err != nil {
+			return nil, fmt.Errorf("queue: windows: the changes %q: %w", changes, err)
+		}
+		w.EndChanges, w.StartChanges = c.Ended, c.Started
+	}
+	return w, nil
 }
 
 // newInfo reads info.lua's reply for queue; sessionMax is the replica's

@@ -77,10 +77,16 @@ var luaMirror = []struct {
 	{"TICK_UNTIL_NEXT", tickUntilNext + 1},
 	{"TICK_BUDGET", tickBudget + 1},
 	{"TICK_ADAPTED", tickAdapted + 1},
-	{"TICK_WINDOW", tickWindow + 1},
-	{"TICK_WINDOW_AT", tickWindowAt + 1},
-	{"TICK_WINDOW_CHANGES", tickWindowChanges + 1},
 	{"TICK_LANES", tickLanes + 1},
+	{"LANES_CHANGED", tickLanesChanged},
+	{"WINDOWS_DUE", tickWindowsDue},
+
+	{"WINDOWS_DID", windowsDid + 1},
+	{"WINDOWS_AT", windowsAt + 1},
+	{"WINDOWS_CHANGES", windowsChanges + 1},
+	{"WINDOW_STARTED", windowStarted},
+	{"WINDOW_ENDED", windowEnded},
+
 	{"STAT_LINE", int(TimeInLine)},
 	{"STAT_ETA", int(ETAError)},
 	{"STAT_INSIDE", int(TimeInside)},
@@ -88,7 +94,8 @@ var luaMirror = []struct {
 	{"REASON_MOVED", int(reasonMoved)}, // a code of REASONS, from 1
 }
 
-// notReplies are common.lua's numeric constants that describe no reply.
+// notReplies are the common prelude's numeric constants (common.lua and
+// its parts) that describe no reply.
 var notReplies = []string{"DEFAULTS", "GONE_KEEP_MS", "EVENTS_PER_ENTRY", "EVENTS_MAXLEN", "EVENTS_BULK_MAXLEN"}
 
 // TestRepliesMatchLua fails when reply.go and common.lua disagree on a
@@ -102,7 +109,7 @@ func TestRepliesMatchLua(t *testing.T) {
 	// Every numeric constant common.lua declares is mirrored, and nothing
 	// else is: a name added on one side only fails here.
 	var declared []string
-	for _, m := range regexp.MustCompile(`(?m)^local ([A-Z][A-Z0-9_]*) = \d+\b`).FindAllStringSubmatch(commonLua, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^local ([A-Z][A-Z0-9_]*) = -?\d+\b`).FindAllStringSubmatch(commonLua, -1) {
 		if !slices.Contains(notReplies, m[1]) {
 			declared = append(declared, m[1])
 		}
@@ -118,7 +125,7 @@ func TestRepliesMatchLua(t *testing.T) {
 	for _, n := range []struct {
 		name     string
 		last, by int
-	}{{"head", headUntilOpen, headLen}, {"info", infoBudget, infoLen}, {"tick", tickLanes, tickLen}} {
+	}{{"head", headUntilOpen, headLen}, {"info", infoBudget, infoLen}, {"tick", tickLanes, tickLen}, {"windows", windowsChanges, windowsLen}} {
 		if n.last+1 != n.by {
 			t.Errorf("%sLen is %d, but its last position is %d", n.name, n.by, n.last)
 		}

@@ -13,8 +13,8 @@ import (
 )
 
 // A schedule of windows: each window overrides some of a queue's
-// settings from its start to its end. The tick applies them (tick.lua,
-// "Windows"), on the Redis clock, whichever replica ticks: at a window's
+// settings from its start to its end. windows.lua applies them, before
+// the tick, on the Redis clock, whichever replica ticks: at a window's
 // start it writes its own and remembers each field's value before and
 // the value it wrote, at its end it puts back those nobody changed since,
 // each exactly once.
@@ -77,7 +77,7 @@ func (sc *Schedule) Validate() error {
 	return nil
 }
 
-// storedWindow is a window as tick.lua reads it: times in ms, the lanes
+// storedWindow is a window as schedule.lua reads it: times in ms, the lanes
 // as the config HASH holds them ("" for none).
 type storedWindow struct {
 	StartMS    int64   `json:"start_ms"`

@@ -2,7 +2,9 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -119,4 +121,66 @@ func TestScheduleValidate(t *testing.T) {
 			t.Errorf("%s: %v, want ok %v", c.name, err, c.ok)
 		}
 	}
+}
+
+// TestWindowsBeforeTheTick: a tick call that finds a window starting
+// changes nothing and answers WINDOWS_DUE; windows.lua then starts it
+// once (a second call changes nothing), and the tick applies with the
+// window's values. Store.Tick does all of that in one call, as it does
+// for the window's end.
+func TestWindowsBeforeTheTick(t *testing.T) {
+	ctx := context.Background()
+	s, q, _ := newStore(t, Settings{RefillSize: 10, RefillInterval: time.Hour, SessionTTL: time.Hour})
+	ref, err := s.queue(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := func() []int64 {
+		t.Helper()
+		v, err := tickScript.Run(ctx, s.rdb, ref.tickKeys, append(ref.args, purgeBatch, HistoryLen, abandonBatch, drawSeed(),
+			drawBatch, 0, 0, holdBatch, "", "0")...).Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	refill, start := 40, time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	sc := Schedule{Windows: []Window{{Start: start, End: start.Add(time.Hour), RefillSize: &refill}}}
+	if _, _, err := NewInspector(s).SetSchedule(ctx, q, sc); err != nil {
+		t.Fatal(err)
+	}
+	if v := tick(); v[tickApplied] != tickWindowsDue {
+		t.Fatalf("tick with a window due: %v, want applied %d", v, tickWindowsDue)
+	}
+	if v, err := NewInspector(s).Values(ctx, q); err != nil || v["refill_size"] != 10 {
+		t.Fatalf("after a tick that found a window due: %v %v, want refill_size 10 still", v, err)
+	}
+	w, err := s.applyWindows(ctx, ref)
+	want := []SettingChange{{Field: "refill_size", Old: json.RawMessage("10"), New: json.RawMessage("40")}}
+	if err != nil || w == nil || !w.Started || w.Ended || !w.At.Equal(start) || !slices.EqualFunc(w.StartChanges, want, sameChange) {
+		t.Fatalf("windows.lua: %+v %v, want the window started with %v", w, err, want)
+	}
+	if w, err := s.applyWindows(ctx, ref); err != nil || w != nil {
+		t.Fatalf("windows.lua again: %+v %v, want no change", w, err)
+	}
+	if v := tick(); v[tickApplied] != 1 || v[tickBudget] != 40 {
+		t.Fatalf("tick after windows.lua: %v, want applied with the budget 40", v)
+	}
+
+	if _, _, err := NewInspector(s).SetSchedule(ctx, q, Schedule{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Tick(ctx, q)
+	want = []SettingChange{{Field: "refill_size", Old: json.RawMessage("40"), New: json.RawMessage("10")}}
+	if err != nil || res.Applied || res.Window == nil || !res.Window.Ended || res.Window.Started ||
+		!slices.EqualFunc(res.Window.EndChanges, want, sameChange) {
+		t.Fatalf("Tick once the window is gone: %+v %v, want it ended with %v", res, err, want)
+	}
+	if res, err := s.Tick(ctx, q); err != nil || res.Window != nil {
+		t.Fatalf("Tick again: %+v %v, want no change to the windows", res, err)
+	}
+}
+
+func sameChange(a, b SettingChange) bool {
+	return a.Field == b.Field && string(a.Old) == string(b.Old) && string(a.New) == string(b.New)
 }

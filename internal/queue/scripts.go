@@ -1,7 +1,7 @@
 package queue
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"strings"
 
@@ -10,69 +10,62 @@ import (
 
 // Each state change is one Lua script, run atomically with EVALSHA (go-redis
 // falls back to EVAL and caches the script when Redis does not know it yet,
-// e.g. after a restart). common.lua is prepended to each so the scripts
-// share one definition of the clock, the config and the ETA; before it
-// comes the reading of the settings they use, written from Catalog
-// (configLua).
+// e.g. after a restart). A script is composed of files of scripts/, in
+// order, one source sent as one script: first the prelude every queue
+// script shares (commonLua: the reading of the settings the scripts use,
+// written from Catalog by configLua, then common.lua and its parts, the
+// one definition of the replies' names, the clock, the config and the
+// ETA), then the files of the script's steps, then its own file, whose
+// header says its KEYS, ARGV and reply and whose body calls the steps.
+// Each file stays short enough to read in one sitting; the script, not
+// any one file, is atomic.
 
-//go:embed scripts/common.lua
-var commonSrc string
+//go:embed scripts/*.lua
+var scriptFiles embed.FS
 
-var commonLua = configLua(Catalog) + commonSrc
+// lua is the files of scripts/ named, in order, as one source. Every
+// name is a literal of this package, read once as it loads: a misspelt
+// one panics in every test.
+func lua(names ...string) string {
+	var b strings.Builder
+	for _, n := range names {
+		src, err := scriptFiles.ReadFile("scripts/" + n)
+		if err != nil {
+			panic("queue: " + err.Error())
+		}
+		b.Write(src)
+	}
+	return b.String()
+}
 
-//go:embed scripts/enter.lua
-var enterLua string
+var commonLua = configLua(Catalog) + lua("common.lua", "common_config.lua", "common_limits.lua", "common_places.lua",
+	"common_events.lua", "common_settings.lua")
 
-//go:embed scripts/status.lua
-var statusLua string
-
-//go:embed scripts/leave.lua
-var leaveLua string
-
-//go:embed scripts/tick.lua
-var tickLua string
-
-//go:embed scripts/info.lua
-var infoLua string
-
-//go:embed scripts/done.lua
-var doneLua string
-
-//go:embed scripts/renew.lua
-var renewLua string
-
-//go:embed scripts/challenge.lua
-var challengeLua string
-
-// networks.lua holds the defences kept per network of the client (the
-// wider networks' limits and the price of a place, price.go): enter.lua
-// and challenge.lua get it after common.lua.
-//
-//go:embed scripts/networks.lua
-var networksLua string
-
-//go:embed scripts/settings.lua
-var settingsLua string
+// networksLua holds the defences kept per network of the client (the
+// wider networks' limits and the price of a place, price.go): enter and
+// challenge get it after commonLua.
+var networksLua = lua("networks.lua")
 
 var (
-	enterScript     = redis.NewScript(commonLua + networksLua + enterLua)
-	statusScript    = redis.NewScript(commonLua + statusLua)
-	leaveScript     = redis.NewScript(commonLua + leaveLua)
-	tickScript      = redis.NewScript(commonLua + tickLua)
-	infoScript      = redis.NewScript(commonLua + infoLua)
-	doneScript      = redis.NewScript(commonLua + doneLua)
-	renewScript     = redis.NewScript(commonLua + renewLua)
-	challengeScript = redis.NewScript(commonLua + networksLua + challengeLua)
-	settingsScript  = redis.NewScript(commonLua + settingsLua)
+	enterScript     = redis.NewScript(commonLua + networksLua + lua("enter_defences.lua", "enter_join.lua", "enter.lua"))
+	statusScript    = redis.NewScript(commonLua + lua("status.lua"))
+	leaveScript     = redis.NewScript(commonLua + lua("leave.lua"))
+	infoScript      = redis.NewScript(commonLua + lua("info.lua"))
+	doneScript      = redis.NewScript(commonLua + lua("done.lua"))
+	renewScript     = redis.NewScript(commonLua + lua("renew.lua"))
+	challengeScript = redis.NewScript(commonLua + networksLua + lua("challenge.lua"))
+	settingsScript  = redis.NewScript(commonLua + lua("settings.lua"))
+	snapshotScript  = redis.NewScript(commonLua + lua("snapshot.lua"))
+	// The tick's steps, in the order its body calls them; the schedule's
+	// windows are a script of their own, which the store calls before a
+	// tick that asks for it (tick.go).
+	tickScript = redis.NewScript(commonLua + lua("schedule.lua", "tick_lines.lua", "tick_close.lua", "tick_move.lua",
+		"tick_stats.lua", "tick.lua"))
+	windowsScript = redis.NewScript(commonLua + lua("schedule.lua", "windows.lua"))
 )
 
-//go:embed scripts/snapshot.lua
-var snapshotLua string
-
-var snapshotScript = redis.NewScript(commonLua + snapshotLua)
-
 // configLua is the Lua that reads the settings the scripts use, the rows
-// of catalog marked Lua, in its order, for queue_config (common.lua):
+// of catalog marked Lua, in its order, for queue_config (common_config.lua):
 //
 //	DEFAULTS         ARGV[1..DEFAULTS] of a script that reads them: the
 //	                 replica's defaults (scriptDefaults), then the lane
@@ -133,7 +126,7 @@ func configLua(catalog []Setting) string {
 // configState are the config HASH fields the scripts keep themselves
 // beside the settings, read with them into queue_config's table (a
 // number, nil while not stored): the effective refill of the automatic
-// rate (tick.lua).
+// rate (adapt_budget, tick_close.lua).
 var configState = []string{"refill_effective"}
 
 // scriptDefaults are the replica's defaults d as configLua's scripts take

@@ -14,7 +14,7 @@ import (
 // settings_changed event, the audit log's redaction, the admin view
 // (Values), the back office's fields (GET /admin/v1/settings/catalog:
 // Form, Label, Hint, Scale), the settings the scripts read by name
-// (Lua: queue_config in common.lua) and the settings in the API contract
+// (Lua: queue_config in common_config.lua) and the settings in the API contract
 // (api/openapi.yaml's generated blocks, api/settings_test.go).
 //
 // A row's Go value lives in the Update field tagged `setting:"<Name>"`
@@ -117,7 +117,7 @@ type Setting struct {
 	// for the first).
 	Choices []string
 	// Lua: the scripts read it, as a field of the table queue_config
-	// returns (common.lua), named by Hash: a number unless its Kind is
+	// returns (common_config.lua), named by Hash: a number unless its Kind is
 	// text, and while not stored the replica's default (Seed SeedAlways)
 	// or its Kind's zero, the first of Choices for a string that has
 	// them (configLua, scripts.go, writes that Lua).

@@ -142,7 +142,7 @@ func TestEnvDiff(t *testing.T) {
 	}
 }
 
-// TestQueueConfig: queue_config (common.lua) gives every setting of
+// TestQueueConfig: queue_config (common_config.lua) gives every setting of
 // Catalog marked Lua by its HASH field, a number unless its kind is text:
 // while not stored the replica's default (SeedAlways) or the kind's zero,
 // once stored the value stored; and the interval's budget.

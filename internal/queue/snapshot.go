@@ -20,7 +20,7 @@ import (
 // its position is interpolated between the two sampled ranks around it.
 //
 // Everything else asks Redis, as before: a place within near_head of the
-// head (common.lua: the places the next ticks may admit, enough of them
+// head (common_config.lua: the places the next ticks may admit, enough of them
 // that a page is heard from on its way to the head), any place the
 // snapshot cannot place with confidence (ahead of the head it saw, behind
 // the tail it saw, during an opening's draw), a credential without an

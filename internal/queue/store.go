@@ -113,7 +113,7 @@ type queueRef struct {
 	keys keys
 	// args are the scripts' first arguments: the replica's defaults
 	// (Store.defaultArgs), then the line's lane ("": the general lane),
-	// ARGV[1..DEFAULTS] of common.lua. Its capacity is its length, so a
+	// ARGV[1..DEFAULTS] of the scripts (common_config.lua). Its capacity is its length, so a
 	// call that appends its own arguments appends to a copy.
 	args       []any
 	enters     batcher // enter.lua calls, see batch.go
@@ -144,7 +144,7 @@ type queueRef struct {
 	lanesSeen atomic.Pointer[[]string]
 	// tickedOK says this replica's last tick call reached Redis (false
 	// before its first, and after a call that failed): only then does the
-	// tick take a late interval for an outage (tick.lua, "Outages"), not
+	// tick take a late interval for an outage (tick_move.lua, "Outages"), not
 	// for a busy machine's late timer.
 	tickedOK atomic.Bool
 }

@@ -1,7 +1,9 @@
 package queue
 
 // The refill tick (tick.lua): every replica calls it several times per
-// interval, and one call per interval applies it.
+// interval, and one call per interval applies it. The schedule's windows
+// (windows.lua) are applied by their own script, called when the tick
+// finds one starting or ending.
 
 import (
 	"context"
@@ -36,34 +38,39 @@ func (s *Store) Tick(ctx context.Context, queue string) (TickResult, error) {
 // the tick opens (internal/autorate): an applied tick stores it, atomically
 // with the tick, if the queue's budget is still p.Base and the controller
 // is on (TickResult.Adapted); else it changes nothing. A zero Proposal is
-// none.
+// none. A call that fails after starting or ending a window of the
+// schedule still returns that change (TickResult.Window) with its error.
 func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickResult, error) {
 	q, err := s.queue(queue)
 	if err != nil {
 		return TickResult{}, err
 	}
-	var lanes []string
-	// A window's change made by an attempt that was called again: its
-	// start or end happened, once, in that attempt.
-	var window *tickReply
-	r, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (tickReply, error) {
+	type result struct {
+		v      []int64
+		lanes  []string
+		window *WindowChange
+	}
+	r, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (result, error) {
+		var r result
 		// The lanes the last call saw, which rarely change: the script
 		// checks them, and when they have (a PATCH, a window starting, a
-		// first place in a lane) it changes nothing but the windows and
-		// says so (-1), and is called again with a fresh reading.
+		// first place in a lane) it changes nothing and says so, and is
+		// called again with a fresh reading. Likewise when a window of
+		// the schedule starts or ends: windows.lua makes that change
+		// first, and may change the lanes.
 		seen := q.lanesSeen.Load()
 		for range 3 {
 			if seen == nil {
 				read, err := s.readLanes(ctx, q)
 				if err != nil {
-					return tickReply{}, err
+					return r, err
 				}
 				seen = &read
 				q.lanesSeen.Store(seen)
 			}
-			lanes = *seen
+			r.lanes = *seen
 			keys := q.tickKeys
-			for _, l := range lanes {
+			for _, l := range r.lanes {
 				lk := keysForLine(queue, l)
 				keys = append(keys[:len(keys):len(keys)], lk.waiting, lk.heard, lk.held, lk.stale, lk.draw, lk.seq, lk.arrivals, lk.laneHistory)
 			}
@@ -71,64 +78,53 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 			if !q.tickedOK.Load() {
 				away = "1" // its first, or Redis did not answer it lately
 			}
-			raw, err := tickScript.Run(ctx, s.rdb, keys,
+			v, err := tickScript.Run(ctx, s.rdb, keys,
 				append(q.args, purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base, holdBatch,
-					strings.Join(lanes, ","), away)...).Slice()
+					strings.Join(r.lanes, ","), away)...).Int64Slice()
 			if err != nil {
 				q.tickedOK.Store(false)
-				return tickReply{}, err
+				return r, err
 			}
 			q.tickedOK.Store(true)
-			r, err := readTickReply(raw)
-			if err != nil {
-				return tickReply{}, err
+			if len(v) <= tickApplied {
+				return r, fmt.Errorf("unexpected reply %v", v)
 			}
-			if window != nil && r.v[tickWindow] == 0 {
-				r.v[tickWindow], r.v[tickWindowAt], r.changes = window.v[tickWindow], window.v[tickWindowAt], window.changes
-			}
-			if r.v[tickApplied] != -1 {
+			switch v[tickApplied] {
+			case tickLanesChanged:
+			case tickWindowsDue:
+				w, err := s.applyWindows(ctx, q)
+				if err != nil {
+					return r, err
+				}
+				if w != nil { // nil: another replica's call made it first
+					r.window = w
+				}
+			default:
+				r.v = v
 				return r, nil
-			}
-			if r.v[tickWindow] != 0 {
-				window = &r
 			}
 			seen = nil
 		}
-		return tickReply{}, errors.New("the lanes kept changing")
+		return r, errors.New("the lanes or the windows kept changing")
 	})
 	if err != nil {
-		return TickResult{}, fmt.Errorf("queue: tick: %w", err)
+		// windows.lua's change stands whatever came after it: told, it is
+		// audited like any other.
+		return TickResult{Window: r.window}, fmt.Errorf("queue: tick: %w", err)
 	}
-	return newTickResult(r.v, r.changes, lanes)
+	return newTickResult(r.v, r.lanes, r.window)
 }
 
-// tickReply is tick.lua's reply: every value an integer but
-// TICK_WINDOW_CHANGES, a string (in v, 0).
-type tickReply struct {
-	v       []int64
-	changes string
-}
-
-// readTickReply reads tick.lua's reply as go-redis gives it.
-func readTickReply(raw []any) (tickReply, error) {
-	r := tickReply{v: make([]int64, len(raw))}
-	for i, x := range raw {
-		switch x := x.(type) {
-		case int64:
-			r.v[i] = x
-		case string:
-			if i != tickWindowChanges {
-				return tickReply{}, fmt.Errorf("unexpected string at %d of the reply", i)
-			}
-			r.changes = x
-		default:
-			return tickReply{}, fmt.Errorf("unexpected %T at %d of the reply", x, i)
-		}
+// applyWindows runs windows.lua: the start or end of a window of the
+// schedule, if no replica has made it yet. Returns the change it made
+// (nil: none).
+func (s *Store) applyWindows(ctx context.Context, q *queueRef) (*WindowChange, error) {
+	k := q.keys
+	raw, err := windowsScript.Run(ctx, s.rdb, []string{k.config, k.tick, k.events, k.lanes, k.schedule}, q.args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("windows: %w", err)
 	}
-	if len(r.v) < tickLen {
-		return tickReply{}, fmt.Errorf("unexpected reply %v", raw)
-	}
-	return r, nil
+	return newWindowChange(raw)
 }
 
 // drawSeed is a fresh random seed for a draw: 52 bits, which Lua holds

@@ -11,7 +11,7 @@ import (
 
 // The bounds of tick.lua's trims of the sets the users' traffic fills
 // (GONE_TRIM_MAX, STALE_TRIM_MAX), and how long gone keeps a record
-// (GONE_KEEP_MS, common.lua).
+// (GONE_KEEP_MS, common_places.lua).
 const (
 	goneTrimMax  = 10000
 	staleTrimMax = 10000

@@ -187,7 +187,7 @@ type Caller struct {
 }
 
 // gen is the generation the scripts check the caller's credential
-// against (keep_current, common.lua): -1 for none.
+// against (keep_current, common_places.lua): -1 for none.
 func (c Caller) gen() int64 {
 	if !c.Credential {
 		return -1
@@ -346,7 +346,7 @@ type Info struct {
 	OpensAt, PrequeueFrom time.Time
 	// DrawFor is the opening of the last draw (zero: none yet), DrawSeed
 	// its seed and DrawCount the participants it placed in the line: with
-	// them anyone can recompute the order (draw_key in common.lua).
+	// them anyone can recompute the order (draw_key in common_places.lua).
 	DrawFor   time.Time
 	DrawSeed  int64
 	DrawCount int64
@@ -434,8 +434,9 @@ type LaneTick struct {
 	Waiting int64 // left in it
 }
 
-// WindowChange is a tick call's change to the schedule's windows: it
-// ended the window in force, started the one beginning At, or both.
+// WindowChange is a tick call's change to the schedule's windows
+// (windows.lua, which the call ran before the tick): it ended the window
+// in force, started the one beginning At, or both.
 type WindowChange struct {
 	Started, Ended bool
 	At             time.Time // the start of the window started, or, ended alone, of the one ended
@@ -453,9 +454,3 @@ type SettingChange struct {
 	Old   json.RawMessage `json:"old"`
 	New   json.RawMessage `json:"new"`
 }
-
-// The bits of TICK_WINDOW.
-const (
-	windowStarted = 1
-	windowEnded   = 2
-)

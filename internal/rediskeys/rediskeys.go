@@ -173,8 +173,8 @@ func Lane(q, lane, part string) string { return prefix(q) + "lane:" + lane + ":"
 func Lanes(q string) string { return prefix(q) + "lanes" }
 
 // Schedule is q's windows. STRING, JSON as PUT
-// /admin/v1/queues/{queue}/schedule takes it; tick.lua applies each
-// window at its start and removes it at its end. Owner: queue.
+// /admin/v1/queues/{queue}/schedule takes it; windows.lua applies each
+// window at its start and undoes it at its end. Owner: queue.
 func Schedule(q string) string { return prefix(q) + "schedule" }
 
 // --- the capabilities beside the queue, each in its own keys.

@@ -95,7 +95,7 @@ var registry = []Key{
 		func() string { return Lane(q, "{lane}", "{part}") }},
 	{"wr:{q}:lanes", "SET", OwnerQueue, "the lanes that may hold places: configured, or not yet empty",
 		func() string { return Lanes(q) }},
-	{"wr:{q}:schedule", "STRING", OwnerQueue, "the windows, JSON as `PUT /admin/v1/queues/{queue}/schedule` takes them; applied and removed by the tick",
+	{"wr:{q}:schedule", "STRING", OwnerQueue, "the windows, JSON as `PUT /admin/v1/queues/{queue}/schedule` takes them; each applied at its start and undone at its end by windows.lua",
 		func() string { return Schedule(q) }},
 	{"wr:{q}:unused", "STRING", OwnerQueue, "never exists: given to a script for a key that does not apply (no limit, no proof)",
 		func() string { return Unused(q) }},

@@ -10,7 +10,7 @@ import (
 )
 
 // outbox is one of a queue's two outbox STREAMs (emit and emit_bulk in
-// the queue's common.lua). The events outbox holds admissions, their ends,
+// the queue's common_events.lua). The events outbox holds admissions, their ends,
 // the operator's removals and settings: the room's rate and the operator
 // bound them. The bulk outbox holds a user's own leaving, which anyone can
 // cause at will by entering and leaving: it is capped apart (BulkMax) and

@@ -1,39 +1,28 @@
--- challenge.lua: the proof of work the caller must bring to enter, for
--- the challenge endpoint, behind the client's rate limits: the queue's
--- challenge_difficulty, or the price of a place on the caller's network
--- when that is higher, up to the ceiling, or a human check instead
--- (networks.lua's price_need, price.go), computed as enter.lua will
--- check it. A challenge serves one enter, so a client gets them at
--- its enter limits (per client, network and site), in buckets of their
--- own (op "challenge"): fetching one spends no enter. One call.
+-- challenge.lua: the proof of work the caller must bring to enter, for the challenge
+-- endpoint, behind the client's rate limits: the queue's challenge_difficulty, or the
+-- price of a place on the caller's network when that is higher, up to the ceiling, or a
+-- human check instead (networks.lua's price_need, price.go), computed as enter.lua will
+-- check it. A challenge serves one enter, so a client gets them at its enter limits (per
+-- client, network and site), in buckets of their own (op "challenge"): fetching one
+-- spends no enter. One call.
 --
--- KEYS[1] -> config (HASH; queue_config: challenge_difficulty, opens_at_ms, human_check)
--- KEYS[2] -> waiting (ZSET; its head trims the networks' counts)
--- KEYS[3] -> draw (SET; while it holds anyone, counts are not trimmed)
--- KEYS[4] -> arrival rate (HASH, see arrivals_note)
--- KEYS[5..7] -> the client's, its network's and its site's challenge rate
---            buckets (STRING, see rate_take), or the unused key for a
---            bucket not to be charged
--- KEYS[8] -> held (ZSET; places set aside at the head, held_floor)
--- KEYS[9..] -> the held ZSETs of the caller's network and site (none
---            when the caller is not priced by its networks, or they
---            placed nobody through this replica lately: seen.go)
--- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
---            (common.lua), then the lane ("")
--- After them, A = DEFAULTS:
--- ARGV[A + 1..A + 6] -> the limits per client, network and site: period_ms
---            (the time one call earns back, fractional; 0: no limit), burst
--- ARGV[A + 7..A + 9] -> the calls to charge each bucket (0: not asked; the
---            replica's local stage let the call through, see local.go)
--- ARGV[A + 10..A + 12] -> the price: bits (0: none), calm arrivals a
---            second, the ceiling (bits)
--- ARGV[A + 13] -> whether the human check's provider answers (1 or 0)
--- ARGV[A + 14..A + 15] -> whether the replica placed someone from the
---            caller's network and site lately (1 or 0)
--- ARGV[A + 16] -> flags (enter.lua's): 1 hosting, 2 passed a human check
--- Returns {ALLOWED, difficulty} (0: no proof of work asked), {HUMAN, 0}
--- when a human check is asked instead, or {LIMITED, wait_ms} when the
--- client is over a limit (nothing charged).
+-- KEYS[1..4] config HASH, waiting ZSET (its head trims the networks' counts), draw SET
+--            (while it holds anyone, counts are not trimmed), arrival rate HASH (arrivals_note)
+-- KEYS[5..7] the client's, its network's and its site's challenge rate buckets (STRING,
+--            rate_take), or the unused key for a bucket not to be charged
+-- KEYS[8]    held ZSET (places set aside at the head, held_floor)
+-- KEYS[9..]  the held ZSETs of the caller's network and site (none when the caller is not
+--            priced by its networks, or they placed nobody through this replica lately: seen.go)
+-- ARGV[1..DEFAULTS] the replica's defaults queue_config reads, then the lane (""); A = DEFAULTS
+-- ARGV[A + 1..A + 6] the limits per client, network and site: period_ms (the time one call
+--            earns back, fractional; 0: no limit), burst
+-- ARGV[A + 7..A + 9] the calls to charge each bucket (0: not asked; local.go let it through)
+-- ARGV[A + 10..A + 13] the price: bits (0: none), calm arrivals a second, the ceiling (bits),
+--            whether the human check's provider answers (1 or 0)
+-- ARGV[A + 14..A + 15] whether the replica placed someone from the caller's network and site lately
+-- ARGV[A + 16] flags (enter.lua's): 1 hosting, 2 passed a human check
+-- Returns {ALLOWED, difficulty} (0: no proof of work asked), {HUMAN, 0} when a human check
+-- is asked instead, or {LIMITED, wait_ms} when the client is over a limit (nothing charged).
 local A = DEFAULTS
 local now = now_ms()
 local wait = take_all({

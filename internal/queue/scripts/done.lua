@@ -7,7 +7,7 @@
 -- KEYS[2] -> gone    (ZSET member="<reason>:<user>", score=when)
 -- KEYS[3] -> admitted (HASH: a renewed sliding session's start, renew.lua)
 -- KEYS[4] -> config  (HASH: its webhooks flag)
--- KEYS[5] -> events  (STREAM: the webhooks' outbox, emit in common.lua)
+-- KEYS[5] -> events  (STREAM: the webhooks' outbox, emit in common_events.lua)
 -- KEYS[6] -> inside  (HASH rounded time inside (ms) -> count, which the
 --                     next tick folds into its samples: tick.lua)
 -- ARGV[1] -> user id

@@ -1,5 +1,5 @@
 -- drops.lua: take the counts of events the queue's scripts dropped from a
--- full outbox (emit in the queue's common.lua), and reset them, at once:
+-- full outbox (emit in the queue's common_events.lua), and reset them, at once:
 -- a drop counted in between is neither lost nor taken twice.
 --
 -- KEYS[1] -> config (HASH: fields webhooks_dropped_<reason>)

@@ -7,7 +7,7 @@
 -- KEYS[4] -> config  (HASH)
 -- KEYS[5] -> tick    (HASH)
 -- KEYS[6] -> draw    (SET)
--- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads (common.lua), lane ("")
+-- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads (common_config.lua), lane ("")
 -- Returns, in INFO_* order (common.lua):
 --         {waiting, entered, tokens, refill_size, interval_ms, ttl_ms,
 --          last_tick_at_ms, now_ms, max_active, paused, abandon_after_ms,

@@ -3,31 +3,20 @@
 -- are not given back: a token spent on this user was this interval's
 -- admission. The reason is kept (gone), so the user is told if they ask.
 --
--- KEYS[1] -> waiting (ZSET)
--- KEYS[2] -> entered (ZSET)
--- KEYS[3] -> heard   (ZSET)
--- KEYS[4] -> gone    (ZSET member="<reason>:<user>", score=when)
--- KEYS[5] -> draw    (SET of a scheduled opening's participants)
--- KEYS[6] -> admitted (HASH: a renewed sliding session's start, renew.lua)
--- KEYS[7] -> config  (HASH: its webhooks flag)
--- KEYS[8] -> events  (STREAM: the webhooks' outbox, emit in common.lua;
---             event "left" for either reason, "removed" as a left of
---             the operator's, see internal/webhook)
--- KEYS[9] -> gen     (HASH: the generations of places that moved, keep_current)
--- KEYS[10] -> held   (ZSET: places set aside at the head, tick.lua)
--- KEYS[11] -> stale  (ZSET member=user, score=the highest arrival number of
---             its credentials that no longer name its place: snapshot.lua)
--- KEYS[12] -> seq    (STRING arrival counter, read only)
--- KEYS[13] -> bulk   (STREAM: the webhooks' bulk outbox, emit_bulk in
---             common.lua: a user's own "left", which anyone can repeat at
---             will, waits behind the other events)
+-- KEYS[1..6]  waiting ZSET, entered ZSET, heard ZSET, gone ZSET (member="<reason>:<user>",
+--             score=when), draw SET, admitted HASH (a renewed sliding session's start)
+-- KEYS[7..8]  config HASH (its webhooks flag), events STREAM (emit, common_events.lua: event
+--             "left" for either reason, "removed" as a left of the operator's; internal/webhook)
+-- KEYS[9..12] gen HASH (the generations of places that moved, keep_current), held ZSET (set
+--             aside at the head), stale ZSET (snapshot.lua), seq STRING (read only)
+-- KEYS[13]    bulk STREAM (emit_bulk, common_events.lua: a user's own "left", which anyone
+--             can repeat at will, waits behind the other events)
 -- ARGV[1] -> user id
 -- ARGV[2] -> reason: "left" or "removed"
--- ARGV[3] -> optional: the generation of the caller's place credential;
---            a stale one changes nothing (the place moved to another
---            device). Absent for the operator's removal and plain ids.
--- Returns the number of sets the user was removed from (0..1), or -1 for
--- a stale credential.
+-- ARGV[3] -> optional: the generation of the caller's place credential; a stale one changes
+--            nothing (the place moved to another device). Absent for the operator's removal
+--            and plain ids.
+-- Returns the number of sets the user was removed from (0..1), or -1 for a stale credential.
 local gen = tonumber(ARGV[3])
 if gen and (tonumber(redis.call('HGET', KEYS[9], ARGV[1])) or 0) > gen then
   return -1

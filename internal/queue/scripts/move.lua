@@ -1,24 +1,22 @@
 -- move.lua: move a place to another device (internal/handoff calls it once
 -- it has used a hand-over). The place's generation goes up, so every
 -- credential issued before stops working in the scripts of enter, status
--- and leave (keep_current in common.lua), and the move is recorded for the
--- replicas' far-back status path (the moved ZSET, read by
+-- and leave (keep_current in common_places.lua), and the move is recorded
+-- for the replicas' far-back status path (the moved ZSET, read by
 -- handoff.Tracker). The place itself, its member id and its arrival
--- number, is not touched: same member, same position.
---
--- The move is a compare-and-set on the generation: it applies only while
--- the place's generation is not above the one the mover holds, and raises
--- it above, so of any moves of one place made at one generation exactly
--- one applies. (Not above, rather than equal: the gen HASH expires a
--- while after the queue's last move, and a credential may then hold a
+-- number, is not touched: same member, same position. The move is a
+-- compare-and-set on the generation: it applies only while the place's
+-- generation is not above the one the mover holds, and raises it above,
+-- so of any moves of one place made at one generation exactly one
+-- applies. (Not above, rather than equal: the gen HASH expires a while
+-- after the queue's last move, and a credential may then hold a
 -- generation above the stored 0, as before this script.)
 --
 -- KEYS[1] -> gen     (HASH member=user, value=generation)
 -- KEYS[2] -> moved   (ZSET member=user, score=when it last moved, ms)
 -- KEYS[3] -> waiting (ZSET: the line, read only)
 -- KEYS[4] -> draw    (SET: a scheduled opening's participants, read only)
--- ARGV[1] -> member (user id)
--- ARGV[2] -> the generation the mover holds (the hand-over's)
+-- ARGV[1] -> member (user id); ARGV[2] -> the generation the mover holds (the hand-over's)
 -- ARGV[3] -> how long a move stays in the moved ZSET (ms)
 -- ARGV[4] -> how long the gen HASH is kept after the queue's last move (ms)
 -- Returns {MOVE_DONE, the new generation, arrival number (0: in a draw)},

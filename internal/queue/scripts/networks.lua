@@ -1,5 +1,5 @@
 -- networks.lua: the defences kept per network of the client, prepended
--- after common.lua to enter.lua and challenge.lua (scripts.go): the enter
+-- after the common prelude (common.lua) to enter.lua and challenge.lua (scripts.go): the enter
 -- limits of the client's wider networks, and the price of a place, proof
 -- of work rising with the places its network holds in the line and with
 -- the queue's arrival rate, never above the ceiling a person can pay

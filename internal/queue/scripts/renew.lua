@@ -9,7 +9,7 @@
 -- KEYS[1] -> entered  (ZSET member=user, score=start or last renewal, ms)
 -- KEYS[2] -> config   (HASH)
 -- KEYS[3] -> admitted (HASH member=user, value=start ms, once renewed)
--- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads (common.lua), lane ("")
+-- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads (common_config.lua), lane ("")
 -- ARGV[DEFAULTS + 1] -> user id
 -- ARGV[DEFAULTS + 2] -> the admission's start (ms), from the pass
 -- ARGV[DEFAULTS + 3] -> session_max_ms

@@ -3,9 +3,9 @@
 -- sent if and only if the change was made.
 --
 -- KEYS[1] -> config (HASH)
--- KEYS[2] -> events (STREAM: the webhooks' outbox, emit in common.lua)
+-- KEYS[2] -> events (STREAM: the webhooks' outbox, emit in common_events.lua)
 -- KEYS[3] -> tick   (HASH: the window in force and its memory, the
---            shares of lanes removed; see common.lua)
+--            shares of lanes removed; see common_settings.lua)
 -- KEYS[4] -> lanes  (SET of the lanes that may hold places)
 -- ARGV[1] -> the event's settings, JSON {field: value}: the fields the site
 --            is told of (the caller leaves out the private ones, such as
@@ -22,7 +22,7 @@ end
 local n = redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 for i = 3, #ARGV, 2 do
   -- The controller switched off: its effective refill goes, so
-  -- refill_size is the budget from this moment (interval_budget, common.lua), and
+  -- refill_size is the budget from this moment (interval_budget, common_config.lua), and
   -- a later switch on starts again from refill_size.
   if ARGV[i] == 'adapt_enabled' and ARGV[i + 1] == '0' then
     redis.call('HDEL', KEYS[1], 'refill_effective')

@@ -5,36 +5,23 @@
 -- (which its credential carries) gives its position by interpolation.
 -- Each replica reads it about once a second per queue, however many poll.
 --
--- KEYS[1] -> waiting (ZSET member=user, score=arrival seq)
--- KEYS[2] -> config  (HASH)
--- KEYS[3] -> tick    (HASH, for the time to the next tick)
--- KEYS[4] -> draw    (SET of a scheduled opening's participants)
--- KEYS[5] -> held    (ZSET member=user, score=arrival seq: places set aside
---                     at the head until they confirm, tick.lua)
--- KEYS[6] -> stale   (ZSET member=user, score=the highest arrival number of
---                     its credentials that no longer name its place)
--- KEYS[7] -> seq     (STRING arrival counter, read only)
--- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
---             (common.lua), then the line's lane ("": general)
--- ARGV[DEFAULTS + 1] -> even: how many evenly spaced ranks to sample besides the
---            head, the tail and the ranks doubling out from near_head
--- ARGV[DEFAULTS + 2] -> from: the stale entries to read are those scored from it
---            ("-inf" on a replica's first read; then the cursor the last
---            read returned)
--- ARGV[DEFAULTS + 3] -> at most how many stale entries to read (a page)
--- Returns two arrays. The first: the head (HEAD_*, as
--- status.lua's), then near_head, the draw's participants still to be
--- placed, the held places' count and highest arrival number (0 when none),
--- the cursor for the next read of stale, 1 if more stale entries are
--- waiting past this page (else 0), and (rank, seq) pairs in rank order:
---   {waiting, until_next_tick_ms, ..., until_open_ms, near, in_draw,
---    held, held_max, next_from, more, rank1, seq1, rank2, seq2, ...}
--- The second: the stale entries read, {user1, score1, user2, score2, ...}.
--- A credential of user1 whose arrival number is at most score1 no longer
--- names its place (leave.lua, enter.lua): the replica asks Redis for it.
--- Every entry written after this read scores at least next_from: a leave
--- scores the arrival counter then, a re-entry one less than its new
--- arrival number, and the counter never goes down.
+-- KEYS[1..4] waiting ZSET, config HASH, tick HASH (the next tick), draw SET
+-- KEYS[5..7] held ZSET (set aside at the head), stale ZSET (member=user, score=the highest
+--            arrival number of its credentials no longer naming its place), seq STRING
+-- ARGV[1..DEFAULTS] the replica's defaults queue_config reads, then the line's lane ("": general)
+-- ARGV[DEFAULTS + 1] even: how many evenly spaced ranks to sample besides the head, the tail
+--            and the ranks doubling out from near_head
+-- ARGV[DEFAULTS + 2] from: the stale entries to read are those scored from it ("-inf" on a
+--            replica's first read; then the cursor the last read returned)
+-- ARGV[DEFAULTS + 3] at most how many stale entries to read (a page)
+-- Returns two arrays. The first: the head (HEAD_*, as status.lua's), then near_head, the
+-- draw's participants still to be placed, the held places' count and highest arrival number
+-- (0 when none), the cursor for the next read of stale, 1 if more stale entries wait past this
+-- page (else 0), and (rank, seq) pairs in rank order. The second: the stale entries read,
+-- {user1, score1, ...}: a credential of user1 whose arrival number is at most score1 no
+-- longer names its place (leave.lua, enter.lua), so the replica asks Redis for it. Every entry
+-- written after this read scores at least next_from: a leave scores the arrival counter then,
+-- a re-entry one less than its new arrival number, and the counter never goes down.
 local now = now_ms()
 local cfg = queue_config(KEYS[2])
 -- refill: what an interval admits from this line (the effective refill

@@ -1,52 +1,28 @@
 -- status.lua: where users stand. Takes many users per call, so the fixed
 -- cost (clock, config, line length) is paid once for all of them. Its
--- writes: a waiting user who asks is heard from (abandonment, tick.lua),
--- and a held place that asks is back in the line at its arrival number.
--- Needs Redis 6.2 or later (ZMSCORE).
+-- writes: a waiting user who asks is heard from (abandonment,
+-- tick_move.lua), and a held place that asks is back in the line at its
+-- arrival number (docs/ARCHITECTURE.md, "Status near the head and far
+-- back"). Needs Redis 6.2 or later (ZMSCORE).
 --
--- KEYS[1] -> waiting (ZSET)
--- KEYS[2] -> entered (ZSET)
--- KEYS[3] -> config  (HASH)
--- KEYS[4] -> tick    (HASH, read for the time to the next tick)
--- KEYS[5] -> heard   (ZSET member=user, score=when last heard)
--- KEYS[6] -> gone    (ZSET member="<reason>:<user>", score=when)
--- KEYS[7] -> draw    (SET of a scheduled opening's participants)
--- KEYS[8] -> admitted (HASH member=user, value=admission time ms; only for
---                      sliding sessions renewed by renew.lua)
--- KEYS[9] -> gen     (HASH member=user, value=the generation of its place
---                      credentials, for places that moved: keep_current)
--- KEYS[10] -> held    (ZSET member=user, score=arrival seq: places set
---                      aside at the head until they confirm, tick.lua)
--- KEYS[11..] -> per call, three keys: the client's rate bucket, the place's,
---              and the held places its network brought back this interval
---              (HASH at, n; see "Held places come back a few at a time")
--- ARGV[1..DEFAULTS] -> the replica's defaults queue_config reads
---              (common.lua), then the line's lane ("": general)
--- ARGV[DEFAULTS + 1..LIMITS] -> limits per client and per place: period_ms, burst
--- ARGV[LIMITS + 1] -> held places one network brings back per interval (0: no limit)
--- ARGV[LIMITS + 2..] -> per call, five values: user id, the calls to charge the
---              client's and the place's buckets (0: not asked; see
---              pass_limits), the generation of the caller's place
---              credential (-1: none; a stale one is answered NOT_WAITING,
---              reason moved), and 1 if its network is counted (else 0)
--- Returns the head (HEAD_*, common.lua), then a status and place per call,
--- then an arrival number per call (as enter.lua):
---         {waiting, until_next_tick_ms, interval_ms, refill_size, ttl_ms, paused,
---          opens_at_ms, prequeue_from_ms, abandon_after_ms, until_open_ms, status1, place1, status2, place2, ...,
---          seq1, seq2, ...}
--- where waiting includes a draw's participants, until_open_ms is the time
--- until a scheduled opening (0: none ahead), place is the position when
--- WAITING (0 while in a draw), the admission time (ms) when
--- ENTERED (an entry pass names it, so a pass ends with its admission),
--- when NOT_WAITING the code of why the user's place ended (0: none
--- known; REASONS in common.lua), and when LIMITED (a call over a rate
--- limit, answered without looking) the time to wait in ms. A page polls
--- at the pace the answers suggest (poll_after_ms), far below the limits;
--- a client polling faster is told to wait, at the cost of two reads here
--- and no round trip of its own. seq is the place's arrival number (its
--- score in the line) when WAITING in the line, else 0: the one the
--- caller's credential carries may be an older place's (the same member
--- entered again), and a page far back places itself by it.
+-- KEYS[1..5]  waiting ZSET, entered ZSET, config HASH, tick HASH (the next tick), heard ZSET
+-- KEYS[6..10] gone ZSET, draw SET, admitted HASH (renewed sliding sessions' starts, renew.lua),
+--             gen HASH (moved places' generations, keep_current), held ZSET (set aside at the head)
+-- KEYS[11..]  per call, three keys: the client's rate bucket, the place's, and the held places
+--             its network brought back this interval (HASH at, n; "Held places come back ...")
+-- ARGV[1..DEFAULTS] the replica's defaults queue_config reads, then the line's lane ("": general)
+-- ARGV[DEFAULTS + 1..LIMITS] limits per client and per place: period_ms, burst
+-- ARGV[LIMITS + 1] held places one network brings back per interval (0: no limit)
+-- ARGV[LIMITS + 2..] per call, five values: user id, the calls to charge the client's and the
+--             place's buckets (0: not asked; pass_limits), the generation of the caller's place
+--             credential (-1: none; a stale one is answered NOT_WAITING, reason moved), and 1 if
+--             its network is counted (else 0)
+-- Returns the head (HEAD_*, common.lua), a status and a place per call, then an arrival number
+-- per call, as enter.lua. The place is the position when WAITING (0 in a draw), the admission
+-- (ms) when ENTERED (a pass names it), why the place ended when NOT_WAITING (REASONS,
+-- common_places.lua; 0: not known), the wait (ms) when LIMITED (over a rate limit, answered
+-- without looking). The arrival number is the place's score in the line when WAITING there,
+-- else 0: the caller's credential may carry an older place's, and a page far back uses it.
 local now = now_ms()
 local cfg = queue_config(KEYS[3])
 -- refill: what an interval admits from this line (the effective refill
