@@ -19,7 +19,7 @@ COPY . .
 # VERSION is declared here, not above, so a new one reuses the module layer.
 ARG VERSION
 RUN CGO_ENABLED=0 go build -trimpath \
-	-ldflags="-s -w -X github.com/waitroom/waitroom/internal/version.version=${VERSION}" \
+	-ldflags="-s -w -X github.com/waitroom/waitroom/internal/infra/version.version=${VERSION}" \
 	-o /out/ ./cmd/waitroom ./cmd/demo-order
 
 FROM scratch

@@ -1,6 +1,6 @@
 // Package api holds waitroom's HTTP contract: the OpenAPI 3.1 document of
 // every public and admin endpoint, served at GET /api/openapi.yaml and
-// checked against the real server by internal/httpapi's contract test.
+// checked against the real server by internal/web/httpapi's contract test.
 package api
 
 import _ "embed"

@@ -87,7 +87,7 @@ func render(doc *openapi3.T, order []string) []byte {
 	p("## Reference\n\n")
 	p("Every endpoint, rendered from the OpenAPI 3.1 document\n")
 	p("[`api/openapi.yaml`](../api/openapi.yaml), which the service serves at\n")
-	p("`GET /api/openapi.yaml` and `internal/httpapi`'s contract test checks\n")
+	p("`GET /api/openapi.yaml` and `internal/web/httpapi`'s contract test checks\n")
 	p("against the real server.\n\n")
 	p("%s\n", strings.TrimSpace(doc.Info.Description))
 	p("\n")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/engine/queue"
 )
 
 // yamlPath is the API contract, whose settings are generated.

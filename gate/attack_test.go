@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/reqcheck"
-	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck/pathtest"
 )
 
 // newPathGate is a gate with Bypass pathtest.Bypass in front of next.

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/outage"
+	"github.com/waitroom/waitroom/internal/web/outage"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck/pathtest"
 )
 
 // flakyVerify stands in front of a waitroom's /api/v1/verify: it passes

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/waitroom/waitroom/internal/reqcheck"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 )
 
 // Forward auth: the door a proxy in front of the order page asks

@@ -55,7 +55,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/reqcheck"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 )
 
 // Checker decides whether a pass opens the gate now: ok = false for a pass

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/trust/pass"
 )
 
 // waitroom stands in for a waitroom's public endpoints: its JWKS (which it

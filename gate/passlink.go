@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
-	"github.com/waitroom/waitroom/internal/reqcheck"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 )
 
 // The pass-link exchange of a pass in ?wr_pass=: once, and only to this site.

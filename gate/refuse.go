@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/waitroom/waitroom/internal/reqcheck"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 )
 
 // refuse answers a request for room rm the gate does not let through (v):

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/MicahParks/keyfunc/v3"
-	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/trust/pass"
 	"golang.org/x/time/rate"
 )
 

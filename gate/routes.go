@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/waitroom/waitroom/internal/reqcheck"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 )
 
 // Several rooms per site: which queue's pass a request needs, by its host

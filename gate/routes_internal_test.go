@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/internal/reqcheck"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )

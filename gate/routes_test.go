@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/reqcheck/pathtest"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck/pathtest"
 )
 
 // The rooms of the tests below: a concert's sale inside the sale, and the

@@ -22,7 +22,7 @@
 #             gate: the floor under gate (target: gate >= 0.9x bare)
 #   authreq   nginx auth_request + waitroom's /gate/verify, with the shipped
 #             deploy/nginx/waitroom.conf, its addresses (and its cache
-#             directory) swapped as internal/e2e/nginx_test.go does: its
+#             directory) swapped as internal/testkit/e2e/nginx_test.go does: its
 #             verify answers kept 1 s per pass (target: >= 0.8x nginx)
 #   authreq-nc  the same config with that cache off (proxy_cache off): a
 #             subrequest to waitroom for every request, as shipped before
@@ -402,7 +402,7 @@ done
 head -n1 "$PASSN" >"$PASS1"
 
 # The proxy nginx: the plain proxy (nginx), the shipped forward-auth config
-# (authreq), addresses swapped as internal/e2e/nginx_test.go does, and the
+# (authreq), addresses swapped as internal/testkit/e2e/nginx_test.go does, and the
 # same without its verify cache (authreq-nc).
 mkdir -p "$WR_TMP/proxy/cache"
 new_port B_PORT

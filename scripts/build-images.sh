@@ -244,7 +244,7 @@ build_app() {
 	version=$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo devel)
 	revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
 	(cd "$root" && GOOS=linux GOARCH="${arch:-$(go env GOARCH)}" CGO_ENABLED=0 go build -trimpath \
-		-ldflags="-s -w -X github.com/waitroom/waitroom/internal/version.version=$version" \
+		-ldflags="-s -w -X github.com/waitroom/waitroom/internal/infra/version.version=$version" \
 		-o "$ctx/" ./cmd/waitroom ./cmd/demo-order)
 	# CA roots for TLS to Redis (rediss://) or other HTTPS endpoints.
 	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then

@@ -77,7 +77,7 @@ if [ "$mode" = bench ] || [ "$mode" = all ]; then
 	need_pkg wrk wrk
 fi
 
-# nginx, for every mode: internal/e2e/nginx_test.go and scripts/bench-gate.sh
+# nginx, for every mode: internal/testkit/e2e/nginx_test.go and scripts/bench-gate.sh
 # run it. Debian installs it as /usr/sbin/nginx, which is not on a non-root
 # PATH; both look there too.
 nginx_bin() {

@@ -8,7 +8,7 @@
 # One waitroom (the secure default: place credentials, default rate limits,
 # metrics on) with its own redis-server, and nginx in front of it with the
 # shipped deploy/nginx/waitroom.conf (addresses and cache paths swapped as
-# internal/e2e/nginx_test.go does; one worker, keepalive_requests raised as
+# internal/testkit/e2e/nginx_test.go does; one worker, keepalive_requests raised as
 # scripts/bench-gate.sh does, so wrk does not reconnect every 1000). PLACES
 # places enter through the API (lab/cmd/wr-tenmillion -mode enter, each from
 # an address of its own); the credentials of the places from SKIP on (far

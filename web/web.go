@@ -10,7 +10,7 @@
 // 'self' only, none inline. The words are in static/i18n/{page}/{lang}.json.
 //
 // The waiting page itself is a Go html/template, pages/waiting.html, which
-// the server renders (internal/pages) with pages/script.html, the module
+// the server renders (internal/web/pages) with pages/script.html, the module
 // tags that run the line.
 package web
 
@@ -30,7 +30,7 @@ var Pages embed.FS
 
 // Catalogs holds the waiting page's catalogs alone (static/i18n/waiting),
 // for what speaks the page's words without serving the rest of static/:
-// the "briefly unavailable" page (internal/outage), which the gate package
+// the "briefly unavailable" page (internal/web/outage), which the gate package
 // shows and so links into every site that imports it.
 //
 //go:embed static/i18n/waiting

@@ -1,4 +1,4 @@
-// Command demo-order runs the demo order page (internal/demo) behind which
+// Command demo-order runs the demo order page (internal/testkit/demo) behind which
 // waitroom's compose set-up puts its gate.
 //
 // Environment: DEMO_ADDR (:8081), DEMO_WAITROOM_URL (http://localhost:8080,
@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/demo"
+	"github.com/waitroom/waitroom/internal/testkit/demo"
 )
 
 func main() {

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/soak"
+	"github.com/waitroom/waitroom/internal/testkit/soak"
 )
 
 func main() {

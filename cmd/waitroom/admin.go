@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 
-	"github.com/waitroom/waitroom/internal/adminsession"
-	"github.com/waitroom/waitroom/internal/apitoken"
+	"github.com/waitroom/waitroom/internal/backoffice/adminsession"
+	"github.com/waitroom/waitroom/internal/backoffice/apitoken"
 )
 
 // adminCreds are the back office's credentials beside the break-glass

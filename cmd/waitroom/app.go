@@ -10,20 +10,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/audit"
-	"github.com/waitroom/waitroom/internal/autorate"
+	"github.com/waitroom/waitroom/internal/backoffice/audit"
 	"github.com/waitroom/waitroom/internal/config"
-	"github.com/waitroom/waitroom/internal/failopen"
-	"github.com/waitroom/waitroom/internal/handoff"
-	"github.com/waitroom/waitroom/internal/humancheck"
-	"github.com/waitroom/waitroom/internal/loglimit"
-	"github.com/waitroom/waitroom/internal/metrics"
-	"github.com/waitroom/waitroom/internal/netclass"
-	"github.com/waitroom/waitroom/internal/paid"
-	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/redisconn"
-	"github.com/waitroom/waitroom/internal/scheduler"
-	"github.com/waitroom/waitroom/internal/webhook"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/engine/scheduler"
+	"github.com/waitroom/waitroom/internal/gate/failopen"
+	"github.com/waitroom/waitroom/internal/hygiene/loglimit"
+	"github.com/waitroom/waitroom/internal/hygiene/netclass"
+	"github.com/waitroom/waitroom/internal/infra/redisconn"
+	"github.com/waitroom/waitroom/internal/ops/autorate"
+	"github.com/waitroom/waitroom/internal/ops/metrics"
+	"github.com/waitroom/waitroom/internal/ops/paid"
+	"github.com/waitroom/waitroom/internal/ops/webhook"
+	"github.com/waitroom/waitroom/internal/trust/handoff"
+	"github.com/waitroom/waitroom/internal/trust/humancheck"
 )
 
 // app is the service as newApp wires it: its parts, the background

@@ -201,30 +201,6 @@ func TestDocsNameEveryLuaScript(t *testing.T) {
 	}
 }
 
-// Every package under internal/ and gate/ has its line in the list of
-// what each owns, in docs/ARCHITECTURE.md's "Packages": the diagram
-// below it is made from the code (TestArchitectureDiagram), the list is
-// written by hand, so a new package must not be left out of it.
-func TestDocsNameEveryPackage(t *testing.T) {
-	list := blockAfter(t, readDoc(t, archDoc), "docs/ARCHITECTURE.md", "\n## Packages\n", "```\n")
-	named := map[string]bool{}
-	for _, line := range strings.Split(list, "\n") {
-		for _, f := range strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == ',' }) {
-			named[strings.TrimSuffix(f, "/")] = true
-		}
-	}
-	var missing []string
-	for p := range modulePackages(t) {
-		if (strings.HasPrefix(p, "internal/") || p == "gate" || strings.HasPrefix(p, "gate/")) && !named[p] {
-			missing = append(missing, p)
-		}
-	}
-	slices.Sort(missing)
-	for _, p := range missing {
-		t.Errorf("docs/ARCHITECTURE.md, Packages: %s has no line in the list of what each owns", p)
-	}
-}
-
 // blockAfter is the first fenced block (opened by fence) after heading in
 // doc (named name in failures).
 func blockAfter(t *testing.T, doc, name, heading, fence string) string {

@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
-	"github.com/waitroom/waitroom/internal/outage"
+	"github.com/waitroom/waitroom/internal/web/outage"
 	"net/http"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/failopen"
-	"github.com/waitroom/waitroom/internal/passledger"
-	"github.com/waitroom/waitroom/internal/proxy"
-	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/redisconn"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/gate/failopen"
+	"github.com/waitroom/waitroom/internal/gate/proxy"
+	"github.com/waitroom/waitroom/internal/infra/redisconn"
+	"github.com/waitroom/waitroom/internal/trust/passledger"
 )
 
 // newGate builds the gate in front of the site: the pass check with its

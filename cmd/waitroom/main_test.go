@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/pass"
-	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/testkit/envconfig"
+	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/trust/pass"
 )
 
 func TestMain(m *testing.M) {

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/waitroom/waitroom/internal/netclass"
+	"github.com/waitroom/waitroom/internal/hygiene/netclass"
 )
 
 const networksUsage = `usage:

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/config"
-	"github.com/waitroom/waitroom/internal/paid"
-	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/redistest"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/ops/paid"
+	"github.com/waitroom/waitroom/internal/testkit/redistest"
 )
 
 // The wiring's pieces: a recorder over the configured queues with its

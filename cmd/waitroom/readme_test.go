@@ -235,7 +235,7 @@ const archDoc = "../../docs/ARCHITECTURE.md"
 const diagramMark = "<!-- TestArchitectureDiagram checks this block: WAITROOM_UPDATE_DOCS=1 go test -run TestArchitectureDiagram ./cmd/waitroom/ rewrites it -->"
 
 // modulePackages is each package of the module, by its path in the
-// module ("internal/queue", "gate", "lab/cmd/wr-adapt"), with the
+// module ("internal/engine/queue", "gate", "lab/cmd/wr-adapt"), with the
 // module's packages its non-test files import, by the same path.
 func modulePackages(t *testing.T) map[string][]string {
 	t.Helper()

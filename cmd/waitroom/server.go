@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/config"
-	"github.com/waitroom/waitroom/internal/connlimit"
-	"github.com/waitroom/waitroom/internal/httpapi"
-	"github.com/waitroom/waitroom/internal/loglimit"
-	"github.com/waitroom/waitroom/internal/pages"
+	"github.com/waitroom/waitroom/internal/hygiene/connlimit"
+	"github.com/waitroom/waitroom/internal/hygiene/loglimit"
+	"github.com/waitroom/waitroom/internal/web/httpapi"
+	"github.com/waitroom/waitroom/internal/web/pages"
 	"github.com/waitroom/waitroom/web"
 )
 

@@ -8,8 +8,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/waitroom/waitroom/internal/challenge"
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/trust/challenge"
 )
 
 // `waitroom solve` is a shell's way to pay the proof of work a queue asks

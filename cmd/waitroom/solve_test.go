@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/challenge"
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/trust/challenge"
 )
 
 // solveTestDifficulty is a real difficulty, small enough that a solve

@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/waitroom/waitroom/internal/challenge"
 	"github.com/waitroom/waitroom/internal/config"
-	"github.com/waitroom/waitroom/internal/pass"
-	"github.com/waitroom/waitroom/internal/place"
-	"github.com/waitroom/waitroom/internal/secrets"
+	"github.com/waitroom/waitroom/internal/trust/challenge"
+	"github.com/waitroom/waitroom/internal/trust/pass"
+	"github.com/waitroom/waitroom/internal/trust/place"
+	"github.com/waitroom/waitroom/internal/trust/secrets"
 )
 
 // trust is what proves a user's place and pass: the place credentials,

@@ -5,7 +5,7 @@ import (
 	"io"
 	"runtime"
 
-	"github.com/waitroom/waitroom/internal/version"
+	"github.com/waitroom/waitroom/internal/infra/version"
 )
 
 // versionCommand runs `waitroom version`: the build's version, the Go it

@@ -13,7 +13,7 @@ func TestVersionCommand(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 	// A test binary has no version set at link time: "devel", with the
-	// commit when Go recorded one (internal/version tests the rest).
+	// commit when Go recorded one (internal/infra/version tests the rest).
 	if !regexp.MustCompile(`^waitroom (v\S+|devel(-[0-9a-f]+(\+dirty)?)?) \(go\S+, [a-z0-9]+/[a-z0-9]+\)\n$`).MatchString(stdout.String()) {
 		t.Errorf("prints %q", stdout.String())
 	}

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/rediskeys"
-	"github.com/waitroom/waitroom/internal/redistest"
-	"github.com/waitroom/waitroom/internal/webhook"
+	"github.com/waitroom/waitroom/internal/infra/rediskeys"
+	"github.com/waitroom/waitroom/internal/ops/webhook"
+	"github.com/waitroom/waitroom/internal/testkit/redistest"
 )
 
 // The service wired with WAITROOM_WEBHOOK_URL and _SECRET tells the site,

@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/actor"
-	"github.com/waitroom/waitroom/internal/audit"
-	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/scheduler"
+	"github.com/waitroom/waitroom/internal/backoffice/actor"
+	"github.com/waitroom/waitroom/internal/backoffice/audit"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/engine/scheduler"
 )
 
 // windowAudit is the tick observer that audits the schedule's windows:

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/actor"
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/backoffice/actor"
+	"github.com/waitroom/waitroom/internal/engine/queue"
 )
 
 // TestWindowEntries: a window's end and start are audited under the

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/adminauth"
-	"github.com/waitroom/waitroom/internal/apitoken"
+	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
+	"github.com/waitroom/waitroom/internal/backoffice/apitoken"
 )
 
 // Admin is how operators sign in to the back office and the admin API.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/adminauth"
+	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
 )
 
 // oidcEnv is a complete OIDC configuration; each case changes a part.

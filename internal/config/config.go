@@ -12,13 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/clientip"
-	"github.com/waitroom/waitroom/internal/crossorigin"
-	"github.com/waitroom/waitroom/internal/humancheck"
-	"github.com/waitroom/waitroom/internal/proxy"
-	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/redisconn"
-	"github.com/waitroom/waitroom/internal/safeurl"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/gate/proxy"
+	"github.com/waitroom/waitroom/internal/hygiene/clientip"
+	"github.com/waitroom/waitroom/internal/hygiene/crossorigin"
+	"github.com/waitroom/waitroom/internal/hygiene/safeurl"
+	"github.com/waitroom/waitroom/internal/infra/redisconn"
+	"github.com/waitroom/waitroom/internal/trust/humancheck"
 )
 
 // Config is the whole service configuration.
@@ -139,14 +139,14 @@ type Config struct {
 	IdleTimeout time.Duration
 
 	// WAITROOM_WEBHOOK_URL, _SECRET, _INSECURE_HTTP: the site's events
-	// (internal/webhook). With a secret, every replica delivers the
+	// (internal/ops/webhook). With a secret, every replica delivers the
 	// queues' outboxes; the URL is the default of every queue (a queue's
 	// webhook_url overrides it) and needs the secret.
 	WebhookURL          string
 	WebhookSecret       []byte
 	WebhookInsecureHTTP bool
 
-	// WAITROOM_PAGES_DIR: the operator's own waiting page (internal/pages):
+	// WAITROOM_PAGES_DIR: the operator's own waiting page (internal/web/pages):
 	// waiting.html, queues/{queue}/waiting.html and the files served under
 	// /_waitroom/site/. "": the project's page.
 	PagesDir string
@@ -217,7 +217,7 @@ func (c Config) Redis() (*redis.UniversalOptions, error) {
 	// without closing its connections (a crash, a lost machine) leaves
 	// dials hanging until DialTimeout, and five in a row held an enter
 	// batch for 5 s after its callers had their 503, delaying recovery
-	// after a failover (internal/failover).
+	// after a failover (internal/testkit/failover).
 	opts.DialerRetries = 1
 	// A script is sent at most once: retrying after a network error could
 	// run enter twice. Clients retry at the HTTP level instead. A cluster

@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/clientip"
-	"github.com/waitroom/waitroom/internal/crossorigin"
-	"github.com/waitroom/waitroom/internal/humancheck"
-	"github.com/waitroom/waitroom/internal/place"
-	"github.com/waitroom/waitroom/internal/proxy"
-	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/reqcheck"
-	"github.com/waitroom/waitroom/internal/safeurl"
-	"github.com/waitroom/waitroom/internal/webhook"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/gate/proxy"
+	"github.com/waitroom/waitroom/internal/hygiene/clientip"
+	"github.com/waitroom/waitroom/internal/hygiene/crossorigin"
+	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
+	"github.com/waitroom/waitroom/internal/hygiene/safeurl"
+	"github.com/waitroom/waitroom/internal/ops/webhook"
+	"github.com/waitroom/waitroom/internal/trust/humancheck"
+	"github.com/waitroom/waitroom/internal/trust/place"
 )
 
 // The sections of Load, each over one reader that collects the faults.
@@ -425,7 +425,7 @@ func (c *Config) gateRooms(r *reader) {
 	}
 }
 
-// loadWebhooks reads where the site's events go (internal/webhook).
+// loadWebhooks reads where the site's events go (internal/ops/webhook).
 func (c *Config) loadWebhooks(r *reader) {
 	c.WebhookURL = r.str("WAITROOM_WEBHOOK_URL", "")
 	c.WebhookSecret = []byte(r.raw("WAITROOM_WEBHOOK_SECRET"))

@@ -3,8 +3,8 @@ package config
 import (
 	"testing"
 
-	"github.com/waitroom/waitroom/internal/humancheck"
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/trust/humancheck"
 )
 
 // The enter limits per network and site and the price of a place (issue

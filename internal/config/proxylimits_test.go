@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/proxy"
-	"github.com/waitroom/waitroom/internal/safeurl"
+	"github.com/waitroom/waitroom/internal/gate/proxy"
+	"github.com/waitroom/waitroom/internal/hygiene/safeurl"
 )
 
 // TestGateLimits: the proxy's limits have safe

@@ -9,7 +9,7 @@
 // With WAITROOM_UPSTREAM set it is also the floor under waitroom's
 // reverse-proxy gate (scripts/bench-gate.sh, scenario bare): every other
 // path goes through a bare httputil.ReverseProxy to the upstream, with the
-// transport internal/proxy gives waitroom's (the same dialer, keep-alive
+// transport internal/gate/proxy gives waitroom's (the same dialer, keep-alive
 // pool and response-header timeout) and the same Rewrite minus the gate
 // (SetURL, SetXForwarded): no pass check, no header or cookie stripping,
 // no request id, log or metrics. Its CPU per request beside the gate's is
@@ -32,7 +32,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/version"
+	"github.com/waitroom/waitroom/internal/infra/version"
 )
 
 var (
@@ -96,7 +96,7 @@ func main() {
 	}
 }
 
-// reverseProxy is internal/proxy.New without the gate: its transport
+// reverseProxy is internal/gate/proxy.New without the gate: its transport
 // (WAITROOM_UPSTREAM_TIMEOUT's default of 30 s) and its Rewrite's first
 // two steps.
 func reverseProxy(upstream *url.URL) http.Handler {

@@ -1,10 +1,10 @@
 // Languages of the pages. Each page (waiting, admin) has one message
 // catalog per language, i18n/{page}/{lang}.json, all with the same keys
-// (TestMessageCatalogs and internal/i18n's tests check). A message is a
+// (TestMessageCatalogs and internal/web/i18n's tests check). A message is a
 // string with named placeholders ("Try again at {time}"), or an object
 // of plural forms ({"one": ..., "other": ...}) chosen by the count
 // parameter with Intl.PluralRules; the server renders the same catalogs
-// (internal/i18n).
+// (internal/web/i18n).
 //
 // The language is ?lang= when it names one, else the one the user chose
 // last (localStorage, shared by both pages, and the wr_lang cookie the
@@ -27,7 +27,7 @@ const LOCALES = { en: 'en-US', ko: 'ko-KR', ja: 'ja-JP', 'zh-Hans': 'zh-CN', 'zh
 // matchLang is the language of LANGS a BCP 47 tag asks for, or '': the
 // tag itself in any case, else its script (zh-Hant), else Chinese by
 // region (Taiwan, Hong Kong and Macao write Traditional), else its
-// language. internal/i18n matches the same way (golang.org/x/text).
+// language. internal/web/i18n matches the same way (golang.org/x/text).
 export function matchLang(tag) {
   if (typeof tag !== 'string' || !tag) return '';
   const lower = tag.toLowerCase();

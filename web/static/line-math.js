@@ -1,9 +1,9 @@
 // The arithmetic of a place far from the head, from the line's public
 // document (GET /api/v1/queues/{queue}/line) and the place's own arrival
-// number: the same as the server's far-back status (internal/queue,
+// number: the same as the server's far-back status (internal/engine/queue,
 // snapshot.go position and ticket, eta.go setRange), step for step, so
 // that the page can place itself without asking the origin. A test feeds
-// both the same lines and wants the same numbers (internal/e2e,
+// both the same lines and wants the same numbers (internal/testkit/e2e,
 // TestLineMathMatchesServer).
 //
 // place(doc, arrival, ageMs) is {position, eta_seconds, eta_low_seconds,

@@ -1,7 +1,7 @@
 // Proof-of-work solver for the waiting page, run as a Web Worker so the
 // page stays responsive while it hashes.
 //
-// The protocol (package internal/challenge): a solution is a nonce such
+// The protocol (package internal/trust/challenge): a solution is a nonce such
 // that SHA-256(challenge + ":" + nonce) starts with `difficulty` zero
 // bits. Nonces are counted up in decimal from 0, like challenge.Solve.
 //

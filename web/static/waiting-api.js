@@ -16,7 +16,7 @@ const REQUEST_TIMEOUT_CAP_MS = 60000;
 const BACKOFF_START_MS = 1000;
 const BACKOFF_CAP_MS = 30000;
 const BACKOFF_JITTER = 0.2; // ±20 %, so clients cut off together do not return together
-const AWAY_START_MS = 4000; // while the room is away (awayWait), as its own page (internal/outage)
+const AWAY_START_MS = 4000; // while the room is away (awayWait), as its own page (internal/web/outage)
 const AWAY_CAP_MS = 60000;
 const CLOCK_JUMP_MS = 3000; // a clock estimate this far below the last one means the local clock moved
 

@@ -209,8 +209,8 @@ func checkPod(t *testing.T, d *appsv1.Deployment, signingKey bool) {
 	probe("readiness", c.ReadinessProbe, "/readyz")
 	probe("liveness", c.LivenessProbe, "/healthz")
 	for _, route := range []string{"/readyz", "/healthz"} {
-		if !repoFileHas(t, "internal/httpapi/routes.go", `r.Get("`+route+`"`) {
-			t.Errorf("internal/httpapi/routes.go serves no GET %s any more", route)
+		if !repoFileHas(t, "internal/web/httpapi/routes.go", `r.Get("`+route+`"`) {
+			t.Errorf("internal/web/httpapi/routes.go serves no GET %s any more", route)
 		}
 	}
 
@@ -449,8 +449,8 @@ func checkIngresses(t *testing.T, o *objects) {
 		if want := "http://" + svc + "." + namespace + ".svc.cluster.local:80/gate/verify"; authURL != want {
 			t.Errorf("%s: auth-url %q, want the Service's in-cluster %q", ing.Name, authURL, want)
 		}
-		if !repoFileHas(t, "internal/httpapi/routes.go", `Get("/gate/verify"`) {
-			t.Error("internal/httpapi/routes.go serves no GET /gate/verify any more")
+		if !repoFileHas(t, "internal/web/httpapi/routes.go", `Get("/gate/verify"`) {
+			t.Error("internal/web/httpapi/routes.go serves no GET /gate/verify any more")
 		}
 		if a["nginx.ingress.kubernetes.io/auth-method"] != "GET" {
 			t.Errorf("%s: no auth-method: ingress-nginx then sends no X-Original-URI", ing.Name)

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/waitroom/waitroom/internal/queue"
+	"github.com/waitroom/waitroom/internal/engine/queue"
 )
 
 // pow is hashes as a power of two ("2^13.0"), 0 as "0".

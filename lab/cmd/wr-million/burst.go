@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/rediskeys"
+	"github.com/waitroom/waitroom/internal/infra/rediskeys"
 )
 
 // runBurst is the opening burst: cfg.burst new users (index users+i) each

@@ -43,7 +43,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/pass"
+	"github.com/waitroom/waitroom/internal/trust/pass"
 
 	"github.com/waitroom/waitroom/lab/internal/procstat"
 )

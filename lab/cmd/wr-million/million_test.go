@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/place"
+	"github.com/waitroom/waitroom/internal/trust/place"
 )
 
 func TestScheduleOrder(t *testing.T) {

@@ -1,6 +1,6 @@
 // Command wr-orders is a bare order page of limited capacity, for
-// measuring how the order page's health drives the admission rate (issue
-// 21, scripts/adapt.sh): it serves at most WAITROOM_DEMO_CAPACITY orders
+// measuring how the order page's health drives the admission rate
+// (scripts/adapt.sh): it serves at most WAITROOM_DEMO_CAPACITY orders
 // at once, each taking WAITROOM_DEMO_ORDER_TIME, and more wait their turn
 // (demo.Capacity), so its latency grows past its capacity. It checks no
 // pass: it sits behind waitroom's reverse-proxy gate, which does.
@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/waitroom/waitroom/internal/demo"
+	"github.com/waitroom/waitroom/internal/testkit/demo"
 )
 
 func main() {

@@ -34,8 +34,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/queue"
-	"github.com/waitroom/waitroom/internal/rediskeys"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/infra/rediskeys"
 
 	"github.com/waitroom/waitroom/lab/internal/procstat"
 )

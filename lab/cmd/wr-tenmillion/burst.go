@@ -18,7 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/rediskeys"
+	"github.com/waitroom/waitroom/internal/infra/rediskeys"
 )
 
 // The opening burst (-mode burst): -places new arrivals enter through the

@@ -1,0 +1,110 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
+	"github.com/waitroom/waitroom/internal/backoffice/audit"
+	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/ops/forecast"
+)
+
+// Sale days: a queue's schedule of windows, and the forecast
+// of a refill size before it is set.
+
+// lineView is one of a queue's lines in the admin view.
+type lineView struct {
+	Lane    string  `json:"lane,omitempty"` // absent: the general lane
+	Share   float64 `json:"share"`
+	Waiting int64   `json:"waiting"`
+}
+
+// saleDay is the admin view's part of a sale day: the window in force and,
+// for a queue with lanes configured, each line (a queue without reads no
+// lines: the view is asked every few seconds per queue; a lane removed
+// while people wait in it is in the queue's waiting and its history).
+func (s *Server) saleDay(ctx context.Context, q string, configured queue.Lanes) (*queue.Window, []lineView, error) {
+	_, window, err := s.inspector.Schedule(ctx, q)
+	if err != nil || len(configured) == 0 {
+		return window, nil, err
+	}
+	lines, err := s.inspector.Lines(ctx, q)
+	if err != nil || len(lines) < 2 {
+		return window, nil, err
+	}
+	views := make([]lineView, len(lines))
+	for i, l := range lines {
+		views[i] = lineView{Lane: l.Lane, Share: l.Share, Waiting: l.Waiting}
+	}
+	return window, views, nil
+}
+
+type scheduleResponse struct {
+	Windows []queue.Window `json:"windows"`
+	// Window is the window in force, as the tick applied it (null: none).
+	Window *queue.Window `json:"window"`
+}
+
+// getSchedule answers the queue's windows and the one in force.
+func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
+	sc, inForce, err := s.inspector.Schedule(r.Context(), chi.URLParam(r, "queue"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, scheduleResponse{Windows: sc.Windows, Window: inForce})
+}
+
+// putSchedule replaces the queue's windows (audited as "schedule") and
+// answers them with the one in force.
+func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
+	req, err := decode[queue.Schedule](w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := chi.URLParam(r, "queue")
+	before, inForce, err := s.inspector.SetSchedule(r.Context(), q, req)
+	if errors.Is(err, queue.ErrInvalidSchedule) {
+		err = &apiError{status: http.StatusBadRequest, code: "invalid_schedule", message: clientMessage(err)}
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Windows == nil {
+		req.Windows = []queue.Window{}
+	}
+	s.record(r, q, "schedule", "", []audit.Change{{Field: "windows", Old: audit.Value(before.Windows), New: audit.Value(req.Windows)}})
+	writeJSON(w, http.StatusOK, scheduleResponse{Windows: req.Windows, Window: inForce})
+}
+
+var errInvalidForecast = &apiError{status: http.StatusBadRequest, code: "invalid_forecast",
+	message: "refill_size must be an integer from 1 to 100000, and lane one of the queue's lanes"}
+
+// getForecast answers what refill_size would do to the line (or, with
+// lane, to that lane) as it is now, within the caller's limit of
+// forecasts (429 rate_limited past it).
+func (s *Server) getForecast(w http.ResponseWriter, r *http.Request) {
+	refill, err := strconv.Atoi(r.URL.Query().Get("refill_size"))
+	st, _ := queue.Lookup("refill_size")
+	if err != nil || st.Check(refill) != nil {
+		s.fail(w, r, errInvalidForecast)
+		return
+	}
+	p, _ := adminauth.FromContext(r.Context())
+	res, err := s.forecasts.Forecast(r.Context(), p.Actor.String(), chi.URLParam(r, "queue"), refill, r.URL.Query().Get("lane"))
+	if errors.Is(err, forecast.ErrUnknownLane) {
+		err = errInvalidForecast
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
