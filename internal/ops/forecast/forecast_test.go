@@ -216,6 +216,9 @@ func TestForecastCostIsBounded(t *testing.T) {
 // the pages are polled a few at a time, and the test fails, saying so,
 // if one was dropped all the same.
 func TestForecastWithAbandonment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: two crowds drained a tick a second, ~45 s; the whole suite runs it")
+	}
 	ctx := context.Background()
 	const interval = time.Second
 	s, q := startedQueue(t, queue.Settings{RefillSize: 7, RefillInterval: interval, SessionTTL: time.Hour, AbandonAfter: 2500 * time.Millisecond})
