@@ -317,3 +317,74 @@ func freePort(t *testing.T) string {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
 }
+
+// release.sh, in a copy of a repository: Unreleased becomes the version's
+// section, dated, under a new empty Unreleased; the commit is tagged; the
+// build's version (git describe) is the tag. A second run of the same
+// version, a version that is not semantic and an empty Unreleased are
+// refused and change nothing.
+func TestRelease(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not found")
+	}
+	dir := t.TempDir()
+	script, err := os.ReadFile("release.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, args ...string) (string, error) {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	must := func(name string, args ...string) string {
+		t.Helper()
+		out, err := run(name, args...)
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return out
+	}
+	must("git", "init", "-q", "-b", "main")
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scripts", "release.sh"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	changelog := "# Changelog\n\n## [Unreleased]\n\n### Added\n\n- a thing\n"
+	if err := os.WriteFile(filepath.Join(dir, "CHANGELOG.md"), []byte(changelog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must("git", "add", "-A")
+	must("git", "commit", "-q", "-m", "start")
+
+	for _, bad := range []string{"", "1.2", "v1.2.3", "01.2.3", "1.2.3-rc1"} {
+		if out, err := run("bash", "scripts/release.sh", bad); err == nil {
+			t.Errorf("release.sh %q: accepted\n%s", bad, out)
+		}
+	}
+	must("bash", "scripts/release.sh", "0.9.0")
+	got, err := os.ReadFile(filepath.Join(dir, "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`(?s)^# Changelog\n\n## \[Unreleased\]\n\n## \[0\.9\.0\] - \d{4}-\d\d-\d\d\n\n### Added\n\n- a thing\n$`)
+	if !want.Match(got) {
+		t.Errorf("CHANGELOG.md after the release:\n%s", got)
+	}
+	if d := strings.TrimSpace(must("git", "describe", "--tags")); d != "v0.9.0" {
+		t.Errorf("git describe: %q, want v0.9.0", d)
+	}
+	head := must("git", "rev-parse", "HEAD")
+	for _, again := range []string{"0.9.0", "0.9.1"} { // the tag exists; then nothing unreleased
+		if out, err := run("bash", "scripts/release.sh", again); err == nil {
+			t.Errorf("release.sh %s: accepted\n%s", again, out)
+		}
+	}
+	if now := must("git", "rev-parse", "HEAD"); now != head {
+		t.Error("a refused release changed the history")
+	}
+}
