@@ -65,7 +65,7 @@ func handoffPath(q, token string) string { return handoff.Path(q, token) }
 // HandoffQR is the QR code of the caller's live hand-over ?token=, a PNG
 // of the link to the waiting page on the public URL (never this request's
 // Host), limited per place and per client. The request log writes paths
-// only, never queries (logRequests), so the token stays out of the logs.
+// only, never queries (httpkit.Responder.LogRequests), so the token stays out of the logs.
 func (s *API) HandoffQR(w http.ResponseWriter, r *http.Request) {
 	if s.handoffs == nil {
 		s.fail(w, r, errHandoffDisabled)

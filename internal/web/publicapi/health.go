@@ -7,7 +7,7 @@ import (
 	"github.com/waitroom/waitroom/internal/web/httpkit"
 )
 
-// The health checks' answers, encoded once at start: writeJSON of
+// The health checks' answers, encoded once at start: httpkit.WriteJSON of
 // map[string]string{"status": ...} would encode the same bytes through
 // reflection on every call (TestHealthBodiesMatchEncodingJSON), and
 // /healthz is what load balancers and the benchmarks' floor ask most.

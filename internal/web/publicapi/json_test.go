@@ -170,7 +170,7 @@ func checkTicketBytes(t *testing.T, tk TicketResponse) {
 	}
 }
 
-// The health checks write, encoded once, what writeJSON wrote for them.
+// The health checks write, encoded once, what httpkit.WriteJSON wrote for them.
 func TestHealthBodiesMatchEncodingJSON(t *testing.T) {
 	for _, tc := range []struct {
 		body []byte

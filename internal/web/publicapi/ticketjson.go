@@ -96,7 +96,7 @@ func plainUserID(body []byte) (id string, ok bool) {
 	return string(v), true
 }
 
-// writeTicketJSON answers 200 with t: the bytes writeJSON would write, built
+// writeTicketJSON answers 200 with t: the bytes httpkit.WriteJSON would write, built
 // without reflection, as enter and status answer most of the service's
 // requests (TestAppendTicketMatchesEncodingJSON checks the bytes), in a
 // pooled buffer (a Write never keeps its argument).
