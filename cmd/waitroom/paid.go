@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 
+	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/hygiene/netclass"
 	"github.com/waitroom/waitroom/internal/ops/paid"
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
-	"github.com/waitroom/waitroom/internal/web/httpapi"
 )
 
 // newPaid builds this replica's record of what visitors paid, telling obs
@@ -28,7 +28,7 @@ func (a *app) newPaid(obs paid.Observer) (*paid.Recorder, error) {
 // human_check, the networks file (file: WAITROOM_NETWORKS_FILE is set;
 // networks nil without one) and the human check's provider (nil: none),
 // with what rec counted.
-func (a *app) defencesView(rec *paid.Recorder, file bool, networks *netclass.Watcher, human *humancheck.Checker) httpapi.DefencesFunc {
+func (a *app) defencesView(rec *paid.Recorder, file bool, networks *netclass.Watcher, human *humancheck.Checker) adminapi.DefencesFunc {
 	src := paid.Sources{Price: a.cfg.Defaults.Price, Settings: queue.NewInspector(a.store), NetworksFile: file, Networks: networks, Human: human}
 	return paid.Viewer{Recorder: rec, Policy: src.Policy}.View
 }

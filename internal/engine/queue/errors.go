@@ -8,7 +8,7 @@ import (
 )
 
 // The store's errors. The HTTP layer maps each sentinel to a status and a
-// stable code (internal/web/httpapi errors.go); compare with errors.Is.
+// stable code (internal/web/httpkit errors.go); compare with errors.Is.
 
 // Inputs the store refuses (validate.go); a setting out of its range is
 // a *FieldError (settings.go).

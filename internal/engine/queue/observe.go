@@ -28,7 +28,7 @@ type Observer interface {
 }
 
 // The ops and refusal reasons an Observer hears. The reasons are also the
-// API's error codes for the same refusals (internal/web/httpapi errors.go), so
+// API's error codes for the same refusals (internal/web/httpkit errors.go), so
 // metrics and answers cannot drift apart.
 const (
 	OpEnter     = "enter"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
 	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
 	"github.com/waitroom/waitroom/internal/backoffice/adminsession"
 	"github.com/waitroom/waitroom/internal/backoffice/apitoken"
@@ -59,8 +60,8 @@ func newCredentialEnv(t testing.TB) *credentialEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: proxies, APITokens: tokens, Sessions: sessions})
-	e.server().admin.lockout, _ = newLockoutOn(admin)
+	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: proxies, APITokens: tokens, Sessions: sessions,
+		Redis: admin}) // the lockout counted too
 	return &credentialEnv{e: e, count: count, apiToken: tok, session: sess, tokens: tokens, sessions: sessions}
 }
 
@@ -97,11 +98,11 @@ func (c *credentialEnv) commands(r *http.Request) (int, int64) {
 func TestAdminCredentialRedisCommands(t *testing.T) {
 	c := newCredentialEnv(t)
 	bearer := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
-	cookie := []string{"Cookie", adminCookieName(false) + "=" + c.session}
+	cookie := []string{"Cookie", adminapi.CookieName(false) + "=" + c.session}
 	client := testClient(t)
 	// Load every script once: a first EVALSHA may be followed by an EVAL.
 	for _, h := range [][]string{bearer(adminToken), bearer("wrt_aaaaaaaaaaaaaaaa_" + "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"),
-		{"Cookie", adminCookieName(false) + "=" + strings.Repeat("A", 43)}} {
+		{"Cookie", adminapi.CookieName(false) + "=" + strings.Repeat("A", 43)}} {
 		c.e.h.ServeHTTP(httptest.NewRecorder(), c.request(testClient(t), h...))
 	}
 
@@ -131,7 +132,7 @@ func TestAdminCredentialRedisCommands(t *testing.T) {
 	// address is locked; then this replica refuses it without Redis.
 	guesser := testClient(t)
 	wrong := bearer("wrt_aaaaaaaaaaaaaaaa_" + "ccccccccccccccccccccccccccccccccccccccccccc")
-	for i := 0; i < adminLockout.MaxFailures; i++ {
+	for i := 0; i < lockout.DefaultPolicy.MaxFailures; i++ {
 		if status, n := c.commands(c.request(guesser, wrong...)); status != 401 || n != 2 {
 			t.Fatalf("guess %d: %d with %d commands", i+1, status, n)
 		}
@@ -164,7 +165,7 @@ func BenchmarkAdminCredential(b *testing.B) {
 	}{
 		{"admin_token", []string{"Authorization", "Bearer " + adminToken}},
 		{"api_token_cached", []string{"Authorization", "Bearer " + c.apiToken}},
-		{"session_cached", []string{"Cookie", adminCookieName(false) + "=" + c.session}},
+		{"session_cached", []string{"Cookie", adminapi.CookieName(false) + "=" + c.session}},
 	} {
 		b.Run(k.name, func(b *testing.B) {
 			client := testClient(b)
@@ -177,9 +178,4 @@ func BenchmarkAdminCredential(b *testing.B) {
 			}
 		})
 	}
-}
-
-// newLockoutOn is the admin lockout on rdb.
-func newLockoutOn(rdb redis.Scripter) (*lockout.Lockout, error) {
-	return lockout.New(rdb, adminLockout)
 }

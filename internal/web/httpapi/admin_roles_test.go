@@ -13,19 +13,21 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/backoffice/actor"
+	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
 	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
 	"github.com/waitroom/waitroom/internal/backoffice/adminsession"
 	"github.com/waitroom/waitroom/internal/backoffice/apitoken"
+	"github.com/waitroom/waitroom/internal/backoffice/lockout"
 	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 	"github.com/waitroom/waitroom/internal/testkit/oidctest"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 )
 
 // newToken makes an API token through the API, as the break-glass admin.
-func (e *env) newToken(t *testing.T, body string) (createTokenResponse, string) {
+func (e *env) newToken(t *testing.T, body string) (adminapi.CreateTokenResponse, string) {
 	t.Helper()
 	r := e.do("POST", "/admin/v1/tokens", body, "Authorization", "Bearer "+adminToken, "Content-Type", "application/json")
-	var tok createTokenResponse
+	var tok adminapi.CreateTokenResponse
 	if r.status != 201 || json.Unmarshal(r.body, &tok) != nil || !strings.HasPrefix(tok.Token, "wrt_") {
 		t.Fatalf("create token %s: %d %s", body, r.status, r.body)
 	}
@@ -83,7 +85,7 @@ func TestRolesAndScopes(t *testing.T) {
 
 	// An operator of another queue (made directly: the API makes tokens
 	// for this service's queues only).
-	_, elsewhere, err := e.server().admin.tokens.Create(context.Background(), apitoken.Request{Name: "ops-elsewhere",
+	_, elsewhere, err := e.tokens.Create(context.Background(), apitoken.Request{Name: "ops-elsewhere",
 		Grant: adminauth.Grant{Role: adminauth.Operator, Queues: []string{"elsewhere"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +166,7 @@ func TestWrongAPITokensAreLockedOut(t *testing.T) {
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
 	_, good := e.newToken(t, `{"name":"ok","role":"viewer"}`)
 	client := testClient(t)
-	for i := 0; i < adminLockout.MaxFailures; i++ {
+	for i := 0; i < lockout.DefaultPolicy.MaxFailures; i++ {
 		guess := good[:len(good)-4] + strings.Repeat("A", 4)
 		if guess == good {
 			guess = good[:len(good)-4] + "BBBB"
@@ -245,9 +247,9 @@ func TestSessionCookie(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := testClient(t)
-	cookie := []string{"X-Forwarded-For", client, "Cookie", adminCookieName(false) + "=" + id} // the env's cookies are not Secure
+	cookie := []string{"X-Forwarded-For", client, "Cookie", adminapi.CookieName(false) + "=" + id} // the env's cookies are not Secure
 	r := e.do("GET", "/admin/v1/me", "", cookie...)
-	var me meResponse
+	var me adminapi.MeResponse
 	if r.status != 200 || json.Unmarshal(r.body, &me) != nil || me.Actor.Kind != actor.KindOIDC || me.Actor.Name != person.Name || me.Role != adminauth.Viewer || me.Admin || len(me.Operate) != 0 {
 		t.Fatalf("me: %d %s", r.status, r.body)
 	}
@@ -258,7 +260,7 @@ func TestSessionCookie(t *testing.T) {
 	}
 	r = e.do("GET", "/admin/v1/me", "", cookie...)
 	wantError(t, r, 401, "unauthorized")
-	if sc := r.header.Get("Set-Cookie"); !strings.Contains(sc, adminCookieName(false)+"=;") || !strings.Contains(sc, "Max-Age=0") {
+	if sc := r.header.Get("Set-Cookie"); !strings.Contains(sc, adminapi.CookieName(false)+"=;") || !strings.Contains(sc, "Max-Age=0") {
 		t.Fatalf("an ended session's cookie is not cleared: %q", sc)
 	}
 
@@ -272,7 +274,7 @@ func TestSessionCookie(t *testing.T) {
 		t.Fatalf("end sessions: %d %s", r.status, r.body)
 	}
 	for _, id := range []string{a, b} {
-		wantError(t, e.do("GET", "/admin/v1/me", "", "X-Forwarded-For", client, "Cookie", adminCookieName(false)+"="+id), 401, "unauthorized")
+		wantError(t, e.do("GET", "/admin/v1/me", "", "X-Forwarded-For", client, "Cookie", adminapi.CookieName(false)+"="+id), 401, "unauthorized")
 	}
 }
 
@@ -300,7 +302,7 @@ func TestSignInFailuresLockOut(t *testing.T) {
 		}
 	}
 	// What another site's page can send: never counted.
-	for range 3 * adminLockout.MaxFailures {
+	for range 3 * lockout.DefaultPolicy.MaxFailures {
 		page(e.do("GET", "/admin/callback?state=guess&code=guess", "", "X-Forwarded-For", client, "Sec-Fetch-Site", "cross-site"), 400, "invalid_state")
 		page(e.do("GET", "/admin/callback?error=access_denied&state=x", "", "X-Forwarded-For", client), 401, "signin_denied")
 	}
@@ -308,7 +310,7 @@ func TestSignInFailuresLockOut(t *testing.T) {
 		t.Fatalf("the operator after another site's callbacks: %d %s", r.status, r.body)
 	}
 	// A real sign-in with a made-up code: counted, ten lock the address.
-	for i := 0; i <= adminLockout.MaxFailures; i++ {
+	for i := 0; i <= lockout.DefaultPolicy.MaxFailures; i++ {
 		login := e.do("GET", "/admin/login", "", "X-Forwarded-For", client)
 		to, _ := url.Parse(login.header.Get("Location"))
 		cookie := strings.SplitN(login.header.Get("Set-Cookie"), ";", 2)[0]
@@ -316,7 +318,7 @@ func TestSignInFailuresLockOut(t *testing.T) {
 			t.Fatalf("login: %d %v", login.status, login.header)
 		}
 		r := e.do("GET", "/admin/callback?state="+url.QueryEscape(to.Query().Get("state"))+"&code=made-up", "", "X-Forwarded-For", client, "Cookie", cookie)
-		if i < adminLockout.MaxFailures {
+		if i < lockout.DefaultPolicy.MaxFailures {
 			page(r, 401, "invalid_code")
 		} else {
 			page(r, 429, "too_many_attempts")
@@ -371,7 +373,7 @@ func TestGeneratedCredentialsRefused(t *testing.T) {
 		case 2:
 			h = []string{"Authorization", mutate("Bearer " + good)}
 		default:
-			h = []string{"Cookie", adminCookieName(false) + "=" + mutate(sess)}
+			h = []string{"Cookie", adminapi.CookieName(false) + "=" + mutate(sess)}
 		}
 		// A variant that still says the real credential (trimmed space
 		// around a header's value, the scheme's case) is no forgery.
@@ -380,7 +382,7 @@ func TestGeneratedCredentialsRefused(t *testing.T) {
 		if tok, ok := reqcheck.BearerToken(probe); ok && (tok == good || tok == adminToken) {
 			continue
 		}
-		if c, err := probe.Cookie(adminCookieName(false)); err == nil && c.Value == sess {
+		if c, err := probe.Cookie(adminapi.CookieName(false)); err == nil && c.Value == sess {
 			continue
 		}
 		// Headers Go cannot send are no test of the server.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,8 +36,19 @@ func behindProxy(t *testing.T) *clientip.Resolver {
 	return r
 }
 
-// server is the env's Server, to swap its lockout or audit log.
-func (e *env) server() *Server { return e.h.(*Server) }
+// without is e's queue, store and credentials served by a server of
+// their own, whose options change makes.
+func (e *env) without(change func(*Options)) *env {
+	e.t.Helper()
+	o := e.opts
+	change(&o)
+	h := New(o)
+	srv := httptest.NewServer(h)
+	e.t.Cleanup(srv.Close)
+	c := *e
+	c.srv, c.h, c.opts = srv, h, o
+	return &c
+}
 
 // testClient is a client address no other test (or other call) uses:
 // each has a lockout and rate-limit budget of its own, however the
@@ -64,7 +76,7 @@ func TestAdminLockoutSharedByReplicas(t *testing.T) {
 	replicas := []*env{newEnv(t, rdb, slow, testTimeout, opts), newEnv(t, rdb, slow, testTimeout, opts)}
 	attacker, operator := testClient(t), testClient(t)
 	path := "/admin/v1/queues"
-	for i := range adminLockout.MaxFailures {
+	for i := range lockout.DefaultPolicy.MaxFailures {
 		wantError(t, replicas[i%2].do("GET", path, "", asClient(attacker, fmt.Sprintf("guess-%d", i))...), 401, "unauthorized")
 	}
 	for i, e := range replicas {
@@ -90,8 +102,8 @@ func TestAdminLockoutCountsOnlyPresentedTokens(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
 	const path, tries = "/admin/v1/queues", 2 * 10
-	if tries <= adminLockout.MaxFailures {
-		t.Fatalf("%d tries do not exceed the budget of %d", tries, adminLockout.MaxFailures)
+	if tries <= lockout.DefaultPolicy.MaxFailures {
+		t.Fatalf("%d tries do not exceed the budget of %d", tries, lockout.DefaultPolicy.MaxFailures)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -140,7 +152,7 @@ func TestAdminLockoutCountsOnlyPresentedTokens(t *testing.T) {
 	t.Run("wrong tokens still lock", func(t *testing.T) {
 		client := testClient(t)
 		own := []string{"Sec-Fetch-Site", "same-origin", "Origin", e.srv.URL}
-		for i := range adminLockout.MaxFailures {
+		for i := range lockout.DefaultPolicy.MaxFailures {
 			wantError(t, e.do("GET", path, "", append(asClient(client, fmt.Sprintf("guess-%d", i)), own...)...), 401, "unauthorized")
 		}
 		for _, token := range []string{adminToken, "guess"} {
@@ -163,14 +175,9 @@ func TestAdminLockoutBackOff(t *testing.T) {
 	}
 	t.Parallel()
 	rdb := redistest.Client(t)
-	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
 	// The server's policy with seconds for minutes, so the test is short.
 	short := lockout.Policy{MaxFailures: 3, Window: time.Minute, BaseLock: time.Second, MaxLock: 4 * time.Second, Memory: time.Hour}
-	l, err := lockout.New(rdb, short)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.server().admin.lockout = l
+	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t), AdminLockout: short})
 	client := testClient(t)
 	path := "/admin/v1/queues"
 	for _, want := range []int{1, 2, 4, 4} {
@@ -223,8 +230,8 @@ func TestAdminWithoutRedis(t *testing.T) {
 		return e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...).status == 200, ""
 	})
 
-	e.server().admin = newAdminGuard(Options{AdminToken: adminToken})
-	wantError(t, e.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...), 503, "unavailable")
+	unwired := e.without(func(o *Options) { o.Redis = nil })
+	wantError(t, unwired.do("GET", "/admin/v1/queues", "", asClient(client, adminToken)...), 503, "unavailable")
 }
 
 // auditEntries reads a queue's audit log through the API.
@@ -345,32 +352,14 @@ func TestAuditLogBounded(t *testing.T) {
 	}
 }
 
-// The settings are audited without being named: a field the admin view
-// does not show (a setting added later) is recorded with the value asked.
-func TestSettingChangesGeneric(t *testing.T) {
-	t.Parallel()
-	before := adminQueueResponse{Settings: map[string]any{"refill_size": 5, "max_active": 10}}
-	after := adminQueueResponse{Settings: map[string]any{"refill_size": 5, "max_active": 20}}
-	req := map[string]json.RawMessage{"max_active": json.RawMessage(`20`), "refill_size": json.RawMessage(`5`), "future_setting": json.RawMessage(`12`)}
-	want := `[{"field":"future_setting","old":null,"new":12},{"field":"max_active","old":10,"new":20},{"field":"refill_size","old":5,"new":5}]`
-	if got := changesJSON(t, settingChanges(req, before, &after)); got != want {
-		t.Fatalf("changes %s, want %s", got, want)
-	}
-	// The view after could not be read: the values asked stand for it.
-	want = `[{"field":"future_setting","old":null,"new":12},{"field":"max_active","old":10,"new":20},{"field":"refill_size","old":5,"new":5}]`
-	if got := changesJSON(t, settingChanges(req, before, nil)); got != want {
-		t.Fatalf("changes without the view after %s, want %s", got, want)
-	}
-}
-
 // A change made while the audit log cannot be written stays made.
 func TestAuditWriteFailureKeepsTheChange(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Client(t)
-	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken})
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { dead.Close() })
-	e.server().admin.audit, _ = audit.New(dead)
+	deadAudit, _ := audit.New(dead)
+	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, Audit: deadAudit})
 	if r := e.patch(`{"max_active":42}`); r.status != 200 {
 		t.Fatalf("patch with the audit log down: %d %s", r.status, r.body)
 	}
@@ -384,12 +373,12 @@ func TestAuditWriteFailureKeepsTheChange(t *testing.T) {
 func TestAdminTokenNeverLogged(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Client(t)
-	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
 	var buf syncBuffer
-	e.server().log = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := newEnv(t, rdb, slow, testTimeout, Options{AdminToken: adminToken, ClientIP: behindProxy(t),
+		Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	client := testClient(t)
 	const guess = "guess-4f9d2c"
-	for range adminLockout.MaxFailures + 2 {
+	for range lockout.DefaultPolicy.MaxFailures + 2 {
 		e.do("GET", "/admin/v1/queues", "", asClient(client, guess)...)
 	}
 	other := testClient(t)
@@ -398,7 +387,8 @@ func TestAdminTokenNeverLogged(t *testing.T) {
 	}
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { dead.Close() })
-	e.server().admin.audit, _ = audit.New(dead)
+	deadAudit, _ := audit.New(dead)
+	e = e.without(func(o *Options) { o.Audit = deadAudit })
 	if r := e.do("PATCH", "/admin/v1/queues/"+e.queue, `{"max_active":4}`, asClient(other, adminToken)...); r.status != 200 {
 		t.Fatalf("patch: %d %s", r.status, r.body)
 	}

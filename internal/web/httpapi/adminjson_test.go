@@ -1,7 +1,7 @@
 package httpapi
 
 // adminQueueJSON is the admin view as a client reads it, field by field:
-// the tests decode answers into it (adminQueueResponse writes its
+// the tests decode answers into it (adminapi.QueueView writes its
 // settings from the catalog, so it has no typed fields to read back).
 type adminQueueJSON struct {
 	Queue                string            `json:"queue"`

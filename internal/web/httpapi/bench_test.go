@@ -12,6 +12,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 // BenchmarkHandlers runs requests through the router in process, without
@@ -58,7 +59,7 @@ func BenchmarkHandlers(b *testing.B) {
 			req := httptest.NewRequest("POST", api+"/enter", strings.NewReader(`{}`))
 			req.Header.Set("Content-Type", "application/json")
 			e.h.ServeHTTP(w, req)
-			var tk ticketResponse
+			var tk publicapi.TicketResponse
 			if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &tk) != nil || tk.PlaceToken == "" {
 				b.Fatalf("enter: %d %s", w.Code, w.Body)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/web/httpkit"
 )
 
 // Bodies that encoding/json read as another body's meaning: an
@@ -32,7 +33,7 @@ func TestEnterRefusesAmbiguousBodies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.do("POST", api+"/enter", tc.body)
-			var b errorBody
+			var b httpkit.ErrorBody
 			if r.status != http.StatusBadRequest || json.Unmarshal(r.body, &b) != nil || b.Error.Code != "invalid_json" {
 				t.Fatalf("enter %q: %d %s; want 400 invalid_json", tc.body, r.status, r.body)
 			}

@@ -14,6 +14,8 @@ import (
 	"github.com/waitroom/waitroom/internal/hygiene/crossorigin"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 	"github.com/waitroom/waitroom/internal/trust/challenge"
+	"github.com/waitroom/waitroom/internal/web/httpkit"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 func (e *env) waiting() int64 {
@@ -114,7 +116,7 @@ func TestRateLimitsOverHTTP(t *testing.T) {
 	r := direct.do("POST", "/api/v1/queues/"+direct.queue+"/enter", "{}", "X-Forwarded-For", "203.0.113.99")
 	wantError(t, r, 429, "rate_limited")
 	secs, err := strconv.Atoi(r.header.Get("Retry-After"))
-	var body errorBody
+	var body httpkit.ErrorBody
 	_ = json.Unmarshal(r.body, &body)
 	at, perr := time.Parse(time.RFC3339, body.Error.RetryAt)
 	if err != nil || secs < 1 || secs > 101 || perr != nil || at.Before(time.Now()) {
@@ -156,7 +158,7 @@ func TestChallengeRateLimitOverHTTP(t *testing.T) {
 			continue
 		}
 		wantError(t, r, 429, "rate_limited")
-		var body errorBody
+		var body httpkit.ErrorBody
 		_ = json.Unmarshal(r.body, &body)
 		if secs, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || secs < 1 || body.Error.RetryAt == "" {
 			t.Fatalf("Retry-After %q, retry_at %q", r.header.Get("Retry-After"), body.Error.RetryAt)
@@ -225,7 +227,7 @@ func TestQueueFullOverHTTP(t *testing.T) {
 	e.enterAnon() // the one place in line
 	r := e.do("POST", "/api/v1/queues/"+e.queue+"/enter", "{}")
 	wantError(t, r, 503, "queue_full")
-	var body errorBody
+	var body httpkit.ErrorBody
 	_ = json.Unmarshal(r.body, &body)
 	if r.header.Get("Retry-After") == "" || body.Error.RetryAt == "" {
 		t.Fatalf("no time to come back: %v %s", r.header, r.body)
@@ -239,11 +241,11 @@ func TestProofOfWorkOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), slow, testTimeout, Options{})
 	base := "/api/v1/queues/" + e.queue
-	var c challengeResponse
-	get := func() challengeResponse {
+	var c publicapi.ChallengeResponse
+	get := func() publicapi.ChallengeResponse {
 		t.Helper()
 		r := e.do("GET", base+"/challenge", "")
-		var c challengeResponse
+		var c publicapi.ChallengeResponse
 		if err := json.Unmarshal(r.body, &c); err != nil || r.status != 200 || c.Challenge == "" {
 			t.Fatalf("challenge: %d %s", r.status, r.body)
 		}

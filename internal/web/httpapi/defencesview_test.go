@@ -28,7 +28,7 @@ func TestDefencesView(t *testing.T) {
 		t.Fatalf("PATCH human_check: %d %s", r.status, r.body)
 	}
 	for _, ev := range []paid.Event{paid.Placed(0), paid.Placed(13), paid.Placed(14), paid.Asked(13), paid.Asked(14), paid.Human(paid.HumanAsked), paid.Human(paid.HumanFailed)} {
-		with.server().paid.Record(e.queue, ev)
+		rec.Record(e.queue, ev)
 	}
 	get := func(e *env) paid.Defences {
 		t.Helper()

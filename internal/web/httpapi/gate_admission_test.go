@@ -13,6 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/testkit/clientaddr"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 // One admission, one holder. Every status call of an ENTERED
@@ -26,7 +27,7 @@ func twoGateReplicas(t *testing.T) (a, b *env) {
 	up := newUpstream(t)
 	u, _ := url.Parse(up.srv.URL)
 	a = newGateEnv(t, u, 5*time.Second)
-	s := a.server()
+	s := a
 	b = newEnvWithStore(t, a.rdb, a.store, a.queue, Options{
 		Places: s.places, Passes: s.passes, ClientIP: behindProxy(t),
 		Gate:     newTestGate(t, a.rdb, a.store, a.queue, s.passes, nil, true),
@@ -38,7 +39,7 @@ func twoGateReplicas(t *testing.T) (a, b *env) {
 // passesOf asks for the status of the admitted place n-1 times (from
 // addresses of its own, so no status limit is reached) and returns the n
 // distinct passes it was given, the enter's first.
-func passesOf(t *testing.T, e *env, tk ticketResponse, n int) []string {
+func passesOf(t *testing.T, e *env, tk publicapi.TicketResponse, n int) []string {
 	t.Helper()
 	passes := []string{tk.Pass}
 	seen := map[string]bool{tk.Pass: true}

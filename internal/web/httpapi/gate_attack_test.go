@@ -124,7 +124,7 @@ func TestGatePassLinkSingleUseAcrossReplicas(t *testing.T) {
 	up := newUpstream(t)
 	u, _ := url.Parse(up.srv.URL)
 	a := newGateEnv(t, u, 5*time.Second)
-	s := a.server()
+	s := a
 	b := newEnvWithStore(t, a.rdb, a.store, a.queue, Options{
 		Places: s.places, Passes: s.passes, ClientIP: behindProxy(t),
 		Gate:     newTestGate(t, a.rdb, a.store, a.queue, s.passes, nil, true),

@@ -21,6 +21,7 @@ import (
 	"github.com/waitroom/waitroom/internal/gate/proxy"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 // upstream is an order page behind the gate that records what reached it.
@@ -112,7 +113,7 @@ func newGateEnv(t *testing.T, up *url.URL, timeout time.Duration) *env {
 }
 
 // admittedPass enters once (the bucket's token) and returns the pass.
-func (e *env) admittedPass() ticketResponse {
+func (e *env) admittedPass() publicapi.TicketResponse {
 	e.t.Helper()
 	tk, _ := e.enterAnon()
 	if tk.Status != queue.Entered || tk.Pass == "" {
@@ -239,7 +240,7 @@ func TestGateModeRefuses(t *testing.T) {
 	up := newUpstream(t)
 	upURL, _ := url.Parse(up.srv.URL)
 	e := newGateEnv(t, upURL, 5*time.Second)
-	srv := e.h.(*Server)
+	srv := e
 	other := newEnv(t, e.rdb, slow, testTimeout, Options{Places: srv.places, Passes: srv.passes})
 	tk := e.admittedPass()
 	c, err := srv.passes.Verify(tk.Pass)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 // A laptop's place moves to a phone over HTTP: the QR code, the same
@@ -39,14 +40,14 @@ func TestHandoffOverHTTP(t *testing.T) {
 	enter("{}") // admitted at once: the laptop waits behind it
 	r := enter("{}")
 	laptop := cookieOf(r)
-	var before ticketResponse
+	var before publicapi.TicketResponse
 	if err := json.Unmarshal(r.body, &before); err != nil || before.Status != queue.Waiting || laptop == "" {
 		t.Fatalf("laptop enter: %d %s", r.status, r.body)
 	}
 	asLaptop := []string{"Cookie", e.placeCookieName() + "=" + laptop}
 
 	r = e.do("POST", q+"/handoff", "", asLaptop...)
-	var h handoffResponse
+	var h publicapi.HandoffResponse
 	if err := json.Unmarshal(r.body, &h); r.status != 201 || err != nil || h.Token == "" || len(h.Code) != 9 || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("handoff: %d %s %v", r.status, r.body, r.header)
 	}
@@ -67,7 +68,7 @@ func TestHandoffOverHTTP(t *testing.T) {
 
 	// The phone enters with the token and gets the place.
 	r = enter(`{"handoff":"` + h.Token + `"}`)
-	var after ticketResponse
+	var after publicapi.TicketResponse
 	if err := json.Unmarshal(r.body, &after); r.status != 200 || err != nil {
 		t.Fatalf("phone enter: %d %s", r.status, r.body)
 	}
@@ -101,7 +102,7 @@ func TestHandoffOverHTTP(t *testing.T) {
 	}
 	// ...and the phone still holds the place where it was.
 	r = e.do("GET", q+"/status", "", asPhone...)
-	var still ticketResponse
+	var still publicapi.TicketResponse
 	if err := json.Unmarshal(r.body, &still); err != nil || still.Position != before.Position || still.UserID != before.UserID {
 		t.Fatalf("phone after the laptop's tries: %d %s", r.status, r.body)
 	}

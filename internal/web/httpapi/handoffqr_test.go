@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 	"github.com/waitroom/waitroom/internal/trust/handoff"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 // testPublicURL is the test servers' WAITROOM_PUBLIC_URL.
@@ -26,13 +27,13 @@ func (e *env) qrPlace() (cookie []string, token string) {
 	e.t.Helper()
 	q := "/api/v1/queues/" + e.queue
 	r := e.do("POST", q+"/enter", "{}")
-	var tk ticketResponse
+	var tk publicapi.TicketResponse
 	if err := json.Unmarshal(r.body, &tk); err != nil || tk.Status != queue.Waiting {
 		e.t.Fatalf("enter: %d %s", r.status, r.body)
 	}
 	cookie = []string{"Cookie", e.placeCookieName() + "=" + tk.PlaceToken}
 	r = e.do("POST", q+"/handoff", "", cookie...)
-	var h handoffResponse
+	var h publicapi.HandoffResponse
 	if err := json.Unmarshal(r.body, &h); r.status != 201 || err != nil {
 		e.t.Fatalf("handoff: %d %s", r.status, r.body)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 )
 
@@ -48,8 +49,8 @@ func TestHistoryFormats(t *testing.T) {
 	}
 
 	var hist struct {
-		Points []historyPoint `json:"points"`
-		Stats  lineStats      `json:"stats"`
+		Points []adminapi.HistoryPoint `json:"points"`
+		Stats  adminapi.LineStats      `json:"stats"`
 	}
 	for _, q := range []string{"", "?format=json"} {
 		r := e.do("GET", path+q, "", auth...)

@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 	"github.com/waitroom/waitroom/internal/web/linedoc"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 // TestLineDocument: the line's public document is the same bytes and
@@ -104,7 +105,7 @@ func TestLineDocument(t *testing.T) {
 func TestEnterAndStatusCarryTheArrival(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Minute}, testTimeout, Options{})
-	enter := func() ticketResponse {
+	enter := func() publicapi.TicketResponse {
 		return decodeTicket(t, e.do("POST", "/api/v1/queues/"+e.queue+"/enter", "{}", "Content-Type", "application/json"))
 	}
 	enter() // takes the bucket's token
@@ -129,7 +130,7 @@ func TestOlderCredentialIsToldTheCurrentPlace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, redistest.Client(t), queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Minute}, testTimeout, Options{})
 	enterPath, statusPath := "/api/v1/queues/"+e.queue+"/enter", "/api/v1/queues/"+e.queue+"/status"
-	enter := func(h ...string) ticketResponse {
+	enter := func(h ...string) publicapi.TicketResponse {
 		return decodeTicket(t, e.do("POST", enterPath, "{}", append([]string{"Content-Type", "application/json"}, h...)...))
 	}
 	enter() // takes the bucket's token

@@ -16,9 +16,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/backoffice/actor"
+	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
 	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
 	"github.com/waitroom/waitroom/internal/backoffice/adminsession"
 	"github.com/waitroom/waitroom/internal/backoffice/apitoken"
+	"github.com/waitroom/waitroom/internal/backoffice/lockout"
 	"github.com/waitroom/waitroom/internal/infra/rediskeys"
 	"github.com/waitroom/waitroom/internal/testkit/oidctest"
 )
@@ -77,9 +79,9 @@ func (k *contract) checkRoles(t *testing.T, rdb *redis.Client) {
 		t.Fatalf("me, with the admin token: %+v", me)
 	}
 
-	create := func(body string) createTokenResponse {
+	create := func(body string) adminapi.CreateTokenResponse {
 		t.Helper()
-		return decodeJSON[createTokenResponse](t, k.check(t, ro, call{method: "POST", path: "/admin/v1/tokens", body: body, header: withJSON(auth...), status: 201}))
+		return decodeJSON[adminapi.CreateTokenResponse](t, k.check(t, ro, call{method: "POST", path: "/admin/v1/tokens", body: body, header: withJSON(auth...), status: 201}))
 	}
 	viewer := create(`{"name":"dashboard","role":"viewer"}`)
 	operator := create(`{"name":"ops ` + other + `","role":"operator","queues":["` + other + `"],"expires_in_s":3600}`)
@@ -155,7 +157,7 @@ func (k *contract) checkRoles(t *testing.T, rdb *redis.Client) {
 	}
 
 	// Revoked: refused at once here.
-	for _, tok := range []createTokenResponse{viewer, operator, unused} {
+	for _, tok := range []adminapi.CreateTokenResponse{viewer, operator, unused} {
 		k.check(t, ro, call{method: "DELETE", path: "/admin/v1/tokens/" + tok.ID, header: auth, status: 204})
 	}
 	k.check(t, ro, call{method: "DELETE", path: "/admin/v1/tokens/" + viewer.ID, header: auth, status: 404, code: "token_not_found"})
@@ -179,7 +181,7 @@ func (k *contract) checkTooManyTokens(t *testing.T, rdb *redis.Client) {
 		own.Close()
 	})
 	full := k.newEnv(t, own, slow, Options{AdminToken: adminToken})
-	tokens := full.server().admin.tokens
+	tokens := full.tokens
 	for i := 0; ; i++ {
 		_, _, err := tokens.Create(t.Context(), apitoken.Request{Name: "filler", Grant: adminauth.Grant{Role: adminauth.Viewer}, ExpiresIn: time.Minute})
 		if errors.Is(err, apitoken.ErrTooMany) {
@@ -401,7 +403,7 @@ func (k *contract) checkSignIn(t *testing.T, rdb *redis.Client, plain *env) {
 	// Failed sign-ins only a guesser can make (a code the provider
 	// refuses) lock the address out, like wrong tokens.
 	client := testClient(t)
-	for range adminLockout.MaxFailures {
+	for range lockout.DefaultPolicy.MaxFailures {
 		cb, cookie := k.beginSignIn(t, e, op, kim.Subject)
 		made, _ := url.Parse(cb)
 		mq := made.Query()

@@ -32,6 +32,7 @@ import (
 
 	"github.com/waitroom/waitroom/api"
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/backoffice/lockout"
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 	"github.com/waitroom/waitroom/internal/ops/autorate"
@@ -42,7 +43,9 @@ import (
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
 	"github.com/waitroom/waitroom/internal/trust/humancheck/humanchecktest"
 	"github.com/waitroom/waitroom/internal/trust/place"
+	"github.com/waitroom/waitroom/internal/web/httpkit"
 	"github.com/waitroom/waitroom/internal/web/pages"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 	"github.com/waitroom/waitroom/web"
 )
 
@@ -193,7 +196,7 @@ func (k *contract) check(t *testing.T, e *env, c call) response {
 		t.Fatalf("%s (%s): status %d, want %d: %s", name, op, r.status, c.status, body)
 	}
 	if c.code != "" {
-		var eb errorBody
+		var eb httpkit.ErrorBody
 		if err := json.Unmarshal(body, &eb); err != nil || eb.Error.Code != c.code {
 			t.Fatalf("%s: error %s, want code %s", name, body, c.code)
 		}
@@ -321,6 +324,9 @@ func (k *contract) serve(t *testing.T, rdb *redis.Client, settings queue.Setting
 	}
 	opts.Store, opts.Redis = store, rdb
 	opts.Places, opts.Passes = newTrust(t, rdb)
+	if opts.APITokens == nil {
+		opts.APITokens = newTokens(t, rdb)
+	}
 	opts.Gate = newTestGate(t, rdb, store, name, opts.Passes, nil, true)
 	opts.Handoffs = newHandoffs(t, rdb, store, moves)
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -334,7 +340,8 @@ func (k *contract) serve(t *testing.T, rdb *redis.Client, settings queue.Setting
 	h := New(opts)
 	srv.Config.Handler = h
 	srv.Start()
-	e := &env{t: t, srv: srv, h: h, queue: name, store: store, rdb: rdb, secure: opts.CookieSecure}
+	e := &env{t: t, srv: srv, h: h, queue: name, store: store, rdb: rdb, secure: opts.CookieSecure,
+		places: opts.Places, passes: opts.Passes, tokens: opts.APITokens, opts: opts}
 	k.mu.Lock()
 	k.clients[e] = testClient(t)
 	k.mu.Unlock()
@@ -366,9 +373,9 @@ func TestOpenAPIContract(t *testing.T) {
 	auth := bearerHeader(adminToken)
 	jsonCT := []string{"Content-Type", "application/json"}
 	withJSON := func(h ...string) []string { return append(slices.Clone(jsonCT), h...) }
-	ticket := func(r response) ticketResponse {
+	ticket := func(r response) publicapi.TicketResponse {
 		t.Helper()
-		var tk ticketResponse
+		var tk publicapi.TicketResponse
 		if err := json.Unmarshal(r.body, &tk); err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +383,7 @@ func TestOpenAPIContract(t *testing.T) {
 	}
 
 	t.Run("routes", func(t *testing.T) {
-		routes, ops := routesOf(t, e.server().handler), k.operations()
+		routes, ops := routesOf(t, e.h.(*Server).mux), k.operations()
 		for _, r := range routes {
 			if !slices.Contains(ops, r) {
 				t.Errorf("route %s is not in api/openapi.yaml", r)
@@ -432,7 +439,7 @@ func TestOpenAPIContract(t *testing.T) {
 		}
 	})
 
-	var admitted ticketResponse // holds an entry pass
+	var admitted publicapi.TicketResponse // holds an entry pass
 	t.Run("queue", func(t *testing.T) {
 		for _, p := range []string{q, q + "/"} {
 			k.check(t, e, call{method: "GET", path: p, status: 200})
@@ -520,7 +527,7 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, e, call{method: "GET", path: "/.well-known/jwks.json", status: 200})
 		verify := "/api/v1/verify?queue=" + e.queue
 		r := k.check(t, e, call{method: "GET", path: verify, header: pass, status: 200})
-		var v verifyResponse
+		var v publicapi.VerifyResponse
 		if err := json.Unmarshal(r.body, &v); err != nil || v.Queue != e.queue || v.Sub != admitted.UserID {
 			t.Fatalf("verify: %s", r.body)
 		}
@@ -740,7 +747,7 @@ func TestOpenAPIContract(t *testing.T) {
 		// A client that failed ten times is locked out, right token or not.
 		locked := k.newEnv(t, rdb, slow, Options{AdminToken: adminToken, ClientIP: behindProxy(t)})
 		client := testClient(t)
-		for range adminLockout.MaxFailures {
+		for range lockout.DefaultPolicy.MaxFailures {
 			k.check(t, locked, call{method: "GET", path: "/admin/v1/queues", header: asClient(client, "wrong"), status: 401, code: "unauthorized"})
 		}
 		for _, c := range adminCalls(locked) {
@@ -769,7 +776,7 @@ func TestOpenAPIContract(t *testing.T) {
 		// Proof of work.
 		k.check(t, full, call{method: "PATCH", path: "/admin/v1/queues/" + full.queue, body: `{"max_waiting":0,"challenge_difficulty":8}`, header: withJSON(auth...), status: 200})
 		k.check(t, full, call{method: "POST", path: fq + "/enter", body: "{}", header: jsonCT, status: 403, code: "challenge_required"})
-		var ch challengeResponse
+		var ch publicapi.ChallengeResponse
 		if err := json.Unmarshal(k.check(t, full, call{method: "GET", path: fq + "/challenge", status: 200}).body, &ch); err != nil || ch.Difficulty != 8 {
 			t.Fatalf("challenge: %+v %v", ch, err)
 		}
@@ -825,7 +832,7 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, ho, call{method: "POST", path: hq + "/handoff", header: bearerHeader(admitted.PlaceToken), status: 409, code: "not_waiting"})
 		k.check(t, ho, call{method: "POST", path: hq + "/handoff", header: append(bearerHeader(laptop.PlaceToken), "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"), status: 403, code: "cross_site_request"})
 		k.check(t, ho, call{method: "POST", path: "/api/v1/queues/nope/handoff", header: bearerHeader(laptop.PlaceToken), status: 404, code: "queue_not_found"})
-		var h handoffResponse
+		var h publicapi.HandoffResponse
 		if err := json.Unmarshal(k.check(t, ho, call{method: "POST", path: hq + "/handoff", header: bearerHeader(laptop.PlaceToken), status: 201}).body, &h); err != nil {
 			t.Fatal(err)
 		}
@@ -863,7 +870,7 @@ func TestOpenAPIContract(t *testing.T) {
 	t.Run("redis down", func(t *testing.T) {
 		down := k.newEnv(t, deadRedis(t), slow, Options{AdminToken: adminToken, InsecureUserIDs: true})
 		dq := "/api/v1/queues/" + down.queue
-		srv := down.server()
+		srv := down
 		member := place.NewMember()
 		placeTok := bearerHeader(srv.places.Issue(down.queue, member, 0))
 		pass, err := srv.passes.Issue(down.queue, member, time.Now(), time.Now().Add(time.Hour))

@@ -10,6 +10,8 @@ import (
 	"github.com/waitroom/waitroom/internal/hygiene/clientip"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 	"github.com/waitroom/waitroom/internal/trust/challenge"
+	"github.com/waitroom/waitroom/internal/web/httpkit"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 // The price of a place over HTTP: a network's first place
@@ -32,7 +34,7 @@ func TestPriceOverHTTP(t *testing.T) {
 		if _, r := e.enterAnon("X-Forwarded-For", net.first); r.status != 200 {
 			t.Fatalf("%s: the first place: %d %s", net.name, r.status, r.body)
 		}
-		var stale challengeResponse // fetched before the network's last place
+		var stale publicapi.ChallengeResponse // fetched before the network's last place
 		for held := 1; held <= 3; held++ {
 			want := queue.PriceDifficulty(4, held, 0)
 			r := e.do("POST", base+"/enter", "{}", "X-Forwarded-For", net.other)
@@ -72,17 +74,17 @@ func TestPriceOverHTTP(t *testing.T) {
 
 func errDifficulty(t *testing.T, r response) int {
 	t.Helper()
-	var body errorBody
+	var body httpkit.ErrorBody
 	if err := json.Unmarshal(r.body, &body); err != nil || body.Error.Difficulty == nil {
 		t.Fatalf("no difficulty in %s (%v)", r.body, err)
 	}
 	return *body.Error.Difficulty
 }
 
-func challengeAt(t *testing.T, e *env, base, client string) challengeResponse {
+func challengeAt(t *testing.T, e *env, base, client string) publicapi.ChallengeResponse {
 	t.Helper()
 	r := e.do("GET", base+"/challenge", "", "X-Forwarded-For", client)
-	var c challengeResponse
+	var c publicapi.ChallengeResponse
 	if err := json.Unmarshal(r.body, &c); err != nil || r.status != 200 {
 		t.Fatalf("challenge: %d %s", r.status, r.body)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/hygiene/safeurl"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/web/httpkit"
 )
 
 // TestPatchProbeURL: PATCH refuses an
@@ -33,7 +34,7 @@ func TestPatchProbeURL(t *testing.T) {
 		u := "http://" + h + ":8081/healthz"
 		r := e.patch(fmt.Sprintf(`{"origin_probe_url":%q}`, u))
 		wantError(t, r, 400, "invalid_probe_url")
-		var body errorBody
+		var body httpkit.ErrorBody
 		if json.Unmarshal(r.body, &body) != nil || body.Error.Field != "origin_probe_url" {
 			t.Fatalf("%s: %s", u, r.body)
 		}

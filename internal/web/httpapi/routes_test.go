@@ -23,6 +23,7 @@ import (
 	"github.com/waitroom/waitroom/internal/hygiene/reqcheck/pathtest"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 	"github.com/waitroom/waitroom/internal/trust/passledger"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 // roomsEnv is a waitroom in gate mode with several rooms
@@ -88,7 +89,7 @@ func newRoomsEnv(t *testing.T, o roomsOptions) *roomsEnv {
 }
 
 // admitted enters queue q once (its bucket's token) and returns the ticket.
-func (e *roomsEnv) admitted(q string) ticketResponse {
+func (e *roomsEnv) admitted(q string) publicapi.TicketResponse {
 	e.t.Helper()
 	tk := decodeTicket(e.t, e.do("POST", "/api/v1/queues/"+q+"/enter", "{}"))
 	if tk.Status != queue.Entered || tk.Pass == "" {

@@ -1,19 +1,15 @@
-// Package httpapi is the HTTP face of waitroom: the public queue API, the
-// admin API, the two pages and the health checks.
+// Package httpapi is the HTTP face of waitroom: it builds the public API
+// (internal/web/publicapi) and the admin API
+// (internal/backoffice/adminapi) and mounts both, with the gate, in one
+// router.
 //
-// routes.go shows the whole surface. The handlers are by what they serve:
-// public.go the queue API (enter, whose caller internal/web/admission
-// resolves; status, leave, done, info), ticket.go the tickets it answers,
-// trust.go the place credentials and pass checks, challenge.go the proof
-// of work, adminview.go and settings.go the admin API's reads and changes
-// (queue.Inspector), admin.go its guard and audit log, pages.go the pages,
-// health.go the health checks. errors.go is the one place that turns
-// errors into answers; json.go and params.go read requests.
+// routes.go shows the whole surface. The handlers are by what they serve,
+// in the two sides' packages; internal/web/httpkit is the plumbing they
+// share: the one place that turns errors into answers, JSON in and out,
+// request ids, the access log.
 package httpapi
 
 import (
-	"crypto/rand"
-	"github.com/waitroom/waitroom/internal/ops/autorate"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -22,24 +18,26 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
 	"github.com/waitroom/waitroom/internal/backoffice/adminsession"
 	"github.com/waitroom/waitroom/internal/backoffice/apitoken"
+	"github.com/waitroom/waitroom/internal/backoffice/audit"
+	"github.com/waitroom/waitroom/internal/backoffice/lockout"
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/gate/failopen"
 	"github.com/waitroom/waitroom/internal/hygiene/clientip"
 	"github.com/waitroom/waitroom/internal/hygiene/crossorigin"
-	"github.com/waitroom/waitroom/internal/hygiene/loglimit"
 	"github.com/waitroom/waitroom/internal/hygiene/netclass"
 	"github.com/waitroom/waitroom/internal/hygiene/safeurl"
-	"github.com/waitroom/waitroom/internal/ops/forecast"
+	"github.com/waitroom/waitroom/internal/ops/autorate"
 	"github.com/waitroom/waitroom/internal/trust/challenge"
 	"github.com/waitroom/waitroom/internal/trust/handoff"
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/place"
-	"github.com/waitroom/waitroom/internal/web/admission"
-	"github.com/waitroom/waitroom/internal/web/linedoc"
+	"github.com/waitroom/waitroom/internal/web/httpkit"
 	"github.com/waitroom/waitroom/internal/web/pages"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 // Options are what the server needs; Store, Places, Passes, Logger and
@@ -100,7 +98,12 @@ type Options struct {
 	Origins *crossorigin.Policy
 	// Redis keeps the admin API's lockout of failed attempts and its
 	// audit log. Without it an enabled admin API answers 503.
-	Redis Redis
+	Redis adminapi.Redis
+	// AdminLockout is the admin API's policy against failed attempts; the
+	// zero policy: lockout.DefaultPolicy.
+	AdminLockout lockout.Policy
+	// Audit is the admin API's log of changes (nil: kept in Redis).
+	Audit *audit.Log
 	// Metrics counts and times the requests (metrics.Metrics.Middleware);
 	// it runs inside chi's router, to read the route pattern. nil: none.
 	Metrics func(http.Handler) http.Handler
@@ -110,19 +113,19 @@ type Options struct {
 	// NoWebhookSecret: WAITROOM_WEBHOOK_SECRET is not set, so no event is
 	// delivered; a webhook_url is then refused (webhooks_disabled).
 	NoWebhookSecret bool
-	// ProbePolicy is what an origin_probe_url may reach (safeurl; issue
-	// 26, item 13): the zero policy refuses loopback and private targets.
+	// ProbePolicy is what an origin_probe_url may reach (safeurl): the
+	// zero policy refuses loopback and private targets.
 	ProbePolicy safeurl.Policy
 	// FailOpens is the record of what the gate let through unchecked
 	// while Redis was away, which the admin queue view shows; nil: none.
 	FailOpens *failopen.Recorder
 	// Paid records what visitors paid (challenges asked, places made and
 	// the bits their proofs carried, human checks); nil: nothing recorded.
-	Paid PaidRecorder
+	Paid publicapi.PaidRecorder
 	// Defences answers GET /admin/v1/queues/{queue}/defences: the price's
 	// policy in force and Paid's summary (paid.Viewer.View); nil: the
 	// queue's human_check and the price's defaults, nothing paid.
-	Defences DefencesFunc
+	Defences adminapi.DefencesFunc
 	// Handoffs moves places to other devices (POST .../handoff, enter
 	// with {"handoff"}); nil: not offered (404, invalid_handoff).
 	Handoffs *handoff.Service
@@ -141,122 +144,40 @@ type Options struct {
 	Networks *netclass.Watcher
 }
 
-// Server serves the HTTP API.
+// Server serves waitroom's HTTP: its own routes, and in gate mode every
+// other path through the gate.
 type Server struct {
-	store        *queue.Store
-	inspector    *queue.Inspector     // the store's operator's side (the admin API)
-	admission    *admission.Admission // enter's one way in (public.go)
-	human        *humancheck.Checker
-	networks     *netclass.Watcher
-	places       *place.Credentials
-	passes       *pass.Passes
-	cookieSecure bool
-	// placeCookiePrefix and placeCookieAttrs come before the queue's name
-	// and after the value in the place cookie's line.
-	placeCookiePrefix, placeCookieAttrs string
-	insecureIDs                         bool
-	adminEnabled                        bool
-	targetURL                           string
-	log                                 *slog.Logger
-	static                              fs.FS
-	pages                               *pages.Pages
-	assetTags                           assetTags // the ETag of each file of static
-	gate                                *gate.Gate
-	handler                             *chi.Mux     // waitroom's own routes
-	own                                 http.Handler // handler behind its request context (routed)
-	gated                               http.Handler // everything else, through the gate
-	proxying                            bool         // gate mode: gated serves every other path
-	clientIP                            *clientip.Resolver
-	challenges                          *challenge.Challenges
-	origins                             *crossorigin.Policy
-	admin                               adminGuard      // lockout and audit log of the admin API (admin.go)
-	forecasts                           *forecast.Guard // per-credential limit and a second's cache (saleday.go)
-	failures                            *loglimit.Keyed // the 5xx lines, one per cause and route a period (errors.go)
-	// metrics wraps the routes (Options.Metrics); nil: none.
-	metrics func(http.Handler) http.Handler
-	// webhookChecks: Options.WebhookInsecureHTTP and NoWebhookSecret
-	webhookChecks webhookChecks
-	probePolicy   safeurl.Policy     // Options.ProbePolicy
-	failOpens     *failopen.Recorder // nil: none
-	paid          PaidRecorder       // never nil (defences.go)
-	defencesView  DefencesFunc       // GET .../defences
-	handoffs      *handoff.Service   // nil: none
-	lines         *linedoc.Documents // the queues' public line documents (line.go)
-	adapt         *autorate.Runner   // nil: none
-	waitingCSP    []string           // the waiting page's CSP with a human check (humancheck.go); nil: the common one
+	own      http.Handler // the routes behind their request context (httpkit.Routed)
+	gated    http.Handler // everything else, through the gate
+	proxying bool         // gate mode: gated serves every other path
+	mux      *chi.Mux     // the routes, which the contract test walks
 }
 
-// New returns the server with its routes.
-func New(o Options) *Server {
-	s := &Server{
-		store:             o.Store,
-		inspector:         queue.NewInspector(o.Store),
-		human:             o.Human,
-		networks:          o.Networks,
-		places:            o.Places,
-		passes:            o.Passes,
-		cookieSecure:      o.CookieSecure,
-		placeCookieAttrs:  placeCookieAttrs(o.CookieSecure),
-		placeCookiePrefix: place.CookiePrefix(o.CookieSecure),
-		insecureIDs:       o.InsecureUserIDs,
-		adminEnabled:      o.AdminToken != "" || o.SignIn != nil,
-		targetURL:         o.TargetURL,
-		log:               o.Logger,
-		static:            o.Static,
-		pages:             o.Pages,
-		assetTags:         newAssetTags(o.Static),
-		gate:              o.Gate,
-		// a plain http webhook_url anywhere (webhook.CheckURL)
-		webhookChecks: webhookChecks{insecureHTTP: o.WebhookInsecureHTTP, noSecret: o.NoWebhookSecret},
-		probePolicy:   o.ProbePolicy,
+// New returns the server of both APIs with their routes.
+func New(o Options) http.Handler {
+	kit := httpkit.NewResponder(o.Logger, o.Human)
+	clientIP := o.ClientIP
+	if clientIP == nil {
+		clientIP, _ = clientip.New(nil) // trusts nobody: cannot fail
 	}
-	if s.pages == nil {
-		s.pages = pages.Default()
-	}
-	s.handoffs = o.Handoffs
-	s.initDefences(o)
-	s.lines = linedoc.New(o.Store)
-	s.proxying = o.Upstream != nil
-	s.clientIP = o.ClientIP
-	if s.clientIP == nil {
-		s.clientIP, _ = clientip.New(nil) // trusts nobody: cannot fail
-	}
-	s.challenges, s.origins = o.Challenges, o.Origins
-	if s.challenges == nil {
-		key := make([]byte, 32)
-		_, _ = rand.Read(key) // never fails (crypto/rand)
-		s.challenges, _ = challenge.New(key)
-	}
-	if s.origins == nil {
-		s.origins, _ = crossorigin.New(nil) // no origins: cannot fail
-	}
-	s.admission = newAdmission(o, s)
-	s.admin = newAdminGuard(o)
-	s.failures = loglimit.NewKeyed(failureLogEvery, maxFailureKeys, nil)
-	s.forecasts = forecast.NewGuard(forecast.Forecaster{Store: s.inspector}.Forecast, nil)
-	s.metrics, s.failOpens, s.adapt = o.Metrics, o.FailOpens, o.Adapt
-	if o.Human != nil {
-		s.waitingCSP = waitingPageCSP(o.Human.Public())
-	}
-	s.handler = s.routes()
-	s.own = routed(s.handler)
-	s.gated = s.gatedRoutes(o.Upstream)
-	return s
-}
-
-// newAdmission is the enter of o's parts, with s's stand-ins for those o
-// leaves out (challenges, paid). An interface holding a nil pointer is not
-// nil: a part o leaves out stays out.
-func newAdmission(o Options, s *Server) *admission.Admission {
-	a := admission.Options{Store: o.Store, Places: o.Places, Challenges: s.challenges, Join: o.Join,
-		Paid: s.paid, Networks: o.Networks, InsecureUserIDs: o.InsecureUserIDs}
-	if o.Handoffs != nil {
-		a.Handoffs = o.Handoffs
-	}
-	if o.Human != nil {
-		a.Human = o.Human
-	}
-	return admission.New(a)
+	pub := publicapi.New(publicapi.Options{
+		Store: o.Store, Responder: kit, Places: o.Places, Passes: o.Passes, Join: o.Join,
+		CookieSecure: o.CookieSecure, InsecureUserIDs: o.InsecureUserIDs, TargetURL: o.TargetURL,
+		Static: o.Static, Pages: o.Pages, Gate: o.Gate, Proxying: o.Upstream != nil, ClientIP: clientIP,
+		Challenges: o.Challenges, Origins: o.Origins, Paid: o.Paid, Handoffs: o.Handoffs, Human: o.Human,
+		Networks: o.Networks,
+	})
+	admin := adminapi.New(adminapi.Options{
+		Store: o.Store, Responder: kit, Static: o.Static, Routes: o.Gate.Routes, CookieSecure: o.CookieSecure,
+		AdminToken: o.AdminToken, APITokens: o.APITokens, Sessions: o.Sessions, SignIn: o.SignIn,
+		ClientIP: clientIP, Redis: o.Redis, Lockout: o.AdminLockout, Audit: o.Audit,
+		WebhookInsecureHTTP: o.WebhookInsecureHTTP, NoWebhookSecret: o.NoWebhookSecret, ProbePolicy: o.ProbePolicy,
+		FailOpens: o.FailOpens, Defences: o.Defences, Adapt: o.Adapt,
+	})
+	m := mount{kit: kit, pub: pub, admin: admin, gate: o.Gate, metrics: o.Metrics, withClient: httpkit.WithClient(clientIP),
+		proxying: o.Upstream != nil}
+	mux := m.routes()
+	return &Server{own: httpkit.Routed(mux), gated: m.gatedRoutes(o.Upstream), proxying: m.proxying, mux: mux}
 }
 
 // ServeHTTP sends waitroom's own paths to its routes. In gate mode every

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
+	"github.com/waitroom/waitroom/internal/backoffice/apitoken"
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/gate/proxy"
 	"github.com/waitroom/waitroom/internal/testkit/envconfig"
@@ -26,6 +29,8 @@ import (
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/passledger"
 	"github.com/waitroom/waitroom/internal/trust/place"
+	"github.com/waitroom/waitroom/internal/web/httpkit"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -41,6 +46,12 @@ type env struct {
 	rdb   *redis.Client
 	// secure: the cookies are Secure, so their names have the __Host- prefix.
 	secure bool
+	// The credentials the server was given (Options), for tests that
+	// issue or check their own.
+	places *place.Credentials
+	passes *pass.Passes
+	tokens *apitoken.Tokens
+	opts   Options // as New got them
 }
 
 // placeCookieName and passCookieName are the env's cookie names.
@@ -83,7 +94,12 @@ func newHandoffs(t testing.TB, rdb *redis.Client, store *queue.Store, moves *han
 func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name string, opts Options) *env {
 	t.Helper()
 	opts.Store = store
-	opts.Redis = rdb
+	if opts.Redis == nil {
+		opts.Redis = rdb
+	}
+	if opts.APITokens == nil {
+		opts.APITokens = newTokens(t, opts.Redis)
+	}
 	if opts.Places == nil {
 		opts.Places, opts.Passes = newTrust(t, rdb)
 	}
@@ -107,7 +123,20 @@ func newEnvWithStore(t testing.TB, rdb *redis.Client, store *queue.Store, name s
 	h := New(opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, h: h, queue: name, store: store, rdb: rdb, secure: opts.CookieSecure}
+	return &env{t: t, srv: srv, h: h, queue: name, store: store, rdb: rdb, secure: opts.CookieSecure,
+		places: opts.Places, passes: opts.Passes, tokens: opts.APITokens, opts: opts}
+}
+
+// newTokens are API tokens on rdb with a key of the test's own, as the
+// admin API makes them without Options.APITokens; the env keeps them, for
+// tests that make tokens directly.
+func newTokens(t testing.TB, rdb adminapi.Redis) *apitoken.Tokens {
+	t.Helper()
+	tokens, err := apitoken.New(rdb, []byte(rand.Text()+rand.Text()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokens
 }
 
 // newTestGate is waitroom's own gate for queue name, as main builds it.
@@ -166,25 +195,25 @@ func (e *env) do(method, path, body string, header ...string) response {
 
 // enter and status name users by plain ids: the env must be in insecure
 // mode (Options.InsecureUserIDs).
-func (e *env) enter(user string) ticketResponse {
+func (e *env) enter(user string) publicapi.TicketResponse {
 	e.t.Helper()
-	body, _ := json.Marshal(enterRequest{UserID: &user})
+	body, _ := json.Marshal(publicapi.EnterRequest{UserID: &user})
 	r := e.do("POST", "/api/v1/queues/"+e.queue+"/enter", string(body))
 	return decodeTicket(e.t, r)
 }
 
-func (e *env) status(user string) ticketResponse {
+func (e *env) status(user string) publicapi.TicketResponse {
 	e.t.Helper()
 	r := e.do("GET", "/api/v1/queues/"+e.queue+"/status?user_id="+url.QueryEscape(user), "")
 	return decodeTicket(e.t, r)
 }
 
-func decodeTicket(t testing.TB, r response) ticketResponse {
+func decodeTicket(t testing.TB, r response) publicapi.TicketResponse {
 	t.Helper()
 	if r.status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
-	var tk ticketResponse
+	var tk publicapi.TicketResponse
 	if err := json.Unmarshal(r.body, &tk); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +223,7 @@ func decodeTicket(t testing.TB, r response) ticketResponse {
 // wantError checks the status and the stable error code.
 func wantError(t *testing.T, r response, status int, code string) {
 	t.Helper()
-	var body errorBody
+	var body httpkit.ErrorBody
 	if err := json.Unmarshal(r.body, &body); err != nil {
 		t.Fatalf("error body %q is not JSON: %v", r.body, err)
 	}
@@ -258,7 +287,7 @@ func TestEnterStatusLeave(t *testing.T) {
 	}
 
 	r := e.do("GET", "/api/v1/queues/"+e.queue, "")
-	var info queueInfoResponse
+	var info publicapi.QueueInfoResponse
 	if err := json.Unmarshal(r.body, &info); err != nil || r.status != 200 {
 		t.Fatalf("queue info: %d %s", r.status, r.body)
 	}
@@ -283,7 +312,7 @@ func TestAdmin(t *testing.T) {
 	if err := json.Unmarshal(r.body, &aq); err != nil || r.status != 200 || aq.RefillSize != 5 {
 		t.Fatalf("set refill size: %d %s", r.status, r.body)
 	}
-	var pub queueInfoResponse
+	var pub publicapi.QueueInfoResponse
 	if err := json.Unmarshal(e.do("GET", "/api/v1/queues/"+e.queue, "").body, &pub); err != nil || pub.RefillSize != 5 {
 		t.Fatalf("public info after change: %+v", pub)
 	}
@@ -337,9 +366,9 @@ func TestAdmin(t *testing.T) {
 		t.Fatalf("u2 after an unauthorised removal: %+v", st)
 	}
 	var hist struct {
-		Queue            string         `json:"queue"`
-		RefillIntervalMS int64          `json:"refill_interval_ms"`
-		Points           []historyPoint `json:"points"`
+		Queue            string                  `json:"queue"`
+		RefillIntervalMS int64                   `json:"refill_interval_ms"`
+		Points           []adminapi.HistoryPoint `json:"points"`
 	}
 	if err := json.Unmarshal(e.do("GET", path+"/history", "", auth...).body, &hist); err != nil {
 		t.Fatal(err)

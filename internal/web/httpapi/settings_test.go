@@ -12,6 +12,7 @@ import (
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/infra/rediskeys"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/web/httpkit"
 )
 
 func (e *env) adminQueue() adminQueueJSON {
@@ -33,7 +34,7 @@ func (e *env) patch(body string) response {
 func wantInvalidSettings(t *testing.T, r response, field string) {
 	t.Helper()
 	wantError(t, r, 400, "invalid_settings")
-	var body errorBody
+	var body httpkit.ErrorBody
 	_ = json.Unmarshal(r.body, &body)
 	if body.Error.Field != field {
 		t.Errorf("error names field %q, want %q (%s)", body.Error.Field, field, r.body)
@@ -116,7 +117,7 @@ func TestCapPauseAndDone(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Client(t)
 	e := newEnv(t, rdb, queue.Settings{RefillSize: 5, RefillInterval: time.Hour, SessionTTL: time.Hour}, testTimeout, Options{AdminToken: adminToken})
-	other := newEnv(t, rdb, slow, testTimeout, Options{Places: e.srvPlaces(t), Passes: e.h.(*Server).passes})
+	other := newEnv(t, rdb, slow, testTimeout, Options{Places: e.srvPlaces(t), Passes: e.passes})
 	if r := e.patch(`{"max_active":1}`); r.status != 200 {
 		t.Fatal(r.status)
 	}
@@ -185,7 +186,7 @@ func TestScheduledOpeningAPI(t *testing.T) {
 	}
 	r = e.do("POST", "/api/v1/queues/"+e.queue+"/enter", "{}")
 	wantError(t, r, 403, "not_open")
-	var body errorBody
+	var body httpkit.ErrorBody
 	_ = json.Unmarshal(r.body, &body)
 	if body.Error.OpensAt != aq.OpensAt || body.Error.PrequeueFrom != aq.PrequeueFrom {
 		t.Fatalf("not_open names %q and %q", body.Error.OpensAt, body.Error.PrequeueFrom)
@@ -302,7 +303,7 @@ func TestPatchWebhookURL(t *testing.T) {
 		`{"webhook_url":"https://hooks.example/w","refill_size":0}`,
 	} {
 		r := e.patch(body)
-		var b errorBody
+		var b httpkit.ErrorBody
 		_ = json.Unmarshal(r.body, &b)
 		if r.status != 400 || b.Error.Code != "invalid_settings" {
 			t.Fatalf("%.80s: %d %s", body, r.status, r.body)

@@ -15,7 +15,7 @@ func TestSlidingSessionThroughVerify(t *testing.T) {
 	t.Parallel()
 	settings := queue.Settings{RefillSize: 3, RefillInterval: time.Hour, SessionTTL: 1500 * time.Millisecond, SessionMax: time.Minute}
 	e := newEnv(t, redistest.Client(t), settings, testTimeout, Options{})
-	srv := e.h.(*Server)
+	srv := e
 	tk, _ := e.enterAnon()
 	if tk.Status != queue.Entered {
 		t.Fatalf("not admitted: %+v", tk)

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/place"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 const testIssuer = "https://waitroom.test"
@@ -62,7 +62,7 @@ func placeCookie(t *testing.T, r response, q string) *http.Cookie {
 	return nil
 }
 
-func (e *env) enterAnon(header ...string) (ticketResponse, response) {
+func (e *env) enterAnon(header ...string) (publicapi.TicketResponse, response) {
 	e.t.Helper()
 	r := e.do("POST", "/api/v1/queues/"+e.queue+"/enter", "{}", header...)
 	return decodeTicket(e.t, r), r
@@ -100,7 +100,7 @@ func TestPlaceCredential(t *testing.T) {
 	viaCookie := decodeTicket(t, e.statusOf("Cookie", c.Name+"="+c.Value))
 	viaBearer := decodeTicket(t, e.statusOf(bearerHeader(a.PlaceToken)...))
 	viaLower := decodeTicket(t, e.statusOf("Authorization", "bEaReR "+a.PlaceToken))
-	for _, st := range []ticketResponse{viaCookie, viaBearer, viaLower} {
+	for _, st := range []publicapi.TicketResponse{viaCookie, viaBearer, viaLower} {
 		if st.UserID != a.UserID || st.Status != queue.Waiting || st.Position != 1 || st.PlaceToken != "" {
 			t.Fatalf("status = %+v, want a at 1", st)
 		}
@@ -186,7 +186,7 @@ func TestThirdPartyCannotTouchAPlace(t *testing.T) {
 		})
 	}
 	for _, want := range []struct {
-		tk  ticketResponse
+		tk  publicapi.TicketResponse
 		pos int64
 	}{{victim, 1}, {attacker, 2}, {behind, 3}} {
 		st := decodeTicket(t, e.statusOf(bearerHeader(want.tk.PlaceToken)...))
@@ -215,7 +215,7 @@ func flipChar(s string, i int) string {
 // srvPlaces returns the credentials e's server signs with.
 func (e *env) srvPlaces(t *testing.T) *place.Credentials {
 	t.Helper()
-	return e.h.(*Server).places
+	return e.places
 }
 
 const joinSecret = "join-secret-of-the-shop-0123456789abcdef"
@@ -296,9 +296,9 @@ func TestJoinToken(t *testing.T) {
 	}
 }
 
-func (e *env) info() queueInfoResponse {
+func (e *env) info() publicapi.QueueInfoResponse {
 	e.t.Helper()
-	var info queueInfoResponse
+	var info publicapi.QueueInfoResponse
 	if err := json.Unmarshal(e.do("GET", "/api/v1/queues/"+e.queue, "").body, &info); err != nil {
 		e.t.Fatal(err)
 	}
@@ -318,9 +318,9 @@ func TestEntryPass(t *testing.T) {
 	rdb := redistest.Client(t)
 	short := queue.Settings{RefillSize: 3, RefillInterval: time.Hour, SessionTTL: 1500 * time.Millisecond}
 	e := newEnv(t, rdb, short, testTimeout, Options{AdminToken: adminToken, TargetURL: "https://shop.example/order"})
-	srv := e.h.(*Server)
+	srv := e
 
-	admitted := func() ticketResponse {
+	admitted := func() publicapi.TicketResponse {
 		t.Helper()
 		tk, _ := e.enterAnon()
 		if tk.Status != queue.Entered || tk.Pass == "" {
@@ -333,7 +333,7 @@ func TestEntryPass(t *testing.T) {
 		t.Fatalf("target url %q", a.TargetURL)
 	}
 	r := e.verify(a.Pass)
-	var v verifyResponse
+	var v publicapi.VerifyResponse
 	if err := json.Unmarshal(r.body, &v); err != nil || r.status != 200 {
 		t.Fatalf("verify: %d %s", r.status, r.body)
 	}
@@ -448,19 +448,7 @@ func TestJWKS(t *testing.T) {
 		t.Fatalf("jwks body %s (%v)", r.body, err)
 	}
 	k := set.Keys[0]
-	if k["kty"] != "OKP" || k["crv"] != "Ed25519" || k["alg"] != "EdDSA" || k["kid"] != e.h.(*Server).passes.Keys().SigningKID() || k["d"] != "" {
+	if k["kty"] != "OKP" || k["crv"] != "Ed25519" || k["alg"] != "EdDSA" || k["kid"] != e.passes.Keys().SigningKID() || k["d"] != "" {
 		t.Fatalf("jwk %v", k)
-	}
-}
-
-func TestSetPlaceCookieMatchesNetHTTP(t *testing.T) {
-	for _, secure := range []bool{true, false} {
-		s := &Server{cookieSecure: secure, placeCookiePrefix: place.CookiePrefix(secure), placeCookieAttrs: placeCookieAttrs(secure)}
-		mine, theirs := httptest.NewRecorder(), httptest.NewRecorder()
-		s.setPlaceCookie(mine, "q_1-x", "v1.q_1-x.YTpB.bWFj")
-		http.SetCookie(theirs, s.placeCookie("q_1-x", "v1.q_1-x.YTpB.bWFj", placeCookieAge))
-		if a, b := mine.Header().Values("Set-Cookie"), theirs.Header().Values("Set-Cookie"); len(a) != 1 || len(b) != 1 || a[0] != b[0] {
-			t.Errorf("secure=%v: wrote %q, net/http writes %q", secure, a, b)
-		}
 	}
 }
