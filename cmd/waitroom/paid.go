@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
+	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/hygiene/netclass"
 	"github.com/waitroom/waitroom/internal/ops/paid"

@@ -1,5 +1,5 @@
 // Package changes holds the operator's use cases that span the queue
-// and the audit log, apart from HTTP (internal/backoffice/adminapi decodes, calls one
+// and the audit log, apart from HTTP (internal/web/adminapi decodes, calls one
 // method, encodes): a change of a queue's settings, audited with the
 // queue as the back office saw it before and after.
 package changes

@@ -8,7 +8,7 @@ import (
 // Settings as data: every setting of a queue is one row of
 // Catalog, and what handles settings is derived from the rows: the
 // environment's defaults (internal/config), the PATCH parser
-// (internal/backoffice/adminapi), Update.Validate and ValidateSettings, the HASH
+// (internal/web/adminapi), Update.Validate and ValidateSettings, the HASH
 // fields UpdateSettings writes and Seed seeds, the start-up warning about
 // stored settings that differ from the environment (EnvDiff), the
 // settings_changed event, the audit log's redaction, the admin view

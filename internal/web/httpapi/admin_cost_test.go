@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
+	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
 	"github.com/waitroom/waitroom/internal/backoffice/adminsession"
 	"github.com/waitroom/waitroom/internal/backoffice/apitoken"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
+	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 )
 

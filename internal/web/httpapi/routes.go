@@ -8,7 +8,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
+	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
 	"github.com/waitroom/waitroom/internal/web/httpkit"
 	"github.com/waitroom/waitroom/internal/web/pages"

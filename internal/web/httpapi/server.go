@@ -1,6 +1,6 @@
 // Package httpapi is the HTTP face of waitroom: it builds the public API
 // (internal/web/publicapi) and the admin API
-// (internal/backoffice/adminapi) and mounts both, with the gate, in one
+// (internal/web/adminapi) and mounts both, with the gate, in one
 // router.
 //
 // routes.go shows the whole surface. The handlers are by what they serve,
@@ -18,7 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
+	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/backoffice/adminsession"
 	"github.com/waitroom/waitroom/internal/backoffice/apitoken"
 	"github.com/waitroom/waitroom/internal/backoffice/audit"

@@ -19,7 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/backoffice/adminapi"
+	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/backoffice/apitoken"
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/gate/proxy"
