@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 
-	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/hygiene/netclass"
 	"github.com/waitroom/waitroom/internal/ops/paid"
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
+	"github.com/waitroom/waitroom/internal/web/adminapi"
 )
 
 // newPaid builds this replica's record of what visitors paid, telling obs

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/backoffice/actor"
-	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
 	"github.com/waitroom/waitroom/internal/backoffice/adminsession"
 	"github.com/waitroom/waitroom/internal/backoffice/apitoken"
@@ -21,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 	"github.com/waitroom/waitroom/internal/testkit/oidctest"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/web/adminapi"
 )
 
 // newToken makes an API token through the API, as the break-glass admin.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/web/adminapi"
 )
 
 // The history: JSON by default with the last ten minutes' figures, CSV on

@@ -8,8 +8,8 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/waitroom/waitroom/gate"
-	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
+	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/web/httpkit"
 	"github.com/waitroom/waitroom/internal/web/pages"
 	"github.com/waitroom/waitroom/internal/web/publicapi"
