@@ -275,8 +275,8 @@ const APITokenExpiry = adminPrefix + "tokens:expiry"
 // value ms (Redis clock). Owner: apitoken.
 const APITokenUsed = adminPrefix + "tokens:used"
 
-// Session is a person's sign-in to the back office. STRING of JSON,
-// expiring after the idle timeout (renewed on use, never past the
+// Session is a person's sign-in to the back office. HASH of rec (JSON),
+// person and abs_ms, expiring after the idle timeout (renewed on use, never past the
 // absolute one). Owner: adminsession.
 func Session(id string) string { return adminPrefix + "session:" + id }
 

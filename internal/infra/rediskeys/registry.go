@@ -140,7 +140,7 @@ var registry = []Key{
 		func() string { return APITokenExpiry }},
 	{"wr:{~admin}:tokens:used", "HASH", OwnerAPIToken, "when each API token was last used: field token id, value ms (Redis clock), written at most once a second per replica",
 		func() string { return APITokenUsed }},
-	{"wr:{~admin}:session:{id}", "STRING", OwnerSession, "a person's sign-in to the back office: JSON (name, grants, times); expires after the idle timeout, renewed on use up to the absolute one",
+	{"wr:{~admin}:session:{id}", "HASH", OwnerSession, "a person's sign-in to the back office: `rec` (JSON: name, grants), `person`, `abs_ms` (its absolute end); expires after the idle timeout, renewed on use up to the absolute one",
 		func() string { return Session("{id}") }},
 	{"wr:{~admin}:person:{name}", "SET", OwnerSession, "the sign-ins of one person (their e-mail, or subject), so an admin can end them all",
 		func() string { return PersonSessions("{name}") }},
