@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -203,9 +204,11 @@ const (
 )
 
 // The people of the provider: kim is an admin, vic a viewer, and sam's
-// groups map to no role.
+// groups map to no role. Kim's address is this run's own: her sessions
+// are counted when an admin ends them all, and a Redis kept between runs
+// (REDIS_ADDR) still holds an earlier run's.
 var (
-	kim = oidctest.User{Subject: "kim", Email: "kim@example.com", Name: "Kim", Groups: []string{"wr-admin"}, EmailVerified: true}
+	kim = oidctest.User{Subject: "kim", Email: fmt.Sprintf("kim-%d@example.com", time.Now().UnixNano()), Name: "Kim", Groups: []string{"wr-admin"}, EmailVerified: true}
 	vic = oidctest.User{Subject: "vic", Email: "vic@example.com", Name: "Vic", Groups: []string{"wr-view", "staff"}, EmailVerified: true}
 	sam = oidctest.User{Subject: "sam", Email: "sam@example.com", Name: "Sam", Groups: []string{"sales"}, EmailVerified: true}
 )
