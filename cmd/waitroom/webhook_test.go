@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,12 +49,10 @@ func TestWebhooksThroughTheService(t *testing.T) {
 	api := "/api/v1/queues/" + queue
 	// The worker turns the queue's events on at its first refresh.
 	rdb := redistest.Client(t)
-	for deadline := time.Now().Add(10 * time.Second); rdb.HGet(context.Background(), rediskeys.Config(queue), "webhooks").Val() != "1"; {
-		if time.Now().After(deadline) {
-			t.Fatal("the webhooks flag never set")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, "the webhooks flag", func() (bool, string) {
+		v := rdb.HGet(context.Background(), rediskeys.Config(queue), "webhooks").Val()
+		return v == "1", v
+	})
 	var in ticket
 	if r.call(t, "POST", api+"/enter", "", &in); in.Status != "ENTERED" || in.Pass == "" {
 		t.Fatalf("enter: %+v", in)
@@ -61,14 +60,22 @@ func TestWebhooksThroughTheService(t *testing.T) {
 	if code := r.call(t, "POST", api+"/done", in.Pass, nil); code != http.StatusNoContent {
 		t.Fatalf("done: %d", code)
 	}
-	for _, want := range []string{"admitted", "done"} {
+	// Each script call's events are an entry of the outbox, delivered
+	// concurrently: the done may arrive first (as WEBHOOKS.md says, order
+	// is by each event's time, not by arrival).
+	got := map[string]webhook.Event{}
+	for len(got) < 2 {
 		select {
 		case e := <-events:
-			if e.Type != want || e.Sub != in.UserID || e.Queue != queue || e.ID == "" {
-				t.Fatalf("event %+v, want %s of %s", e, want, in.UserID)
+			if _, dup := got[e.Type]; dup || (e.Type != "admitted" && e.Type != "done") || e.Sub != in.UserID || e.Queue != queue || e.ID == "" {
+				t.Fatalf("event %+v, want one admitted and one done of %s", e, in.UserID)
 			}
+			got[e.Type] = e
 		case <-time.After(10 * time.Second):
-			t.Fatalf("no %s event", want)
+			t.Fatalf("events %v: want admitted and done", got)
 		}
+	}
+	if got["done"].Time.Before(got["admitted"].Time) {
+		t.Errorf("done at %v before admitted at %v", got["done"].Time, got["admitted"].Time)
 	}
 }
