@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/infra/rediskeys"
 	"github.com/waitroom/waitroom/internal/ops/webhook"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // The service wired with WAITROOM_WEBHOOK_URL and _SECRET tells the site,
@@ -48,12 +49,13 @@ func TestWebhooksThroughTheService(t *testing.T) {
 	api := "/api/v1/queues/" + queue
 	// The worker turns the queue's events on at its first refresh.
 	rdb := redistest.Client(t)
-	for deadline := time.Now().Add(10 * time.Second); rdb.HGet(context.Background(), rediskeys.Config(queue), "webhooks").Val() != "1"; {
-		if time.Now().After(deadline) {
-			t.Fatal("the webhooks flag never set")
+	wait.For(t, 10*time.Second, "the queue's webhooks flag to be set", func() (bool, string) {
+		v, err := rdb.HGet(context.Background(), rediskeys.Config(queue), "webhooks").Result()
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return v == "1", fmt.Sprintf("webhooks %q", v)
+	})
 	var in ticket
 	if r.call(t, "POST", api+"/enter", "", &in); in.Status != "ENTERED" || in.Pass == "" {
 		t.Fatalf("enter: %+v", in)
