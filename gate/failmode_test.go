@@ -20,6 +20,7 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/hygiene/reqcheck/pathtest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // flakyVerify stands in front of a waitroom's /api/v1/verify: it passes
@@ -244,13 +245,10 @@ func TestFailModes(t *testing.T) {
 
 			// Back: within a second (one request a second still asks).
 			f.down.Store(false)
-			deadline := time.Now().Add(3 * time.Second)
-			for what(get(fg.h, "/order", bearer(valid)...)) != "order:a:holder" || what(get(fg.h, "/order", browser...)) != "waiting" {
-				if time.Now().After(deadline) {
-					t.Fatalf("the gate did not come back: %s, %s", what(get(fg.h, "/order", bearer(valid)...)), what(get(fg.h, "/order", browser...)))
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			wait.For(t, 3*time.Second, "the gate to come back (a pass opens, no pass waits)", func() (bool, string) {
+				withPass, noPass := what(get(fg.h, "/order", bearer(valid)...)), what(get(fg.h, "/order", browser...))
+				return withPass == "order:a:holder" && noPass == "waiting", "with a pass " + withPass + ", without " + noPass
+			})
 		})
 	}
 }

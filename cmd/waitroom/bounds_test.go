@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // The attacks on connections, headers and logs, each against
@@ -97,21 +98,23 @@ func startChild(t *testing.T, env map[string]string) *child {
 			t.Errorf("the server did not stop on SIGTERM")
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, err := c.get("/readyz"); err == nil && code == 200 {
-			return c
+	wait.For(t, 30*time.Second, "the server to be ready", func() (bool, string) {
+		code, err := c.get("/readyz")
+		if err == nil && code == 200 {
+			return true, ""
 		}
 		select {
 		case err := <-exited:
 			t.Fatalf("the server ended before it was ready: %v\n%s", err, c.log.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server never became ready:\n%s", c.log.String())
+		saw := fmt.Sprintf("/readyz %d", code)
+		if err != nil {
+			saw = err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, saw + "; its log:\n" + c.log.String()
+	})
+	return c
 }
 
 // get makes a request on a new connection.
@@ -231,9 +234,10 @@ func TestHeaderFloodBounded(t *testing.T) {
 		}()
 	}
 	// A legitimate request while the connections are open.
-	for dialed.Load()+refused.Load() < conns/2 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.For(t, time.Minute, "half the connections to be dialed", func() (bool, string) {
+		d, r := dialed.Load(), refused.Load()
+		return d+r >= conns/2, fmt.Sprintf("%d of %d dialed, %d refused", d, conns, r)
+	})
 	during, err := c.timedEnter()
 	if err != nil {
 		t.Error(err)
@@ -278,17 +282,6 @@ func TestIdleConnectionsCapped(t *testing.T) {
 	var answered, failed atomic.Int64
 	var wg sync.WaitGroup
 	next := atomic.Int64{}
-	// A legitimate client arrives when half the flood is in.
-	var during time.Duration
-	legit := make(chan error, 1)
-	go func() {
-		for answered.Load()+failed.Load() < int64(attackers/2) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		var err error
-		during, err = c.timedEnter()
-		legit <- err
-	}()
 	for range 256 {
 		wg.Add(1)
 		go func() {
@@ -319,6 +312,15 @@ func TestIdleConnectionsCapped(t *testing.T) {
 				answered.Add(1)
 			}
 		}()
+	}
+	// A legitimate client arrives when half the flood is in.
+	wait.For(t, 3*time.Minute, "half the flood to be in", func() (bool, string) {
+		a, f := answered.Load(), failed.Load()
+		return a+f >= int64(attackers/2), fmt.Sprintf("%d of %d answered, %d failed", a, attackers, f)
+	})
+	during, err := c.timedEnter()
+	if err != nil {
+		t.Error(err)
 	}
 	wg.Wait()
 	defer func() {
@@ -356,9 +358,6 @@ func TestIdleConnectionsCapped(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if err := <-legit; err != nil {
-		t.Error(err)
-	}
 	t.Logf("idle flood: %d connections, %d answered, %d failed; still open afterwards: %d seen by the client, %d sockets in the server (cap %d); a legitimate enter in the middle of it took %s",
 		attackers, answered.Load(), failed.Load(), open.Load(), serverOpen, maxConns, during.Round(time.Millisecond))
 	if open.Load() > int64(maxConns) || serverOpen > maxConns {
@@ -376,7 +375,7 @@ func TestIdleConnectionsCapped(t *testing.T) {
 func TestLongPathLogBounded(t *testing.T) {
 	for _, level := range []string{"info", "debug"} {
 		t.Run(level, func(t *testing.T) {
-			c := startChild(t, map[string]string{"WAITROOM_QUEUES": "default", "WAITROOM_LOG_LEVEL": level})
+			c := startChild(t, map[string]string{"WAITROOM_QUEUES": "default", "WAITROOM_LOG_LEVEL": level, "WAITROOM_ADMIN_TOKEN": adminToken})
 			logBefore := c.log.Len()
 			var sent int64
 			// Ten 1 MB paths, each on its own connection (431 closes it).
@@ -415,21 +414,25 @@ func TestLongPathLogBounded(t *testing.T) {
 			}
 			// Each line is written before its response goes out; the test
 			// reads the child's stderr in a goroutine of its own, which may
-			// not have caught up. At debug the thousand lines are waited
-			// for; at info none may come, and an absence cannot be waited
-			// for: a short pause, where a line it missed would make the
-			// test pass, never fail.
-			requests, cut := longPathLines(t, c.log.String()[logBefore:])
-			if level == "debug" {
-				for deadline := time.Now().Add(10 * time.Second); requests < 1000 && time.Now().Before(deadline); {
-					time.Sleep(20 * time.Millisecond)
-					requests, cut = longPathLines(t, c.log.String()[logBefore:])
+			// not have caught up. At info none of the long paths' lines may
+			// come, and an absence cannot be waited for; but an admin call
+			// that succeeds is logged at info as at debug, on the same
+			// stream after all of theirs, so once its line is in, so is
+			// every line of the long paths. What is counted is the log up
+			// to it.
+			var log string
+			marker := c.loggedAdminCall(t)
+			wait.For(t, 10*time.Second, "the admin call's access log line", func() (bool, string) {
+				log = c.log.String()[logBefore:]
+				i := strings.Index(log, marker)
+				if i < 0 {
+					return false, fmt.Sprintf("%d log bytes without it", len(log))
 				}
-			} else {
-				time.Sleep(100 * time.Millisecond)
-				requests, cut = longPathLines(t, c.log.String()[logBefore:])
-			}
-			logged := c.log.Len() - logBefore
+				log = log[:strings.LastIndexByte(log[:i], '\n')+1]
+				return true, ""
+			})
+			requests, cut := longPathLines(t, log)
+			logged := len(log)
 			t.Logf("long paths at %s: %.1f MB sent, %d log bytes: %.5f log bytes per attacker byte",
 				level, float64(sent)/(1<<20), logged, float64(logged)/float64(sent))
 			switch level {
@@ -444,6 +447,30 @@ func TestLongPathLogBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loggedAdminCall makes an admin call that succeeds, which the access log
+// writes at info, and returns what its log line holds that no other does:
+// the request id it sent.
+func (c *child) loggedAdminCall(t *testing.T) string {
+	t.Helper()
+	const path, id = "/admin/v1/queues/default", "long-path-log-marker"
+	req, err := http.NewRequest("GET", "http://"+c.addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("X-Request-Id", id)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d, want 200", path, resp.StatusCode)
+	}
+	return `"request_id":"` + id + `"`
 }
 
 // longPathLines counts the access log lines of the 6 KB paths in log, and

@@ -17,6 +17,7 @@ import (
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 )
 
@@ -84,13 +85,12 @@ func startReplica(t *testing.T, env map[string]string) *replica {
 			t.Errorf("replica %s: %v", addr, err)
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	wait.For(t, 20*time.Second, "the service to be ready", func() (bool, string) {
 		resp, err := http.Get(r.base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return r
+				return true, ""
 			}
 		}
 		select {
@@ -98,11 +98,12 @@ func startReplica(t *testing.T, env map[string]string) *replica {
 			t.Fatalf("run ended before it was ready: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("service never became ready")
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, "/readyz " + resp.Status
+	})
+	return r
 }
 
 type ticket struct {
@@ -164,20 +165,13 @@ func TestRunServesAndShutsDown(t *testing.T) {
 			t.Fatalf("enter: %d %+v", code, b)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	wait.For(t, 20*time.Second, "b to be admitted with a pass", func() (bool, string) {
 		var st ticket
 		if code := r.call(t, "GET", api+"/status", b.PlaceToken, &st); code != 200 {
 			t.Fatalf("status: %d", code)
 		}
-		if st.Status == "ENTERED" && st.Pass != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b never admitted: %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return st.Status == "ENTERED" && st.Pass != "", fmt.Sprintf("%+v", st)
+	})
 	if code := r.call(t, "GET", api+"/status?user_id="+b.UserID, "", nil); code != 400 {
 		t.Fatalf("plain user id on a production config: %d, want 400", code)
 	}

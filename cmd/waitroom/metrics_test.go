@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // Real traffic through the whole service (run, real Redis): every metric
@@ -61,23 +63,18 @@ func TestMetricsNamedByAlertsAndDashboardExist(t *testing.T) {
 	// has returned, so a scrape can see the line empty before the last
 	// tick is counted: wait until the counters have caught up too.
 	var fams map[string]*dto.MetricFamily
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	wait.For(t, 20*time.Second, "the line to empty and every admission and tick to be counted", func() (bool, string) {
 		fams = scrape(t, "http://"+metricsAddr+"/metrics")
+		waiting := value(fams, "waitroom_queue_waiting", "queue", queue)
 		applied := value(fams, "waitroom_queue_ticks_total", "queue", queue, "result", "applied")
 		admitted := value(fams, "waitroom_queue_admitted_total", "queue", queue, "via", "direct") +
 			value(fams, "waitroom_queue_admitted_total", "queue", queue, "via", "tick")
-		if value(fams, "waitroom_queue_waiting", "queue", queue) == 0 && applied >= 2 && admitted == users &&
-			value(fams, "waitroom_queue_tick_duration_seconds", "queue", queue) == applied &&
-			value(fams, "waitroom_queue_tick_lateness_seconds", "queue", queue) == applied {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the line never emptied, or its admissions were not all counted: waiting %v, admitted %v of %d",
-				value(fams, "waitroom_queue_waiting", "queue", queue), admitted, users)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		durations := value(fams, "waitroom_queue_tick_duration_seconds", "queue", queue)
+		lateness := value(fams, "waitroom_queue_tick_lateness_seconds", "queue", queue)
+		return waiting == 0 && applied >= 2 && admitted == users && durations == applied && lateness == applied,
+			fmt.Sprintf("waiting %v, admitted %v of %d, %v ticks applied (want 2 or more), %v tick durations and %v latenesses observed",
+				waiting, admitted, users, applied, durations, lateness)
+	})
 
 	enter, status := "/api/v1/queues/{queue}/enter", "/api/v1/queues/{queue}/status"
 	applied := value(fams, "waitroom_queue_ticks_total", "queue", queue, "result", "applied")

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // apiDoc holds the shell blocks that run as pasted, each after apiMark.
@@ -104,13 +106,11 @@ func TestAPIExamples(t *testing.T) {
 		if bi == 1 {
 			// The admin block shows a history point: wait for the first
 			// interval to end, as a reader who took a minute would have.
-			var h struct{ Points []any }
-			for deadline := time.Now().Add(10 * time.Second); len(h.Points) == 0; time.Sleep(100 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("no history point after 10 s")
-				}
-				r.call(t, "GET", "/admin/v1/queues/"+q+"/history", adminToken, &h)
-			}
+			wait.For(t, 10*time.Second, "a history point", func() (bool, string) {
+				var h struct{ Points []any }
+				code := r.call(t, "GET", "/admin/v1/queues/"+q+"/history", adminToken, &h)
+				return len(h.Points) > 0, fmt.Sprintf("status %d, %d points", code, len(h.Points))
+			})
 		}
 		outputs := runAPIBlock(t, bi, steps, host, q, dir)
 		for si, st := range steps {

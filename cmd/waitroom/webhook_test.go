@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/infra/rediskeys"
 	"github.com/waitroom/waitroom/internal/ops/webhook"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // The service wired with WAITROOM_WEBHOOK_URL and _SECRET tells the site,
@@ -49,9 +49,12 @@ func TestWebhooksThroughTheService(t *testing.T) {
 	api := "/api/v1/queues/" + queue
 	// The worker turns the queue's events on at its first refresh.
 	rdb := redistest.Client(t)
-	wait.For(t, 10*time.Second, "the webhooks flag", func() (bool, string) {
-		v := rdb.HGet(context.Background(), rediskeys.Config(queue), "webhooks").Val()
-		return v == "1", v
+	wait.For(t, 10*time.Second, "the queue's webhooks flag to be set", func() (bool, string) {
+		v, err := rdb.HGet(context.Background(), rediskeys.Config(queue), "webhooks").Result()
+		if err != nil {
+			return false, err.Error()
+		}
+		return v == "1", fmt.Sprintf("webhooks %q", v)
 	})
 	var in ticket
 	if r.call(t, "POST", api+"/enter", "", &in); in.Status != "ENTERED" || in.Pass == "" {

@@ -95,7 +95,7 @@ func TestAbandonedDropsAreBounded(t *testing.T) {
 	time.Sleep(150 * time.Millisecond)
 	status(t, s, q, "present")
 	dropped, moved := int64(0), int64(0)
-	for range 60 {
+	wait.For(t, 30*time.Second, "every silent place dropped, a bounded number a tick", func() (bool, string) {
 		if moved == 0 {
 			status(t, s, q, "present") // still here, just before each tick
 		}
@@ -105,11 +105,9 @@ func TestAbandonedDropsAreBounded(t *testing.T) {
 		}
 		dropped += res.Abandoned
 		moved += res.Moved
-		if moved == 1 && res.Waiting == 0 && dropped == silent {
-			break
-		}
-		time.Sleep(60 * time.Millisecond)
-	}
+		return moved == 1 && res.Waiting == 0 && dropped == silent,
+			fmt.Sprintf("%d of %d dropped, %d moved, %d waiting", dropped, silent, moved, res.Waiting)
+	})
 	if st := status(t, s, q, "present"); st.Status != Entered || dropped != silent {
 		t.Fatalf("present: %+v after %d of %d dropped", st, dropped, silent)
 	}

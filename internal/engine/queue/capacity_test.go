@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // newReplicas returns n stores, each with its own client, on one fresh
@@ -227,16 +228,13 @@ func TestTicksAreSpaced(t *testing.T) {
 	if st := status(t, s, q, "w1"); st.UntilNextTick <= 0 || st.UntilNextTick > interval {
 		t.Fatalf("w1 waits %s for the next tick; want the rest of the interval", st.UntilNextTick)
 	}
-	for {
+	wait.For(t, 10*time.Second, "the next tick to apply", func() (bool, string) {
 		res, err := s.Tick(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Applied {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return res.Applied, fmt.Sprintf("not applied, the next due in %v", res.UntilNext)
+	})
 	hist, _ := NewInspector(s).History(ctx, q)
 	last, _ := rdb.HGet(ctx, k, "at_ms").Int64()
 	if gap := time.UnixMilli(last).Sub(hist[len(hist)-1].At); gap < interval {

@@ -197,13 +197,13 @@ func TestHeldPlaceLateNotLost(t *testing.T) {
 		t.Fatalf("late: %+v", st)
 	}
 	// never: dropped once its deadline passed (ticks until it is).
-	deadline := time.Now().Add(10 * abandon)
-	for heldCount(t, rdb, q) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the held place was never dropped")
+	wait.For(t, 10*abandon, "the held place to be dropped", func() (bool, string) {
+		if n := heldCount(t, rdb, q); n > 0 {
+			tick(t, s, rdb, q)
+			return false, fmt.Sprintf("%d held", n)
 		}
-		tick(t, s, rdb, q)
-	}
+		return true, ""
+	})
 	if st := status(t, s, q, "never"); st.Status != NotWaiting || st.Reason != ReasonAbandoned {
 		t.Fatalf("never: %+v", st)
 	}
@@ -262,6 +262,10 @@ func TestHeldConfirmsRaceTicks(t *testing.T) {
 	moved := int64(0)
 	lost := []string{}
 	stop := make(chan struct{})
+	// The ticks and the people stop before the test ends, when it fails
+	// too.
+	stopAll := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopAll()
 	for w, st := range []*Store{s, other} {
 		wg.Add(1)
 		go func() {
@@ -294,6 +298,11 @@ func TestHeldConfirmsRaceTicks(t *testing.T) {
 			for j := i; j < people; j += 8 {
 				u := fmt.Sprintf("p%d", j)
 				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
 					tk, err := other.Status(ctx, q, Caller{User: u})
 					if err != nil {
 						t.Error(err)
@@ -312,20 +321,12 @@ func TestHeldConfirmsRaceTicks(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	wait.For(t, 60*time.Second, "every person moved in", func() (bool, string) {
 		mu.Lock()
-		done := moved >= people
-		mu.Unlock()
-		if done || time.Now().After(deadline) {
-			break
-		}
-		if _, err := s.Info(ctx, q); err != nil { // a round trip between checks
-			t.Fatal(err)
-		}
-	}
-	close(stop)
-	wg.Wait()
+		defer mu.Unlock()
+		return moved >= people, fmt.Sprintf("%d of %d moved, lost %v", moved, people, lost)
+	})
+	stopAll()
 	entered, err := rdb.ZCard(ctx, keysFor(q).entered).Result()
 	if err != nil {
 		t.Fatal(err)

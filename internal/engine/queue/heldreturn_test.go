@@ -2,11 +2,14 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // heldLine is a line whose head is the held places of bots (joined far
@@ -195,16 +198,13 @@ func TestHeldBeyondBudgetKeepsItsPlace(t *testing.T) {
 	if n := heldCount(t, rdb, q); n != 1 {
 		t.Fatalf("%d held, want the third bot", n)
 	}
-	for {
+	wait.For(t, 10*time.Second, "the Redis clock past the old deadline", func() (bool, string) {
 		tm, err := rdb.Time(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tm.After(due.Add(10 * time.Millisecond)) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return tm.After(due.Add(10 * time.Millisecond)), fmt.Sprintf("%v before it", due.Sub(tm))
+	})
 	if res := tick(t, s, rdb, q); res.Abandoned != 0 {
 		t.Fatalf("the tick after the old deadline dropped %d", res.Abandoned)
 	}

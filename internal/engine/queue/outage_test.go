@@ -15,20 +15,15 @@ import (
 // (not forcing it: the tick judges how late it is), and returns it.
 func tickWhenDue(t *testing.T, s *Store, q string) TickResult {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := s.Tick(context.Background(), q)
-		if err != nil {
+	var res TickResult
+	wait.For(t, 10*time.Second, "a tick to apply", func() (bool, string) {
+		var err error
+		if res, err = s.Tick(context.Background(), q); err != nil {
 			t.Fatal(err)
 		}
-		if res.Applied {
-			return res
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no tick applied")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return res.Applied, fmt.Sprintf("not applied, the next due in %v", res.UntilNext)
+	})
+	return res
 }
 
 // outageLine is a line whose head is "holder", held aside unheard (it
@@ -97,16 +92,13 @@ func TestSilentPlaceDroppedWithoutOutage(t *testing.T) {
 	farBack(t, s, q, 30, append(append([]string{"holder"}, present...), "silent"))
 	status(t, s, q, "silent") // heard once, then never again
 	dropped := int64(0)
-	deadline := time.Now().Add(20 * time.Second)
-	for dropped < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 2 silent places dropped", dropped)
-		}
+	wait.For(t, 20*time.Second, "both silent places dropped", func() (bool, string) {
 		for _, u := range present {
 			status(t, s, q, u)
 		}
 		dropped += tickWhenDue(t, s, q).Abandoned
-	}
+		return dropped >= 2, fmt.Sprintf("%d of 2 dropped", dropped)
+	})
 	for _, u := range []string{"holder", "silent"} {
 		if st := status(t, s, q, u); st.Status != NotWaiting || st.Reason != ReasonAbandoned {
 			t.Errorf("%s: %+v, want dropped as abandoned", u, st)

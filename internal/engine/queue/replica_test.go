@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // shortLog records what ReplicaWait.Short hears.
@@ -188,17 +189,13 @@ func TestReplicaWaitFencedPrimaryRefuses(t *testing.T) {
 	}
 	goodReplicas := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		wait.For(t, 20*time.Second, "the primary to count "+want+" good replicas", func() (bool, string) {
 			info, err := rdb.Info(ctx, "replication").Result()
-			if err == nil && strings.Contains(info, "min_slaves_good_slaves:"+want+"\r\n") {
-				return
+			if err != nil {
+				return false, err.Error()
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the primary never counted %s good replicas: %v\n%s", want, err, info)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return strings.Contains(info, "min_slaves_good_slaves:"+want+"\r\n"), info
+		})
 	}
 	// The replica: a connection that asked for SYNC and never acknowledges
 	// anything, so every WAIT falls short while the primary counts it as

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // The rate a queue promises the order page: in any window of k
@@ -193,13 +195,10 @@ func TestAdmissionsPerWindowWithReplicasAndALateTick(t *testing.T) {
 	}
 
 	// Let the line drain: every user is admitted in the end.
-	deadline := time.Now().Add(30 * time.Second)
-	for info(t, stores[0], q).Waiting > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the line did not drain: %+v", info(t, stores[0], q))
-		}
-		time.Sleep(interval / 5)
-	}
+	wait.For(t, 30*time.Second, "the line to drain", func() (bool, string) {
+		in := info(t, stores[0], q)
+		return in.Waiting == 0, fmt.Sprintf("%+v", in)
+	})
 	close(stop)
 	bg.Wait()
 
@@ -366,13 +365,10 @@ func randomSchedule(t *testing.T, seed uint64) {
 	if err := NewInspector(stores[0]).UpdateSettings(ctx, q, Update{Paused: &resumed}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for info(t, stores[0], q).Waiting > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the line did not drain: %+v", info(t, stores[0], q))
-		}
-		time.Sleep(interval / 5)
-	}
+	wait.For(t, 30*time.Second, "the line to drain", func() (bool, string) {
+		in := info(t, stores[0], q)
+		return in.Waiting == 0, fmt.Sprintf("%+v", in)
+	})
 
 	t.Logf("%d users", len(users))
 	fullestWindows(t, admissionTimes(t, rdb, q), interval, limit)

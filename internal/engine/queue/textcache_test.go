@@ -3,10 +3,13 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // Many page loads at once while the text is not in memory read it once.
@@ -35,9 +38,9 @@ func TestTextCacheOneRead(t *testing.T) {
 	}
 	started.Wait()
 	// The first read holds the entry: callers that come later wait on it.
-	for !c.waiting("trains") {
-		time.Sleep(time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, "the first read to be under way", func() (bool, string) {
+		return c.waiting("trains"), "no read under way"
+	})
 	close(release)
 	done.Wait()
 	if n := reads.Load(); n != 1 {
@@ -100,9 +103,9 @@ func TestTextCacheCallerGone(t *testing.T) {
 			return Text{Title: map[string]string{"en": "x"}}, nil
 		})
 	}()
-	for !c.waiting("q") {
-		time.Sleep(time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, "the read to be under way", func() (bool, string) {
+		return c.waiting("q"), "no read under way"
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := c.get(ctx, "q", nil); !errors.Is(err, context.Canceled) {
@@ -151,20 +154,13 @@ func TestPageText(t *testing.T) {
 	if text, err := s.PageText(ctx, q); err != nil || text.Title["en"] != "Night trains" {
 		t.Errorf("this replica after its change: %v %v", text, err)
 	}
-	deadline := time.Now().Add(10 * TextCacheTTL)
-	for {
+	wait.For(t, 10*TextCacheTTL, "the other replica to show the new title", func() (bool, string) {
 		text, err := other.PageText(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if text.Title["en"] == "Night trains" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the other replica still shows %v", text)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return text.Title["en"] == "Night trains", fmt.Sprintf("%v", text)
+	})
 	if _, err := s.PageText(ctx, "no-such-queue"); !errors.Is(err, ErrUnknownQueue) {
 		t.Errorf("an unknown queue: %v", err)
 	}

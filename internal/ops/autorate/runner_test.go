@@ -20,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/internal/hygiene/safeurl"
 	"github.com/waitroom/waitroom/internal/infra/rediskeys"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -134,20 +135,13 @@ func TestLeaseTakenOverWhenItsHolderStops(t *testing.T) {
 		t.Fatal("a could not renew its lease")
 	}
 	// a stops renewing: b takes over once the lease expires.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.For(t, 5*time.Second, "b to take the expired lease", func() (bool, string) {
 		held, err := s.hold(ctx, q, "b", time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if held {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("b never took the expired lease")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return held, "a still holds it"
+	})
 	if held, _ := s.hold(ctx, q, "a", time.Second); held {
 		t.Fatal("a took back a lease b holds")
 	}
@@ -197,11 +191,12 @@ func TestStepAudited(t *testing.T) {
 	b.Ticked(q, pb, res)
 	log, _ := audit.New(rdb)
 	var entries []audit.Entry
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if entries, err = log.List(ctx, q, 10); err != nil || len(entries) > 0 {
-			break
+	wait.For(t, 5*time.Second, "the step's audit entry", func() (bool, string) {
+		if entries, err = log.List(ctx, q, 10); err != nil {
+			t.Fatal(err)
 		}
-	}
+		return len(entries) > 0, "no entry"
+	})
 	if len(entries) != 1 || entries[0].Actor == nil || *entries[0].Actor != self || entries[0].Action != Actor || len(entries[0].Changes) != 1 ||
 		entries[0].Changes[0].Field != "refill_effective" || string(entries[0].Changes[0].Old) != "20" || string(entries[0].Changes[0].New) != "10" {
 		t.Fatalf("audit: %+v", entries)

@@ -215,7 +215,9 @@ const minPageWait = 30 * time.Second
 
 // waitJS polls a JavaScript condition until it is true, for timeout or
 // minPageWait, whichever is longer. Errors count as false: the page may
-// be between two documents while it navigates.
+// be between two documents while it navigates. It is its own loop, not
+// wait.For: a reload of a stalled page starts its timeout again, and a
+// failure leaves a screenshot and the page's journal.
 func (b *browser) waitJS(timeout time.Duration, what, js string) {
 	b.t.Helper()
 	timeout = max(timeout, minPageWait)

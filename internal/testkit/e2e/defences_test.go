@@ -245,20 +245,19 @@ func TestRateLimitedPageWaitsSilently(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for limited() < 2 && time.Now().Before(deadline) {
+	// While it waits, the page must show no reconnecting banner and stay
+	// in line.
+	wait.For(t, 20*time.Second, "two rate-limited polls (else the test's limit does not bite)", func() (bool, string) {
 		if eval[bool](b, jsShown("#reconnecting")) {
 			b.fail("the reconnecting banner shows for a rate-limited poll")
 		}
 		if state := eval[string](b, `document.body.dataset.state`); state != "waiting" && state != "entered" {
 			b.fail("the page went to %q while rate-limited", state)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		n := limited()
+		return n >= 2, fmt.Sprintf("%d of %d polls rate-limited", n, len(statuses()))
+	})
 	calls := statuses()
-	if limited() < 2 {
-		t.Fatalf("only %d of %d polls were rate-limited; the test's limit does not bite", limited(), len(calls))
-	}
 	for i := 1; i < len(calls); i++ {
 		if calls[i-1].status == http.StatusTooManyRequests && calls[i].status == http.StatusTooManyRequests {
 			t.Errorf("polls %d and %d were both refused: the page asked again before Retry-After (%v apart)",

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
 	"github.com/waitroom/waitroom/internal/trust/humancheck/humanchecktest"
 )
@@ -225,13 +226,10 @@ func TestPoolFull(t *testing.T) {
 	held, release := context.WithCancel(ctx)
 	first := make(chan error, 1)
 	go func() { first <- c.Verify(held, sp.Issue(), "") }()
-	deadline := time.Now().Add(20 * time.Second)
-	for sp.Calls() < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the first call never reached the provider")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, 20*time.Second, "the first call to reach the provider", func() (bool, string) {
+		n := sp.Calls()
+		return n >= 1, fmt.Sprintf("%d provider calls", n)
+	})
 	err := within(t, 20*time.Second, "a call beyond the pool", func() error { return c.Verify(ctx, sp.Issue(), "") })
 	wantKind(t, "a call beyond the pool", err, humancheck.ErrUnavailable, humancheck.ReasonBusy)
 	if sp.Calls() != 1 {
@@ -284,13 +282,10 @@ func TestCircuit(t *testing.T) {
 	probe := make(chan error, 1)
 	calls := sp.Calls()
 	go func() { probe <- c.Verify(held, sp.Issue(), "") }()
-	deadline := time.Now().Add(20 * time.Second)
-	for sp.Calls() == calls {
-		if time.Now().After(deadline) {
-			t.Fatal("the probe never reached the provider")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, 20*time.Second, "the probe to reach the provider", func() (bool, string) {
+		n := sp.Calls()
+		return n != calls, fmt.Sprintf("%d provider calls, as before the probe", n)
+	})
 	wantKind(t, "a call beside the probe", c.Verify(ctx, sp.Issue(), ""), humancheck.ErrUnavailable, humancheck.ReasonCircuitOpen)
 	release()
 	<-probe

@@ -117,6 +117,8 @@ func TestAdaptUnmovedByOneHolder(t *testing.T) {
 		conn.Close()
 	})
 
+	// Not a wait: the rate must hold throughout 15 s of the attacks, so it
+	// is read every 200 ms for all of them.
 	lowest := 20
 	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		st, err := store.Adapt(ctx, name)
@@ -132,7 +134,10 @@ func TestAdaptUnmovedByOneHolder(t *testing.T) {
 	slow.Store(true)
 	wait.For(t, 30*time.Second, "a decrease once the page is slow for everybody", func() (bool, string) {
 		st, err := store.Adapt(ctx, name)
-		return err == nil && st.RefillEffective < 20, ""
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.RefillEffective < 20, fmt.Sprintf("refill_effective %d", st.RefillEffective)
 	})
 }
 

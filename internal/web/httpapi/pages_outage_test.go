@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/web/outage"
 )
 
@@ -38,13 +40,10 @@ func TestWaitingPageRedisAway(t *testing.T) {
 
 	// The page's text is kept for queue.TextCacheTTL: until that runs
 	// out, the waiting page is still served.
-	deadline := time.Now().Add(30 * time.Second)
-	for e.do("GET", path, "", browser("ko")...).status != 503 {
-		if time.Now().After(deadline) {
-			t.Fatal("the waiting page is still served with Redis paused")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	wait.For(t, 30*time.Second, "the waiting page to give way to 503 with Redis paused", func() (bool, string) {
+		r := e.do("GET", path, "", browser("ko")...)
+		return r.status == 503, fmt.Sprintf("status %d", r.status)
+	})
 
 	placeCookie := e.placeCookieName() + "=v2.anything"
 	for _, c := range []struct {
@@ -91,15 +90,8 @@ func TestWaitingPageRedisAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	paused = false
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	wait.For(t, 30*time.Second, "the waiting page to come back", func() (bool, string) {
 		r := e.do("GET", path, "", browser("ko")...)
-		if r.status == 200 && strings.Contains(string(r.body), `id="wr-page"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the waiting page never came back: %d", r.status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return r.status == 200 && strings.Contains(string(r.body), `id="wr-page"`), fmt.Sprintf("%d %.200s", r.status, r.body)
+	})
 }

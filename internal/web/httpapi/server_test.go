@@ -24,6 +24,7 @@ import (
 	"github.com/waitroom/waitroom/internal/gate/proxy"
 	"github.com/waitroom/waitroom/internal/testkit/envconfig"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/trust/handoff"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/passledger"
@@ -531,13 +532,10 @@ func TestRedisOutage(t *testing.T) {
 	}
 	recovered := func() {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for e.do("GET", "/readyz", "").status != 200 {
-			if time.Now().After(deadline) {
-				t.Fatal("never ready again")
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		wait.For(t, 30*time.Second, "/readyz to answer 200 again", func() (bool, string) {
+			r := e.do("GET", "/readyz", "")
+			return r.status == 200, fmt.Sprintf("%d %s", r.status, r.body)
+		})
 	}
 
 	// A frozen Redis: connections stay open, nothing answers.
