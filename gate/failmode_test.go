@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/web/outage"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -21,6 +20,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/hygiene/reqcheck/pathtest"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
+	"github.com/waitroom/waitroom/internal/web/outage"
 )
 
 // flakyVerify stands in front of a waitroom's /api/v1/verify: it passes

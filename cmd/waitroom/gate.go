@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/waitroom/waitroom/internal/web/outage"
 	"net/http"
 
 	"github.com/waitroom/waitroom/gate"
@@ -11,6 +10,7 @@ import (
 	"github.com/waitroom/waitroom/internal/gate/proxy"
 	"github.com/waitroom/waitroom/internal/infra/redisconn"
 	"github.com/waitroom/waitroom/internal/trust/passledger"
+	"github.com/waitroom/waitroom/internal/web/outage"
 )
 
 // newGate builds the gate in front of the site: the pass check with its

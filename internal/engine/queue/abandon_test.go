@@ -3,9 +3,10 @@ package queue
 import (
 	"context"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"testing"
 	"time"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // A waiting user not heard from for abandon_after is dropped when the line

@@ -3,13 +3,14 @@ package queue
 import (
 	"context"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // Places that never poll must not freeze the line. These tests

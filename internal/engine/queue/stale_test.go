@@ -3,12 +3,13 @@ package queue
 import (
 	"context"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 )
 
 // A credential whose place was left, removed or replaced by a

@@ -9,7 +9,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/web/outage"
 	"html/template"
 	"io/fs"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/web/outage"
 )
 
 //go:embed static

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/waitroom/waitroom/internal/web/outage"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -34,6 +33,7 @@ import (
 	"github.com/waitroom/waitroom/internal/trust/passledger"
 	"github.com/waitroom/waitroom/internal/trust/place"
 	"github.com/waitroom/waitroom/internal/web/httpapi"
+	"github.com/waitroom/waitroom/internal/web/outage"
 	"github.com/waitroom/waitroom/web"
 )
 
