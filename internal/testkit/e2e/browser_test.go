@@ -145,15 +145,21 @@ func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 // navigate opens url. A load that Chromium dropped because the network
 // changed under it (net::ERR_NETWORK_CHANGED: Docker starting or
 // stopping a container adds or removes an interface) is made again, as
-// a person would reload.
+// a person would reload: the page's own document, or any of its scripts
+// and styles (a page that lost a module loads without it, broken).
 func (b *browser) navigate(url string) {
 	b.t.Helper()
 	var err error
 	for range navigateAttempts {
-		if err = chromedp.Do(b.ctx, chromedp.Navigate(url)); err == nil || !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") {
+		dropped := b.journal.netChanged.Load()
+		err = chromedp.Do(b.ctx, chromedp.Navigate(url))
+		if err != nil && !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") {
 			break
 		}
-		b.t.Logf("navigate to %s: %v; again", url, err)
+		if err == nil && b.journal.netChanged.Load() == dropped {
+			break
+		}
+		b.t.Logf("navigate to %s: the network changed under the load (%v); again", url, err)
 	}
 	if err != nil {
 		b.fail("navigate to %s: %v", url, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,11 @@ type journal struct {
 	mu      sync.Mutex
 	lines   []string
 	pending map[network.RequestID]sent // requests sent and not yet done
+
+	// netChanged counts the requests Chromium dropped because the network
+	// changed under it (net::ERR_NETWORK_CHANGED), navigate's reason to
+	// load a page again.
+	netChanged atomic.Int64
 }
 
 // sent is a request the page sent: "METHOD path", its URL and when.
@@ -57,6 +63,9 @@ func (j *journal) listen(ctx context.Context) error {
 		case *network.EventLoadingFinished:
 			j.name(e.RequestID, true)
 		case *network.EventLoadingFailed:
+			if strings.Contains(e.ErrorText, "ERR_NETWORK_CHANGED") {
+				j.netChanged.Add(1)
+			}
 			j.add("✗ %s %s canceled=%v", j.name(e.RequestID, true), e.ErrorText, e.Canceled)
 		case *runtime.EventConsoleAPICalled:
 			j.add("console.%s %s", e.Type, consoleArgs(e.Args))
