@@ -149,20 +149,33 @@ func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 // and styles (a page that lost a module loads without it, broken).
 func (b *browser) navigate(url string) {
 	b.t.Helper()
+	b.load("navigate to "+url, func() chromedp.Action[chromedp.Void] { return chromedp.Navigate(url) })
+}
+
+// reload loads the page again, as navigate loads one.
+func (b *browser) reload() {
+	b.t.Helper()
+	b.load("reload", chromedp.Reload)
+}
+
+// load runs the load action makes, again while the network changed under
+// it, at most navigateAttempts times.
+func (b *browser) load(what string, action func() chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
 	var err error
 	for range navigateAttempts {
 		dropped := b.journal.netChanged.Load()
-		err = chromedp.Do(b.ctx, chromedp.Navigate(url))
+		err = chromedp.Do(b.ctx, action())
 		if err != nil && !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") {
 			break
 		}
 		if err == nil && b.journal.netChanged.Load() == dropped {
 			break
 		}
-		b.t.Logf("navigate to %s: the network changed under the load (%v); again", url, err)
+		b.t.Logf("%s: the network changed under the load (%v); again", what, err)
 	}
 	if err != nil {
-		b.fail("navigate to %s: %v", url, err)
+		b.fail("%s: %v", what, err)
 	}
 }
 
@@ -251,7 +264,7 @@ func (b *browser) waitJS(timeout time.Duration, what, js string) {
 			b.reloaded = true
 			b.t.Logf("chromium stalled: %d requests sent over %v ago never reached the server (%s); reloading\n%s",
 				len(lost), stallAfter, strings.Join(lost, ", "), b.journal.String())
-			b.do("reload the stalled page", chromedp.Reload())
+			b.reload()
 			deadline = time.Now().Add(timeout)
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -207,7 +207,7 @@ func TestWaitingUserIsAdmittedAndRedirected(t *testing.T) {
 
 	// The operator removes the user: the pass the page got is refused now.
 	s.remove(member)
-	b.do("reload the order page", chromedp.Reload())
+	b.reload()
 	b.waitJS(5*time.Second, "the order page to refuse the pass", `document.getElementById('refused') !== null`)
 	visits = order.visits()
 	if len(visits) != 2 || visits[1].verify.Status != http.StatusUnauthorized {
@@ -346,7 +346,7 @@ func TestReloadKeepsPlace(t *testing.T) {
 	b.screenshot("before-reload")
 
 	callsBefore := s.statusCalls(member)
-	b.do("reload", chromedp.Reload())
+	b.reload()
 	b.waitJS(30*time.Second, "the waiting state after the reload", jsState("waiting"))
 
 	if got := s.member(b); got != member {
@@ -464,7 +464,7 @@ func TestAdmittedReloadKeepsTurn(t *testing.T) {
 	}
 
 	callsBefore := s.statusCalls(member)
-	b.do("reload", chromedp.Reload())
+	b.reload()
 	b.waitJS(10*time.Second, "the turn after the reload",
 		jsState("entered")+` && !document.getElementById('turn').hidden && document.getElementById('pass').value !== ''`)
 	if st := b.text("#status-text"); st != "It's your turn" {
