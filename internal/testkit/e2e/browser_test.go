@@ -57,6 +57,7 @@ type browser struct {
 	problems []string // exceptions, console errors, CSP reports
 	shots    int
 	reloaded bool // a stalled page was reloaded once (waitJS)
+	loads    int  // the pages loaded (navigate, reload), each attempt counted
 
 	journal journal // requests and console, printed when a wait fails
 }
@@ -165,6 +166,7 @@ func (b *browser) load(what string, action func() chromedp.Action[chromedp.Void]
 	var err error
 	for range navigateAttempts {
 		dropped := b.journal.netChanged.Load()
+		b.loads++
 		err = chromedp.Do(b.ctx, action())
 		if err != nil && !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") {
 			break
