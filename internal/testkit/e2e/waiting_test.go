@@ -621,6 +621,7 @@ func TestJoinTokenOnePlacePerAccount(t *testing.T) {
 		t.Errorf("a refused join token left a place cookie: %+v", c)
 	}
 	laptop.screenshot("bad-join-token")
+	badLoads := laptop.loads
 
 	laptop.navigate(page + url.QueryEscape(token))
 	laptop.waitJS(joinDeadline, "the waiting state", jsState("waiting"))
@@ -640,8 +641,13 @@ func TestJoinTokenOnePlacePerAccount(t *testing.T) {
 	refused := s.calls.count(func(c call) bool {
 		return strings.HasSuffix(c.path, "/enter") && c.status == http.StatusBadRequest
 	})
-	if joined != 2 || refused != 1 || s.enterRequests() != 3 {
-		t.Errorf("enter requests: %d joined as %s, %d refused, %d in all; want 2, 1, 3", joined, member, refused, s.enterRequests())
+	// One enter a load: two joins and one refusal, or one more of either
+	// for a load navigate made again because the network changed under it
+	// (a join again keeps the place, as checked above).
+	goodLoads := phone.loads + laptop.loads - badLoads
+	if joined < 2 || joined > goodLoads || refused < 1 || refused > badLoads || s.enterRequests() != joined+refused {
+		t.Errorf("enter requests: %d joined as %s, %d refused, %d in all; want 2 (up to %d loads), 1 (up to %d), their sum",
+			joined, member, refused, s.enterRequests(), goodLoads, badLoads)
 	}
 	laptop.screenshot("second-browser")
 }
