@@ -20,7 +20,8 @@
 # interleaved (healthz, enter, status, healthz, ...) REPEAT times, and prints
 # per scenario the medians over the repeats of: req/s, p50, p99, server and
 # Redis CPU time per request (utime+stime deltas from /proc/PID/stat), Redis
-# INFO commandstats usec_per_call for evalsha and EVALSHA calls per request,
+# INFO commandstats usec per script call and script calls per request (FCALL,
+# the queue's scripts; EVALSHA, older builds' and small scripts' besides),
 # plus the enter/healthz and status/healthz ratios; then every command in the
 # last enter and status runs' commandstats (those run inside scripts too).
 #
@@ -81,7 +82,7 @@ CLK_TCK=$(getconf CLK_TCK)
 OUT=${RESULTS_DIR:-$WR_TMP/results}
 mkdir -p "$OUT"
 TSV=$OUT/results.tsv
-printf 'scenario\trep\trps\tp50_us\tp99_us\tserver_us\tredis_us\tevalsha_us\tevalsha_per_req\terrors\tline\n' >"$TSV"
+printf 'scenario\trep\trps\tp50_us\tp99_us\tserver_us\tredis_us\tscript_us\tscripts_per_req\terrors\tline\n' >"$TSV"
 STATUS_PREFIX=""
 STATUS_IDS=0
 
@@ -138,12 +139,13 @@ run_wrk() {
 	row=$(STATS=$stats awk -v req="$requests" -v ds="$((s1 - s0))" -v dr="$((r1 - r0))" -v clk="$CLK_TCK" \
 		-v name="$name" -v rep="$rep" -v rps="$rps" -v p50="$p50" -v p99="$p99" \
 		-v err="$((non2xx + sockerr))" -v line="$line" 'BEGIN {
-		n = split(ENVIRON["STATS"], l, "\n"); calls = 0; ev = "-"
+		n = split(ENVIRON["STATS"], l, "\n"); calls = 0; usec = 0; ev = "-"
 		for (i = 1; i <= n; i++) {
-			if (l[i] !~ /^cmdstat_evalsha:/) continue
-			if (match(l[i], /[^_]calls=[0-9]+/)) calls = substr(l[i], RSTART + 7, RLENGTH - 7) + 0
-			if (match(l[i], /usec_per_call=[0-9.]+/)) ev = substr(l[i], RSTART + 14, RLENGTH - 14)
+			if (l[i] !~ /^cmdstat_(evalsha|fcall):/) continue
+			if (match(l[i], /[^_]calls=[0-9]+/)) calls += substr(l[i], RSTART + 7, RLENGTH - 7) + 0
+			if (match(l[i], /[^_]usec=[0-9]+/)) usec += substr(l[i], RSTART + 6, RLENGTH - 6) + 0
 		}
+		if (calls > 0) ev = sprintf("%.2f", usec / calls)
 		if (calls / req < 0.5) ev = "-"   # only background scripts ran
 		printf "%s\t%s\t%.0f\t%d\t%d\t%.1f\t%.1f\t%s\t%.2f\t%d\t%s\n", name, rep, rps, p50, p99,
 			ds * 1e6 / clk / req, dr * 1e6 / clk / req, ev, calls / req, err, line
@@ -182,7 +184,7 @@ NR == 1 { next }
 	errs[$1] += $10
 }
 END {
-	printf "%-9s %9s %8s %8s %12s %12s %11s %10s %7s %9s\n", "scenario", "req/s", "p50 ms", "p99 ms", "server us/r", "redis us/r", "evalsha us", "evalsha/r", "errors", "line"
+	printf "%-9s %9s %8s %8s %12s %12s %11s %10s %7s %9s\n", "scenario", "req/s", "p50 ms", "p99 ms", "server us/r", "redis us/r", "script us", "scripts/r", "errors", "line"
 	for (i = 1; i <= ns; i++) {
 		s = order[i]
 		for (c = 3; c <= 11; c++) m[s, c] = median(substr(v[s, c], 2))

@@ -81,9 +81,11 @@ core_share() {
 		awk '{ printf "%s %.0f%%  ", $1, 100 * ($5 - $2) / (($6 - $3) > 0 ? ($6 - $3) : 1) } END { print "" }'
 }
 
-# evalsha_calls: INFO commandstats' evalsha calls so far.
+# evalsha_calls: INFO commandstats' script calls so far (FCALL, the
+# queue's scripts, and EVALSHA, older builds').
 evalsha_calls() {
-	wr_redis INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p'
+	wr_redis INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_\(evalsha\|fcall\):calls=\([0-9]*\),.*/\2/p' |
+		awk '{ n += $1 } END { print n + 0 }'
 }
 
 wr_init

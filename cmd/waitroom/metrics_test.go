@@ -99,7 +99,7 @@ func TestMetricsNamedByAlertsAndDashboardExist(t *testing.T) {
 		{"waitroom_queue_abandoned_total", []string{"queue", queue}, 0},
 		{"waitroom_queue_tick_lateness_seconds", []string{"queue", queue}, applied},
 		{"waitroom_queue_tick_duration_seconds", []string{"queue", queue}, applied},
-		{"waitroom_redis_errors_total", []string{"command", "evalsha"}, 0},
+		{"waitroom_redis_errors_total", []string{"command", "fcall"}, 0},
 		{"waitroom_queue_info_errors_total", []string{"queue", queue}, 0},
 		{"waitroom_redis_wait_short_total", nil, 0},
 	} {
@@ -118,8 +118,8 @@ func TestMetricsNamedByAlertsAndDashboardExist(t *testing.T) {
 	if got := sum(fams, "waitroom_queue_batch_size", "queue", queue, "op", "enter"); got != users {
 		t.Errorf("enter batches carried %v calls, want %d", got, users)
 	}
-	if got := value(fams, "waitroom_redis_command_duration_seconds", "command", "evalsha"); got == 0 {
-		t.Error("no evalsha timed")
+	if got := value(fams, "waitroom_redis_command_duration_seconds", "command", "fcall"); got == 0 {
+		t.Error("no fcall timed")
 	}
 
 	names := servedNames(fams)

@@ -6,14 +6,12 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // batcher gathers the calls for one queue and one script that arrive while
 // a call of that script is in flight, and sends them together in the next
 // call (group commit). Under load this spreads a script's fixed cost
-// (clock, config, bucket, the EVALSHA itself) over many users; with a
+// (clock, config, bucket, the FCALL itself) over many users; with a
 // single caller it is one call per request, as before. Users keep the
 // order in which they reached this replica, and each call of the script is
 // atomic as ever.
@@ -345,7 +343,7 @@ func (s *Store) statusArgs(q *queueRef, calls []Caller) (keys []string, args []a
 // statusArgs: it replies a head (head* in reply.go), then a status and
 // place per call, then an arrival number per call. (enter.lua runs
 // through runEnter, replica.go.)
-func (s *Store) runBatch(ctx context.Context, name string, script *redis.Script, n int, keys []string, args []any) ([]Ticket, error) {
+func (s *Store) runBatch(ctx context.Context, name string, script *script, n int, keys []string, args []any) ([]Ticket, error) {
 	v, err := script.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	return s.batchTickets(name, n, v, err, true)
 }

@@ -40,7 +40,8 @@ func benchStore(b *testing.B, settings Settings) (*Store, string, *redis.Client)
 	return s, name, rdb
 }
 
-// scriptStats returns the calls and total µs Redis spent in EVALSHA.
+// scriptStats returns the calls and total µs Redis spent in the queue's
+// scripts (FCALL).
 func scriptStats(b *testing.B, rdb *redis.Client) (calls, usec float64) {
 	b.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
@@ -48,7 +49,7 @@ func scriptStats(b *testing.B, rdb *redis.Client) (calls, usec float64) {
 		b.Fatal(err)
 	}
 	for _, line := range strings.Split(info, "\r\n") {
-		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:")
+		rest, ok := strings.CutPrefix(line, "cmdstat_fcall:")
 		if !ok {
 			continue
 		}

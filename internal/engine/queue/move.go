@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The moves of a place to another device (internal/trust/handoff asks for them;
@@ -24,11 +22,6 @@ const (
 // ErrNotWaiting refuses to move a place that is neither in line nor in a
 // scheduled opening's draw: only such a place moves.
 var ErrNotWaiting = errors.New("queue: only a place waiting in line can move")
-
-//go:embed scripts/move.lua
-var moveLua string
-
-var moveScript = redis.NewScript(commonLua + moveLua)
 
 // move.lua's status codes (its header), in its order.
 const (

@@ -30,11 +30,6 @@ const (
 // DropReasons are every reason a drop is counted by.
 var DropReasons = []string{DropOutboxFull, DropBulkFull}
 
-//go:embed scripts/drops.lua
-var dropsLua string
-
-var dropsScript = redis.NewScript(dropsLua)
-
 // SetOutbox turns queue's events on or off (its scripts write the outboxes
 // only while on) and sets the bulk outbox's cap, in entries.
 func (s *Store) SetOutbox(ctx context.Context, queue string, on bool, bulkMax int) error {

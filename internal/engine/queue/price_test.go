@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/waitroom/waitroom/internal/hygiene/clientip"
 	"github.com/waitroom/waitroom/internal/infra/rediskeys"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
@@ -37,7 +35,7 @@ func proofAt(d int) Proof {
 func TestPriceMatchesLua(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Client(t)
-	script := redis.NewScript(commonLua + networksLua + `
+	script := newScript("test", commonLua+networksLua, `
 local out = {}
 for i = 1, #ARGV, 3 do
   out[#out + 1] = price_difficulty(tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]))
@@ -407,7 +405,7 @@ func TestPriceFirstPlacePerReplica(t *testing.T) {
 func TestSeenWindowMatchesLua(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Client(t)
-	v, err := redis.NewScript(commonLua+networksLua+`return PRICE_HELD_TTL_MS`).Run(context.Background(), rdb, nil).Int64()
+	v, err := runLua(context.Background(), rdb, commonLua+networksLua, `return PRICE_HELD_TTL_MS`, nil).Int64()
 	if err != nil || v != seenWindow.Milliseconds() {
 		t.Fatalf("PRICE_HELD_TTL_MS %d, %v; want seenWindow, %d", v, err, seenWindow.Milliseconds())
 	}

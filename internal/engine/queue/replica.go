@@ -123,7 +123,7 @@ func fenced(ctx context.Context, node pipeliner, unused string) error {
 // holds. A short WAIT is otherwise answered as usual. Ticks are not waited
 // for: their admissions reach users only through enter and status
 // replies, and a WAIT on the tick's connection could not hold those back.
-func (s *Store) runWaited(ctx context.Context, q *queueRef, script *redis.Script, keys []string, args ...any) (*redis.Cmd, int) {
+func (s *Store) runWaited(ctx context.Context, q *queueRef, script *script, keys []string, args ...any) (*redis.Cmd, int) {
 	w := s.replica.wait
 	if w.Replicas == 0 {
 		return script.Run(ctx, s.rdb, keys, args...), 0
@@ -161,16 +161,16 @@ func errCmd(ctx context.Context, err error) *redis.Cmd {
 	return c
 }
 
-// evalThenWait runs script and WAIT in one pipeline on node, by its SHA
-// first and, if node does not know it yet (NOSCRIPT: a new primary after
-// a failover), by its body. It returns the script's reply and the
-// replicas that acknowledged (0 when WAIT itself failed).
-func evalThenWait(ctx context.Context, node pipeliner, script *redis.Script, keys []string, args []any, w ReplicaWait) (*redis.Cmd, int) {
-	run := func(eval func(p redis.Pipeliner) *redis.Cmd) (*redis.Cmd, int) {
+// evalThenWait runs script and WAIT in one pipeline on node and, if node
+// does not have the script's function yet (a new primary after a
+// failover), loads it and runs both again. It returns the script's reply
+// and the replicas that acknowledged (0 when WAIT itself failed).
+func evalThenWait(ctx context.Context, node pipeliner, script *script, keys []string, args []any, w ReplicaWait) (*redis.Cmd, int) {
+	run := func() (*redis.Cmd, int) {
 		var res, wait *redis.Cmd
 		// Each command carries its own error; the pipeline's is the first of them.
 		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			res = eval(p)
+			res = p.FCall(ctx, script.name, keys, args...)
 			wait = p.Do(ctx, "WAIT", w.Replicas, w.Timeout.Milliseconds())
 			return nil
 		})
@@ -180,9 +180,17 @@ func evalThenWait(ctx context.Context, node pipeliner, script *redis.Script, key
 		}
 		return res, int(acked)
 	}
-	res, acked := run(func(p redis.Pipeliner) *redis.Cmd { return script.EvalSha(ctx, p, keys, args...) })
-	if redis.HasErrorPrefix(res.Err(), "NOSCRIPT") {
-		res, acked = run(func(p redis.Pipeliner) *redis.Cmd { return script.Eval(ctx, p, keys, args...) })
+	res, acked := run()
+	if missingFunction(res.Err()) {
+		var load *redis.StringCmd
+		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			load = p.FunctionLoad(ctx, script.lib)
+			return nil
+		})
+		if err := loaded(load.Err()); err != nil {
+			return errCmd(ctx, err), 0
+		}
+		res, acked = run()
 	}
 	return res, acked
 }

@@ -100,7 +100,7 @@ func TestReplicaWaitOff(t *testing.T) {
 
 // On a cluster client the pipeline goes to the primary of the queue's
 // slot (a key-less WAIT would go to any node), and a script the node does
-// not know yet is sent whole (NOSCRIPT).
+// does not have yet is loaded there (a primary after a failover).
 func TestReplicaWaitOnClusterClient(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.NewClusterNode(t)
@@ -110,7 +110,7 @@ func TestReplicaWaitOnClusterClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+	if err := rdb.FunctionFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"wait-a", "wait-b"} {

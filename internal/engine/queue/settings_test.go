@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // TestCatalogMatchesTheTypes: every row names an Update field (an
@@ -153,7 +151,7 @@ func TestQueueConfig(t *testing.T) {
 	ref := s.queues[q]
 	read := func() map[string]any {
 		t.Helper()
-		raw, err := redis.NewScript(commonLua+"return cjson.encode(queue_config(KEYS[1]))").Run(ctx, rdb, []string{ref.keys.config}, ref.args...).Text()
+		raw, err := runLua(ctx, rdb, commonLua, "return cjson.encode(queue_config(KEYS[1]))", []string{ref.keys.config}, ref.args...).Text()
 		if err != nil {
 			t.Fatal(err)
 		}

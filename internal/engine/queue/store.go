@@ -43,7 +43,7 @@ const (
 // Redis is the part of a go-redis client the store uses; *redis.Client and
 // *redis.ClusterClient both satisfy it.
 type Redis interface {
-	redis.Scripter
+	functionCaller
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
 	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
 	HSet(ctx context.Context, key string, values ...any) *redis.IntCmd

@@ -155,7 +155,8 @@ func (w *startedRecorder) Started() time.Time { return w.start }
 
 // The hook times every command and counts failures: a wrong-type reply is
 // an error, a deadline a timeout (and an error); a missing key, a script
-// not cached yet (NOSCRIPT, then EVAL) and a canceled caller are not.
+// not cached yet (NOSCRIPT, then EVAL), a function not loaded yet and a
+// canceled caller are not.
 func TestRedisHookCountsErrorsAndTimeouts(t *testing.T) {
 	m := New(newStore(t, redistest.Client(t), uniq("hook")))
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), ContextTimeoutEnabled: true, MaxRetries: -1})
@@ -178,6 +179,18 @@ func TestRedisHookCountsErrorsAndTimeouts(t *testing.T) {
 	if err := script.Run(ctx, rdb, nil).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// A function Redis does not have yet: FCALL fails, the library is
+	// loaded, FCALL runs it (as the queue's scripts do).
+	fn := fmt.Sprintf("hook_%d", time.Now().UnixNano())
+	if err := rdb.FCall(ctx, fn, nil).Err(); err == nil || !strings.Contains(err.Error(), "Function not found") {
+		t.Fatalf("fcall of a function never loaded: %v", err)
+	}
+	if err := rdb.FunctionLoad(ctx, "#!lua name="+fn+"\nredis.register_function('"+fn+"', function() return 1 end)").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.FCall(ctx, fn, nil).Err(); err != nil {
+		t.Fatal(err)
+	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	err := rdb.BLPop(short, time.Second, key+":list").Err()
 	cancel()
@@ -196,6 +209,8 @@ func TestRedisHookCountsErrorsAndTimeouts(t *testing.T) {
 		{"hget", 1, 1, 0},
 		{"evalsha", 1, 0, 0},
 		{"eval", 1, 0, 0},
+		{"fcall", 2, 0, 0},
+		{"function", 1, 0, 0},
 		{"blpop", 1, 1, 1},
 	} {
 		r := m.redis.child(c.cmd)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,19 +27,19 @@ type redisChild struct {
 
 // knownCommands are made at start, so that their series exist (at 0)
 // before the first failure: the error alert and rate() need them.
-var knownCommands = []string{"evalsha", "eval", "hget", "hset", "hsetnx", "lrange", "ping", "pipeline"}
+var knownCommands = []string{"fcall", "function", "evalsha", "eval", "hget", "hset", "hsetnx", "lrange", "ping", "pipeline"}
 
 func newRedisMetrics(reg prometheus.Registerer) *redisMetrics {
 	r := &redisMetrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "redis", Name: "command_duration_seconds",
 			Help: "Time of each Redis command (a pipeline: command=pipeline), failed ones included. " +
-				"A script is one evalsha, however many users it carries.",
+				"A queue script is one fcall, however many users it carries.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"command"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "redis", Name: "errors_total",
-			Help: "Redis commands that failed, timeouts included (not: a missing key, a script Redis did not have cached yet, a caller that gave up).",
+			Help: "Redis commands that failed, timeouts included (not: a missing key, a script or function Redis did not have loaded yet, a caller that gave up).",
 		}, []string{"command"}),
 		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "redis", Name: "timeouts_total",
@@ -80,11 +81,12 @@ func (r *redisMetrics) observe(name string, d time.Duration, err error) {
 
 // failed tells a Redis failure from the errors that are answers: redis.Nil
 // (no such key or field), NOSCRIPT (go-redis sends the script with EVAL
-// next), BUSYGROUP (a webhook consumer group that exists already) and a
+// next), a function not found (the queue loads its library and calls
+// again), BUSYGROUP (a webhook consumer group that exists already) and a
 // caller's context canceled (the client went away).
 func failed(err error) bool {
 	return err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOSCRIPT") &&
-		!redis.HasErrorPrefix(err, "BUSYGROUP") &&
+		!strings.Contains(err.Error(), "Function not found") && !redis.HasErrorPrefix(err, "BUSYGROUP") &&
 		!errors.Is(err, context.Canceled)
 }
 

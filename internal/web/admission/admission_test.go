@@ -114,8 +114,8 @@ func TestEnterCommonCaseIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a, _, q, count := newRedis(t)
-	// The first call loads the script (EVALSHA, then EVAL): not the
-	// common case.
+	// The first call loads the script's library (FCALL, FUNCTION LOAD,
+	// FCALL): not the common case.
 	if _, err := a.Enter(ctx, admission.Request{Queue: q, Addr: addr}); err != nil {
 		t.Fatal(err)
 	}

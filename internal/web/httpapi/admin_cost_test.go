@@ -100,7 +100,7 @@ func TestAdminCredentialRedisCommands(t *testing.T) {
 	bearer := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 	cookie := []string{"Cookie", adminapi.CookieName(false) + "=" + c.session}
 	client := testClient(t)
-	// Load every script once: a first EVALSHA may be followed by an EVAL.
+	// Load every script once: a first call may be followed by a load and a call again.
 	for _, h := range [][]string{bearer(adminToken), bearer("wrt_aaaaaaaaaaaaaaaa_" + "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"),
 		{"Cookie", adminapi.CookieName(false) + "=" + strings.Repeat("A", 43)}} {
 		c.e.h.ServeHTTP(httptest.NewRecorder(), c.request(testClient(t), h...))

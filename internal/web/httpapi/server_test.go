@@ -553,7 +553,7 @@ func TestRedisOutage(t *testing.T) {
 
 	// A stopped Redis: connections refused. Its data is gone with it (the
 	// test image runs without persistence), and the scripts must be loaded
-	// again, which go-redis does on NOSCRIPT.
+	// again, which the queue does when Redis answers that it lacks one.
 	if err := ctr.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}

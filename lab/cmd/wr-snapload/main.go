@@ -214,17 +214,24 @@ func evalsha(ctx context.Context, rdb *redis.Client) (scriptStats, error) {
 		return s, err
 	}
 	for l := range strings.Lines(info) {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(l), "cmdstat_evalsha:")
+		// The queue's scripts are functions (FCALL); older builds ran them
+		// with EVALSHA.
+		l = strings.TrimSpace(l)
+		rest, ok := strings.CutPrefix(l, "cmdstat_fcall:")
 		if !ok {
-			continue
+			if rest, ok = strings.CutPrefix(l, "cmdstat_evalsha:"); !ok {
+				continue
+			}
 		}
 		for kv := range strings.SplitSeq(rest, ",") {
 			k, v, _ := strings.Cut(kv, "=")
 			switch k {
 			case "calls":
-				s.calls, _ = strconv.ParseInt(v, 10, 64)
+				n, _ := strconv.ParseInt(v, 10, 64)
+				s.calls += n
 			case "usec":
-				s.usec, _ = strconv.ParseInt(v, 10, 64)
+				n, _ := strconv.ParseInt(v, 10, 64)
+				s.usec += n
 			}
 		}
 	}

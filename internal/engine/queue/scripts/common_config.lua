@@ -38,13 +38,19 @@ local function queue_config(key)
 end
 -- ARGV[DEFAULTS] of those scripts is the lane of the line they work on
 -- ("": the general lane), whose keys they were given.
-local LANE = ARGV[DEFAULTS]
+local LANE
 
 -- timing_read is this call's one read of the tick HASH's timing fields
 -- and its line's rate, made by line_rate and reused by next_tick_at: a
 -- script that reads both (status, enter, snapshot) pays one HMGET, as it
 -- did before lanes. Only scripts that write none of them read through it.
-local timing_read = nil
+local timing_read
+
+-- common_config_begin sets this file's values for a call (scripts.go).
+local function common_config_begin()
+  LANE = ARGV[DEFAULTS]
+  timing_read = nil
+end
 
 -- line_rate: what an interval admits from this script's line (LANE), for
 -- its ETA: with lanes, the tick leaves each line's expected admissions per

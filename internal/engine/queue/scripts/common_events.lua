@@ -27,7 +27,12 @@
 local EVENTS_PER_ENTRY = 100
 local EVENTS_MAXLEN = 100000
 local EVENTS_BULK_MAXLEN = 10000
-local events_flag, events_bulk_max = nil, nil -- this call's reading of the config
+local events_flag, events_bulk_max -- this call's reading of the config
+
+-- common_events_begin sets this file's values for a call (scripts.go).
+local function common_events_begin()
+  events_flag, events_bulk_max = nil, nil
+end
 
 local function events_on(config_key)
   if events_flag == nil then

@@ -93,7 +93,12 @@ end
 -- already let through in it (held_tally), so that a batch of one
 -- network's enters pays as if one after another. held_added counts the
 -- places recorded for it in this call.
-local held_cache, held_base, held_tally, held_added = {}, {}, {}, {}
+local held_cache, held_base, held_tally, held_added, held_zadded
+
+-- networks_begin sets this file's values for a call (scripts.go).
+local function networks_begin()
+  held_cache, held_base, held_tally, held_added, held_zadded = {}, {}, {}, {}, {}
+end
 
 -- networks_held reads the places of each of nets ({held ZSET key,
 -- seen}) not read yet in this call: none for a network not seen, else
@@ -171,7 +176,6 @@ end
 -- each of nets that holds one already (the replica records a first place
 -- in its own filter, seen.go): in its ZSET, with the stand-in for the
 -- first when the ZSET has none, keeping the newest PRICE_HELD_CAP.
-local held_zadded = {}
 local function held_add(nets, user, seq)
   for _, net in ipairs(nets) do
     local k = net[1]
