@@ -79,7 +79,8 @@ func TestSeenFilterFalsePositives(t *testing.T) {
 }
 
 // What the filter costs an enter: a look and a record of a batch of 32
-// first places (a /56 and a /48 each), per call.
+// first places (a /56 and a /48 each), per call, with the last window
+// holding a million networks.
 func BenchmarkSeenFilter(b *testing.B) {
 	var f seenFilter
 	now := time.Now()
@@ -93,6 +94,16 @@ func BenchmarkSeenFilter(b *testing.B) {
 	tickets := make([]Ticket, 32)
 	for k := range tickets {
 		tickets[k].Status = Waiting
+	}
+	// The last window full of other networks, as in a crowd: both
+	// windows' blocks are read for every network.
+	before := now.Add(-seenWindow)
+	for i := 0; i < 1<<20; i += len(calls) {
+		for k := range calls {
+			calls[k] = Caller{Networks: [2]string{"2001:db8:" + strconv.Itoa(i+k) + "::/56", "2001:db8:" + strconv.Itoa(i+k) + "::/48"}}
+		}
+		f.look(calls, before)
+		f.placed(calls, tickets, before)
 	}
 	i := 0
 	for b.Loop() {
