@@ -378,8 +378,19 @@ func TestTypedErrors(t *testing.T) {
 		asError(t, err, client.ErrNotWaiting)
 		_, err = s.client(client.Options{Queue: "no-such-queue"}).Enter(ctx, client.EnterOptions{})
 		asError(t, err, client.ErrQueueNotFound)
-		_, err = s.client(client.Options{Place: &client.Place{Queue: s.queue, Token: "v2.forged"}}).Status(ctx)
+		forged := s.client(client.Options{Place: &client.Place{Queue: s.queue, Token: "v2.forged"}})
+		_, err = forged.Status(ctx)
 		asError(t, err, client.ErrInvalidPlace)
+		if _, held := forged.Place(); held {
+			t.Fatal("the client kept a credential the service refused as invalid_place")
+		}
+		if tk, err := forged.Enter(ctx, client.EnterOptions{}); err != nil || tk.Status != client.Waiting {
+			t.Fatalf("entering afresh after invalid_place: %+v %v", tk, err)
+		}
+		forged.Forget()
+		if _, held := forged.Place(); held {
+			t.Fatal("Forget kept the place")
+		}
 		_, err = s.client(client.Options{}).Enter(ctx, client.EnterOptions{Handoff: "ABCD-EFGH"})
 		asError(t, err, client.ErrInvalidHandoff)
 		_, err = s.client(client.Options{}).Enter(ctx, client.EnterOptions{JoinToken: "eyJ.forged.token"})

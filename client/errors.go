@@ -78,7 +78,8 @@ var (
 	ErrUnavailable = &Error{Code: "unavailable"}
 	// No such queue.
 	ErrQueueNotFound = &Error{Code: "queue_not_found"}
-	// The place credential is missing, invalid or for another queue.
+	// The place credential is missing, invalid or for another queue:
+	// the client has forgotten it, and the next Enter makes a new place.
 	ErrInvalidPlace = &Error{Code: "invalid_place"}
 	// The place moved to another device: this credential is spent, and
 	// the client has forgotten it.

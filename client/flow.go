@@ -77,8 +77,12 @@ func (c *Client) enterOnce(ctx context.Context, body enterBody) (Ticket, error) 
 	// A hand-over makes the place this device's: the credential it may
 	// hold for another place is not the one to prove.
 	r := request{method: http.MethodPost, path: "/enter", body: b, credential: body.Handoff == ""}
+	held, _ := c.Place()
 	var w wireTicket
 	_, err = c.call(ctx, r, &w, c.adoptCookie)
+	if r.credential && held.Token != "" && spent(err) {
+		c.forget(held)
+	}
 	if err != nil {
 		return Ticket{}, err
 	}
@@ -163,8 +167,9 @@ func zeroBits(sum [sha256.Size]byte) int {
 // Status asks once where the place stands (sent again while the service
 // is busy). Wait polls it as the service says; call Status alone for a
 // one-off look. A fresh credential the answer carries is kept (and
-// reported to OnPlace); a place moved to another device is forgotten
-// (ErrPlaceMoved).
+// reported to OnPlace); a credential that can prove no place again is
+// forgotten: the place moved to another device (ErrPlaceMoved), or the
+// credential is not valid for the queue (ErrInvalidPlace).
 func (c *Client) Status(ctx context.Context) (Ticket, error) {
 	p, ok := c.Place()
 	if !ok {
@@ -172,7 +177,7 @@ func (c *Client) Status(ctx context.Context) (Ticket, error) {
 	}
 	var w wireTicket
 	_, err := c.call(ctx, request{method: http.MethodGet, path: "/status", credential: true}, &w, nil)
-	if errors.Is(err, ErrPlaceMoved) {
+	if spent(err) {
 		c.forget(p)
 	}
 	if err != nil {
@@ -279,10 +284,26 @@ func (c *Client) Leave(ctx context.Context) error {
 		return nil
 	}
 	_, err := c.call(ctx, request{method: http.MethodDelete, path: "/place", credential: true}, nil, nil)
-	if err == nil || errors.Is(err, ErrPlaceMoved) {
+	if err == nil || spent(err) {
 		c.forget(p)
 	}
 	return err
+}
+
+// Forget drops the place the client holds without telling the service
+// (OnPlace hears the zero Place): the next Enter makes a new member. The
+// place itself stays in line until it is abandoned; Leave gives it up.
+func (c *Client) Forget() {
+	if p, ok := c.Place(); ok {
+		c.forget(p)
+	}
+}
+
+// spent reports whether err says the credential sent can never prove a
+// place again: it moved to another device, or it is not valid for the
+// queue.
+func spent(err error) bool {
+	return errors.Is(err, ErrPlaceMoved) || errors.Is(err, ErrInvalidPlace)
 }
 
 // Handoff makes a one-time hand-over of the waiting place to another
@@ -297,7 +318,7 @@ func (c *Client) Handoff(ctx context.Context) (Handoff, error) {
 	}
 	var w wireHandoff
 	_, err := c.call(ctx, request{method: http.MethodPost, path: "/handoff", credential: true}, &w, nil)
-	if errors.Is(err, ErrPlaceMoved) {
+	if spent(err) {
 		c.forget(p)
 	}
 	if err != nil {
