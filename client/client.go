@@ -42,7 +42,7 @@ const (
 	DefaultMaxAttempts    = 6
 	DefaultBackoff        = 500 * time.Millisecond
 	DefaultMaxBackoff     = 30 * time.Second
-	DefaultMinPoll        = 500 * time.Millisecond
+	DefaultMinPoll        = 250 * time.Millisecond
 	DefaultMaxDifficulty  = 26 // about 67 million hashes: a few seconds on one core
 	DefaultMaxAnswerBytes = 64 << 10
 	defaultTimeout        = 30 * time.Second
@@ -93,7 +93,8 @@ type Options struct {
 	Backoff, MaxBackoff time.Duration
 	// MinPoll is the shortest wait between two polls whatever the
 	// answer says (a broken answer of 0 cannot make Wait spin); 0:
-	// DefaultMinPoll. The service's own poll_after_ms is always longer.
+	// DefaultMinPoll, which is below what the service asks but near
+	// the head of a queue whose interval is about a second or less.
 	MinPoll time.Duration
 	// MaxDifficulty is the hardest proof of work Enter pays, in leading
 	// zero bits (2^bits hashes on average); harder: ErrTooHard. 0:

@@ -32,7 +32,9 @@ func TestFlow(t *testing.T) {
 	s.admin("PATCH", "", `{"challenge_difficulty":8,"paused":true}`)
 	s.fill(1) // someone ahead in line
 	c := s.client(client.Options{})
-	ctx := context.Background()
+	// A bound on a broken run, not a claim about how fast it is.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	entered, err := c.Enter(ctx, client.EnterOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +167,14 @@ func TestWaitPacing(t *testing.T) {
 		done <- err
 	}()
 	for k := 1; k <= 4; k++ {
-		d := <-clk.gate
+		var d time.Duration
+		select {
+		case d = <-clk.gate:
+		case err := <-done:
+			t.Fatalf("wait ended before sleep %d: %v", k, err)
+		case <-time.After(2 * time.Minute): // a bound on a broken run
+			t.Fatalf("no sleep %d", k)
+		}
 		mu.Lock()
 		last := seen[len(seen)-1]
 		n := len(seen)
