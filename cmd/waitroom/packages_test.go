@@ -34,6 +34,7 @@ var groups = []struct{ dir, serves string }{
 	{"internal/ops", "operations: metrics, webhooks, the automatic rate, the forecast, what people paid, bounded logs"},
 	{"internal/testkit", "test kits, and the suites that need the whole stack (browser, nginx, failover, soak)"},
 	{"gate", "the public Go middleware an order page puts in front of itself"},
+	{"client", "the public Go client of the queue API, for apps and backends that wait in line"},
 	{"api", "the HTTP contract"},
 	{"web", "the pages' files, embedded"},
 	{"lab", "the lab (a module of its own): measures at a million and more"},

@@ -34,18 +34,25 @@ type readmeStep struct {
 // readmeBlocks returns the steps of docs/API.md's marked blocks, in order.
 func readmeBlocks(t *testing.T) [][]readmeStep {
 	t.Helper()
-	b, err := os.ReadFile(apiDoc)
+	return docBlocks(t, apiDoc, apiMark)
+}
+
+// docBlocks returns the steps of the blocks of doc that follow mark, in
+// order.
+func docBlocks(t *testing.T, doc, mark string) [][]readmeStep {
+	t.Helper()
+	b, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var blocks [][]readmeStep
 	lines := strings.Split(string(b), "\n")
 	for i := 0; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != apiMark {
+		if strings.TrimSpace(lines[i]) != mark {
 			continue
 		}
 		if i+1 >= len(lines) || lines[i+1] != "```sh" {
-			t.Fatalf("docs/API.md line %d: the mark is not followed by a sh block", i+1)
+			t.Fatalf("%s line %d: the mark is not followed by a sh block", docName(doc), i+1)
 		}
 		var steps []readmeStep
 		inExample := false
@@ -112,40 +119,48 @@ func TestAPIExamples(t *testing.T) {
 				return len(h.Points) > 0, fmt.Sprintf("status %d, %d points", code, len(h.Points))
 			})
 		}
-		outputs := runAPIBlock(t, bi, steps, host, q, dir)
-		for si, st := range steps {
-			if st.example == "" {
-				continue
-			}
-			got := outputs[si]
-			if si > 0 {
-				_, got, _ = strings.Cut(got, "@@\n")
-			}
-			var top map[string]json.RawMessage
-			if err := json.Unmarshal([]byte(strings.TrimSpace(got)), &top); err != nil {
-				t.Errorf("docs/API.md block %d, %q: the answer is not a JSON object: %q", bi+1, st.cmd, got)
-				continue
-			}
-			shown, answered := keys(st.example), keys(got)
-			for _, k := range shown {
-				if !slices.Contains(answered, k) {
-					t.Errorf("docs/API.md block %d, %q: the example shows %q, which the service does not answer (%s)", bi+1, st.cmd, k, strings.TrimSpace(got))
-				}
-			}
-			for k := range top {
-				// A ticket's fields depend on its status (pass only when
-				// ENTERED): its example need not name them all.
-				if _, ticket := top["status"]; ticket {
-					break
-				}
-				if !slices.Contains(shown, k) {
-					t.Errorf("docs/API.md block %d, %q: the service answers %q, which the example leaves out", bi+1, st.cmd, k)
-				}
-			}
-		}
+		checkExamples(t, apiDoc, bi, steps, runAPIBlock(t, bi, steps, host, q, dir))
 	}
 	if len(readmeBlocks(t)) < 2 {
 		t.Fatal("docs/API.md has fewer marked blocks than the users' and the admin's")
+	}
+}
+
+// checkExamples checks the example answers of block bi of doc (its
+// steps) against what the service answered (runDocBlock's outputs):
+// every field an example shows is answered, and but for tickets every
+// top-level field answered is shown.
+func checkExamples(t *testing.T, doc string, bi int, steps []readmeStep, outputs []string) {
+	t.Helper()
+	for si, st := range steps {
+		if st.example == "" {
+			continue
+		}
+		got := outputs[si]
+		if si > 0 {
+			_, got, _ = strings.Cut(got, "@@\n")
+		}
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(strings.TrimSpace(got)), &top); err != nil {
+			t.Errorf("%s block %d, %q: the answer is not a JSON object: %q", docName(doc), bi+1, st.cmd, got)
+			continue
+		}
+		shown, answered := keys(st.example), keys(got)
+		for _, k := range shown {
+			if !slices.Contains(answered, k) {
+				t.Errorf("%s block %d, %q: the example shows %q, which the service does not answer (%s)", docName(doc), bi+1, st.cmd, k, strings.TrimSpace(got))
+			}
+		}
+		for k := range top {
+			// A ticket's fields depend on its status (pass only when
+			// ENTERED): its example need not name them all.
+			if _, ticket := top["status"]; ticket {
+				break
+			}
+			if !slices.Contains(shown, k) {
+				t.Errorf("%s block %d, %q: the service answers %q, which the example leaves out", docName(doc), bi+1, st.cmd, k)
+			}
+		}
 	}
 }
 
@@ -153,6 +168,15 @@ func TestAPIExamples(t *testing.T) {
 // service at host and its queue q, in dir, and returns the output of each
 // step (after the first, each begins with its number and "@@\n").
 func runAPIBlock(t *testing.T, bi int, steps []readmeStep, host, q, dir string) []string {
+	t.Helper()
+	return runDocBlock(t, apiDoc, bi, steps, host, q, dir)
+}
+
+// docName is how a failure names doc: "docs/API.md".
+func docName(doc string) string { return strings.TrimPrefix(doc, "../../") }
+
+// runDocBlock is runAPIBlock for block bi of doc.
+func runDocBlock(t *testing.T, doc string, bi int, steps []readmeStep, host, q, dir string) []string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -187,7 +211,7 @@ func runAPIBlock(t *testing.T, bi int, steps []readmeStep, host, q, dir string) 
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("docs/API.md block %d: %v\n%s", bi+1, err, out)
+		t.Fatalf("%s block %d: %v\n%s", docName(doc), bi+1, err, out)
 	}
 	return strings.Split(string(out), "@@step ")
 }

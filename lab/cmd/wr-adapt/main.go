@@ -24,11 +24,12 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/waitroom/waitroom/client"
 )
 
 func main() {
@@ -187,29 +188,24 @@ func (r *runner) user(ctx context.Context) {
 		}
 	}()
 	id := r.seq.Add(1)
-	user := "u" + strconv.FormatInt(id, 10)
-	// An address of its own, as a crowd has (the per-client limits).
-	xff := fmt.Sprintf("10.%d.%d.%d", id>>16&255, id>>8&255, id&255)
-	body, _ := json.Marshal(map[string]string{"user_id": user})
-	var t struct {
-		Status      string `json:"status"`
-		PollAfterMS int64  `json:"poll_after_ms"`
-		Pass        string `json:"pass"`
-	}
-	if r.call(ctx, http.MethodPost, "/api/v1/queues/"+r.queue+"/enter", xff, "", body, &t) != nil {
+	// An address of its own, as a crowd has (the per-client limits), in
+	// a network (/24) of its own: the price of a place asks a network's
+	// third place for proof of work, which this crowd does not pay.
+	xff := userAddr(id)
+	// The app's flow (package client): enter, then poll as told. One
+	// send a call, as before: a refusal ends the user, whom the feeder
+	// replaces. MinPoll 100 ms: the service's poll_after_ms alone paces
+	// the polls, as before.
+	c, err := client.New(client.Options{BaseURL: r.base, Queue: r.queue, MaxAttempts: 1, MinPoll: 100 * time.Millisecond,
+		HTTPClient: &http.Client{Timeout: r.client.Timeout, Transport: fromAddr{r.client.Transport, xff}}})
+	if err != nil {
 		return
 	}
-	for t.Status == "WAITING" {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Duration(max(t.PollAfterMS, 100)) * time.Millisecond):
-		}
-		if r.call(ctx, http.MethodGet, "/api/v1/queues/"+r.queue+"/status?user_id="+user, xff, "", nil, &t) != nil {
-			return
-		}
+	t, err := c.Enter(ctx, client.EnterOptions{})
+	if err == nil && t.Status == client.Waiting {
+		t, err = c.Wait(ctx, nil)
 	}
-	if t.Status != "ENTERED" || t.Pass == "" {
+	if err != nil || t.Status != client.Entered {
 		return
 	}
 	admittedOnce = true
@@ -282,4 +278,23 @@ func p95(d []time.Duration) time.Duration {
 	}
 	slices.Sort(d)
 	return d[(len(d)*95+99)/100-1]
+}
+
+// fromAddr sends each request as sent from addr, behind the trusted
+// proxy (X-Forwarded-For).
+type fromAddr struct {
+	next http.RoundTripper
+	addr string
+}
+
+func (f fromAddr) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("X-Forwarded-For", f.addr)
+	return f.next.RoundTrip(req)
+}
+
+// userAddr is user id's address: x.y.z.1 in a /24 of its own for each id
+// below 100 * 2^16, never loopback or private (11.0.0.1 on).
+func userAddr(id int64) string {
+	return fmt.Sprintf("%d.%d.%d.1", 11+id>>16%100, id>>8&255, id&255)
 }
