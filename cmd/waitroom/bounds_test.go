@@ -218,15 +218,16 @@ func TestHeaderFloodBounded(t *testing.T) {
 			}
 			defer conn.Close()
 			dialed.Add(1)
-			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			_ = conn.SetDeadline(time.Now().Add(time.Minute))
 			n, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nX-Pad: "))
 			sent.Add(int64(n))
 			for written := 0; err == nil && written < size; written += len(chunk) {
 				n, err = conn.Write(chunk)
 				sent.Add(int64(n))
 			}
-			// The headers never end; whatever the server answered is there.
-			_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+			// The headers never end; the server answers 431 and closes.
+			// Waited for until the connection's deadline, not a fixed 2 s: on
+			// a loaded machine half the answers came later than that.
 			if line, _ := bufio.NewReader(conn).ReadString('\n'); strings.Contains(line, " 431 ") {
 				got431.Add(1)
 			}
