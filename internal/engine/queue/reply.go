@@ -45,7 +45,7 @@ const (
 	headAbandonAfter
 	headUntilOpen
 	headClosed // when the operator closed the sale (ms; 0: open)
-	headLen // then a status and a place per call
+	headLen    // then a status and a place per call
 )
 
 // Positions in info.lua's reply (INFO_*).
