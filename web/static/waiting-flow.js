@@ -190,6 +190,9 @@ function onRefused(action, solution, err) {
     page.retryInMs = 0;
     dropJoinToken();
     onNotOpen(err.detail, enter);
+  } else if (err.code === 'sale_closed') {
+    // Definite: the sale is over; nothing more to ask.
+    onClosed(err.detail || {});
   } else if (err.code === 'place_moved') {
     // Definite: another device holds this place now (the server
     // cleared this browser's cookie; waiting-move.js).
@@ -283,6 +286,9 @@ function onTicket(tk, action) {
     case 'NOT_WAITING':
       onNoPlace(action, tk.reason || '');
       return;
+    case 'CLOSED':
+      onClosed(tk);
+      return;
     default:
       onError(Object.assign(new Error('unknown status'), { status: 0, code: 'bad_response' }));
   }
@@ -312,6 +318,10 @@ function onWaiting(tk, action) {
 // line: an estimate far back may waver, the exact one near the head is
 // exact.
 function showWaiting(tk) {
+  if (tk.status === 'CLOSED') {
+    onClosed(tk); // the line's document said so (waiting-line.js)
+    return;
+  }
   page.updatedAt = new Date(); // the origin's answer, or the document's
   if (tk.position > 0) {
     if (tk.position_estimated && page.lowest > 0 && tk.position > page.lowest) {
@@ -376,6 +386,18 @@ function enterTurn(tk) {
   alertTurn(page.next ? t('turnBody') : t('turnNowhere'));
   const next = page.next;
   if (next && next.go) whenSeen(() => location.replace(next.href));
+}
+
+// onClosed shows that the operator closed the sale (sold out), with its
+// message and when sales reopen, and stops asking: the page makes no
+// more requests.
+function onClosed(c) {
+  stopTimer();
+  page.closed = { message: c.message || '', reopens_at: c.reopens_at || '' };
+  page.state = 'closed';
+  page.retryInMs = 0;
+  render();
+  say(page.closed.message || t('closedTitle'));
 }
 
 export function fail(text, retry) {

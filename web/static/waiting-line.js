@@ -60,6 +60,14 @@ export function followFromDocument(tk, entered, onStatus, onEstimate) {
 // look reads the document and shows what it says of the place, or asks
 // the status: near the head, when it cannot place it, every 5 minutes, or
 // when the document cannot be had.
+// closedIn is the closing message in the page's language, else English,
+// else any (as the server picks it for a status).
+function closedIn(m) {
+  m = m || {};
+  const lang = document.documentElement.lang;
+  return m[lang] || m.en || m[Object.keys(m).sort()[0]] || '';
+}
+
 async function look(tk, onStatus, onEstimate) {
   const gen = attempt.generation; // a leave or join since drops what this look finds
   if (Date.now() - lastStatusAt >= STATUS_EVERY_MS) {
@@ -74,6 +82,11 @@ async function look(tk, onStatus, onEstimate) {
     return;
   }
   if (gen !== attempt.generation) return;
+  if (doc.closed) {
+    // Sold out: the document says so, with no status call.
+    onEstimate(Object.assign({}, tk, { status: 'CLOSED', message: closedIn(doc.closed_message), reopens_at: doc.reopens_at }));
+    return;
+  }
   const age = Math.max(0, serverNow() - doc.at_ms);
   const p = place(doc, tk.arrival, age);
   if (!p) {

@@ -71,6 +71,18 @@ function showPanels(s) {
   $('released').hidden = s.state !== 'released';
   $('moved').hidden = s.state !== 'moved';
   $('full').hidden = s.state !== 'full';
+  $('closed').hidden = s.state !== 'closed';
+  if (s.state === 'closed') showClosed();
+}
+
+// showClosed shows the operator's message when the sale is closed (sold
+// out), and when sales reopen if the operator said.
+function showClosed() {
+  const c = page.closed || {};
+  $('closed-text').textContent = c.message || t('closedBody');
+  const at = Date.parse(c.reopens_at || '');
+  $('closed-reopens').hidden = !isFinite(at);
+  $('closed-reopens').textContent = isFinite(at) ? t('closedReopens', { time: when(at) }) : '';
 }
 
 // showFull says when a full line may be tried again, and whether the page
@@ -146,6 +158,7 @@ const STATUS_TITLES = {
   released: 'releasedTitle',
   full: 'fullTitle',
   moved: 'movedTitle',
+  closed: 'closedTitle',
 };
 
 // statusText is the status line: what the page is doing, or how the line

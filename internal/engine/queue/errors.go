@@ -37,6 +37,9 @@ var (
 	// queue. The call changed nothing; errors.As with *OtherLineError
 	// names the line.
 	ErrPlaceInOtherLine = errors.New("queue: the account holds a place in another line")
+	// ErrSaleClosed refuses an enter while the operator has closed the
+	// sale (Store.Close): the call changed nothing.
+	ErrSaleClosed = errors.New("queue: the sale is closed")
 )
 
 // OtherLineError is ErrPlaceInOtherLine with the lane whose line holds

@@ -122,7 +122,7 @@ func etaFor(tk Ticket, place int64) time.Duration {
 // never later than it, and never later for a place further forward.
 func TestETAEstimators(t *testing.T) {
 	ticket := func(position int64, refill int) Ticket {
-		tk, err := newTicket([]int64{1000, 120, 250, int64(refill), 3600000, 0, 0, 0, 0, 0}, 2, position)
+		tk, err := newTicket([]int64{1000, 120, 250, int64(refill), 3600000, 0, 0, 0, 0, 0, 0}, 2, position)
 		if err != nil {
 			t.Fatal(err)
 		}

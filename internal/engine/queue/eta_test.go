@@ -442,7 +442,7 @@ func TestETARange(t *testing.T) {
 	t.Parallel()
 	const interval = 5 * time.Second
 	ticket := func(position int64, refill int, estimated bool) Ticket {
-		tk, err := newTicket([]int64{1200, 120, int64(interval / time.Millisecond), int64(refill), 3600000, 0, 0, 0, 0, 0}, statusWaiting, position)
+		tk, err := newTicket([]int64{1200, 120, int64(interval / time.Millisecond), int64(refill), 3600000, 0, 0, 0, 0, 0, 0}, statusWaiting, position)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,6 +29,10 @@ type Line struct {
 	RefillSize     int
 	RefillInterval time.Duration
 	Paused         bool
+	// ClosedAt is when the operator closed the sale (zero: open), and
+	// Closed its message by language and when sales reopen (Text's).
+	ClosedAt time.Time
+	Closed   Closing
 	// OpensAt and PrequeueFrom are a scheduled opening (zero: none).
 	OpensAt, PrequeueFrom time.Time
 	// AbandonAfter is how long a waiting place may go unheard (0: never);
@@ -70,7 +74,7 @@ func (s *Store) Line(queue string, now time.Time) (Line, bool) {
 		UntilNextTick: ms(h[headUntilNextTick]), RefillSize: int(h[headRefillSize]), RefillInterval: ms(h[headInterval]),
 		Paused: h[headPaused] == 1, OpensAt: msTime(h[headOpensAt]), PrequeueFrom: msTime(h[headPrequeueFrom]),
 		AbandonAfter: ms(h[headAbandonAfter]), InDraw: sn.inDraw > 0, Complete: sn.complete,
-		Ranks: sn.ranks, Arrivals: sn.seqs, snap: sn}
+		Ranks: sn.ranks, Arrivals: sn.seqs, snap: sn, ClosedAt: msTime(h[headClosed]), Closed: sn.closed}
 	if sn.held > 0 {
 		l.HeldMax = sn.heldMax
 	}

@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ const (
 	statusChallenge         // refused: no valid, unused proof of work
 	statusHuman             // refused: a human check is asked
 	statusOtherLine         // refused, place: the other line holding the account (0: the lanes changed)
+	statusClosed            // refused: the operator closed the sale (close.lua)
 )
 
 // Positions in the head of enter.lua's and status.lua's replies (HEAD_*).
@@ -42,7 +44,8 @@ const (
 	headPrequeueFrom
 	headAbandonAfter
 	headUntilOpen
-	headLen // then a status and a place per call
+	headClosed // when the operator closed the sale (ms; 0: open)
+	headLen    // then a status and a place per call
 )
 
 // Positions in info.lua's reply (INFO_*).
@@ -68,6 +71,7 @@ const (
 	infoMaxWaiting
 	infoDifficulty
 	infoBudget
+	infoClosed
 	infoLen
 )
 
@@ -111,11 +115,11 @@ const (
 )
 
 // reasons are the codes of the scripts' REASONS (common_places.lua), from 1.
-var reasons = []string{ReasonAbandoned, ReasonLeft, ReasonExpired, ReasonRemoved, ReasonDone, ReasonMoved}
+var reasons = []string{ReasonAbandoned, ReasonLeft, ReasonExpired, ReasonRemoved, ReasonDone, ReasonMoved, ReasonClosed}
 
 // reasonMoved is the code of ReasonMoved: a stale place credential
 // (keep_current, common_places.lua), refused with ErrMoved.
-var reasonMoved = int64(len(reasons))
+var reasonMoved = int64(slices.Index(reasons, ReasonMoved) + 1)
 
 // batchTickets reads the reply v (or err) of a batched script's call:
 // the head, a status and place per call, and with seqs (enter.lua) then
@@ -164,6 +168,7 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 		RefillInterval: ms(head[headInterval]),
 		RefillSize:     int(refill),
 		SessionTTL:     ms(head[headTTL]),
+		ClosedAt:       msTime(head[headClosed]),
 	}
 	switch status {
 	case statusEntered:
@@ -188,6 +193,14 @@ func newTicket(head []int64, status, place int64) (Ticket, error) {
 		t.Status = NotOpen
 	default:
 		return Ticket{}, fmt.Errorf("queue: unknown status code %d", status)
+	}
+	// Sold out: whoever is not inside is told, waiting or dropped alike
+	// (the tick drops the places a chunk at a time; tick_soldout.lua).
+	if !t.ClosedAt.IsZero() && (t.Status == Waiting || t.Status == NotWaiting) {
+		t.Status, t.Position, t.TicksAhead, t.ETA = Closed, 0, 0, 0
+		if t.Reason == "" {
+			t.Reason = ReasonClosed
+		}
 	}
 	t.setRange()
 	return t, nil
@@ -219,6 +232,8 @@ func refusal(status, wait int64) error {
 		return ErrHumanCheckRequired
 	case statusOtherLine:
 		return otherLine(wait)
+	case statusClosed:
+		return ErrSaleClosed
 	case statusNotWaiting:
 		if wait == reasonMoved {
 			return ErrMoved
@@ -327,6 +342,7 @@ func newInfo(queue string, v []int64, sessionMax time.Duration) (Info, error) {
 		DrawCount:             v[infoDrawCount],
 		AdmittedThisInterval:  v[infoAdmitted],
 		RefillEffective:       int(v[infoBudget]),
+		ClosedAt:              msTime(v[infoClosed]),
 		Now:                   time.UnixMilli(v[infoNow]),
 	}
 	if v[infoLastTickAt] > 0 {

@@ -32,6 +32,7 @@ var luaMirror = []struct {
 	{"CHALLENGE", statusChallenge},
 	{"HUMAN", statusHuman},
 	{"OTHER_LINE", statusOtherLine},
+	{"CLOSED", statusClosed},
 
 	{"HEAD_WAITING", headWaiting + 1},
 	{"HEAD_UNTIL_NEXT_TICK", headUntilNextTick + 1},
@@ -43,6 +44,7 @@ var luaMirror = []struct {
 	{"HEAD_PREQUEUE_FROM", headPrequeueFrom + 1},
 	{"HEAD_ABANDON_AFTER", headAbandonAfter + 1},
 	{"HEAD_UNTIL_OPEN", headUntilOpen + 1},
+	{"HEAD_CLOSED", headClosed + 1},
 
 	{"INFO_WAITING", infoWaiting + 1},
 	{"INFO_ENTERED", infoEntered + 1},
@@ -65,6 +67,7 @@ var luaMirror = []struct {
 	{"INFO_MAX_WAITING", infoMaxWaiting + 1},
 	{"INFO_DIFFICULTY", infoDifficulty + 1},
 	{"INFO_BUDGET", infoBudget + 1},
+	{"INFO_CLOSED", infoClosed + 1},
 
 	{"TICK_APPLIED", tickApplied + 1},
 	{"TICK_MOVED", tickMoved + 1},
@@ -125,7 +128,7 @@ func TestRepliesMatchLua(t *testing.T) {
 	for _, n := range []struct {
 		name     string
 		last, by int
-	}{{"head", headUntilOpen, headLen}, {"info", infoBudget, infoLen}, {"tick", tickLanes, tickLen}, {"windows", windowsChanges, windowsLen}} {
+	}{{"head", headClosed, headLen}, {"info", infoClosed, infoLen}, {"tick", tickLanes, tickLen}, {"windows", windowsChanges, windowsLen}} {
 		if n.last+1 != n.by {
 			t.Errorf("%sLen is %d, but its last position is %d", n.name, n.by, n.last)
 		}

@@ -65,6 +65,7 @@ var (
 	renewScript     = newScript("renew", commonLua, lua("renew.lua"))
 	challengeScript = newScript("challenge", commonLua+networksLua, lua("challenge.lua"))
 	settingsScript  = newScript("settings", commonLua, lua("settings.lua"))
+	closeScript     = newScript("close", commonLua, lua("close.lua"))
 	snapshotScript  = newScript("snapshot", commonLua, lua("snapshot.lua"))
 	moveScript      = newScript("move", commonLua, lua("move.lua"))
 	dropsScript     = newScript("drops", "", lua("drops.lua"))
@@ -72,7 +73,7 @@ var (
 	// windows are a script of their own, which the store calls before a
 	// tick that asks for it (tick.go).
 	tickScript = newScript("tick", commonLua+lua("schedule.lua", "tick_lines.lua", "tick_close.lua", "tick_move.lua",
-		"tick_stats.lua"), lua("tick.lua"))
+		"tick_stats.lua", "tick_soldout.lua"), lua("tick.lua"))
 	windowsScript = newScript("windows", commonLua+lua("schedule.lua"), lua("windows.lua"))
 )
 
@@ -227,8 +228,10 @@ func configLua(catalog []Setting) string {
 // configState are the config HASH fields the scripts keep themselves
 // beside the settings, read with them into queue_config's table (a
 // number, nil while not stored): the effective refill of the automatic
-// rate (adapt_budget, tick_close.lua).
-var configState = []string{"refill_effective"}
+// rate (adapt_budget, tick_close.lua), and when the operator closed the
+// sale (close.lua), which every script thus learns with no command of
+// its own: a queue never closed pays nothing for it.
+var configState = []string{"refill_effective", "closed_at_ms"}
 
 // scriptDefaults are the replica's defaults d as configLua's scripts take
 // them in ARGV[1..DEFAULTS - 1]: the values of the rows it reads there,

@@ -14,7 +14,7 @@ import (
 // bodies are the files of scripts/ that are a script's body (newScript's
 // last argument); every other file holds helpers, which a library defines
 // once for all of its calls.
-var bodies = []string{"enter.lua", "status.lua", "leave.lua", "info.lua", "done.lua", "renew.lua", "challenge.lua",
+var bodies = []string{"close.lua", "enter.lua", "status.lua", "leave.lua", "info.lua", "done.lua", "renew.lua", "challenge.lua",
 	"settings.lua", "snapshot.lua", "move.lua", "drops.lua", "tick.lua", "windows.lua"}
 
 var (

@@ -53,6 +53,9 @@ type snapshot struct {
 	complete bool
 	ranks    []int64 // sampled ranks (0-based), ascending
 	seqs     []int64 // the arrival numbers at those ranks
+	// closed is the operator's closing while head says the sale is
+	// closed (PageText's, read only then).
+	closed Closing
 }
 
 // The values of snapshot.lua's first reply after the head, in order.
@@ -110,6 +113,13 @@ func (s *Store) RefreshSnapshot(ctx context.Context, queue string, force bool) e
 		if sn.complete {
 			break
 		}
+	}
+	if sn.head[headClosed] > 0 {
+		t, err := s.PageText(ctx, queue)
+		if err != nil {
+			return err
+		}
+		sn.closed = t.Closed
 	}
 	q.snap.Store(sn)
 	return nil

@@ -15,6 +15,9 @@ import (
 // the pages set it as text, never as markup.
 type Text struct {
 	Title, Message map[string]string
+	// Closed is the operator's closing (Store.Close): its message is
+	// empty while the sale is open.
+	Closed Closing
 }
 
 // Bounds of a queue's text.
@@ -51,7 +54,8 @@ func checkText(m map[string]string, maxRunes int, lines bool) bool {
 	return true
 }
 
-// Text reads a queue's title and message (one HMGET of its config). A
+// Text reads a queue's title and message, and its closing's (one HMGET
+// of its config). A
 // language with an empty text is left out.
 func (s *Store) Text(ctx context.Context, queue string) (Text, error) {
 	q, err := s.queue(queue)
@@ -59,12 +63,12 @@ func (s *Store) Text(ctx context.Context, queue string) (Text, error) {
 		return Text{}, err
 	}
 	v, err := WaitFor(ctx, s.timeout, func(ctx context.Context) ([]any, error) {
-		return s.rdb.HMGet(ctx, q.keys.config, "title", "message").Result()
+		return s.rdb.HMGet(ctx, q.keys.config, "title", "message", "closed_message", "reopens_at_ms").Result()
 	})
 	if err != nil {
 		return Text{}, fmt.Errorf("queue: text: %w", err)
 	}
-	return Text{Title: textField(v[0]), Message: textField(v[1])}, nil
+	return Text{Title: textField(v[0]), Message: textField(v[1]), Closed: closingOf(v[2], v[3])}, nil
 }
 
 // textField decodes a stored text (JSON, as UpdateSettings wrote it);

@@ -19,6 +19,10 @@ const (
 	// NotOpen answers an enter before a scheduled opening's pre-queue
 	// window: nobody can join yet (the API answers it as an error).
 	NotOpen Status = "NOT_OPEN"
+	// Closed: the operator closed the sale (Store.Close). Anyone not
+	// inside is told so, whether the place is still in the line or was
+	// dropped (ReasonClosed); admitted people keep their sessions.
+	Closed Status = "CLOSED"
 )
 
 // Reasons a user holds no place any more (Ticket.Reason), kept for an
@@ -32,6 +36,8 @@ const (
 	// ReasonMoved: the place moved to another device (internal/trust/handoff);
 	// only ever the answer to the older device's credential (ErrMoved).
 	ReasonMoved = "moved"
+	// ReasonClosed: the sale was closed (sold out) and the place dropped.
+	ReasonClosed = "closed"
 )
 
 // Settings are one queue's admission settings.
@@ -240,6 +246,9 @@ type Ticket struct {
 	// Paused is true while the operator holds admissions: the place is
 	// kept, but nobody moves until the queue resumes.
 	Paused bool
+	// ClosedAt is when the operator closed the sale (zero: open); the
+	// status is then Closed for anyone not inside.
+	ClosedAt time.Time
 	// OpensAt and PrequeueFrom are the queue's scheduled opening (zero:
 	// none). A Waiting ticket at Position 0 is in its draw: the order is
 	// drawn at OpensAt, and its UntilNextTick and ETA count down to it.
@@ -356,7 +365,9 @@ type Info struct {
 	// RefillEffective is what an interval admits now: refill_size, or the
 	// effective refill while the origin's health drives the rate.
 	RefillEffective int
-	Now             time.Time // Redis time of the snapshot
+	// ClosedAt is when the operator closed the sale (zero: open).
+	ClosedAt time.Time
+	Now      time.Time // Redis time of the snapshot
 }
 
 // HistoryPoint is one ended interval.

@@ -49,7 +49,7 @@ var registry = []Key{
 	{"wr:{q}:config", "HASH", OwnerQueue, "the stored settings (`refill_size`, `refill_interval_ms`, `session_ttl_ms`, `max_active`, `paused`, " +
 		"`abandon_after_ms`, `opens_at_ms`, `prequeue_from_ms`, `max_waiting`, `challenge_difficulty`, `title`, `message`, `webhook_url`; " +
 		"the automatic rate's `adapt_enabled`, `origin_target_p95_ms`, `origin_max_error_rate`, `min_refill_size`, `origin_probe_url`, " +
-		"and `refill_effective`, its last step while on); the outbox's `webhooks`, `webhooks_bulk_max` and `webhooks_dropped_*`, which the webhook workers set and take through the queue",
+		"and `refill_effective`, its last step while on); while a sale is closed, `closed_at_ms`, `closed_message` (JSON by language) and `reopens_at_ms` (close.lua); the outbox's `webhooks`, `webhooks_bulk_max` and `webhooks_dropped_*`, which the webhook workers set and take through the queue",
 		func() string { return Config(q) }},
 	{"wr:{q}:tick", "HASH", OwnerQueue, "`next_at_ms` (next interval), last tick's `at_ms`, `moved` and `abandoned`, `direct` admissions since, " +
 		"`seq_at` and `placed` (arrivals), `budget` (what its interval admits), `draw_for`, `draw_seed`, `draw_count` (a scheduled opening's draw), " +

@@ -47,6 +47,7 @@ var families = map[string]dto.MetricType{
 	"waitroom_queue_refill_effective":          dto.MetricType_GAUGE,
 	"waitroom_queue_refill_interval_seconds":   dto.MetricType_GAUGE,
 	"waitroom_queue_paused":                    dto.MetricType_GAUGE,
+	"waitroom_queue_closed":                    dto.MetricType_GAUGE,
 	"waitroom_queue_last_tick_age_seconds":     dto.MetricType_GAUGE,
 	"waitroom_queue_info_errors_total":         dto.MetricType_COUNTER,
 	"waitroom_queue_admitted_total":            dto.MetricType_COUNTER,

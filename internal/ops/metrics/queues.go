@@ -15,7 +15,7 @@ type queueCollector struct {
 	queues []string
 	errors *prometheus.CounterVec
 
-	waiting, active, tokens, refill, effective, interval, paused, tickAge *prometheus.Desc
+	waiting, active, tokens, refill, effective, interval, paused, closed, tickAge *prometheus.Desc
 }
 
 func newQueueCollector(store Store) *queueCollector {
@@ -37,6 +37,7 @@ func newQueueCollector(store Store) *queueCollector {
 			"Users an interval admits now: the effective refill while the order page's health drives the rate (adapt_enabled), else refill_size."),
 		interval: desc("refill_interval_seconds", "Time between ticks (refill_interval)."),
 		paused:   desc("paused", "1 while the operator holds admissions, else 0."),
+		closed:   desc("closed", "1 while the operator has closed the sale (sold out), else 0."),
 		tickAge:  desc("last_tick_age_seconds", "Time since the last applied tick, on the Redis clock; absent before the first."),
 	}
 	for _, q := range c.queues {
@@ -46,7 +47,7 @@ func newQueueCollector(store Store) *queueCollector {
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.waiting, c.active, c.tokens, c.refill, c.effective, c.interval, c.paused, c.tickAge} {
+	for _, d := range []*prometheus.Desc{c.waiting, c.active, c.tokens, c.refill, c.effective, c.interval, c.paused, c.closed, c.tickAge} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -76,6 +77,11 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			paused = 1
 		}
 		gauge(c.paused, paused)
+		closed := 0.0
+		if !info.ClosedAt.IsZero() {
+			closed = 1
+		}
+		gauge(c.closed, closed)
 		if !info.LastTickAt.IsZero() {
 			gauge(c.tickAge, info.Now.Sub(info.LastTickAt).Seconds())
 		}

@@ -21,7 +21,7 @@ type Event struct {
 	// "<queue>.<outbox entry id>.<index>", or "<queue>.bulk.<entry
 	// id>.<index>" for a user's own leaving (the bulk outbox).
 	ID    string `json:"id"`
-	Type  string `json:"type"` // admitted, done, left, abandoned, expired, settings_changed
+	Type  string `json:"type"` // admitted, done, left, abandoned, expired, settings_changed, sale_closed, sale_reopened
 	Queue string `json:"queue"`
 	// Sub is the user (the pass's sub); empty for settings_changed.
 	Sub string `json:"sub,omitempty"`
@@ -60,7 +60,7 @@ func encode(q, idPrefix string, m redis.XMessage) ([]byte, error) {
 		}
 		out.Events = append(out.Events, e)
 	}
-	if kind == "settings_changed" {
+	if kind == "settings_changed" || kind == "sale_closed" || kind == "sale_reopened" {
 		add("")
 		if s := str("settings"); s != "" && s != "{}" {
 			if err := json.Unmarshal([]byte(s), &out.Events[0].Settings); err != nil {

@@ -55,6 +55,13 @@ type QueueView struct {
 	// Lines are a queue's lines when it has lanes (the general lane's
 	// first, "lane" absent), each with its share and its people.
 	Lines []lineView `json:"lines,omitempty"`
+	// Closed: the operator closed the sale (POST .../close), at
+	// closed_at, with closed_message by language and, if said,
+	// reopens_at.
+	Closed        bool              `json:"closed"`
+	ClosedAt      string            `json:"closed_at,omitempty"`
+	ClosedMessage map[string]string `json:"closed_message,omitempty"`
+	ReopensAt     string            `json:"reopens_at,omitempty"`
 	// Settings are the public settings by name, as the JSON shows them
 	// (viewValue); absent, a time not set.
 	Settings map[string]any `json:"-"`
@@ -269,6 +276,13 @@ func (s *API) adminQueueInfo(ctx context.Context, q string) (QueueView, error) {
 	configured, _ := values["lanes"].(queue.Lanes)
 	if aq.Window, aq.Lines, err = s.saleDay(ctx, q, configured); err != nil {
 		return QueueView{}, err
+	}
+	if !o.ClosedAt.IsZero() {
+		c, err := s.inspector.Closing(ctx, q)
+		if err != nil {
+			return QueueView{}, err
+		}
+		aq.Closed, aq.ClosedAt, aq.ClosedMessage, aq.ReopensAt = true, httpkit.RFC3339(o.ClosedAt), c.Message, httpkit.RFC3339(c.ReopensAt)
 	}
 	if s.failOpens != nil {
 		rec, err := s.failOpens.Read(ctx, q)

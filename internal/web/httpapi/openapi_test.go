@@ -694,6 +694,16 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, e, call{method: "PATCH", path: admin, body: `{"adapt_enabled":true,"origin_target_p95_ms":800,"origin_max_error_rate":0.05,"min_refill_size":1,"origin_probe_url":"https://shop.example/health"}`,
 			header: withJSON(auth...), status: 200})
 		k.check(t, e, call{method: "PATCH", path: admin, body: `{"adapt_enabled":false,"origin_probe_url":null}`, header: withJSON(auth...), status: 200})
+
+		// Sold out: the line closes with a message, and reopens.
+		k.check(t, e, call{method: "POST", path: admin + "/close", body: `{"message":{"en":"Sold out","ko":"매진"},"reopens_at":null}`, header: withJSON(auth...), status: 200})
+		k.check(t, e, call{method: "POST", path: "/api/v1/queues/" + e.queue + "/enter", body: "{}", header: jsonCT, status: 410, code: "sale_closed"})
+		k.check(t, e, call{method: "POST", path: admin + "/close", body: `{"message":{}}`, header: withJSON(auth...), status: 400, code: "invalid_settings"})
+		k.check(t, e, call{method: "POST", path: admin + "/close", body: `{"message":1}`, header: withJSON(auth...), status: 400, code: "invalid_json", docRejects: true})
+		k.check(t, e, call{method: "POST", path: admin + "/close", body: `{"message":{"en":"x"},"pad":"` + strings.Repeat("x", 5000) + `"}`, header: withJSON(auth...), status: 413, code: "body_too_large", docRejects: true})
+		k.check(t, e, call{method: "POST", path: "/admin/v1/queues/nope/close", body: `{"message":{"en":"x"}}`, header: withJSON(auth...), status: 404, code: "queue_not_found"})
+		k.check(t, e, call{method: "POST", path: admin + "/reopen", header: auth, status: 200})
+		k.check(t, e, call{method: "POST", path: "/admin/v1/queues/nope/reopen", header: auth, status: 404, code: "queue_not_found"})
 	})
 
 	// adminCalls are one valid request per admin operation, for the
@@ -711,6 +721,8 @@ func TestOpenAPIContract(t *testing.T) {
 			{method: "GET", path: p + "/defences"},
 			{method: "DELETE", path: p + "/users/bob"},
 			{method: "POST", path: p + "/origin", body: `{"p95_ms":120,"error_rate":0}`, header: jsonCT},
+			{method: "POST", path: p + "/close", body: `{"message":{"en":"Sold out"}}`, header: jsonCT},
+			{method: "POST", path: p + "/reopen"},
 			{method: "GET", path: "/admin/v1/me"},
 			{method: "POST", path: "/admin/v1/tokens", body: `{"name":"ci","role":"viewer"}`, header: jsonCT},
 			{method: "GET", path: "/admin/v1/tokens"},

@@ -101,6 +101,8 @@ func (m mount) routes() *chi.Mux {
 		r.With(viewer).Get("/queues/{queue}", adm.Queue)
 		r.With(operator).Patch("/queues/{queue}", adm.PatchSettings) // webhook_url and origin_probe_url: admin
 		r.With(operator).Put("/queues/{queue}/refill-size", adm.SetRefillSize)
+		r.With(operator).Post("/queues/{queue}/close", adm.CloseSale) // sold out: the line closes with a message (adminapi's sale.go)
+		r.With(operator).Post("/queues/{queue}/reopen", adm.ReopenSale)
 		r.With(viewer).Get("/queues/{queue}/history", adm.History)
 		r.With(viewer).Get("/queues/{queue}/schedule", adm.Schedule)
 		r.With(operator).Put("/queues/{queue}/schedule", adm.PutSchedule)          // windows the tick applies

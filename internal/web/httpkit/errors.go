@@ -38,6 +38,9 @@ type Error struct {
 	Field   string // the request field at fault, where there is one
 	// A scheduled opening's times (not_open), RFC 3339.
 	OpensAt, PrequeueFrom string
+	// ReopensAt: with sale_closed, when sales reopen as the operator
+	// said (RFC 3339; "": not said). Its Message is the operator's.
+	ReopensAt string
 	// RetryAfter, when set, is when to try again (Retry-After, and
 	// retry_at in the body).
 	RetryAfter time.Duration
@@ -61,7 +64,10 @@ var (
 	ErrInvalidJSON      = &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: "request body must be one JSON object with the documented fields"}
 	ErrBodyTooLarge     = &Error{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large", Message: "request body is too large"}
 	ErrUnavailable      = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the waiting room cannot reach its store; try again shortly"}
-	ErrInternal         = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+	// ErrSaleClosed: the operator closed the sale; the public API
+	// answers it with the operator's message instead (SaleClosed).
+	ErrSaleClosed = &Error{Status: http.StatusGone, Code: "sale_closed", Message: "the sale is closed"}
+	ErrInternal   = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
 
 	ErrUserIDsDisabled  = &Error{Status: http.StatusBadRequest, Code: "user_ids_disabled", Message: "plain user ids are disabled: enter without one and keep the place_token (or cookie) you get"}
 	ErrInvalidPlace     = &Error{Status: http.StatusUnauthorized, Code: "invalid_place", Message: "missing or invalid place credential for this queue", Authenticate: invalidToken}
@@ -98,7 +104,8 @@ type ErrorDetail struct {
 	Field        string `json:"field,omitempty"`
 	OpensAt      string `json:"opens_at,omitempty"`
 	PrequeueFrom string `json:"prequeue_from,omitempty"`
-	RetryAt      string `json:"retry_at,omitempty"` // when a rate-limited or full-line call may be tried again
+	ReopensAt    string `json:"reopens_at,omitempty"` // sale_closed: when sales reopen, if the operator said
+	RetryAt      string `json:"retry_at,omitempty"`   // when a rate-limited or full-line call may be tried again
 	// Difficulty: with challenge_required, the proof of work to solve.
 	Difficulty *int `json:"difficulty,omitempty"`
 	// Provider, SiteKey and ScriptURL: with human_check_required and
@@ -146,7 +153,7 @@ func (s *Responder) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Authenticate != "" {
 		w.Header().Set("WWW-Authenticate", e.Authenticate)
 	}
-	d := ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field, OpensAt: e.OpensAt, PrequeueFrom: e.PrequeueFrom, RetryAt: retryAt, Difficulty: e.Difficulty, Lane: e.Lane}
+	d := ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field, OpensAt: e.OpensAt, PrequeueFrom: e.PrequeueFrom, ReopensAt: e.ReopensAt, RetryAt: retryAt, Difficulty: e.Difficulty, Lane: e.Lane}
 	if (e == ErrHumanRequired || e == ErrHumanFailed) && s.human != nil {
 		p := s.human.Public()
 		d.Provider, d.SiteKey, d.ScriptURL = p.Provider, p.SiteKey, p.ScriptURL
@@ -228,6 +235,8 @@ func Classify(err error) *Error {
 	case errors.Is(err, queue.ErrRateLimited):
 		return &Error{Status: http.StatusTooManyRequests, Code: queue.RefusedRateLimited, Message: "too many requests from this address or for this place; try again after Retry-After seconds",
 			RetryAfter: storeWait(err)}
+	case errors.Is(err, queue.ErrSaleClosed):
+		return ErrSaleClosed
 	case errors.Is(err, queue.ErrQueueFull):
 		return &Error{Status: http.StatusServiceUnavailable, Code: queue.RefusedQueueFull, Message: "the line is full; try again at retry_at",
 			RetryAfter: storeWait(err)}
@@ -296,4 +305,16 @@ func storeUnavailable(err error) bool {
 // RetryAfter is d in whole seconds, rounded up, for a Retry-After header.
 func RetryAfter(d time.Duration) string {
 	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+}
+
+// SaleClosed is the answer to an enter while the sale is closed: 410
+// sale_closed with the operator's message in lang (queue.Closing.In) and
+// when sales reopen, if said.
+func SaleClosed(c queue.Closing, lang string) *Error {
+	e := *ErrSaleClosed
+	if m := c.In(lang); m != "" {
+		e.Message = m
+	}
+	e.ReopensAt = RFC3339(c.ReopensAt)
+	return &e
 }

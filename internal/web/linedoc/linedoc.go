@@ -103,6 +103,12 @@ type Body struct {
 	HeldMax          int64  `json:"held_max"`
 	InDraw           bool   `json:"in_draw"`
 	Complete         bool   `json:"complete"`
+	// Closed: the operator closed the sale; ClosedMessage is its message
+	// by language (the page picks its own) and ReopensAt when sales
+	// reopen, if said. A page far back learns it here, with no status call.
+	Closed        bool              `json:"closed"`
+	ClosedMessage map[string]string `json:"closed_message,omitempty"`
+	ReopensAt     string            `json:"reopens_at,omitempty"`
 	// Samples are [rank, arrival number] pairs, ranks 0-based, ascending.
 	Samples [][2]int64 `json:"samples"`
 }
@@ -114,6 +120,11 @@ func Encode(q string, l queue.Line) Document {
 		Paused: l.Paused, OpensAt: rfc3339(l.OpensAt), PrequeueFrom: rfc3339(l.PrequeueFrom),
 		AbandonAfterMS: l.AbandonAfter.Milliseconds(), HeldMax: l.HeldMax, InDraw: l.InDraw, Complete: l.Complete,
 		Samples: make([][2]int64, len(l.Ranks))}
+	if !l.ClosedAt.IsZero() {
+		// The message is bounded (queue.MaxClosedMessageBytes), so the
+		// document still fits once the samples are thinned.
+		b.Closed, b.ClosedMessage, b.ReopensAt = true, l.Closed.Message, rfc3339(l.Closed.ReopensAt)
+	}
 	for i := range l.Ranks {
 		b.Samples[i] = [2]int64{l.Ranks[i], l.Arrivals[i]}
 	}

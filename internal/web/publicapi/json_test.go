@@ -153,7 +153,7 @@ func FuzzAppendTicket(f *testing.F) {
 		if pos%2 == 0 { // paused: no time promised
 			etas = []*int64{nil, nil, nil}
 		}
-		checkTicketBytes(t, TicketResponse{q, user, queue.Status(status), token, pos, pos%3 == 0, pos * 7, pass, waiting, etas[0], etas[1], etas[2], poll, pos%2 == 0, target, token, pass, target, target})
+		checkTicketBytes(t, TicketResponse{q, user, queue.Status(status), token, pos, pos%3 == 0, pos * 7, pass, waiting, etas[0], etas[1], etas[2], poll, pos%2 == 0, target, user, target, token, pass, target, target})
 	})
 }
 

@@ -1,6 +1,7 @@
 package publicapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -10,6 +11,7 @@ import (
 	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 	"github.com/waitroom/waitroom/internal/web/admission"
 	"github.com/waitroom/waitroom/internal/web/httpkit"
+	"github.com/waitroom/waitroom/internal/web/i18n"
 )
 
 // The public queue API: enter, status, leave, done and a queue's info.
@@ -68,6 +70,12 @@ func (s *API) Enter(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, s.placeCookie(q, "", -1))
 	case res.Cookie != "":
 		s.setPlaceCookie(w, q, res.Cookie)
+	}
+	if errors.Is(err, queue.ErrSaleClosed) {
+		c, cerr := s.closing(r, q)
+		if cerr == nil {
+			err = httpkit.SaleClosed(c, i18n.FromRequest(r))
+		}
 	}
 	if err != nil {
 		s.fail(w, r, err)

@@ -7,7 +7,14 @@ import (
 
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/web/httpkit"
+	"github.com/waitroom/waitroom/internal/web/i18n"
 )
+
+// closing is queue q's closing, from this replica's cached text.
+func (s *API) closing(r *http.Request, q string) (queue.Closing, error) {
+	t, err := s.store.PageText(r.Context(), q)
+	return t.Closed, err
+}
 
 // TicketResponse is the answer of enter and status.
 type TicketResponse struct {
@@ -38,6 +45,11 @@ type TicketResponse struct {
 	PollAfterMS    int64  `json:"poll_after_ms"`
 	Paused         bool   `json:"paused,omitempty"`   // the operator holds admissions; the place is kept
 	OpensAt        string `json:"opens_at,omitempty"` // WAITING in a scheduled opening's draw: when it is drawn
+	// Message and ReopensAt: CLOSED, the operator's message in the
+	// caller's language (?lang=, the wr_lang cookie, Accept-Language;
+	// else English, else any) and when sales reopen, if said.
+	Message   string `json:"message,omitempty"`
+	ReopensAt string `json:"reopens_at,omitempty"`
 	// PlaceToken: the place credential, on enter, and on a status whose
 	// caller's credential names an older arrival number of the member
 	// (it entered again): the one for the place it holds now.
@@ -77,6 +89,17 @@ func (s *API) writeTicket(w http.ResponseWriter, r *http.Request, q, member, pla
 
 	if t.Status == queue.Waiting && t.Position == 0 {
 		resp.OpensAt = httpkit.RFC3339(t.OpensAt)
+	}
+	if t.Status == queue.Closed {
+		// Read only once closed, and from this replica's cache
+		// (PageText): a queue never closed pays nothing for it.
+		c, err := s.closing(r, q)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		resp.Message, resp.ReopensAt = c.In(i18n.FromRequest(r)), httpkit.RFC3339(c.ReopensAt)
+		resp.ETASeconds, resp.ETALowSeconds, resp.ETAHighSeconds = nil, nil, nil
 	}
 	if t.Status == queue.Entered {
 		p, err := s.passes.Issue(q, member, t.AdmittedAt, t.AdmissionEnds())

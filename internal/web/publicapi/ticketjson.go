@@ -174,6 +174,14 @@ func appendTicket(b []byte, t TicketResponse) []byte {
 		b = append(b, `,"opens_at":`...)
 		b = appendString(b, t.OpensAt)
 	}
+	if t.Message != "" {
+		b = append(b, `,"message":`...)
+		b = appendString(b, t.Message)
+	}
+	if t.ReopensAt != "" {
+		b = append(b, `,"reopens_at":`...)
+		b = appendString(b, t.ReopensAt)
+	}
 	if t.PlaceToken != "" {
 		b = append(b, `,"place_token":`...)
 		b = appendString(b, t.PlaceToken)

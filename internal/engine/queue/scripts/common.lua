@@ -34,6 +34,7 @@ local FULL = 6
 local CHALLENGE = 7
 local HUMAN = 8
 local OTHER_LINE = 9
+local CLOSED = 10
 
 -- The head of enter.lua's and status.lua's replies (reply_head), before
 -- a status and a place per call. Times and durations in ms.
@@ -47,6 +48,7 @@ local HEAD_OPENS_AT = 7         -- a scheduled opening (0: none)
 local HEAD_PREQUEUE_FROM = 8    -- its pre-queue window's start (0: none)
 local HEAD_ABANDON_AFTER = 9    -- abandon_after_ms (0: off)
 local HEAD_UNTIL_OPEN = 10      -- until a scheduled opening (0: none ahead)
+local HEAD_CLOSED = 11          -- when the operator closed the sale (0: open; close.lua)
 
 -- info.lua's reply.
 local INFO_WAITING = 1          -- a draw's participants not yet placed included
@@ -70,6 +72,7 @@ local INFO_ADMITTED = 18        -- admitted so far in the interval in progress
 local INFO_MAX_WAITING = 19
 local INFO_DIFFICULTY = 20      -- challenge_difficulty
 local INFO_BUDGET = 21          -- the refill an interval admits now: refill_effective while adapting, else refill_size
+local INFO_CLOSED = 22          -- when the operator closed the sale (0: open)
 
 -- tick.lua's reply.
 local TICK_APPLIED = 1          -- 1 applied, 0 not due; or, having changed nothing, LANES_CHANGED or WINDOWS_DUE

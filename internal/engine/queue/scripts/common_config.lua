@@ -97,7 +97,7 @@ end
 -- interval admits from the line (line_rate), cfg queue_config's table.
 local function reply_head(waiting, tick_key, now, refill, cfg)
   return {waiting, until_next_tick_ms(tick_key, now), cfg.refill_interval_ms, refill, cfg.session_ttl_ms, cfg.paused,
-    cfg.opens_at_ms, cfg.prequeue_from_ms, cfg.abandon_after_ms, math.max(0, cfg.opens_at_ms - now)}
+    cfg.opens_at_ms, cfg.prequeue_from_ms, cfg.abandon_after_ms, math.max(0, cfg.opens_at_ms - now), cfg.closed_at_ms or 0}
 end
 
 -- near_head: how many places from the head of the line a replica answers

@@ -25,7 +25,7 @@ end
 -- Why a user holds no place any more, kept for an hour in the gone ZSET as
 -- members "<reason>:<user>" (score: when), so a user who comes back is told.
 -- The codes are shared with reply.go (reasons); the names go into the members.
-local REASONS = {'abandoned', 'left', 'expired', 'removed', 'done', 'moved'}
+local REASONS = {'abandoned', 'left', 'expired', 'removed', 'done', 'moved', 'closed'}
 local REASON_MOVED = 6 -- never recorded in gone: answered from the gen HASH (keep_current)
 local GONE_KEEP_MS = 3600000
 

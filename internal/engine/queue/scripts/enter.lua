@@ -20,7 +20,7 @@
 -- carries it, for the snapshot). The place is the position when WAITING (0 in a draw), the
 -- admission (ms) when ENTERED, the wait (ms) when LIMITED or FULL, the difficulty to pay when
 -- CHALLENGE, 0 when HUMAN, the line holding the account (0: read the lanes again) when
--- OTHER_LINE, the reason when NOT_WAITING. Positions are the places once the call is done.
+-- OTHER_LINE, the reason when NOT_WAITING, 0 when CLOSED (the sale is closed: close.lua). Positions are the places once the call is done.
 
 local FIXED = 15 -- KEYS before the per-call ones
 local TIERS = LIMITS + 8 -- ARGV before the per-call ones
@@ -63,6 +63,12 @@ local function finish(b)
 end
 
 -- The body: each step one call, in order.
+if cfg.closed_at_ms then
+  for i = 1, b.calls do                                                      -- sold out: nobody joins
+    out[b.head + 2 * i - 1], out[b.head + 2 * i] = CLOSED, 0
+  end
+  return finish(b)
+end
 if LANE ~= '' then
   redis.call('SADD', b.k.lanes, LANE)                                        -- a lane's line may hold places
 end

@@ -48,4 +48,5 @@ out[INFO_ADMITTED] = (tonumber(t[6]) or 0) + (tonumber(t[7]) or 0)
 out[INFO_MAX_WAITING] = cfg.max_waiting
 out[INFO_DIFFICULTY] = cfg.challenge_difficulty
 out[INFO_BUDGET] = cfg.budget
+out[INFO_CLOSED] = cfg.closed_at_ms or 0
 return out

@@ -124,6 +124,13 @@ local lines = lines_now(q, FIXED, configured, LANES_READ)
 if not lines then
   return not_applied(LANES_CHANGED, 0)                                    -- read the lanes again
 end
+if cfg.closed_at_ms then
+  local _, more = drop_closed(q, lines, now, DRAW_MAX)                    -- sold out: the line goes
+  if more then
+    return not_applied(0, 0)                                              -- the next calls go on dropping
+  end
+  cfg.paused = 1                                                          -- and nobody is admitted
+end
 if place_draw(q.tick, lines, now, cfg.opens_at_ms, DRAW_SEED, DRAW_MAX) then
   return not_applied(0, 0)                                                -- the next calls go on placing it
 end
