@@ -321,7 +321,7 @@ func withPath(r *http.Request, p string) *http.Request {
 // room's, say) as if it had. Cookies stay, as for an admitted request
 // (waitroom's reverse proxy drops its own).
 func withoutPass(r *http.Request) *http.Request {
-	_, bearer := reqcheck.BearerToken(r)
+	bearer := reqcheck.HasBearer(r.Header)
 	if !bearer && r.Header.Values(HeaderPass) == nil {
 		return r
 	}
@@ -364,6 +364,7 @@ const (
 	noPass                  // none, or a bad one in Authorization
 	badCookie               // a bad one in the cookie, which goes
 	duplicate               // the cookie twice: 401 invalid_pass
+	headerTwice             // two passes in the headers: 401 invalid_pass
 	usedElsewhere           // a valid pass refused as shared
 	unknown                 // the checker cannot tell now: 503
 	openedUnchecked         // the checker cannot tell, FailOpen: through
@@ -373,6 +374,9 @@ const (
 // Refused and Handler are three doors on this one check.
 func (g *Gate) judge(r *http.Request, rm *room) (Claims, string, verdict) {
 	token, fromCookie, err := g.token(r, rm)
+	if errors.Is(err, errHeaderTwice) {
+		return Claims{}, "", headerTwice
+	}
 	if err != nil {
 		return Claims{}, "", duplicate
 	}
@@ -412,19 +416,13 @@ func (g *Gate) check(ctx context.Context, token string, rm *room) (Claims, bool,
 	return c, true, nil
 }
 
-// token returns the pass a request for room rm carries: the Authorization
-// bearer token, else HeaderPass (set by waitroom's reverse-proxy gate in
-// front), else the room's pass cookie (fromCookie); errDuplicateCookie
-// when the header or the cookie comes twice.
+// token returns the pass a request for room rm carries: in its headers
+// (headerPass), else in the room's pass cookie (fromCookie);
+// errDuplicateCookie when the cookie comes twice, errHeaderTwice when the
+// headers carry more than one pass.
 func (g *Gate) token(r *http.Request, rm *room) (token string, fromCookie bool, err error) {
-	if t, ok := reqcheck.BearerToken(r); ok {
-		return t, false, nil
-	}
-	if vs := r.Header.Values(HeaderPass); len(vs) > 0 {
-		if len(vs) > 1 {
-			return "", false, errDuplicateCookie
-		}
-		return vs[0], false, nil
+	if t, found, err := headerPass(r.Header); found || err != nil {
+		return t, false, err
 	}
 	cs := r.CookiesNamed(rm.cookie)
 	switch {
@@ -434,4 +432,38 @@ func (g *Gate) token(r *http.Request, rm *room) (token string, fromCookie bool, 
 		return cs[0].Value, true, nil
 	}
 	return "", false, nil
+}
+
+// errHeaderTwice: a request's headers carry more than one pass (two
+// Authorization lines, one of them a bearer; two HeaderPass lines; or a
+// bearer token and a HeaderPass that differ). The gate would check one
+// and the handler behind it might read the other, so neither is taken.
+var errHeaderTwice = errors.New("gate: the pass comes twice in the headers")
+
+// headerPass returns the pass h carries, the way a site's own API calls
+// send it: Authorization: Bearer (any case, any spaces or tabs after the
+// scheme: reqcheck.BearerScheme) or HeaderPass, or both when they carry
+// the same pass. found is false when neither is there.
+func headerPass(h http.Header) (token string, found bool, err error) {
+	auth, passes := h.Values("Authorization"), h.Values(HeaderPass)
+	if len(auth) == 0 && len(passes) == 0 {
+		return "", false, nil // the common case of a browser: the cookie
+	}
+	bearer, isBearer := "", false
+	for _, v := range auth {
+		if t, ok := reqcheck.BearerScheme(v); ok {
+			bearer, isBearer = t, true
+		}
+	}
+	switch {
+	case isBearer && len(auth) > 1, len(passes) > 1:
+		return "", true, errHeaderTwice
+	case isBearer && len(passes) == 1 && passes[0] != bearer:
+		return "", true, errHeaderTwice
+	case isBearer:
+		return bearer, true, nil
+	case len(passes) == 1:
+		return passes[0], true, nil
+	}
+	return "", false, nil // Authorization of another scheme: the site's own
 }
