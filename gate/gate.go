@@ -145,6 +145,22 @@ type Options struct {
 	// Retry-After. Scripts and API clients get JSON either way.
 	Unavailable http.Handler
 
+	// CommandURL, when set, is where the gate carries the order page's
+	// commands (HeaderCommand in its answers): the waitroom's
+	// "https://waitroom.example/api/v1/queues/{queue}/commands", {queue}
+	// being the request's room's. The pass the request was let in with is
+	// the call's credential. Without it (and without Commander) commands
+	// are removed from the answers and nothing is done.
+	CommandURL string
+	// Commander replaces CommandURL: waitroom's own gate carries the
+	// commands out itself.
+	Commander Commander
+	// OnCommand, when set, hears each command the order page gave: the
+	// room's queue, the command ("done", "extend" or "other") and what
+	// came of it (Commander's results, or "ignored" without one): count
+	// them.
+	OnCommand func(queue, command, result string)
+
 	// passClock is the time the remote check's pass cache and the
 	// one-process PassLinks read (nil: time.Now): set by the package's tests only (export_test.go).
 	passClock func() time.Time
@@ -169,6 +185,10 @@ type Gate struct {
 	log        *slog.Logger
 	openLog    failOpenLog
 	away       http.Handler // the page while the checker cannot tell
+
+	// The order page's commands (command.go).
+	commander Commander // nil: removed, nothing done
+	onCommand func(queue, command, result string)
 }
 
 // Queue is Options.Queue: the room of the whole site, or with routes of
@@ -201,6 +221,8 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		onFailOpen:   opts.OnFailOpen,
 		log:          logger(opts.Logger),
 		away:         opts.Unavailable,
+		commander:    opts.Commander,
+		onCommand:    opts.OnCommand,
 	}
 	if g.away == nil {
 		g.away = http.HandlerFunc(plainUnavailable)
@@ -227,6 +249,15 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		u, err := url.Parse(strings.ReplaceAll(opts.WaitingPage, "{queue}", "q"))
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return nil, errors.New("gate: WaitingPage must be an absolute http(s) URL or a path")
+		}
+	}
+	if g.commander == nil && opts.CommandURL != "" {
+		client := opts.Client
+		if client == nil {
+			client = &http.Client{Timeout: commandTimeout}
+		}
+		if g.commander, err = newRemoteCommander(client, opts.CommandURL); err != nil {
+			return nil, err
 		}
 	}
 	if g.checker == nil {
@@ -258,7 +289,10 @@ func CookieName(queue string, secure bool) string {
 // (and bypassed ones) go through without. next sees the path the gate
 // decided on: the clean one.
 func (g *Gate) Handler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		// Every answer passes through w, which removes the order page's
+		// command and, for a request let in with a pass, carries it out.
+		w := &commandWriter{ResponseWriter: rw, g: g, ctx: r.Context()}
 		sent := r.URL.EscapedPath()
 		clean, err := reqcheck.CleanPath(sent)
 		if err != nil {
@@ -287,6 +321,7 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		w.queue = rm.queue
 		c, token, v := g.judge(r, rm)
 		if v == openedUnchecked {
 			next.ServeHTTP(w, withoutPass(r)) // no claims: nothing was checked
@@ -296,7 +331,9 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 			g.refuse(w, r, rm, v)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, admission{c, token})))
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, admission{c, token}))
+		w.ctx, w.token = r.Context(), token
+		next.ServeHTTP(w, r)
 	})
 }
 

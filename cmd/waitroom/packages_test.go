@@ -29,7 +29,7 @@ var groups = []struct{ dir, serves string }{
 	{"internal/trust", "trust: who holds a place, entry passes, proof of work, human checks, moving a place to another device"},
 	{"internal/hygiene", "request hygiene: the client's address and network, other sites, paths, strict JSON, open connections"},
 	{"internal/web", "the HTTP faces: the public queue API and its pages, the admin API, their shared plumbing and the one router"},
-	{"internal/gate", "waitroom's own gate: the reverse proxy and forward auth, and what it let through while Redis was away"},
+	{"internal/gate", "waitroom's own gate: the reverse proxy and forward auth, what it let through while Redis was away, and the order page's commands"},
 	{"internal/backoffice", "the back office's rules and records: who made a change, roles, sign-ins, API tokens, the audit log, lockout, settings changes"},
 	{"internal/ops", "operations: metrics, webhooks, the automatic rate, the forecast, what people paid, bounded logs"},
 	{"internal/testkit", "test kits, and the suites that need the whole stack (browser, nginx, failover, soak)"},

@@ -315,4 +315,3 @@ func TestGateHeaderPassSharingLimit(t *testing.T) {
 		}
 	}
 }
-
