@@ -35,6 +35,7 @@ var groups = []struct{ dir, serves string }{
 	{"internal/testkit", "test kits, and the suites that need the whole stack (browser, nginx, failover, soak)"},
 	{"gate", "the public Go middleware an order page puts in front of itself"},
 	{"api", "the HTTP contract"},
+	{"docs", "the docs' examples that are Go: the pass verification example, run against a live waitroom"},
 	{"web", "the pages' files, embedded"},
 	{"lab", "the lab (a module of its own): measures at a million and more"},
 	{"scripts", "the scripts' Go: their tests, and the bare server the benchmarks measure waitroom against"},
