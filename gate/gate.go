@@ -318,13 +318,13 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 			}
 		}
 		if rm == nil || g.bypassed(r) {
-			next.ServeHTTP(w, r)
+			serve(next, w, r)
 			return
 		}
 		w.queue = rm.queue
 		c, token, v := g.judge(r, rm)
 		if v == openedUnchecked {
-			next.ServeHTTP(w, withoutPass(r)) // no claims: nothing was checked
+			serve(next, w, withoutPass(r)) // no claims: nothing was checked
 			return
 		}
 		if v != admitted {
@@ -333,8 +333,16 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, admission{c, token}))
 		w.ctx, w.token = r.Context(), token
-		next.ServeHTTP(w, r)
+		serve(next, w, r)
 	})
+}
+
+// serve runs next with w, then takes the order page's command out of an
+// answer next wrote no header of (net/http writes those headers itself,
+// after next returns, where w does not see them).
+func serve(next http.Handler, w *commandWriter, r *http.Request) {
+	next.ServeHTTP(w, r)
+	w.take()
 }
 
 // withPath returns r with its URL's path set to the clean p, and its
