@@ -25,6 +25,41 @@ const (
 	HeaderPass = "X-Waitroom-Pass"
 )
 
+// HeaderCommand is the response header in which the order page speaks
+// back to waitroom about the request's admission: CommandDone or
+// CommandExtend. The gate acts on it (Options.CommandURL; waitroom's
+// reverse-proxy gate itself) and always removes it before the client
+// sees it; a command in the answer to a request without a valid pass
+// does nothing.
+const HeaderCommand = "Waitroom-Command"
+
+// The commands of HeaderCommand.
+const (
+	// CommandDone ends the admission now: its pass stops opening the
+	// gate and the slot goes to the next person.
+	CommandDone = "done"
+	// CommandExtend renews the admission as a sliding session's check
+	// does: it ends the queue's session TTL from now, never beyond its
+	// maximum (WAITROOM_SESSION_MAX); without sliding sessions it does
+	// nothing.
+	CommandExtend = "extend"
+)
+
+// TakeCommand removes HeaderCommand from an answer's headers h, in every
+// line, and returns the command it carried (trimmed, in lower case);
+// present is false when there was none. Two lines are no command ("").
+func TakeCommand(h http.Header) (cmd string, present bool) {
+	vs, ok := h[HeaderCommand]
+	if !ok {
+		return "", false
+	}
+	delete(h, HeaderCommand)
+	if len(vs) != 1 {
+		return "", true
+	}
+	return strings.ToLower(strings.TrimSpace(vs[0])), true
+}
+
 // HeaderOriginalURI names the header in which a proxy doing forward auth
 // passes the request line's target to ForwardAuth and Refused (nginx:
 // $request_uri).

@@ -145,6 +145,22 @@ type Options struct {
 	// Retry-After. Scripts and API clients get JSON either way.
 	Unavailable http.Handler
 
+	// CommandURL, when set, is where the gate carries the order page's
+	// commands (HeaderCommand in its answers): the waitroom's
+	// "https://waitroom.example/api/v1/queues/{queue}/commands", {queue}
+	// being the request's room's. The pass the request was let in with is
+	// the call's credential. Without it (and without Commander) commands
+	// are removed from the answers and nothing is done.
+	CommandURL string
+	// Commander replaces CommandURL: waitroom's own gate carries the
+	// commands out itself.
+	Commander Commander
+	// OnCommand, when set, hears each command the order page gave: the
+	// room's queue, the command ("done", "extend" or "other") and what
+	// came of it (Commander's results, or "ignored" without one): count
+	// them.
+	OnCommand func(queue, command, result string)
+
 	// passClock is the time the remote check's pass cache and the
 	// one-process PassLinks read (nil: time.Now): set by the package's tests only (export_test.go).
 	passClock func() time.Time
@@ -169,6 +185,10 @@ type Gate struct {
 	log        *slog.Logger
 	openLog    failOpenLog
 	away       http.Handler // the page while the checker cannot tell
+
+	// The order page's commands (command.go).
+	commander Commander // nil: removed, nothing done
+	onCommand func(queue, command, result string)
 }
 
 // Queue is Options.Queue: the room of the whole site, or with routes of
@@ -201,6 +221,8 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		onFailOpen:   opts.OnFailOpen,
 		log:          logger(opts.Logger),
 		away:         opts.Unavailable,
+		commander:    opts.Commander,
+		onCommand:    opts.OnCommand,
 	}
 	if g.away == nil {
 		g.away = http.HandlerFunc(plainUnavailable)
@@ -227,6 +249,15 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		u, err := url.Parse(strings.ReplaceAll(opts.WaitingPage, "{queue}", "q"))
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return nil, errors.New("gate: WaitingPage must be an absolute http(s) URL or a path")
+		}
+	}
+	if g.commander == nil && opts.CommandURL != "" {
+		client := opts.Client
+		if client == nil {
+			client = &http.Client{Timeout: commandTimeout}
+		}
+		if g.commander, err = newRemoteCommander(client, opts.CommandURL); err != nil {
+			return nil, err
 		}
 	}
 	if g.checker == nil {
@@ -258,7 +289,10 @@ func CookieName(queue string, secure bool) string {
 // (and bypassed ones) go through without. next sees the path the gate
 // decided on: the clean one.
 func (g *Gate) Handler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		// Every answer passes through w, which removes the order page's
+		// command and, for a request let in with a pass, carries it out.
+		w := &commandWriter{ResponseWriter: rw, g: g, ctx: r.Context()}
 		sent := r.URL.EscapedPath()
 		clean, err := reqcheck.CleanPath(sent)
 		if err != nil {
@@ -284,20 +318,31 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 			}
 		}
 		if rm == nil || g.bypassed(r) {
-			next.ServeHTTP(w, r)
+			serve(next, w, r)
 			return
 		}
+		w.queue = rm.queue
 		c, token, v := g.judge(r, rm)
 		if v == openedUnchecked {
-			next.ServeHTTP(w, withoutPass(r)) // no claims: nothing was checked
+			serve(next, w, withoutPass(r)) // no claims: nothing was checked
 			return
 		}
 		if v != admitted {
 			g.refuse(w, r, rm, v)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, admission{c, token})))
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, admission{c, token}))
+		w.ctx, w.token = r.Context(), token
+		serve(next, w, r)
 	})
+}
+
+// serve runs next with w, then takes the order page's command out of an
+// answer next wrote no header of (net/http writes those headers itself,
+// after next returns, where w does not see them).
+func serve(next http.Handler, w *commandWriter, r *http.Request) {
+	next.ServeHTTP(w, r)
+	w.take()
 }
 
 // withPath returns r with its URL's path set to the clean p, and its
@@ -321,7 +366,7 @@ func withPath(r *http.Request, p string) *http.Request {
 // room's, say) as if it had. Cookies stay, as for an admitted request
 // (waitroom's reverse proxy drops its own).
 func withoutPass(r *http.Request) *http.Request {
-	_, bearer := reqcheck.BearerToken(r)
+	bearer := reqcheck.HasBearer(r.Header)
 	if !bearer && r.Header.Values(HeaderPass) == nil {
 		return r
 	}
@@ -364,6 +409,7 @@ const (
 	noPass                  // none, or a bad one in Authorization
 	badCookie               // a bad one in the cookie, which goes
 	duplicate               // the cookie twice: 401 invalid_pass
+	headerTwice             // two passes in the headers: 401 invalid_pass
 	usedElsewhere           // a valid pass refused as shared
 	unknown                 // the checker cannot tell now: 503
 	openedUnchecked         // the checker cannot tell, FailOpen: through
@@ -373,6 +419,9 @@ const (
 // Refused and Handler are three doors on this one check.
 func (g *Gate) judge(r *http.Request, rm *room) (Claims, string, verdict) {
 	token, fromCookie, err := g.token(r, rm)
+	if errors.Is(err, errHeaderTwice) {
+		return Claims{}, "", headerTwice
+	}
 	if err != nil {
 		return Claims{}, "", duplicate
 	}
@@ -412,19 +461,13 @@ func (g *Gate) check(ctx context.Context, token string, rm *room) (Claims, bool,
 	return c, true, nil
 }
 
-// token returns the pass a request for room rm carries: the Authorization
-// bearer token, else HeaderPass (set by waitroom's reverse-proxy gate in
-// front), else the room's pass cookie (fromCookie); errDuplicateCookie
-// when the header or the cookie comes twice.
+// token returns the pass a request for room rm carries: in its headers
+// (headerPass), else in the room's pass cookie (fromCookie);
+// errDuplicateCookie when the cookie comes twice, errHeaderTwice when the
+// headers carry more than one pass.
 func (g *Gate) token(r *http.Request, rm *room) (token string, fromCookie bool, err error) {
-	if t, ok := reqcheck.BearerToken(r); ok {
-		return t, false, nil
-	}
-	if vs := r.Header.Values(HeaderPass); len(vs) > 0 {
-		if len(vs) > 1 {
-			return "", false, errDuplicateCookie
-		}
-		return vs[0], false, nil
+	if t, found, err := headerPass(r.Header); found || err != nil {
+		return t, false, err
 	}
 	cs := r.CookiesNamed(rm.cookie)
 	switch {
@@ -434,4 +477,38 @@ func (g *Gate) token(r *http.Request, rm *room) (token string, fromCookie bool, 
 		return cs[0].Value, true, nil
 	}
 	return "", false, nil
+}
+
+// errHeaderTwice: a request's headers carry more than one pass (two
+// Authorization lines, one of them a bearer; two HeaderPass lines; or a
+// bearer token and a HeaderPass that differ). The gate would check one
+// and the handler behind it might read the other, so neither is taken.
+var errHeaderTwice = errors.New("gate: the pass comes twice in the headers")
+
+// headerPass returns the pass h carries, the way a site's own API calls
+// send it: Authorization: Bearer (any case, any spaces or tabs after the
+// scheme: reqcheck.BearerScheme) or HeaderPass, or both when they carry
+// the same pass. found is false when neither is there.
+func headerPass(h http.Header) (token string, found bool, err error) {
+	auth, passes := h.Values("Authorization"), h.Values(HeaderPass)
+	if len(auth) == 0 && len(passes) == 0 {
+		return "", false, nil // the common case of a browser: the cookie
+	}
+	bearer, isBearer := "", false
+	for _, v := range auth {
+		if t, ok := reqcheck.BearerScheme(v); ok {
+			bearer, isBearer = t, true
+		}
+	}
+	switch {
+	case isBearer && len(auth) > 1, len(passes) > 1:
+		return "", true, errHeaderTwice
+	case isBearer && len(passes) == 1 && passes[0] != bearer:
+		return "", true, errHeaderTwice
+	case isBearer:
+		return bearer, true, nil
+	case len(passes) == 1:
+		return passes[0], true, nil
+	}
+	return "", false, nil // Authorization of another scheme: the site's own
 }

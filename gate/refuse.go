@@ -28,6 +28,10 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, rm *room, v verdic
 		writeError(w, http.StatusUnauthorized, "invalid_pass", "the pass cookie came twice; neither is taken", "")
 		return
 	}
+	if v == headerTwice {
+		writeError(w, http.StatusUnauthorized, "invalid_pass", "the request's headers carry more than one pass; none is taken", "")
+		return
+	}
 	page := rm.waitingPage
 	if page != "" && g.sameSite {
 		q := url.Values{}

@@ -3,9 +3,11 @@
 # already present, so CI can call it unconditionally.
 #
 #   scripts/install-tools.sh [test|bench|nginx|all]    (default: all)
-#     test  -> redis-server, redis-cli, jq, python3, chromium, a Korean font, nginx,
-#              helm (integration, browser, nginx forward-auth and webhook
-#              receiver tests; the Helm chart's tests in deploy/helm/charttest)
+#     test  -> redis-server, redis-cli, jq, python3, PyJWT (python3-jwt,
+#              python3-cryptography), nodejs, chromium, a Korean font, nginx,
+#              helm (integration, browser, nginx forward-auth, webhook
+#              receiver and pass verification examples' tests; the Helm
+#              chart's tests in deploy/helm/charttest)
 #     bench -> wrk, k6, nginx                       (load tests, scripts/bench-gate.sh)
 #     nginx -> nginx only (scripts/build-images.sh nginx)
 #
@@ -25,7 +27,7 @@ mode=${1:-all}
 case "$mode" in
 test | bench | nginx | all) ;;
 -h | --help)
-	sed -n '2,16p' "$0"
+	sed -n '2,18p' "$0"
 	exit 0
 	;;
 *)
@@ -64,6 +66,16 @@ if [ "$mode" = test ] || [ "$mode" = all ]; then
 	need_pkg jq jq
 	# docs/WEBHOOKS.md's Python webhook receiver runs in TestReceiversGenerated.
 	need_pkg python3 python3
+	# docs/examples/verify's Python example (TestVerifyExamples) verifies
+	# passes with PyJWT, which needs cryptography for EdDSA. Debian's
+	# packages go to /usr/bin/python3, which the test also looks at.
+	if python3 -c 'import jwt, cryptography' 2>/dev/null || /usr/bin/python3 -c 'import jwt, cryptography' 2>/dev/null; then
+		present_list+=("PyJWT")
+	else
+		missing_pkgs+=(python3-jwt python3-cryptography)
+	fi
+	# ...and its Node example, with Node's own crypto (no packages).
+	need_pkg nodejs node nodejs
 	# chromedp finds any of these; a preinstalled Chrome is as good as chromium.
 	need_pkg chromium chromium chromium-browser google-chrome google-chrome-stable
 	# A Hangul font, so the Korean waiting page renders in screenshots.

@@ -14,6 +14,7 @@ import (
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/engine/scheduler"
+	"github.com/waitroom/waitroom/internal/gate/command"
 	"github.com/waitroom/waitroom/internal/gate/failopen"
 	"github.com/waitroom/waitroom/internal/hygiene/loglimit"
 	"github.com/waitroom/waitroom/internal/hygiene/netclass"
@@ -47,7 +48,8 @@ type app struct {
 	handoffs  *handoff.Service
 	adapter   *autorate.Runner
 	failOpens *failopen.Recorder
-	admin     adminCreds // admin.go
+	commands  *command.Runner // the order page's commands (done, extend)
+	admin     adminCreds      // admin.go
 
 	srv *http.Server
 	ln  net.Listener
@@ -62,9 +64,10 @@ type observers struct {
 	tick       scheduler.Observer
 	http       func(http.Handler) http.Handler
 	hook       webhook.Observer
-	failedOpen func(queue string)  // waitroom_gate_fail_open_total
-	proxyCut   func(reason string) // waitroom_proxy_cut_total
-	paid       paid.Observer       // what visitors paid: waitroom_queue_pow_*, _human_checks_total
+	failedOpen func(queue string)                  // waitroom_gate_fail_open_total
+	proxyCut   func(reason string)                 // waitroom_proxy_cut_total
+	command    func(queue, command, result string) // waitroom_gate_commands_total
+	paid       paid.Observer                       // what visitors paid: waitroom_queue_pow_*, _human_checks_total
 }
 
 // newApp wires config → Redis → store → trust → workers → gate → HTTP, in
@@ -173,7 +176,7 @@ func (a *app) serveMetrics(store *queue.Store) queue.Observer {
 	a.log.Info("serving metrics", "addr", addr.String())
 	a.closers = append(a.closers, stop)
 	a.rdb.AddHook(mets.RedisHook())
-	a.obs = observers{tick: mets, http: mets.Middleware, hook: mets, failedOpen: mets.GateFailOpen, proxyCut: mets.ProxyCut, paid: mets}
+	a.obs = observers{tick: mets, http: mets.Middleware, hook: mets, failedOpen: mets.GateFailOpen, proxyCut: mets.ProxyCut, command: mets.Command, paid: mets}
 	mets.SetPowMaxBits(a.cfg.Defaults.Price.MaxBits)
 	if a.networks != nil {
 		mets.SetNetworks(networkPrefixes(a.networks))

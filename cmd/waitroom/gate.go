@@ -5,7 +5,9 @@ import (
 	"net/http"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/backoffice/audit"
 	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/gate/command"
 	"github.com/waitroom/waitroom/internal/gate/failopen"
 	"github.com/waitroom/waitroom/internal/gate/proxy"
 	"github.com/waitroom/waitroom/internal/infra/redisconn"
@@ -32,6 +34,15 @@ func (a *app) newGate(ctx context.Context) (*gate.Gate, http.Handler, error) {
 	// the requests' pool must not look like Redis away.
 	pinger := redisconn.NewPinger(a.redisOpts)
 	a.closers = append(a.closers, pinger.Close)
+	auditLog, err := audit.New(a.rdb)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The order page's commands, from its answers and through the API.
+	if a.commands, err = command.New(command.Options{Store: a.store, Passes: a.trust.passes.Verifier, Audit: auditLog,
+		Count: a.obs.command, Log: a.log}); err != nil {
+		return nil, nil, err
+	}
 	g, err := proxy.NewGate(ctx, proxy.GateOptions{
 		Queue:          cfg.GateQueue,
 		Routes:         cfg.GateRoutes,
@@ -47,6 +58,7 @@ func (a *app) newGate(ctx context.Context) (*gate.Gate, http.Handler, error) {
 		Unavailable:    outage.Handler(outage.AtGate), // the styled page, in the visitor's language
 		OnFailOpen:     a.failOpens.Passed,
 		Logger:         a.log,
+		Commands:       a.commands,
 	})
 	if err != nil {
 		return nil, nil, err

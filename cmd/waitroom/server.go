@@ -33,7 +33,7 @@ func (a *app) addServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts.Gate, opts.Upstream = g, upstream
+	opts.Gate, opts.Upstream, opts.Commands = g, upstream, a.commands
 	a.srv = &http.Server{
 		Addr:              cfg.Addr,
 		Handler:           httpapi.New(opts),

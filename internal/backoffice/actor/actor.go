@@ -23,6 +23,10 @@ const (
 	// KindAutomatic is the controller that lets the order page's health
 	// drive the rate (internal/ops/autorate).
 	KindAutomatic = "automatic"
+	// KindOrigin is the order page behind the gate, speaking back through
+	// its answers' Waitroom-Command or the commands endpoint; Name is the
+	// kind again (the entry's target names the admission).
+	KindOrigin = "origin"
 )
 
 // AdminTokenName is the name of the break-glass credential's actor.

@@ -18,6 +18,16 @@ var (
 	ErrInvalidUserID    = errors.New("queue: user id must be 1-128 bytes of UTF-8 without control characters")
 )
 
+// Answers of Extend: the call changed nothing.
+var (
+	// ErrNotCurrent: the admission named is not its user's current one
+	// (it ended, or a newer one began).
+	ErrNotCurrent = errors.New("queue: the admission is not current")
+	// ErrNoSliding: sessions do not slide (WAITROOM_SESSION_SLIDING), so
+	// an admission cannot outlast its pass.
+	ErrNoSliding = errors.New("queue: sessions do not slide here")
+)
+
 // Refusals of the defences (defences.go): the call changed nothing, and
 // may be tried again after the RetryAfter its error carries (errors.As
 // with *Retry).

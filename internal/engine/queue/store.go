@@ -394,18 +394,45 @@ func (s *Store) Current(ctx context.Context, queue, user string, start time.Time
 		at, ok, err := s.Admission(ctx, queue, user)
 		return ok && at.Equal(start), err
 	}
+	n, err := s.renew(ctx, queue, user, start)
+	return n > 0, err
+}
+
+// Extend renews user's admission that began at start as a sliding
+// session's check does: it now ends SessionTTL from now, never later than
+// SessionMax after it began. extended is false when that admission is
+// current but already ends as late as it may; ErrNotCurrent when it is
+// not current; ErrNoSliding when sessions do not slide here (an admission
+// then ends SessionTTL after it began, and so does its pass).
+func (s *Store) Extend(ctx context.Context, queue, user string, start time.Time) (extended bool, err error) {
+	if s.defaults.SessionMax == 0 {
+		return false, ErrNoSliding
+	}
+	n, err := s.renew(ctx, queue, user, start)
+	switch {
+	case err != nil:
+		return false, err
+	case n == 0:
+		return false, ErrNotCurrent
+	}
+	return n == 2, nil
+}
+
+// renew runs renew.lua: 2 renewed, 1 current and at its limit, 0 not
+// current (or queue not one of this store's).
+func (s *Store) renew(ctx context.Context, queue, user string, start time.Time) (int64, error) {
 	q, err := s.queue(queue)
 	if err != nil || ValidateUserID(user) != nil {
-		return false, nil
+		return 0, nil
 	}
 	n, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
 		return renewScript.Run(ctx, s.rdb, q.renewKeys,
 			append(q.args, user, start.UnixMilli(), s.defaults.SessionMax.Milliseconds())...).Int64()
 	})
 	if err != nil {
-		return false, fmt.Errorf("queue: renew: %w", err)
+		return 0, fmt.Errorf("queue: renew: %w", err)
 	}
-	return n == 1, nil
+	return n, nil
 }
 
 // Leave gives up c.User's place: out of the line and out of the entered

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/gate"
+	"github.com/waitroom/waitroom/internal/gate/command"
 	"github.com/waitroom/waitroom/internal/hygiene/clientip"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/passledger"
@@ -67,6 +69,9 @@ type GateOptions struct {
 	// checked (gate.Options.Unavailable): the service gives its styled
 	// outage page.
 	Unavailable http.Handler
+	// Commands carries out what the order page says back in
+	// gate.HeaderCommand (nil: removed, nothing done).
+	Commands *command.Runner
 }
 
 // NewGate returns waitroom's own gate for o.Queue and o.Routes: passes
@@ -89,6 +94,10 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 			return ok && o.BypassCIDRs.Contains(a)
 		}
 	}
+	var commander gate.Commander
+	if o.Commands != nil {
+		commander = runnerCommander{o.Commands}
+	}
 	var c gate.Checker = &checker{cache: cache, verifier: o.Passes.Verifier, uses: o.Uses, revoke: o.Revoke}
 	if o.Ping != nil {
 		c = pingingChecker{c.(*checker), o.Ping}
@@ -106,7 +115,20 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 		InsecureCookie: o.InsecureCookie,
 		PassLinks:      passLinks,
 		Unavailable:    o.Unavailable,
+		Commander:      commander,
 	})
+}
+
+// runnerCommander carries the order page's commands out in this process
+// (gate.Commander), naming the client and the request in the audit entry.
+type runnerCommander struct{ r *command.Runner }
+
+func (c runnerCommander) Command(ctx context.Context, queue, token, cmd string) string {
+	req := command.Request{Queue: queue, Command: cmd, Pass: token, RequestID: middleware.GetReqID(ctx)}
+	if a, ok := clientip.FromContext(ctx); ok {
+		req.Client = a.String()
+	}
+	return c.r.Run(ctx, req)
 }
 
 // checker is waitroom's own pass check: the cache, then the addresses the

@@ -106,8 +106,8 @@ func (o Options) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetXForwarded()
 	strip(pr.Out.Header)
 	if c, ok := gate.FromContext(pr.In.Context()); ok {
-		if _, bearer := reqcheck.BearerToken(pr.In); bearer {
-			pr.Out.Header.Del("Authorization") // the pass it came in with
+		if reqcheck.HasBearer(pr.Out.Header) {
+			pr.Out.Header.Del("Authorization") // the pass it came in with, in any spelling the gate read
 		}
 		token, _ := gate.PassFromContext(pr.In.Context())
 		// Header.Set three times, in one allocation: strip removed

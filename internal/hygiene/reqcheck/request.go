@@ -17,6 +17,37 @@ func BearerToken(r *http.Request) (string, bool) {
 	return strings.TrimSpace(h[len(scheme):]), true
 }
 
+// BearerScheme returns the credentials of one Authorization value whose
+// scheme is Bearer, in any case and followed by any run of spaces or tabs
+// ("Bearer\ttoken", "BEARER   token"); ok = false for any other scheme.
+// A bare "Bearer" is a bearer with no token. The gate reads a pass with
+// it, and strips what it read with it, so no spelling a server behind it
+// might take for a bearer token gets past unchecked.
+func BearerScheme(v string) (token string, ok bool) {
+	const scheme = "bearer"
+	v = strings.TrimLeft(v, " \t")
+	if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+		return "", false
+	}
+	rest := v[len(scheme):]
+	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return "", false // "Bearerx": another scheme
+	}
+	return strings.Trim(rest, " \t"), true
+}
+
+// HasBearer reports whether h has an Authorization header of the Bearer
+// scheme in any spelling BearerScheme reads as one: the header that
+// carried a pass, which the reverse-proxy gate removes once it is checked.
+func HasBearer(h http.Header) bool {
+	for _, v := range h.Values("Authorization") {
+		if _, ok := BearerScheme(v); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // MaxReturnBytes bounds a return path.
 const MaxReturnBytes = 2048
 

@@ -28,3 +28,18 @@ func TestBearerToken(t *testing.T) {
 		}
 	}
 }
+
+func TestBearerScheme(t *testing.T) {
+	for in, want := range map[string]string{
+		"Bearer abc": "abc", "bearer abc": "abc", "BEARER\tabc": "abc", "Bearer  \t abc \t": "abc", " Bearer abc": "abc", "Bearer": "",
+	} {
+		if got, ok := BearerScheme(in); !ok || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"Basic abc", "Bearerx abc", "Bearer:abc", "Token abc", "", "Bear abc"} {
+		if got, ok := BearerScheme(in); ok {
+			t.Errorf("%q read as a bearer %q", in, got)
+		}
+	}
+}

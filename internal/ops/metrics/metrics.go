@@ -52,6 +52,8 @@ type Metrics struct {
 	webhook *webhookMetrics
 	// proxyCuts: the reverse-proxy gate's cut requests by reason (proxy.go)
 	proxyCuts map[string]prometheus.Counter
+	// commands: the order page's commands (commands.go)
+	commands map[commandKey]prometheus.Counter
 
 	queueCollector *queueCollector
 	// lanes: the lanes' lines (lanes.go)
@@ -84,6 +86,7 @@ func New(store Store) *Metrics {
 	}
 	m.webhook = newWebhookMetrics(reg, store.Queues())
 	m.proxyCuts = newProxyCuts(reg)
+	m.commands = newCommands(reg, store.Queues())
 	m.paid = newPaidMetrics(reg, store.Queues())
 	m.queueCollector = newQueueCollector(store)
 	reg.MustRegister(m.queueCollector)

@@ -75,6 +75,7 @@ var families = map[string]dto.MetricType{
 	"waitroom_webhook_events_dropped_total":    dto.MetricType_COUNTER,
 	"waitroom_gate_fail_open_total":            dto.MetricType_COUNTER,
 	"waitroom_proxy_cut_total":                 dto.MetricType_COUNTER,
+	"waitroom_gate_commands_total":             dto.MetricType_COUNTER,
 	"waitroom_queue_pow_paid_difficulty":       dto.MetricType_HISTOGRAM,
 	"waitroom_queue_pow_asked_difficulty":      dto.MetricType_HISTOGRAM,
 	"waitroom_queue_human_checks_total":        dto.MetricType_COUNTER,

@@ -556,11 +556,25 @@ func TestOpenAPIContract(t *testing.T) {
 			k.check(t, e, call{method: m, path: "/gate/refused", header: bearerHeader("forged"), status: 401})
 		}
 
+		cmds := q + "/commands"
+		k.check(t, e, call{method: "POST", path: cmds, body: `{"command":"done"}`, header: withJSON(), status: 401, code: "invalid_pass", docRejects: true})
+		k.check(t, e, call{method: "POST", path: cmds, body: `{"command":"launch"}`, header: withJSON(pass...), status: 400, code: "invalid_command", docRejects: true})
+		k.check(t, e, call{method: "POST", path: cmds, body: `{"command":"done","x":1}`, header: withJSON(pass...), status: 400, code: "invalid_json", docRejects: true})
+		k.check(t, e, call{method: "POST", path: cmds, body: `{"command":"done","pad":"` + strings.Repeat("x", 5000) + `"}`, header: withJSON(pass...), status: 413, code: "body_too_large", docRejects: true})
+		k.check(t, e, call{method: "POST", path: "/api/v1/queues/nope/commands", body: `{"command":"done"}`, header: withJSON(pass...), status: 404, code: "queue_not_found"})
+		// Without sliding sessions, extend changes nothing; past the pass's
+		// budget, 429.
+		r = k.check(t, e, call{method: "POST", path: cmds, body: `{"command":"extend"}`, header: withJSON(pass...), status: 200})
+		if !strings.Contains(string(r.body), `"result":"unsupported"`) {
+			t.Fatalf("extend without sliding sessions: %s", r.body)
+		}
+		k.check(t, e, call{method: "POST", path: cmds, body: `{"command":"extend"}`, header: withJSON(pass...), status: 429, code: "too_many_commands", sendAgainOn: 200})
 		k.check(t, e, call{method: "POST", path: q + "/done", status: 401, code: "invalid_pass", docRejects: true})
 		k.check(t, e, call{method: "POST", path: "/api/v1/queues/nope/done", header: pass, status: 404, code: "queue_not_found"})
 		for range 2 { // done again is done already
 			k.check(t, e, call{method: "POST", path: q + "/done", header: pass, status: 204})
 		}
+		k.check(t, e, call{method: "POST", path: q + "/done", header: pass, status: 429, code: "too_many_commands", sendAgainOn: 204})
 		k.check(t, e, call{method: "GET", path: verify, header: pass, status: 401, code: "invalid_pass"})
 	})
 
@@ -616,8 +630,8 @@ func TestOpenAPIContract(t *testing.T) {
 		var log struct {
 			Entries []json.RawMessage `json:"entries"`
 		}
-		if err := json.Unmarshal(r.body, &log); err != nil || len(log.Entries) != 4 {
-			t.Fatalf("audit log of two settings changes, a refill size and a removal: %s", r.body)
+		if err := json.Unmarshal(r.body, &log); err != nil || len(log.Entries) != 5 {
+			t.Fatalf("audit log of the order page's done, two settings changes, a refill size and a removal: %s", r.body)
 		}
 		k.check(t, e, call{method: "GET", path: admin + "/audit", header: auth, status: 200})
 		k.check(t, e, call{method: "GET", path: admin + "/defences", header: auth, status: 200})
@@ -901,6 +915,7 @@ func TestOpenAPIContract(t *testing.T) {
 			{method: "GET", path: dq + "/handoff/qr?token=" + strings.Repeat("A", 43), header: placeTok},
 			{method: "DELETE", path: dq + "/users/bob"},
 			{method: "POST", path: dq + "/done", header: bearerHeader(pass)},
+			{method: "POST", path: dq + "/commands", body: `{"command":"done"}`, header: append(bearerHeader(pass), jsonCT...)},
 			{method: "GET", path: "/api/v1/verify?queue=" + e.queue, header: bearerHeader(pass)},
 			// A session cookie to end: its session cannot be looked up.
 			{method: "POST", path: "/admin/logout", header: []string{"Cookie", "wr_admin=" + strings.Repeat("A", 43)}},

@@ -79,6 +79,7 @@ func (m mount) routes() *chi.Mux {
 	r.Post(api+"/handoff", pub.CreateHandoff) // move the place to another device (publicapi's handoff.go)
 	r.Get(api+"/handoff/qr", pub.HandoffQR)   // its QR code, a PNG
 	r.Post(api+"/done", pub.Done)
+	r.Post(api+"/commands", pub.Command)            // the order page's done and extend (publicapi's commands.go)
 	r.Delete(api+"/users/{user_id}", pub.LeaveUser) // insecure mode only
 
 	// The back office's sign-in through the company's identity provider

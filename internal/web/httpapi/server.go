@@ -23,6 +23,7 @@ import (
 	"github.com/waitroom/waitroom/internal/backoffice/audit"
 	"github.com/waitroom/waitroom/internal/backoffice/lockout"
 	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/gate/command"
 	"github.com/waitroom/waitroom/internal/gate/failopen"
 	"github.com/waitroom/waitroom/internal/hygiene/clientip"
 	"github.com/waitroom/waitroom/internal/hygiene/crossorigin"
@@ -138,10 +139,29 @@ type Options struct {
 	// asks for one). The waiting page's Content-Security-Policy allows
 	// its widget's script and frame.
 	Human *humancheck.Checker
+	// Commands carries out the order page's commands (done, extend),
+	// through the API and, in gate mode, from its answers'
+	// Waitroom-Command (the proxy's own). nil: a runner over Store and
+	// Passes that records to Audit (or Redis) and counts nothing.
+	Commands *command.Runner
 	// Networks is the operator's table of network classes
 	// (WAITROOM_NETWORKS_FILE, reloaded as it changes); nil: every
 	// network of the default class.
 	Networks *netclass.Watcher
+}
+
+// defaultCommands is the order page's commands of a server built without
+// them (tests, mostly): audited where the admin API audits, not counted.
+func defaultCommands(o Options) *command.Runner {
+	log := o.Audit
+	if log == nil && o.Redis != nil {
+		log, _ = audit.New(o.Redis)
+	}
+	c, err := command.New(command.Options{Store: o.Store, Passes: o.Passes.Verifier, Audit: log, Log: o.Logger})
+	if err != nil {
+		panic(err) // Store, Passes and Logger are required of New's options too
+	}
+	return c
 }
 
 // Server serves waitroom's HTTP: its own routes, and in gate mode every
@@ -160,8 +180,11 @@ func New(o Options) http.Handler {
 	if clientIP == nil {
 		clientIP, _ = clientip.New(nil) // trusts nobody: cannot fail
 	}
+	if o.Commands == nil {
+		o.Commands = defaultCommands(o)
+	}
 	pub := publicapi.New(publicapi.Options{
-		Store: o.Store, Responder: kit, Places: o.Places, Passes: o.Passes, Join: o.Join,
+		Commands: o.Commands, Store: o.Store, Responder: kit, Places: o.Places, Passes: o.Passes, Join: o.Join,
 		CookieSecure: o.CookieSecure, InsecureUserIDs: o.InsecureUserIDs, TargetURL: o.TargetURL,
 		Static: o.Static, Pages: o.Pages, Gate: o.Gate, Proxying: o.Upstream != nil, ClientIP: clientIP,
 		Challenges: o.Challenges, Origins: o.Origins, Paid: o.Paid, Handoffs: o.Handoffs, Human: o.Human,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/gate/command"
 	"github.com/waitroom/waitroom/internal/hygiene/clientip"
 	"github.com/waitroom/waitroom/internal/hygiene/crossorigin"
 	"github.com/waitroom/waitroom/internal/hygiene/netclass"
@@ -38,6 +39,9 @@ import (
 // Responder and Static are required.
 type Options struct {
 	Store *queue.Store
+	// Commands carries out the order page's commands (done, extend).
+	// Required.
+	Commands *command.Runner
 	// Responder answers errors and logs (shared with the admin API).
 	Responder *httpkit.Responder
 	// Places issues and verifies place credentials.
@@ -121,6 +125,7 @@ type API struct {
 	handoffs                            *handoff.Service   // nil: none
 	lines                               *linedoc.Documents // the queues' public line documents (line.go)
 	waitingCSP                          []string           // the waiting page's CSP with a human check (humancheck.go); nil: the common one
+	commands                            *command.Runner    // the order page's commands (commands.go)
 }
 
 // New returns the public API of o.
@@ -147,6 +152,7 @@ func New(o Options) *API {
 		paid:              o.Paid,
 		handoffs:          o.Handoffs,
 		lines:             linedoc.New(o.Store),
+		commands:          o.Commands,
 	}
 	if s.pages == nil {
 		s.pages = pages.Default()

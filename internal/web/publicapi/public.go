@@ -6,9 +6,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/hygiene/crossorigin"
-	"github.com/waitroom/waitroom/internal/hygiene/reqcheck"
 	"github.com/waitroom/waitroom/internal/web/admission"
 	"github.com/waitroom/waitroom/internal/web/httpkit"
 	"github.com/waitroom/waitroom/internal/web/i18n"
@@ -183,23 +183,14 @@ func (s *API) LeaveUser(w http.ResponseWriter, r *http.Request) {
 // user's pass): the admission ends, so the pass is revoked and the slot
 // goes to the next tick. A pass whose admission already ended is done
 // already (204 again); a pass that is not valid, or for another queue, is
-// refused.
+// refused. It is the done command (commands.go): audited and counted
+// like the page's Waitroom-Command.
 func (s *API) Done(w http.ResponseWriter, r *http.Request) {
 	q, ok := s.kit.KnownQueue(w, r, s.store)
 	if !ok {
 		return
 	}
-	token, ok := reqcheck.BearerToken(r)
-	if !ok {
-		s.fail(w, r, httpkit.ErrInvalidPass)
-		return
-	}
-	c, err := s.passes.Verify(token)
-	if err != nil || c.Queue != q {
-		s.fail(w, r, httpkit.ErrInvalidPass)
-		return
-	}
-	if _, err := s.store.Done(r.Context(), q, c.Subject, c.AdmittedAt); err != nil {
+	if _, err := s.runCommand(r, q, gate.CommandDone); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -13,7 +13,8 @@
 -- ARGV[DEFAULTS + 1] -> user id
 -- ARGV[DEFAULTS + 2] -> the admission's start (ms), from the pass
 -- ARGV[DEFAULTS + 3] -> session_max_ms
--- Returns 1 when that admission is current (and renewed), else 0.
+-- Returns 2 when that admission is current and now ends later, 1 when it
+-- is current but already ends as late as it may, else 0.
 local now = now_ms()
 local ttl = queue_config(KEYS[2]).session_ttl_ms
 local user = ARGV[DEFAULTS + 1]
@@ -29,5 +30,6 @@ local renewed = math.min(now, start + tonumber(ARGV[DEFAULTS + 3]) - ttl)
 if renewed > basis then
   redis.call('ZADD', KEYS[1], 'XX', renewed, user)
   redis.call('HSET', KEYS[3], user, start)
+  return 2
 end
 return 1
