@@ -323,7 +323,8 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
 <button type="button" id="leave" class="secondary"></button>
 </div>
 <div id="live" class="sr" role="status" aria-live="polite" aria-atomic="true"></div>
-</dialog>`;
+</dialog>
+<div id="after" class="sr" role="status" aria-live="polite" aria-atomic="true"></div>`;
 
   // ---- wait ----
 
@@ -337,7 +338,7 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
     const qpath = '/api/v1/queues/' + encodeURIComponent(queue);
     // A second call while one waits (a double click) waits with it.
     if (!active[key]) {
-      active[key] = new Promise((resolve, reject) => run({ o: o, w: w, key: key, qpath: qpath, resolve: resolve, reject: reject }));
+      active[key] = new Promise((resolve, reject) => run({ o: o, w: w, queue: queue, key: key, qpath: qpath, resolve: resolve, reject: reject }));
       const done = () => { delete active[key]; };
       active[key].then(done, done);
     }
@@ -349,7 +350,7 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
   }
 
   function run(c) {
-    const { o, w, key, qpath } = c;
+    const { o, w, queue, key, qpath } = c;
     const t = w.t;
     const stored = {
       get() {
@@ -406,10 +407,11 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
     // Escape asks before leaving, and a second one takes the question
     // back: from the key, or from the browser's cancel when the key did
     // not reach the dialog (the same press is not taken twice).
-    let escAt = -1;
+    let escaping = false;
     const escape = () => {
-      if (performance.now() - escAt < 100) return;
-      escAt = performance.now();
+      if (escaping) return;
+      escaping = true;
+      setTimeout(() => { escaping = false; }, 0);
       confirmLeave(!confirming);
     };
     dlg.addEventListener('cancel', (e) => {
@@ -563,8 +565,12 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
       if (chan) chan.close();
       if (lockDone) lockDone();
       if (typeof dlg.close === 'function' && dlg.open) dlg.close();
-      host.remove();
+      dlg.remove();
       if (opener && typeof opener.focus === 'function' && opener.isConnected) opener.focus();
+      // The turn is told once the dialog is gone (a modal dialog makes
+      // all else inert), from a live region outside it, kept a while.
+      if (result) setTimeout(() => { $('after').textContent = t('turnTitle'); }, 100);
+      setTimeout(() => host.remove(), result ? 10000 : 0);
       if (err) c.reject(err);
       else c.resolve(result);
     }
@@ -572,7 +578,6 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
     function admitted(tk) {
       let exp = 0;
       try { exp = JSON.parse(atob(tk.pass.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))).exp; } catch (e) { exp = 0; }
-      say(t('turnTitle'));
       if (document.hidden) flashTitle();
       finish({ pass: tk.pass, expiresAt: exp > 0 ? new Date(exp * 1000) : null });
     }
