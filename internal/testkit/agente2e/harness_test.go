@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +68,9 @@ type site struct {
 
 	mu    sync.Mutex
 	calls []call // waitroom's requests from browsers
+	// away makes the queue API answer 503 unavailable, as waitroom does
+	// while its Redis is gone (with its CORS headers, and Retry-After).
+	away atomic.Bool
 }
 
 type call struct {
@@ -139,7 +143,18 @@ func newSiteWith(t *testing.T, settings queue.Settings, shopOpts demo.ShopOption
 		Origins: origins, Logger: log, Static: static, AdminToken: "agente2e-admin-token-0123456789abcdef"})
 	wrSrv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusWriter{ResponseWriter: w, status: 200}
-		api.ServeHTTP(rec, r)
+		if s.away.Load() && r.Method != http.MethodOptions && strings.HasPrefix(r.URL.Path, "/api/v1/queues/") { // preflights are answered before routing
+			if r.Header.Get("Origin") == s.shop {
+				w.Header().Set("Access-Control-Allow-Origin", s.shop)
+				w.Header().Set("Access-Control-Expose-Headers", "Retry-After, Date")
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "1")
+			rec.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":{"code":"unavailable","message":"the waiting room is briefly unavailable"}}`))
+		} else {
+			api.ServeHTTP(rec, r)
+		}
 		if o := r.Header.Get("Origin"); o != "" || strings.HasPrefix(r.URL.Path, "/agent/") {
 			s.mu.Lock()
 			s.calls = append(s.calls, call{r.Method, r.URL.Path, o, rec.status})
@@ -219,6 +234,19 @@ func (s *site) admitAll() {
 			return false, err.Error()
 		}
 		return in.Waiting == 0, fmt.Sprintf("%d waiting", in.Waiting)
+	})
+}
+
+// tickOnce admits the head of the line: one tick that lets one in.
+func (s *site) tickOnce() {
+	s.t.Helper()
+	before := s.waiting()
+	wait.For(s.t, pageWait, "a tick", func() (bool, string) {
+		if _, err := s.store.Tick(context.Background(), s.queue); err != nil {
+			return false, err.Error()
+		}
+		n := s.waiting()
+		return n < before, fmt.Sprintf("%d waiting", n)
 	})
 }
 
