@@ -54,9 +54,12 @@ function waitroomAgent(scriptURL) {
     const ctrl = new AbortController();
     const timer = setTimeout(() => ctrl.abort(), REQUEST_TIMEOUT_MS);
     try {
+      // No cache: 'no-store': the API's answers say no-store themselves,
+      // and Chromium skips its preflight cache for such a fetch, which
+      // doubled every status call with an OPTIONS.
       const res = await fetch(base + path, {
         method: method, headers: headers, body: o.body ? JSON.stringify(o.body) : undefined,
-        cache: 'no-store', credentials: 'omit', mode: 'cors', keepalive: method === 'DELETE', signal: ctrl.signal,
+        credentials: 'omit', mode: 'cors', keepalive: method === 'DELETE', signal: ctrl.signal,
       });
       const d = Date.parse(res.headers.get('Date') || '');
       if (isFinite(d)) skew = Math.max(skew, d - Date.now());
@@ -119,12 +122,23 @@ function waitroomAgent(scriptURL) {
     return catalogs[lang];
   }
 
+  // The words of the states that need no catalog, for when waitroom
+  // itself cannot be reached: it is away, and the place is kept.
+  const FALLBACK = {
+    title: "You're in line", joining: 'Joining the line…', resuming: 'Checking your place in line…',
+    unavailableBanner: 'The waiting room is briefly unavailable. Your place is kept; this page tries again by itself in {s} s.',
+    reconnecting: 'Connection lost. Reconnecting… (next try in {s} s)', leave: 'Leave the line', leaveTitle: 'Leave the line?',
+    leaveBody: 'You will give up your place. If you come back later, you start again at the back of the line.',
+    leaveCancel: 'Stay in line', leaveConfirm: 'Leave the line', errorTitle: 'Something went wrong', joinAgain: 'Join again',
+  };
+
   async function words(lang) {
-    let messages = {};
+    let messages = FALLBACK;
     try {
       messages = await catalog(lang);
     } catch (e) {
-      try { messages = await catalog('en'); lang = 'en'; } catch (e2) { /* the keys show */ }
+      try { messages = await catalog('en'); } catch (e2) { /* the fallback's words */ }
+      lang = 'en';
     }
     const locale = LOCALES[lang];
     const plural = new Intl.PluralRules(locale);
@@ -326,6 +340,16 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
 </dialog>
 <div id="after" class="sr" role="status" aria-live="polite" aria-atomic="true"></div>`;
 
+  // html passes the dialog's fixed markup through a Trusted Types policy
+  // named waitroom where the site enforces them (its CSP's trusted-types
+  // must allow that name).
+  let policy = null;
+  function html(markup) {
+    if (!self.trustedTypes) return markup;
+    if (!policy) policy = self.trustedTypes.createPolicy('waitroom', { createHTML: (m) => m });
+    return policy.createHTML(markup);
+  }
+
   // ---- wait ----
 
   async function wait(opts) {
@@ -388,7 +412,7 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
     const root = host.attachShadow({ mode: 'open' });
     styleRoot(root);
     const tpl = document.createElement('template');
-    tpl.innerHTML = TEMPLATE;
+    tpl.innerHTML = html(TEMPLATE);
     root.appendChild(tpl.content);
     const $ = (id) => root.getElementById(id);
     const dlg = root.querySelector('dialog');
@@ -688,7 +712,7 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
       if (g !== gen || ended) return;
       failures = 0;
       if (action === 'enter') joinToken = '';
-      if (action === 'status') lastStatus = Date.now();
+      lastStatus = Date.now(); // the origin's word, an enter's too
       if (tk.place_token) stored.set({ token: tk.place_token, member: tk.user_id });
       ticket(tk, action);
     }

@@ -67,7 +67,7 @@ type site struct {
 	shop   string // the shop's base URL (another origin)
 
 	mu    sync.Mutex
-	calls []call // waitroom's requests from browsers
+	calls []call // waitroom's requests
 	// away makes the queue API answer 503 unavailable, as waitroom does
 	// while its Redis is gone (with its CORS headers, and Retry-After).
 	away atomic.Bool
@@ -76,6 +76,7 @@ type site struct {
 type call struct {
 	method, path, origin string
 	status               int
+	at                   time.Time
 }
 
 func newSite(t *testing.T, settings queue.Settings) *site {
@@ -155,11 +156,9 @@ func newSiteWith(t *testing.T, settings queue.Settings, shopOpts demo.ShopOption
 		} else {
 			api.ServeHTTP(rec, r)
 		}
-		if o := r.Header.Get("Origin"); o != "" || strings.HasPrefix(r.URL.Path, "/agent/") {
-			s.mu.Lock()
-			s.calls = append(s.calls, call{r.Method, r.URL.Path, o, rec.status})
-			s.mu.Unlock()
-		}
+		s.mu.Lock()
+		s.calls = append(s.calls, call{r.Method, r.URL.Path, r.Header.Get("Origin"), rec.status, time.Now()})
+		s.mu.Unlock()
 	})
 	wrSrv.Start()
 	t.Cleanup(wrSrv.Close)

@@ -249,6 +249,12 @@ func TestLeaveTheLine(t *testing.T) {
 	s.tickOnce()
 	tb.waitJS("number 1 said", fmt.Sprintf(`%s === '1' && %s === 'You are number 1 in line'`, agentText("position"), agentText("live")))
 
+	// The status polls carry the credential (Authorization), so the
+	// browser asks a preflight first: once, then from its cache.
+	if st, pre := s.count("GET", "/status"), s.count("OPTIONS", "/status"); st < 3 || pre != 1 {
+		t.Errorf("%d status calls with %d preflights, want 3 or more with 1", st, pre)
+	}
+
 	tb.clickAgent("leave")
 	tb.waitJS("the question", fmt.Sprintf(`%s === 'Leave the line?'`, agentText("title")))
 	if w := s.waiting(); w != 1 {
