@@ -180,8 +180,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // headers is the shop's own policy: scripts from itself and waitroom's
 // origin, requests to both, the agent's proof of work in a blob worker,
-// no inline script or style. The agent needs nothing more (README,
-// "Waiting inside the site's page").
+// no inline script or style. The agent needs nothing more
+// (docs/AGENT.md).
 func (s *shop) headers(next http.Handler) http.Handler {
 	workers := "blob:"
 	if s.o.NoBlobWorkers {
