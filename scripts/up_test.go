@@ -152,6 +152,7 @@ func TestUpLoadBalancedStack(t *testing.T) {
 	env := append(os.Environ(),
 		"COMPOSE_PROJECT_NAME="+fmt.Sprintf("waitroom-uptest-%d", os.Getpid()),
 		"WAITROOM_PORT="+freePort(t),
+		"DEMO_SHOP_PORT="+freePort(t),
 		// Not the default 172.30.78.0/24, so a developer's own stack can run.
 		"WAITROOM_SUBNET=172.30.77.0/24",
 		"WAITROOM_STATE_DIR="+state,

@@ -1,5 +1,6 @@
 // Package web holds the browser pages of waitroom: the waiting page shown at
-// /q/{queue} and the back office at /admin.
+// /q/{queue} and the back office at /admin, and the in-page agent that sites
+// load from /agent/v1/ (agent/waitroom.js).
 //
 // The pages are plain HTML, CSS and JavaScript with no build step, so what is
 // in static/ is exactly what browsers get. Each page's script is a set of ES
@@ -35,3 +36,10 @@ var Pages embed.FS
 //
 //go:embed static/i18n/waiting
 var Catalogs embed.FS
+
+// Agent holds agent/waitroom.js, the in-page agent that a site's own pages
+// load (internal/web/agent serves it): one module, with no imports, which
+// speaks the waiting page's catalogs and runs its pow-worker.js.
+//
+//go:embed agent/waitroom.js
+var Agent embed.FS

@@ -7,6 +7,12 @@
 // local http), WAITROOM_DEMO_CAPACITY (0: none; the orders it serves at
 // once, more wait, so latency grows past it: demo.Capacity) and
 // WAITROOM_DEMO_ORDER_TIME (200ms, each order's time).
+//
+// With DEMO_SHOP_ADDR (":8082" in the compose set-up; empty: none) it also
+// serves the demo shop (demo.NewShop) there, a single-page shop on an origin
+// of its own that books through waitroom's in-page agent, loaded from
+// DEMO_AGENT_URL (waitroom as browsers reach it, http://localhost:8080), which
+// must list the shop's origin in WAITROOM_CORS_ORIGINS.
 package main
 
 import (
@@ -67,13 +73,26 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: get("DEMO_ADDR", ":8081"), Handler: h, ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	errc := make(chan error, 1)
-	go func() {
-		log.Info("demo order page listening", "addr", srv.Addr, "waitroom", waitroom, "queue", queue)
-		errc <- srv.ListenAndServe()
-	}()
+	servers := []*http.Server{newServer(get("DEMO_ADDR", ":8081"), h)}
+	if addr := getenv("DEMO_SHOP_ADDR"); addr != "" {
+		shop, err := demo.NewShop(ctx, demo.ShopOptions{
+			Queue:    queue,
+			Waitroom: waitroom,
+			Public:   get("DEMO_AGENT_URL", "http://localhost:8080"),
+			Issuer:   get("DEMO_ISSUER", "waitroom"),
+		})
+		if err != nil {
+			return err
+		}
+		servers = append(servers, newServer(addr, shop))
+	}
+	errc := make(chan error, len(servers))
+	for _, srv := range servers {
+		go func() {
+			log.Info("demo listening", "addr", srv.Addr, "waitroom", waitroom, "queue", queue)
+			errc <- srv.ListenAndServe()
+		}()
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -81,13 +100,22 @@ func run(ctx context.Context, getenv func(string) string) error {
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
-		return err
+	for _, srv := range servers {
+		if err := srv.Shutdown(shutCtx); err != nil {
+			return err
+		}
 	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for range servers {
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	return nil
+}
+
+func newServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
 // awaitReady polls url until it answers 200, once a second.

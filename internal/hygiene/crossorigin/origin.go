@@ -125,7 +125,9 @@ func (p *Policy) CORS(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		h.Set("Access-Control-Expose-Headers", "Retry-After")
+		// Date: the agent keeps the server's clock from it, for the
+		// line's document and the countdowns.
+		h.Set("Access-Control-Expose-Headers", "Retry-After, Date")
 		next.ServeHTTP(w, r)
 	})
 }

@@ -1,8 +1,10 @@
 package crossorigin
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -134,5 +136,51 @@ func TestCORS(t *testing.T) {
 	h.ServeHTTP(w, get)
 	if w.Code != 200 || w.Header().Get("Access-Control-Allow-Origin") != "https://shop.example" {
 		t.Fatalf("a request from an allowed origin: %d %v", w.Code, w.Header())
+	}
+}
+
+// Variants of an allowed origin (another port, scheme, subdomain, suffix,
+// a path, a trailing slash, "null", random bytes) never get CORS headers:
+// only the origin itself, in any case, does, and an answer to it exposes
+// Date (the agent's clock) and Retry-After.
+func TestCORSOnlyConfiguredOrigins(t *testing.T) {
+	p, _ := New([]string{"https://shop.example"})
+	h := p.CORS(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
+	ask := func(origin string) http.Header {
+		r := httptest.NewRequest("GET", "/api/v1/queues/q/status", nil)
+		r.Header.Set("Origin", origin)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Header()
+	}
+	for _, o := range []string{"https://shop.example", "HTTPS://Shop.Example"} {
+		got := ask(o)
+		if got.Get("Access-Control-Allow-Origin") != o || got.Get("Access-Control-Expose-Headers") != "Retry-After, Date" {
+			t.Fatalf("%s: %v", o, got)
+		}
+	}
+	variants := []string{"http://shop.example", "https://shop.example:444", "https://a.shop.example", "https://shop.example.evil",
+		"https://shop.example/", "https://shop.examplex", "null", "", "https://shop.example\x00", " https://shop.example"}
+	rng := rand.New(rand.NewPCG(39, 1))
+	const letters = "abcdefghijklmnopqrstuvwxyz.:/-_%0123456789"
+	for range 500 {
+		b := []byte("https://shop.example")
+		switch rng.IntN(3) {
+		case 0: // one byte changed
+			b[rng.IntN(len(b))] = letters[rng.IntN(len(letters))]
+		case 1: // something added
+			b = append(b, letters[rng.IntN(len(letters))])
+		default: // something removed
+			i := rng.IntN(len(b))
+			b = append(b[:i], b[i+1:]...)
+		}
+		if !strings.EqualFold(string(b), "https://shop.example") {
+			variants = append(variants, string(b))
+		}
+	}
+	for _, o := range variants {
+		if got := ask(o); got.Get("Access-Control-Allow-Origin") != "" || got.Get("Access-Control-Expose-Headers") != "" {
+			t.Fatalf("%q got CORS headers: %v", o, got)
+		}
 	}
 }

@@ -1,8 +1,10 @@
 // Package demo is a small order page for trying waitroom end to end: an
-// event, a "buy" button and a "done" button that ends the admission. It is
-// protected by the gate package's middleware, as an order service written
-// in Go would be, and sits behind waitroom's reverse-proxy gate in the
-// compose set-up (cmd/demo-order).
+// event, a "buy" button and a "done" button that ends the admission, and a
+// single-page shop on an origin of its own whose "Book" waits in waitroom's
+// in-page agent (shop.go). Both are protected by the gate package's
+// middleware, as an order service written in Go would be; the order page
+// sits behind waitroom's reverse-proxy gate in the compose set-up
+// (cmd/demo-order).
 package demo
 
 import (

@@ -424,6 +424,25 @@ func TestOpenAPIContract(t *testing.T) {
 			k.check(t, e, call{method: "GET", path: "/_waitroom/static/" + f, status: 200})
 		}
 		k.check(t, e, call{method: "GET", path: "/_waitroom/static/nope.css", status: 404, code: "not_found"})
+		// The in-page agent: the versioned address is kept a day, any other
+		// revalidated.
+		ver := k.check(t, e, call{method: "GET", path: "/agent/v1/version", status: 200})
+		var av struct{ Module, Classic string }
+		if err := json.Unmarshal(ver.body, &av); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{av.Module, av.Classic} {
+			if r := k.check(t, e, call{method: "GET", path: p, status: 200}); r.header.Get("Cache-Control") != "public, max-age=86400" {
+				t.Fatalf("%s: Cache-Control %q", p, r.header.Get("Cache-Control"))
+			}
+		}
+		for _, p := range []string{"/agent/v1/waitroom.js", "/agent/v1/waitroom.classic.js?v=old"} {
+			r := k.check(t, e, call{method: "GET", path: p, status: 200})
+			if r.header.Get("Cache-Control") != "no-cache" {
+				t.Fatalf("%s: Cache-Control %q", p, r.header.Get("Cache-Control"))
+			}
+			k.check(t, e, call{method: "GET", path: p, header: []string{"If-None-Match", r.header.Get("ETag")}, status: 304})
+		}
 		k.check(t, e, call{method: "GET", path: "/q/" + e.queue + "?lang=ko", status: 200})
 		// The operator's files (sitePages): a file, never a template.
 		logo := k.check(t, e, call{method: "GET", path: "/_waitroom/site/logo.txt", status: 200})

@@ -10,6 +10,7 @@ import (
 	"github.com/waitroom/waitroom/gate"
 	"github.com/waitroom/waitroom/internal/backoffice/adminauth"
 	"github.com/waitroom/waitroom/internal/web/adminapi"
+	"github.com/waitroom/waitroom/internal/web/agent"
 	"github.com/waitroom/waitroom/internal/web/httpkit"
 	"github.com/waitroom/waitroom/internal/web/pages"
 	"github.com/waitroom/waitroom/internal/web/publicapi"
@@ -58,6 +59,12 @@ func (m mount) routes() *chi.Mux {
 		r.Get("/favicon.ico", pub.Favicon)
 	}
 	r.Get("/q/{queue}", pub.WaitingPage)
+	// The in-page agent that sites' own pages load (internal/web/agent):
+	// the module, the classic script, their current versioned addresses.
+	ag := agent.Default()
+	r.Get(agent.ModulePath, ag.Module)
+	r.Get(agent.ClassicPath, ag.Classic)
+	r.Get(agent.VersionPath, ag.Version)
 	r.Get("/admin", adm.Page)
 	// Under a prefix of waitroom's own, so an upstream keeps its /static/.
 	// GET (and HEAD) only: the files have no other method.
@@ -122,7 +129,7 @@ func (m mount) routes() *chi.Mux {
 
 // ownPrefixes are the paths that stay waitroom's in gate mode; every other
 // path belongs to the upstream.
-var ownPrefixes = []string{"/api/", "/admin/", "/q/", httpkit.Assets, "/.well-known/", "/gate/"}
+var ownPrefixes = []string{"/api/", "/admin/", "/q/", httpkit.Assets, "/.well-known/", "/gate/", "/agent/"}
 
 // ownPath reports whether path is one of waitroom's own.
 func ownPath(path string) bool {
