@@ -27,7 +27,10 @@ func TestScheduleWindowAppliedOnce(t *testing.T) {
 	start := time.Now().Add(400 * time.Millisecond).Truncate(time.Millisecond)
 	refill, active, paused := 40, 0, true
 	lanes := Lanes{{Name: "priority", Share: 0.5}}
-	sc := Schedule{Windows: []Window{{Start: start, End: start.Add(600 * time.Millisecond), RefillSize: &refill, MaxActive: &active, Paused: &paused, Lanes: &lanes}}}
+	// Three seconds long: a test process stalled for longer than the
+	// window (600 ms was seen to pass between two ticks under load) sees
+	// it end without having seen it start.
+	sc := Schedule{Windows: []Window{{Start: start, End: start.Add(3 * time.Second), RefillSize: &refill, MaxActive: &active, Paused: &paused, Lanes: &lanes}}}
 	if _, _, err := NewInspector(a).SetSchedule(ctx, q, sc); err != nil {
 		t.Fatal(err)
 	}
