@@ -144,6 +144,10 @@ type Options struct {
 	// short plain page that says so and loads the address again after
 	// Retry-After. Scripts and API clients get JSON either way.
 	Unavailable http.Handler
+	// SoldOut, when set, answers the requests without a valid pass of a
+	// room whose sale is closed (soldout.go); nil: they are refused as
+	// any other.
+	SoldOut SoldOut
 
 	// passClock is the time the remote check's pass cache and the
 	// one-process PassLinks read (nil: time.Now): set by the package's tests only (export_test.go).
@@ -169,6 +173,8 @@ type Gate struct {
 	log        *slog.Logger
 	openLog    failOpenLog
 	away       http.Handler // the page while the checker cannot tell
+
+	sold SoldOut // nil: no sold-out page
 }
 
 // Queue is Options.Queue: the room of the whole site, or with routes of
@@ -201,6 +207,7 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		onFailOpen:   opts.OnFailOpen,
 		log:          logger(opts.Logger),
 		away:         opts.Unavailable,
+		sold:         opts.SoldOut,
 	}
 	if g.away == nil {
 		g.away = http.HandlerFunc(plainUnavailable)

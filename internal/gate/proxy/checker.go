@@ -67,6 +67,9 @@ type GateOptions struct {
 	// checked (gate.Options.Unavailable): the service gives its styled
 	// outage page.
 	Unavailable http.Handler
+	// SoldOut answers those without a pass while their room's sale is
+	// closed (gate.Options.SoldOut): the service gives its sold-out page.
+	SoldOut gate.SoldOut
 }
 
 // NewGate returns waitroom's own gate for o.Queue and o.Routes: passes
@@ -106,6 +109,7 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 		InsecureCookie: o.InsecureCookie,
 		PassLinks:      passLinks,
 		Unavailable:    o.Unavailable,
+		SoldOut:        o.SoldOut,
 	})
 }
 
