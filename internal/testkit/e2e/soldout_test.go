@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +14,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/waitroom/waitroom/internal/engine/queue"
+	"github.com/waitroom/waitroom/internal/gate/proxy"
+	"github.com/waitroom/waitroom/internal/web/pages"
+	"github.com/waitroom/waitroom/internal/web/soldout"
 )
 
 // Sold out: a Korean page waits in line; the operator closes the sale from
@@ -18,13 +24,22 @@ import (
 // message in English and Korean. The page shows the closed panel with the
 // Korean message and asks nothing more: over 10 s of the page's own
 // (virtual) time, some nine of its poll intervals, it makes no request.
+// A visitor without a pass who reaches the site through the gate gets the
+// sold-out page, 410, and it asks nothing either. Reopened from the back
+// office, the sale is open again.
 func TestSoldOutClosesTheWaitingPage(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
+	order := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "order page")
+	}))
+	t.Cleanup(order.Close)
+	orderURL, _ := url.Parse(order.URL)
 	// Paused: nobody is admitted, so the line the operator is told of
 	// stays 5 ahead and the page; it polls each second (near the head).
 	paused := true
-	s := newStack(t, stackOptions{settings: fastTicks(1), update: &queue.Update{Paused: &paused}})
+	s := newStack(t, stackOptions{settings: fastTicks(1), update: &queue.Update{Paused: &paused}, upstream: orderURL,
+		gate: func(o *proxy.GateOptions, st *queue.Store) { o.SoldOut = soldout.New(st, pages.Default()) }})
 	s.fillWaiting("ahead", 5)
 
 	page := newBrowserIn(t, chromium, "ko-KR")
@@ -101,7 +116,24 @@ func TestSoldOutClosesTheWaitingPage(t *testing.T) {
 		t.Errorf("state %q after 10 s, want closed", st)
 	}
 
+	// Through the gate without a pass: the sold-out page, once this
+	// replica's snapshot of the line (each tick's) says closed.
+	admin.navigate(s.url + "/order")
+	admin.waitJS(10*time.Second, "the sold-out page", `document.body.dataset.state === 'closed' && !document.getElementById('closed').hidden`)
+	if got := admin.text("#closed-text"); got != en {
+		t.Errorf("the sold-out page says %q, want %q", got, en)
+	}
+	gone := s.calls.matching(func(c call) bool { return c.path == "/order" })
+	if last := gone[len(gone)-1]; last.status != http.StatusGone {
+		t.Errorf("/order answered %d, want 410", last.status)
+	}
+	if n := s.calls.count(func(c call) bool { return strings.HasPrefix(c.path, "/api/") && c.started.After(gone[0].started) }); n != 0 {
+		t.Errorf("the sold-out page made %d API requests, want none", n)
+	}
+
 	// Reopen: the back office says so.
+	admin.navigate(s.url + "/admin") // signed in still (the tab's token)
+	admin.waitJS(10*time.Second, "the queue's section", section+` !== null && !`+section+`.querySelector('.sale-reopen').hidden`)
 	admin.do("reopen", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-queue=%q] .sale-reopen`, s.queue))))
 	admin.waitJS(5*time.Second, "the sale open again", section+`.querySelector('.closed-note').hidden && !`+section+`.querySelector('.sale-close-fields').hidden`)
 }
