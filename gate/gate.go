@@ -144,6 +144,10 @@ type Options struct {
 	// short plain page that says so and loads the address again after
 	// Retry-After. Scripts and API clients get JSON either way.
 	Unavailable http.Handler
+	// SoldOut, when set, answers the requests without a valid pass of a
+	// room whose sale is closed (soldout.go); nil: they are refused as
+	// any other.
+	SoldOut SoldOut
 
 	// CommandURL, when set, is where the gate carries the order page's
 	// commands (HeaderCommand in its answers): the waitroom's
@@ -189,6 +193,7 @@ type Gate struct {
 	// The order page's commands (command.go).
 	commander Commander // nil: removed, nothing done
 	onCommand func(queue, command, result string)
+	sold      SoldOut // nil: no sold-out page
 }
 
 // Queue is Options.Queue: the room of the whole site, or with routes of
@@ -223,6 +228,7 @@ func New(ctx context.Context, opts Options) (*Gate, error) {
 		away:         opts.Unavailable,
 		commander:    opts.Commander,
 		onCommand:    opts.OnCommand,
+		sold:         opts.SoldOut,
 	}
 	if g.away == nil {
 		g.away = http.HandlerFunc(plainUnavailable)

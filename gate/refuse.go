@@ -15,7 +15,8 @@ import (
 // header) go to the room's waiting page, everything else gets 401 JSON
 // naming it; 503 when the checker could not tell. A bad cookie is deleted.
 // A pass refused as used elsewhere sends its holder to the waiting page
-// with reason=used_elsewhere, which tells them why.
+// with reason=used_elsewhere, which tells them why. While the room's sale
+// is closed, those without a pass get its sold-out page (Options.SoldOut).
 func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, rm *room, v verdict) {
 	if v == unknown {
 		g.unavailable(w, r)
@@ -31,6 +32,9 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, rm *room, v verdic
 	if v == headerTwice {
 		writeError(w, http.StatusUnauthorized, "invalid_pass", "the request's headers carry more than one pass; none is taken", "")
 		return
+	}
+	if (v == noPass || v == badCookie) && g.soldOut(w, r, rm) {
+		return // the sale is closed: no line to send anyone to
 	}
 	page := rm.waitingPage
 	if page != "" && g.sameSite {

@@ -17,8 +17,9 @@ import (
 
 // newGate builds the gate in front of the site: the pass check with its
 // fail mode and its ledger of pass uses, and, in gate mode, the proxy to
-// the upstream (nil otherwise). ctx bounds the gate's own work.
-func (a *app) newGate(ctx context.Context) (*gate.Gate, http.Handler, error) {
+// the upstream (nil otherwise). ctx bounds the gate's own work. soldOut is
+// the page those without a pass get while their room's sale is closed.
+func (a *app) newGate(ctx context.Context, soldOut gate.SoldOut) (*gate.Gate, http.Handler, error) {
 	cfg := a.cfg
 	uses, err := passledger.New(a.rdb, cfg.PassMaxClients, cfg.RequestTimeout)
 	if err != nil {
@@ -56,6 +57,7 @@ func (a *app) newGate(ctx context.Context) (*gate.Gate, http.Handler, error) {
 		Fail:           gate.FailMode(cfg.GateFail),
 		Ping:           pinger.Ping,
 		Unavailable:    outage.Handler(outage.AtGate), // the styled page, in the visitor's language
+		SoldOut:        soldOut,
 		OnFailOpen:     a.failOpens.Passed,
 		Logger:         a.log,
 		Commands:       a.commands,

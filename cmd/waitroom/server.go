@@ -15,6 +15,7 @@ import (
 	"github.com/waitroom/waitroom/internal/hygiene/loglimit"
 	"github.com/waitroom/waitroom/internal/web/httpapi"
 	"github.com/waitroom/waitroom/internal/web/pages"
+	"github.com/waitroom/waitroom/internal/web/soldout"
 	"github.com/waitroom/waitroom/web"
 )
 
@@ -25,11 +26,15 @@ const errorLogBurst = 10
 // its listener, and adds the profiling listener when one is configured.
 func (a *app) addServer(ctx context.Context) error {
 	cfg := a.cfg
-	g, upstream, err := a.newGate(ctx)
+	waitingPages, err := a.newPages()
 	if err != nil {
 		return err
 	}
-	opts, err := a.apiOptions()
+	g, upstream, err := a.newGate(ctx, soldout.New(a.store, waitingPages))
+	if err != nil {
+		return err
+	}
+	opts, err := a.apiOptions(waitingPages)
 	if err != nil {
 		return err
 	}
@@ -60,25 +65,31 @@ func (a *app) addServer(ctx context.Context) error {
 	return nil
 }
 
+// newPages are the waiting pages, checked now: a template that does not
+// parse or lacks the script stops start-up, naming its file and line.
+// The API serves them, and the gate's sold-out page is one of them.
+func (a *app) newPages() (*pages.Pages, error) {
+	messages, err := pages.Messages()
+	if err != nil {
+		return nil, err
+	}
+	waitingPages, err := pages.New(pages.Options{Project: pages.ProjectFS(), Messages: messages, Dir: a.cfg.PagesDir, Queues: a.store.Queues()})
+	if err != nil {
+		return nil, err
+	}
+	if a.cfg.PagesDir != "" {
+		a.log.Info("operator pages", "dir", a.cfg.PagesDir)
+	}
+	return waitingPages, nil
+}
+
 // apiOptions are the API's options but for the gate: the store, the
-// trust, the pages (checked now: a template that does not parse or lacks
-// the script stops start-up, naming its file and line) and the rest.
-func (a *app) apiOptions() (httpapi.Options, error) {
+// trust, the pages and the rest.
+func (a *app) apiOptions(waitingPages *pages.Pages) (httpapi.Options, error) {
 	cfg := a.cfg
 	static, err := fs.Sub(web.Static, "static")
 	if err != nil {
 		return httpapi.Options{}, err
-	}
-	messages, err := pages.Messages()
-	if err != nil {
-		return httpapi.Options{}, err
-	}
-	waitingPages, err := pages.New(pages.Options{Project: pages.ProjectFS(), Messages: messages, Dir: cfg.PagesDir, Queues: a.store.Queues()})
-	if err != nil {
-		return httpapi.Options{}, err
-	}
-	if cfg.PagesDir != "" {
-		a.log.Info("operator pages", "dir", cfg.PagesDir)
 	}
 	rec, err := a.newPaid(a.obs.paid) // with its flushing worker
 	if err != nil {

@@ -9,6 +9,7 @@ import { api, currentSession, authHeaders, canOperate } from './admin-api.js';
 import { buildForms, syncForm, togglePause, toggleAdapt } from './admin-settings.js';
 import { buildOpening, updateOpening } from './admin-opening.js';
 import { buildText, updateText } from './admin-text.js';
+import { buildSale, updateSale } from './admin-sale.js';
 import { drawChart, chartWidth } from './admin-chart.js';
 import { renderAudit } from './admin-audit.js';
 import { buildSaleDay, updateSaleDay, refreshSchedule } from './admin-saleday.js';
@@ -165,6 +166,7 @@ function buildSection(name) {
   view.forms = buildForms(view, root);
   view.opening = buildOpening(view, q('form.opening-form'));
   view.text = buildText(view, q('form.text-form'));
+  view.sale = buildSale(view, q('.closed-note'), q('form.sale-form'));
   view.saleDay = buildSaleDay(view, q('.saleday'));
   q('.queue-name').textContent = name;
   root.setAttribute('aria-label', t('queueLabel', { name: name }));
@@ -235,6 +237,7 @@ function showSection(view) {
   for (const form of view.forms) syncForm(form, q);
   updateOpening(view.opening, q);
   updateText(view.text, q);
+  updateSale(view.sale, q);
   updateSaleDay(view, q);
   showDefences(view); // the price in force, over the queue's own challenge
 }

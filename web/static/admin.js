@@ -4,7 +4,8 @@
 // watch every queue, change a queue's refill size, its cap on active users
 // and how long a waiting place may go unheard before it is dropped, its
 // defences (a cap on the line, proof of work before entering), pause and
-// resume it, schedule an opening (and read its draw's seed), see a chart
+// resume it, close the sale with a message (sold out) and reopen it,
+// schedule an opening (and read its draw's seed), see a chart
 // of its recent ticks and of its active users, and read its audit log (who
 // changed what, from which address). The modules, each one concern:
 //
@@ -14,6 +15,7 @@
 //   admin-queues.js    one section per queue, kept in step with the server
 //   admin-settings.js  the settings' forms and the pause button
 //   admin-opening.js   the scheduled opening, in UTC
+//   admin-sale.js      closing the sale (sold out) and reopening it
 //   admin-chart.js     the live chart
 //   admin-audit.js     the audit log view
 //   admin-format.js    numbers and times in the page's language

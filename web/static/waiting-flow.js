@@ -49,7 +49,7 @@
 // without this one (web/web_test.go fails on an import circle). Their
 // bookkeeping is shared in waiting-attempt.js.
 
-import { t } from './waiting-messages.js';
+import { i18n, t, served } from './waiting-messages.js';
 import { page, queue, queueAPI, returnPath, usedElsewhere, storedPlace, readPlace, savePlace, clearPlace, dropJoinToken, dropHandoff } from './waiting-state.js';
 import { api, transient, backoff, away, awayWait } from './waiting-api.js';
 import { turnStep } from './waiting-handoff.js';
@@ -86,6 +86,13 @@ const challengeFlow = { enter: (solution) => step('enter', solution), fail: fail
 // first, never enter blindly. A join token enters at once, which keeps
 // the account's place if it holds one already.
 export function start() {
+  if (served.closed) {
+    // The gate's sold-out page: the server said the sale is closed,
+    // with the message in every language; the page's is shown.
+    const m = served.closed.message || {};
+    onClosed({ message: m[i18n.lang()] || m.en || Object.values(m)[0] || '', reopens_at: served.closed.reopens_at });
+    return;
+  }
   page.resuming = !page.joinToken && !page.handoff && !!storedPlace();
   render();
   if (page.handoff) enterHandoff();

@@ -80,7 +80,7 @@ func measureRedis(b *testing.B, rdb *redis.Client, fn func()) {
 
 // fill puts n users in the line the way enter.lua would, pipelined, so a
 // line of a million takes seconds rather than minutes.
-func fill(b *testing.B, rdb *redis.Client, q string, n int) {
+func fill(b testing.TB, rdb *redis.Client, q string, n int) {
 	b.Helper()
 	ctx := context.Background()
 	k := keysFor(q)

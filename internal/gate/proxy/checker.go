@@ -72,6 +72,9 @@ type GateOptions struct {
 	// Commands carries out what the order page says back in
 	// gate.HeaderCommand (nil: removed, nothing done).
 	Commands *command.Runner
+	// SoldOut answers those without a pass while their room's sale is
+	// closed (gate.Options.SoldOut): the service gives its sold-out page.
+	SoldOut gate.SoldOut
 }
 
 // NewGate returns waitroom's own gate for o.Queue and o.Routes: passes
@@ -116,6 +119,7 @@ func NewGate(ctx context.Context, o GateOptions) (*gate.Gate, error) {
 		PassLinks:      passLinks,
 		Unavailable:    o.Unavailable,
 		Commander:      commander,
+		SoldOut:        o.SoldOut,
 	})
 }
 

@@ -240,9 +240,10 @@ func TestAdminInKorean(t *testing.T) {
 		  const names = new Set(['waitroom', 'English', 'WAITROOM_ADMIN_TOKEN', 'wrt_', 'scripts', 'up', 'sh', 'token', 'admin', 'UTC', 'API', 'refill_size', 'priority', 'seniors']);
 		  const queue = new Set(%q.split(/[^A-Za-z]+/));
 		  // The switch names each language in its own words, as do the
-		  // queue text form's boxes, one per language.
+		  // queue text form's boxes and the sold-out message's fields,
+		  // one per language.
 		  let text = document.body.innerText.replace(document.querySelector('.lang-switch').innerText, '');
-		  document.querySelectorAll('.text-lang-name').forEach((el) => { text = text.replace(el.innerText, ''); });
+		  document.querySelectorAll('.text-lang-name, .sale-lang-name').forEach((el) => { text = text.replace(el.innerText, ''); });
 		  // A setting's label or hint not translated yet shows the
 		  // catalog's English, marked so (internal/web/httpapi's
 		  // TestSettingWordsTranslated lists them).

@@ -731,12 +731,24 @@ func TestOpenAPIContract(t *testing.T) {
 		// Sold out: the line closes with a message, and reopens.
 		k.check(t, e, call{method: "POST", path: admin + "/close", body: `{"message":{"en":"Sold out","ko":"매진"},"reopens_at":null}`, header: withJSON(auth...), status: 200})
 		k.check(t, e, call{method: "POST", path: "/api/v1/queues/" + e.queue + "/enter", body: "{}", header: jsonCT, status: 410, code: "sale_closed"})
+		// The gate's sold-out page, once the snapshot (each tick's) says so.
+		if err := e.store.RefreshSnapshot(t.Context(), e.queue, true); err != nil {
+			t.Fatal(err)
+		}
+		soldOut := []string{gate.HeaderOriginalURI, "/order?event=7", "Accept", "text/html"}
+		k.check(t, e, call{method: "GET", path: "/gate/refused", header: soldOut, status: 410})
+		k.check(t, e, call{method: "HEAD", path: "/gate/refused", header: soldOut, status: 410})
+		k.check(t, e, call{method: "GET", path: "/gate/refused", header: []string{"Accept", "application/json"}, status: 410, code: "sale_closed"})
 		k.check(t, e, call{method: "POST", path: admin + "/close", body: `{"message":{}}`, header: withJSON(auth...), status: 400, code: "invalid_settings"})
 		k.check(t, e, call{method: "POST", path: admin + "/close", body: `{"message":1}`, header: withJSON(auth...), status: 400, code: "invalid_json", docRejects: true})
 		k.check(t, e, call{method: "POST", path: admin + "/close", body: `{"message":{"en":"x"},"pad":"` + strings.Repeat("x", 5000) + `"}`, header: withJSON(auth...), status: 413, code: "body_too_large", docRejects: true})
 		k.check(t, e, call{method: "POST", path: "/admin/v1/queues/nope/close", body: `{"message":{"en":"x"}}`, header: withJSON(auth...), status: 404, code: "queue_not_found"})
 		k.check(t, e, call{method: "POST", path: admin + "/reopen", header: auth, status: 200})
 		k.check(t, e, call{method: "POST", path: "/admin/v1/queues/nope/reopen", header: auth, status: 404, code: "queue_not_found"})
+		if err := e.store.RefreshSnapshot(t.Context(), e.queue, true); err != nil {
+			t.Fatal(err)
+		}
+		k.check(t, e, call{method: "GET", path: "/gate/refused", header: soldOut, status: 303})
 	})
 
 	// adminCalls are one valid request per admin operation, for the

@@ -31,7 +31,9 @@ import (
 	"github.com/waitroom/waitroom/internal/trust/place"
 	"github.com/waitroom/waitroom/internal/web/adminapi"
 	"github.com/waitroom/waitroom/internal/web/httpkit"
+	"github.com/waitroom/waitroom/internal/web/pages"
 	"github.com/waitroom/waitroom/internal/web/publicapi"
+	"github.com/waitroom/waitroom/internal/web/soldout"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -149,7 +151,8 @@ func newTestGate(t testing.TB, rdb *redis.Client, store *queue.Store, name strin
 	}
 	g, err := proxy.NewGate(context.Background(), proxy.GateOptions{
 		Queue: name, Passes: passes, Admissions: store, Bypass: bypass, InsecureCookie: insecureCookie,
-		Uses: uses, Revoke: func(ctx context.Context, q, m string) error {
+		SoldOut: soldout.New(store, pages.Default()), // as cmd/waitroom wires it
+		Uses:    uses, Revoke: func(ctx context.Context, q, m string) error {
 			_, err := queue.NewInspector(store).Remove(ctx, q, m)
 			return err
 		},

@@ -56,6 +56,13 @@ type Data struct {
 	Messages map[string]string
 	// Languages are the six, for a switcher: buttons with data-lang.
 	Languages []Language
+	// Closed: the page is the sold-out page the gate shows while the
+	// sale is closed (RenderClosed), with the operator's ClosedMessage
+	// in Lang (else English, else any) and ReopensAt (RFC 3339; "": not
+	// said). The script shows the closed panel and asks nothing.
+	Closed        bool
+	ClosedMessage string
+	ReopensAt     string
 	// Script runs the line (polling, proof of work, leave, the hand-off):
 	// the page's data and its module script. Every template includes it
 	// once, in <head> or <body>.
@@ -75,6 +82,13 @@ type Language struct {
 // Text is a queue's title and message, each by language ("en": ...).
 type Text struct {
 	Title, Message map[string]string
+}
+
+// Closing is a closed sale as the sold-out page tells it: the operator's
+// message by language and when sales reopen (RFC 3339; "": not said).
+type Closing struct {
+	Message   map[string]string
+	ReopensAt string
 }
 
 // entryScript is the module every template must include (in Script).
@@ -201,7 +215,11 @@ func (p *Pages) parse(name string, src []byte) (*template.Template, error) {
 	}
 	for _, lang := range i18n.Langs {
 		var out bytes.Buffer
-		if err := t.Execute(&out, p.data("sample", lang, sample)); err != nil {
+		if err := t.Execute(&out, p.data("sample", lang, sample, nil)); err != nil {
+			return nil, fmt.Errorf("pages: %w", err)
+		}
+		// The sold-out page is the same template, closed.
+		if err := t.Execute(io.Discard, p.data("sample", lang, sample, &Closing{Message: sample.Message})); err != nil {
 			return nil, fmt.Errorf("pages: %w", err)
 		}
 		if n := strings.Count(out.String(), entryScript); n != 1 {
@@ -213,19 +231,30 @@ func (p *Pages) parse(name string, src []byte) (*template.Template, error) {
 
 // Render writes queue's waiting page in lang with its text.
 func (p *Pages) Render(w io.Writer, queue, lang string, text Text) error {
-	t := p.perQueue[queue]
-	if t == nil {
-		t = p.site
-	}
-	if t == nil {
-		t = p.project
-	}
-	return t.Execute(w, p.data(queue, lang, text))
+	return p.template(queue).Execute(w, p.data(queue, lang, text, nil))
 }
 
-func (p *Pages) data(queue, lang string, text Text) Data {
+// RenderClosed writes queue's sold-out page in lang: its waiting page
+// (the operator's template, if any), closed with c, which the script
+// shows without a request.
+func (p *Pages) RenderClosed(w io.Writer, queue, lang string, text Text, c Closing) error {
+	return p.template(queue).Execute(w, p.data(queue, lang, text, &c))
+}
+
+func (p *Pages) template(queue string) *template.Template {
+	if t := p.perQueue[queue]; t != nil {
+		return t
+	}
+	if p.site != nil {
+		return p.site
+	}
+	return p.project
+}
+
+// data is a page's Data; c is nil but on the sold-out page.
+func (p *Pages) data(queue, lang string, text Text, c *Closing) Data {
 	l := p.langs[lang]
-	return Data{
+	d := Data{
 		Lang:      lang,
 		Queue:     queue,
 		Title:     pick(text.Title, lang),
@@ -233,8 +262,12 @@ func (p *Pages) data(queue, lang string, text Text) Data {
 		State:     "loading",
 		Messages:  l.plain,
 		Languages: l.languages,
-		Script:    p.scriptTag(l.head, text),
+		Script:    p.scriptTag(l.head, text, c),
 	}
+	if c != nil {
+		d.Closed, d.ClosedMessage, d.ReopensAt = true, pick(c.Message, lang), c.ReopensAt
+	}
+	return d
 }
 
 // scriptTag is Data.Script: the page's data for the script (#wr-page:
@@ -242,7 +275,10 @@ func (p *Pages) data(queue, lang string, text Text) Data {
 // the module tags. encoding/json escapes <, > and &, in the catalog
 // (i18n.Catalogs.JSON) as in the text, so no text an operator or a
 // catalog holds can end the data block early.
-func (p *Pages) scriptTag(head []byte, text Text) template.HTML {
+//
+// On the sold-out page it also carries "closed": the message by
+// language and the reopening, which the script shows without a request.
+func (p *Pages) scriptTag(head []byte, text Text, c *Closing) template.HTML {
 	title, err := json.Marshal(nonNil(text.Title))
 	if err != nil {
 		panic(err) // a map of strings always encodes
@@ -259,6 +295,17 @@ func (p *Pages) scriptTag(head []byte, text Text) template.HTML {
 	b.Write(title)
 	b.WriteString(`,"message":`)
 	b.Write(message)
+	if c != nil {
+		closed, err := json.Marshal(struct {
+			Message   map[string]string `json:"message"`
+			ReopensAt string            `json:"reopens_at,omitempty"`
+		}{nonNil(c.Message), c.ReopensAt})
+		if err != nil {
+			panic(err) // strings always encode
+		}
+		b.WriteString(`,"closed":`)
+		b.Write(closed)
+	}
 	b.WriteString("}</script>\n  ")
 	b.WriteString(p.script)
 	return template.HTML(b.String())

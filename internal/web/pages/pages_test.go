@@ -280,7 +280,7 @@ func TestForkRendersAsTheStandardLibrary(t *testing.T) {
 		std := stdtemplate.Must(stdtemplate.New(name).Option("missingkey=error").Parse(string(src)))
 		for i := range 300 {
 			lang := i18n.Langs[i%len(i18n.Langs)]
-			d := p.data("q", lang, Text{Title: map[string]string{lang: hostile()}, Message: map[string]string{lang: hostile()}})
+			d := p.data("q", lang, Text{Title: map[string]string{lang: hostile()}, Message: map[string]string{lang: hostile()}}, nil)
 			var a, b bytes.Buffer
 			errA, errB := fork.Execute(&a, d), std.Execute(&b, d)
 			if (errA == nil) != (errB == nil) || a.String() != b.String() {
