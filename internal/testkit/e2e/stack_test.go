@@ -319,10 +319,13 @@ func (s *stack) fillWaiting(prefix string, n int) {
 }
 
 // enterRequests counts the enter requests the pages made: a page that
-// holds a place must never make a second one.
+// holds a place must never make a second one. An enter the browser
+// dropped before its answer (a load the network changed under, which
+// navigate loads again: TestTurnWithoutTargetSaysGoBack counted two) is
+// not the page's doing and is not counted.
 func (s *stack) enterRequests() int {
 	return s.calls.count(func(c call) bool {
-		return c.method == http.MethodPost && strings.HasSuffix(c.path, "/enter")
+		return c.method == http.MethodPost && strings.HasSuffix(c.path, "/enter") && !c.dropped
 	})
 }
 
@@ -450,6 +453,10 @@ type call struct {
 	status  int
 	started time.Time // when the request arrived
 	at      time.Time // when the answer was written
+	// dropped: the client had gone when the answer was done (its context
+	// canceled), e.g. Chromium dropping the requests of a load the
+	// network changed under, which it then loads again.
+	dropped bool
 }
 
 // recorder keeps every request the server answered, so a test can check
@@ -510,7 +517,8 @@ func (r *recorder) wrap(next http.Handler) http.Handler {
 			}
 		}
 		r.mu.Lock()
-		r.calls = append(r.calls, call{method: req.Method, path: req.URL.Path, member: member, status: sw.status, started: started, at: time.Now()})
+		r.calls = append(r.calls, call{method: req.Method, path: req.URL.Path, member: member, status: sw.status, started: started, at: time.Now(),
+			dropped: req.Context().Err() != nil})
 		r.mu.Unlock()
 	})
 }
