@@ -308,8 +308,20 @@ func (c *Container) Pause(ctx context.Context) error {
 		return err
 	}
 	defer cli.Close()
-	_, err = cli.ContainerPause(ctx, c.ctr.GetContainerID(), client.ContainerPauseOptions{})
-	return err
+	// The kernel may fail to freeze the container's processes at once
+	// ("unable to freeze", seen on a loaded machine): Docker leaves it
+	// running, and a later try succeeds. Bounded by ctx and 20 tries.
+	for try := 1; ; try++ {
+		_, err = cli.ContainerPause(ctx, c.ctr.GetContainerID(), client.ContainerPauseOptions{})
+		if err == nil || !strings.Contains(err.Error(), "unable to freeze") || try == 20 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // Unpause lets a paused container run again.
