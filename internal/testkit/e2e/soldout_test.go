@@ -15,6 +15,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/gate/proxy"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/web/pages"
 	"github.com/waitroom/waitroom/internal/web/soldout"
 )
@@ -118,16 +119,30 @@ func TestSoldOutClosesTheWaitingPage(t *testing.T) {
 
 	// Through the gate without a pass: the sold-out page, once this
 	// replica's snapshot of the line (each tick's) says closed.
+	// Waited for first: before the snapshot says so, the gate sends the
+	// browser to the waiting page (303), which learns it from its status.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	wait.For(t, 30*time.Second, "the gate to answer 410", func() (bool, string) {
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/order", nil)
+		req.Header.Set("Accept", "text/html")
+		res, err := noRedirect.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusGone, res.Status
+	})
+	since := time.Now()
 	admin.navigate(s.url + "/order")
 	admin.waitJS(10*time.Second, "the sold-out page", `document.body.dataset.state === 'closed' && !document.getElementById('closed').hidden`)
 	if got := admin.text("#closed-text"); got != en {
 		t.Errorf("the sold-out page says %q, want %q", got, en)
 	}
-	gone := s.calls.matching(func(c call) bool { return c.path == "/order" })
-	if last := gone[len(gone)-1]; last.status != http.StatusGone {
-		t.Errorf("/order answered %d, want 410", last.status)
+	gone := s.calls.matching(func(c call) bool { return c.path == "/order" && c.started.After(since) })
+	if len(gone) == 0 || gone[len(gone)-1].status != http.StatusGone {
+		t.Errorf("/order answered %v, want 410", gone)
 	}
-	if n := s.calls.count(func(c call) bool { return strings.HasPrefix(c.path, "/api/") && c.started.After(gone[0].started) }); n != 0 {
+	if n := s.calls.count(func(c call) bool { return strings.HasPrefix(c.path, "/api/") && c.started.After(since) }); n != 0 {
 		t.Errorf("the sold-out page made %d API requests, want none", n)
 	}
 
