@@ -383,20 +383,27 @@ func snapshot(ctx context.Context, e *env) (Snapshot, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	s := Snapshot{Waiting: map[string]int64{}, Entered: map[string]int64{}}
-	for key, into := range map[string]map[string]int64{rediskeys.Waiting(Queue): s.Waiting, rediskeys.Entered(Queue): s.Entered} {
-		zs, err := rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
-		if err != nil {
-			return s, err
-		}
-		for _, z := range zs {
+	// One transaction: the replicas still tick while the snapshot is
+	// read, and a tick between two separate reads (the line, then the
+	// entered set) showed its admissions in both.
+	var waiting, entered *redis.ZSliceCmd
+	var history *redis.StringSliceCmd
+	var tickCmd *redis.SliceCmd
+	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		waiting = p.ZRangeWithScores(ctx, rediskeys.Waiting(Queue), 0, -1)
+		entered = p.ZRangeWithScores(ctx, rediskeys.Entered(Queue), 0, -1)
+		history = p.LRange(ctx, rediskeys.History(Queue), 0, -1)
+		tickCmd = p.HMGet(ctx, rediskeys.Tick(Queue), "at_ms", "moved", "direct")
+		return nil
+	}); err != nil {
+		return s, err
+	}
+	for cmd, into := range map[*redis.ZSliceCmd]map[string]int64{waiting: s.Waiting, entered: s.Entered} {
+		for _, z := range cmd.Val() {
 			into[z.Member.(string)] = int64(z.Score)
 		}
 	}
-	hist, err := rdb.LRange(ctx, rediskeys.History(Queue), 0, -1).Result()
-	if err != nil {
-		return s, err
-	}
-	for _, h := range hist {
+	for _, h := range history.Val() {
 		f := strings.Split(h, ":")
 		if len(f) < 2 {
 			return s, fmt.Errorf("odd history entry %q", h)
@@ -410,10 +417,7 @@ func snapshot(ctx context.Context, e *env) (Snapshot, error) {
 	}
 	// The interval in progress: the last tick's moves and the direct
 	// admissions since.
-	tick, err := rdb.HMGet(ctx, rediskeys.Tick(Queue), "at_ms", "moved", "direct").Result()
-	if err != nil {
-		return s, err
-	}
+	tick := tickCmd.Val()
 	if at := toInt(tick[0]); at > 0 {
 		s.History = append(s.History, Interval{at, toInt(tick[1]) + toInt(tick[2])})
 	}
