@@ -45,6 +45,14 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: skipped under -short (Chromium, nginx and whole-stack tests)")
 		os.Exit(0)
 	}
+	// The tests mostly wait (on ticks, pages, containers): the package
+	// used 106 s of CPU in 334 s run one test per core, go test's
+	// default. Four at a time, unless -parallel says otherwise.
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", "4")
+	}
 	os.Exit(redistest.Main(m))
 }
 

@@ -317,12 +317,18 @@ func TestPoolTimeoutIsNotRedisAway(t *testing.T) {
 	o.Dialer = ctr.Dialer()
 	ss := newStarveStack(t, o)
 
-	hold, release := context.WithCancel(context.Background())
 	held := make(chan struct{})
 	go func() {
 		defer close(held)
-		ss.rdb.BLPop(hold, time.Minute, "starve:nothing") // the pool's one connection, until release
+		ss.rdb.BLPop(context.Background(), time.Minute, "starve:nothing") // the pool's one connection, until release
 	}()
+	// A BLPOP does not end when its context does (the client is blocked
+	// reading): pushing to its list from another connection ends it.
+	waker := ctr.Client(t, &redis.Options{})
+	var once sync.Once
+	release := func() {
+		once.Do(func() { waker.LPush(context.Background(), "starve:nothing", "release") })
+	}
 	t.Cleanup(func() { release(); <-held })
 	start := ss.pings.Load()
 	passless, outcomes := ss.watch(t, func() (bool, string) {
