@@ -8,7 +8,22 @@
 // import the others by relative path (waiting-*.js, admin-*.js and the shared
 // i18n.js, storage.js, dom.js). Everything loads from /_waitroom/static/,
 // because the server's Content-Security-Policy allows scripts and styles from
-// 'self' only, none inline. The words are in static/i18n/{page}/{lang}.json.
+// 'self' only, with one exception. The words are in
+// static/i18n/{page}/{lang}.json.
+//
+// The exception is each page's rescue, one inline classic script before the
+// modules (the same in pages/script.html and static/admin.html, allowed by
+// its hash in the policy). If one module fails to load, none runs and the
+// page stays on the server's "Joining the line…" for good; Chromium drops
+// every request in flight when the network changes under it (a phone
+// moving from Wi-Fi to mobile data, an interface coming or going:
+// net::ERR_NETWORK_CHANGED, which the page tests see whenever Docker starts
+// a container). A browser keeps a module that failed for the document's
+// life, so the rescue reloads the page after 1 s, 2 s, 4 s ... up to 30 s,
+// counted in sessionStorage so that a module really missing does not
+// reload in a tight loop; the entries forget the count once they run. It
+// is inline because a rescue loaded as a file of its own was lost with the
+// modules it was there for.
 //
 // The waiting page itself is a Go html/template, pages/waiting.html, which
 // the server renders (internal/web/pages) with pages/script.html, the module

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"io/fs"
 	"maps"
 	"path"
@@ -8,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/waitroom/waitroom/internal/web/httpkit"
 )
 
 var (
@@ -19,7 +23,43 @@ var (
 	entry = regexp.MustCompile(`<script type="module" src="/_waitroom/static/([^"]+)"></script>`)
 	// classic is a page's classic script (no imports).
 	classic = regexp.MustCompile(`<script defer src="/_waitroom/static/([^"]+)"></script>`)
+	// inline is a page's inline script.
+	inline = regexp.MustCompile(`<script>([^<]*)</script>`)
 )
+
+// Each page has one inline script, its rescue, the same on both, before
+// its module, and the Content-Security-Policy allows exactly it by its
+// hash: a changed rescue that the policy does not name would never run.
+func TestRescueIsAllowed(t *testing.T) {
+	script, err := fs.ReadFile(Pages, "pages/script.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := fs.ReadFile(Static, "static/admin.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rescue string
+	for name, html := range map[string]string{"pages/script.html": string(script), "static/admin.html": string(admin)} {
+		m := inline.FindAllStringSubmatchIndex(html, -1)
+		if len(m) != 1 {
+			t.Fatalf("%s: %d inline scripts, want the rescue alone", name, len(m))
+		}
+		if e := entry.FindStringIndex(html); e == nil || e[0] < m[0][1] {
+			t.Errorf("%s: the rescue is not before the module", name)
+		}
+		got := html[m[0][2]:m[0][3]]
+		if rescue != "" && got != rescue {
+			t.Errorf("%s: its rescue differs from the other page's", name)
+		}
+		rescue = got
+	}
+	sum := sha256.Sum256([]byte(rescue))
+	want := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	if !strings.Contains(httpkit.ContentSecurityPolicy, "script-src 'self' "+want+";") {
+		t.Errorf("the policy's script-src does not allow the rescue: want %s in %q", want, httpkit.ContentSecurityPolicy)
+	}
+}
 
 // Each page loads its entry module and preloads every module the entry
 // imports, directly or not, so the browser fetches them all at once

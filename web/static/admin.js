@@ -30,7 +30,7 @@ import { getToken } from './admin-api.js';
 import { signIn, signOut, showLogin, redrawDashboard, offerProvider } from './admin-signin.js';
 import { session } from './storage.js';
 
-session.remove('waitroom:reloads'); // the modules loaded (waiting-rescue.js)
+session.remove('waitroom:reloads'); // the modules loaded (the page's rescue)
 i18n.apply();
 i18n.bindSwitch(redrawDashboard);
 

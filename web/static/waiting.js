@@ -22,8 +22,8 @@
 //   waiting-alerts.js    the turn told to someone looking away
 //   i18n.js, storage.js, dom.js   shared with the back office
 //
-// waiting-rescue.js, a classic script, reloads the page if a module
-// fails to load.
+// The page's rescue, an inline classic script before the modules,
+// reloads the page if a module fails to load (web/web.go).
 
 import { $ } from './dom.js';
 import { session } from './storage.js';
@@ -37,7 +37,7 @@ import { initAlerts } from './waiting-alerts.js';
 import { bindMove } from './waiting-move.js';
 
 function init() {
-  session.remove('waitroom:reloads'); // the modules loaded (waiting-rescue.js)
+  session.remove('waitroom:reloads'); // the modules loaded (the page's rescue)
   i18n.apply();
   showQueueText();
   i18n.bindSwitch(() => {

@@ -28,7 +28,7 @@ import (
 // under a second, and under the whole suite on two cores in a few. Pages
 // once stayed on "Joining the line…" for good: a module lost
 // to net::ERR_NETWORK_CHANGED when Docker started a container, which
-// waiting-rescue.js now reloads. The wait ends as soon as the page gets
+// the page's rescue now reloads. The wait ends as soon as the page gets
 // there, and when it does not, the failure prints the page's journal
 // (journal_test.go): every request it made, with its answer or failure,
 // and its console.

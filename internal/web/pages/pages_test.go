@@ -89,7 +89,7 @@ func TestTextEscaped(t *testing.T) {
 		"\u2028</script>",
 	} {
 		page := render(t, p, "q", "en", Text{Title: map[string]string{"en": evil}, Message: map[string]string{"en": evil}})
-		// The page's data, waiting-rescue.js and the entry module: no more.
+		// The page's data, its rescue and the entry module: no more.
 		if strings.Count(page, "<script") != 3 || strings.Contains(page, "<img src=x") || strings.Contains(page, "alert(1)</script>") {
 			t.Errorf("%q is not escaped:\n%s", evil, page)
 		}

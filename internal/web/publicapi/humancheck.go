@@ -4,12 +4,13 @@ import (
 	"strings"
 
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
+	"github.com/waitroom/waitroom/internal/web/httpkit"
 )
 
 // waitingPageCSP is the waiting page's Content-Security-Policy when the
 // room asks for a human check: contentSecurityPolicy, with the sources
 // the provider's widget needs (its script, its frame, its requests and
-// styles). nil without a provider: the page keeps the policy every
+// styles), and the page's rescue. nil without a provider: the page keeps the policy every
 // answer gets, which allows no third party at all.
 func waitingPageCSP(p humancheck.Public) []string {
 	src := p.CSP()
@@ -25,7 +26,7 @@ func waitingPageCSP(p humancheck.Public) []string {
 		}
 		return out
 	}
-	policy := "default-src 'self'; script-src " + with(src.Script) + "; style-src " + with(src.Style) +
+	policy := "default-src 'self'; script-src " + with(src.Script) + " " + httpkit.RescueHash + "; style-src " + with(src.Style) +
 		"; img-src 'self' data:; connect-src " + with(src.Connect) + "; frame-src " + with(src.Frame) +
 		"; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 	return []string{policy}

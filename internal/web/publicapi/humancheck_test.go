@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
+	"github.com/waitroom/waitroom/internal/web/httpkit"
 )
 
 // The waiting page names the widget's sources only with a provider, and
@@ -21,7 +22,7 @@ func TestWaitingPageCSP(t *testing.T) {
 		t.Fatalf("turnstile: %q", got)
 	}
 	for _, want := range []string{
-		"script-src 'self' https://challenges.cloudflare.com http://127.0.0.1:4711;",
+		"script-src 'self' https://challenges.cloudflare.com http://127.0.0.1:4711 " + httpkit.RescueHash + ";",
 		"frame-src 'self' https://challenges.cloudflare.com http://127.0.0.1:4711;",
 		"connect-src 'self' http://127.0.0.1:4711;",
 		"frame-ancestors 'none'", "default-src 'self'", "base-uri 'none'",
