@@ -8,10 +8,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/waitroom/waitroom/internal/backoffice/lockout"
 	"github.com/waitroom/waitroom/internal/engine/queue"
@@ -23,16 +26,22 @@ import (
 	"github.com/waitroom/waitroom/internal/web/httpkit"
 )
 
-// codesEnv is a server with invitation codes on, behind a trusted proxy
-// (the tests name each caller's address in X-Forwarded-For), over a queue
-// with a "vip" lane whose one token is taken, so newcomers wait.
-func codesEnv(t testing.TB, opts Options) *env {
+// testCodes are invitation codes keyed with a test secret.
+func testCodes(t testing.TB) *invite.Codes {
 	t.Helper()
 	codes, err := invite.New([]byte("httpapi-test-secret-for-codes-0123456789"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Codes, opts.AdminToken = codes, adminToken
+	return codes
+}
+
+// codesEnv is a server with invitation codes on, behind a trusted proxy
+// (the tests name each caller's address in X-Forwarded-For), over a queue
+// with a "vip" lane whose one token is taken, so newcomers wait.
+func codesEnv(t testing.TB, opts Options) *env {
+	t.Helper()
+	opts.Codes, opts.AdminToken = testCodes(t), adminToken
 	if opts.ClientIP == nil {
 		opts.ClientIP, _ = clientip.New([]string{"127.0.0.0/8", "::1"}) // valid prefixes
 	}
@@ -356,4 +365,45 @@ func jsonString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// checkCodes is the contract test's calls of the invitation codes: the
+// admin routes and enter's invite_code, each validated against
+// api/openapi.yaml. off is a server without codes.
+func (k *contract) checkCodes(t *testing.T, rdb *redis.Client, off *env) {
+	e := k.newEnv(t, rdb, queue.Settings{RefillSize: 1, RefillInterval: slow.RefillInterval, SessionTTL: slow.SessionTTL},
+		Options{AdminToken: adminToken, Codes: testCodes(t)})
+	lanes := queue.Lanes{{Name: "vip", Share: 0.5}}
+	if err := queue.NewInspector(e.store).UpdateSettings(context.Background(), e.queue, queue.Update{Lanes: &lanes}); err != nil {
+		t.Fatal(err)
+	}
+	path := "/admin/v1/queues/" + e.queue + "/codes"
+	enter := "/api/v1/queues/" + e.queue + "/enter"
+	auth := []string{"Authorization", "Bearer " + adminToken, "Content-Type", "application/json"}
+	jsonCT := []string{"Content-Type", "application/json"}
+	k.check(t, e, call{method: "POST", path: enter, body: `{}`, header: jsonCT, status: 200}) // takes the token
+
+	r := k.check(t, e, call{method: "POST", path: path, body: `{"lane":"vip","n":2,"uses":1,"expires_at":null}`, header: auth, status: 201})
+	var made adminapi.CreateCodesResponse
+	if err := json.Unmarshal(r.body, &made); err != nil || len(made.Codes) != 2 {
+		t.Fatalf("made: %s", r.body)
+	}
+	k.check(t, e, call{method: "POST", path: path, body: `{"lane":"vip","n":1}`, header: append(slices.Clone(auth), "Accept", "text/csv"), status: 201})
+	k.check(t, e, call{method: "POST", path: path, body: `{"lane":"vip","codes":["CONTRACT-0001"],"expires_at":"2999-01-01T00:00:00Z"}`, header: auth, status: 201})
+	k.check(t, e, call{method: "POST", path: path, body: `{"lane":"vip","codes":["CONTRACT-0001"]}`, header: auth, status: 409, code: "code_exists"})
+	k.check(t, e, call{method: "POST", path: path, body: `{"lane":"vip","n":1,"codes":["ABCDEFGH"]}`, header: auth, status: 400, code: "invalid_codes"})
+	k.check(t, e, call{method: "POST", path: path, body: `{"lane":"vip","n":0}`, header: auth, status: 400, code: "invalid_codes", docRejects: true})
+	k.check(t, e, call{method: "POST", path: path, body: `{"lane":"nosuch","n":1}`, header: auth, status: 400, code: "invalid_lane"})
+	k.check(t, e, call{method: "POST", path: "/admin/v1/queues/nope/codes", body: `{"lane":"vip","n":1}`, header: auth, status: 404, code: "queue_not_found"})
+	k.check(t, e, call{method: "POST", path: path, body: `{"lane":"vip","n":1}`, header: jsonCT, status: 401, code: "unauthorized", docRejects: true})
+	k.check(t, off, call{method: "POST", path: "/admin/v1/queues/" + off.queue + "/codes", body: `{"lane":"vip","n":1}`, header: auth, status: 404, code: "codes_disabled"})
+	k.check(t, e, call{method: "GET", path: path, header: auth, status: 200})
+	k.check(t, e, call{method: "GET", path: "/admin/v1/queues/nope/codes", header: auth, status: 404, code: "queue_not_found"})
+	k.check(t, e, call{method: "POST", path: path, body: `{"lane":"vip","codes":["` + strings.Repeat("A", 14<<20) + `"]}`, header: auth, status: 413, code: "body_too_large", docRejects: true})
+
+	k.check(t, e, call{method: "POST", path: enter, body: `{"invite_code":"` + made.Codes[0] + `"}`, header: jsonCT, status: 200})
+	k.check(t, e, call{method: "POST", path: enter, body: `{"invite_code":"` + made.Codes[0] + `"}`, header: jsonCT, status: 403, code: "invalid_code"})
+	k.check(t, e, call{method: "DELETE", path: path + "/" + made.Batch.ID, header: auth, status: 204})
+	k.check(t, e, call{method: "DELETE", path: path + "/nosuch", header: auth, status: 404, code: "batch_not_found"})
+	k.check(t, e, call{method: "POST", path: enter, body: `{"invite_code":"WRONG-CODE-0000"}`, header: jsonCT, status: 429, code: "too_many_code_attempts", sendAgainOn: 403})
 }

@@ -222,8 +222,10 @@ func Classify(err error) *Error {
 	case errors.As(err, &lk):
 		return &Error{Status: http.StatusTooManyRequests, Code: "too_many_code_attempts", Field: "invite_code",
 			Message: "too many wrong invitation codes from this address or network; try again after Retry-After seconds", RetryAfter: lk.RetryAfter}
-	case errors.Is(err, queue.ErrInvalidCodeBatch), errors.Is(err, invite.ErrShape):
+	case errors.Is(err, queue.ErrInvalidCodeBatch):
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_codes", Message: ClientMessage(err)}
+	case errors.Is(err, invite.ErrShape):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_codes", Field: "codes", Message: "a code is 8 to 64 letters and digits (spaces and hyphens aside)"}
 	case errors.Is(err, queue.ErrCodeExists):
 		return ErrCodeExists
 	case errors.Is(err, queue.ErrTooManyCodes):
