@@ -123,15 +123,15 @@ func TestInvitationCodes(t *testing.T) {
 		t.Fatalf("upload: %+v", up)
 	}
 	for body, code := range map[string]string{
-		`{"lane":"vip","n":0}`:                      "invalid_codes",
-		`{"lane":"vip","n":100001}`:                 "invalid_codes",
-		`{"lane":"vip","n":1,"uses":0}`:             "invalid_codes",
-		`{"lane":"vip","n":1,"expires_at":"never"}`: "invalid_codes",
-		`{"lane":"vip","n":1,"codes":["ABCDEFGH"]}`: "invalid_codes",
-		`{"lane":"vip","codes":["short"]}`:          "invalid_codes",
-		`{"lane":"nosuch","n":1}`:                   "invalid_lane",
+		`{"lane":"vip","n":0}`:                       "invalid_codes",
+		`{"lane":"vip","n":100001}`:                  "invalid_codes",
+		`{"lane":"vip","n":1,"uses":0}`:              "invalid_codes",
+		`{"lane":"vip","n":1,"expires_at":"never"}`:  "invalid_codes",
+		`{"lane":"vip","n":1,"codes":["ABCDEFGH"]}`:  "invalid_codes",
+		`{"lane":"vip","codes":["short"]}`:           "invalid_codes",
+		`{"lane":"nosuch","n":1}`:                    "invalid_lane",
 		`{"lane":"vip","codes":["SUMMERGUEST0001"]}`: "code_exists",
-		`{"lane":"vip","n":1,"extra":1}`:            "invalid_json",
+		`{"lane":"vip","n":1,"extra":1}`:             "invalid_json",
 	} {
 		r := e.do("POST", path, body, auth...)
 		var eb httpkit.ErrorBody
