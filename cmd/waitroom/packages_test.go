@@ -26,7 +26,7 @@ var groups = []struct{ dir, serves string }{
 	{"internal/config", "the service's settings, read from the environment once and validated"},
 	{"internal/infra", "infrastructure: the Redis client, the Redis keys, the version"},
 	{"internal/engine", "the engine: each queue's line, held places and admissions in Redis, and the tick that moves them"},
-	{"internal/trust", "trust: who holds a place, entry passes, proof of work, human checks, moving a place to another device"},
+	{"internal/trust", "trust: who holds a place, entry passes, proof of work, human checks, moving a place to another device, invitation codes"},
 	{"internal/hygiene", "request hygiene: the client's address and network, other sites, paths, strict JSON, open connections"},
 	{"internal/web", "the HTTP faces: the public queue API and its pages, the admin API, their shared plumbing and the one router"},
 	{"internal/gate", "waitroom's own gate: the reverse proxy and forward auth, what it let through while Redis was away, and the order page's commands"},

@@ -100,6 +100,7 @@ func (a *app) apiOptions(waitingPages *pages.Pages) (httpapi.Options, error) {
 		Places:          a.trust.places,
 		Passes:          a.trust.passes,
 		Join:            a.trust.join,
+		Codes:           a.trust.codes,
 		CookieSecure:    cfg.CookieSecure,
 		InsecureUserIDs: cfg.InsecureUserIDs,
 		AdminToken:      cfg.AdminToken,

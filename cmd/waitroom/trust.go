@@ -11,6 +11,7 @@ import (
 
 	"github.com/waitroom/waitroom/internal/config"
 	"github.com/waitroom/waitroom/internal/trust/challenge"
+	"github.com/waitroom/waitroom/internal/trust/invite"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/place"
 	"github.com/waitroom/waitroom/internal/trust/secrets"
@@ -28,6 +29,8 @@ type trust struct {
 	passes     *pass.Passes
 	challenges *challenge.Challenges
 	join       *place.Join
+	// codes digests invitation codes, under a key derived from secret.
+	codes *invite.Codes
 }
 
 // Fields of rediskeys.Secrets that hold what replicas share when the operator
@@ -67,11 +70,15 @@ func loadTrust(ctx context.Context, cfg config.Config, rdb secrets.Redis) (trust
 	if err != nil {
 		return trust{}, errFatal{err}
 	}
+	codes, err := invite.New(secret)
+	if err != nil {
+		return trust{}, errFatal{err}
+	}
 	passes, err := loadPasses(ctx, cfg, rdb)
 	if err != nil {
 		return trust{}, err
 	}
-	return trust{secret: secret, places: places, passes: passes, challenges: challenges}, nil
+	return trust{secret: secret, places: places, passes: passes, challenges: challenges, codes: codes}, nil
 }
 
 // loadPasses builds the entry passes from the configured key file, or

@@ -388,6 +388,11 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
       },
     };
     let joinToken = typeof o.joinToken === 'string' ? o.joinToken : '';
+    // An invitation code the site took from its user: the first enter
+    // sends it (invite_code), moving the place held, or a new one, into the
+    // code's lane. Refused, wait rejects with the code's error and the
+    // place, if any, is kept for a later wait.
+    let inviteCode = typeof o.inviteCode === 'string' ? o.inviteCode : '';
     let ended = false;
     let leading = false;
     let timer = 0;
@@ -680,7 +685,7 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
 
     function next() {
       if (ended) return;
-      if (stored.get() && !joinToken) step('status');
+      if (stored.get() && !joinToken && !inviteCode) step('status');
       else enter();
     }
 
@@ -700,6 +705,7 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
       try {
         if (action === 'enter') {
           const body = joinToken ? { join_token: joinToken } : {};
+          if (inviteCode) body.invite_code = inviteCode;
           Object.assign(body, solution || {});
           tk = await api('POST', qpath + '/enter', { body: body, token: held && held.token });
         } else {
@@ -711,7 +717,12 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
       }
       if (g !== gen || ended) return;
       failures = 0;
-      if (action === 'enter') joinToken = '';
+      if (action === 'enter') {
+        joinToken = '';
+        // A notice is a key of the words, or (here) a text already in them.
+        if (inviteCode && tk.lane) view.notice = t('codeAccepted', { lane: tk.lane });
+        inviteCode = '';
+      }
       lastStatus = Date.now(); // the origin's word, an enter's too
       if (tk.place_token) stored.set({ token: tk.place_token, member: tk.user_id });
       ticket(tk, action);
@@ -789,6 +800,8 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
       if (err.code === 'rate_limited') {
         failures++;
         later(() => step(action, solution), Math.max(err.retryAfterMs, backoff(failures)) * (1 + Math.random() * 0.2));
+      } else if (entering && (err.code === 'invalid_code' || err.code === 'too_many_code_attempts')) {
+        finish(null, err); // the code changed nothing; the site tells its user
       } else if (entering && err.code === 'challenge_required') {
         challenge = true;
         solveThenEnter();

@@ -53,6 +53,7 @@ import { i18n, t, served } from './waiting-messages.js';
 import { page, queue, queueAPI, returnPath, usedElsewhere, storedPlace, readPlace, savePlace, clearPlace, dropJoinToken, dropHandoff } from './waiting-state.js';
 import { api, transient, backoff, away, awayWait } from './waiting-api.js';
 import { turnStep } from './waiting-handoff.js';
+import { codeAnswered } from './waiting-code.js';
 import { render, say, announce } from './waiting-render.js';
 import { alertTurn, whenSeen } from './waiting-alerts.js';
 import { attempt, later, stopTimer, MAX_TIMER_MS } from './waiting-attempt.js';
@@ -148,6 +149,7 @@ export async function step(action, solution) {
     if (page.handoff) page.notice = 'movedHere';
     dropJoinToken();
     dropHandoff();
+    codeAnswered(tk);
   }
   onTicket(tk, action);
 }
@@ -163,8 +165,13 @@ function request(action, solution) {
     body.nonce = solution.nonce;
   }
   if (solution && solution.human_token) body.human_token = solution.human_token;
+  if (page.inviteCode && !moving) body.invite_code = page.inviteCode;
   return api('POST', queueAPI + '/enter', body);
 }
+
+// CODE_KEPT are the refusals of an enter that make it again as it was:
+// an invitation code it carried goes with it again.
+const CODE_KEPT = ['challenge_required', 'human_check_required', 'human_check_failed', 'queue_full'];
 
 // onRefused decides what follows a request that got no ticket: the
 // definite answers (see the top of the file) each have their own; the
@@ -176,7 +183,9 @@ function onRefused(action, solution, err) {
   }
   attempt.limited = 0;
   const entering = action === 'enter';
-  if (entering && err.code === 'challenge_required') {
+  if (entering && !CODE_KEPT.includes(err.code) && codeAnswered(null, err)) {
+    step('status'); // definite: the code changed nothing, the place is kept
+  } else if (entering && err.code === 'challenge_required') {
     onChallenge(challengeFlow); // definite: no place was made
   } else if (entering && (err.code === 'human_check_required' || err.code === 'human_check_failed')) {
     // Definite: no place was made. The enter is made again as it was

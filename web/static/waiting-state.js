@@ -33,6 +33,7 @@ export const page = {
   // holds one place on every device. Dropped once an enter with it is
   // answered; from then on the cookie names the place.
   joinToken: params.get('join') || '',
+  inviteCode: '', // an invitation code typed, until its enter is answered (waiting-code.js)
   // A hand-over of a place from another device (?handoff= from its QR
   // code, or a code typed here): the next enter takes that place over.
   // Dropped once an enter with it is answered.

@@ -17,6 +17,7 @@
 //   waiting-handoff.js   where the turn sends the user, with the pass
 //   waiting-move.js      continuing on another device: QR code, codes;
 //                        a place moved here or away
+//   waiting-code.js      an invitation code: the place to its lane
 //   waiting-render.js    drawing the state; the live region
 //   waiting-format.js    numbers, times and waits in the page's language
 //   waiting-alerts.js    the turn told to someone looking away
@@ -35,6 +36,7 @@ import { retryFull } from './waiting-full.js';
 import { render } from './waiting-render.js';
 import { initAlerts } from './waiting-alerts.js';
 import { bindMove } from './waiting-move.js';
+import { bindCode } from './waiting-code.js';
 
 function init() {
   session.remove('waitroom:reloads'); // the modules loaded (the page's rescue)
@@ -63,6 +65,7 @@ function init() {
   $('rejoin').addEventListener('click', rejoin);
   $('moved-rejoin').addEventListener('click', rejoin);
   bindMove(enterHandoff);
+  bindCode(enter);
   $('full-retry').addEventListener('click', () => retryFull(true, enter));
   $('pass').addEventListener('focus', (e) => e.target.select());
   initAlerts();

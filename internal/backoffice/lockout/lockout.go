@@ -115,7 +115,14 @@ func New(rdb redis.Scripter, p Policy) (*Lockout, error) {
 // is counted). An error means Redis did not answer: the caller must refuse
 // the request, never let it through unjudged.
 func (l *Lockout) Attempt(ctx context.Context, client netip.Addr, presented, expected []byte) (Result, error) {
-	keys := []string{Key(client)}
+	return l.AttemptKey(ctx, Key(client), presented, expected)
+}
+
+// AttemptKey is Attempt for the state kept under key: for a budget of
+// another kind than the admin API's per client (invitation codes keep
+// one per queue, per address and per network: rediskeys.CodeGuesses).
+func (l *Lockout) AttemptKey(ctx context.Context, key string, presented, expected []byte) (Result, error) {
+	keys := []string{key}
 	argv := []any{presented, expected, l.argv[0], l.argv[1], l.argv[2], l.argv[3], l.argv[4]}
 	v, err := attemptScript.Run(ctx, l.rdb, keys, argv...).Int64Slice()
 	if err != nil {

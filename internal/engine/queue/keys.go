@@ -32,6 +32,9 @@ type keys struct {
 	// lane is the line's lane ("": the general lane); lanes and schedule
 	// are the queue's (rediskeys.Lanes, Schedule).
 	lane, lanes, schedule string
+	// codes and codeBatches are the queue's invitation codes
+	// (rediskeys.Codes, CodeBatches; codes.go).
+	codes, codeBatches string
 	// laneHistory is a lane's own history (the format above), "" for the
 	// general lane, whose intervals the queue's history counts in full.
 	laneHistory string
@@ -70,6 +73,9 @@ func keysFor(queue string) keys {
 		moved:    rediskeys.Moved(queue),
 		lanes:    rediskeys.Lanes(queue),
 		schedule: rediskeys.Schedule(queue),
+
+		codes:       rediskeys.Codes(queue),
+		codeBatches: rediskeys.CodeBatches(queue),
 	}
 }
 

@@ -41,6 +41,9 @@ func TestNamesAreStable(t *testing.T) {
 		{Lane("a", "priority", "waiting"), "wr:{a}:lane:priority:waiting"},
 		{Lanes("a"), "wr:{a}:lanes"},
 		{Schedule("a"), "wr:{a}:schedule"},
+		{Codes("a"), "wr:{a}:codes"},
+		{CodeBatches("a"), "wr:{a}:codes:batches"},
+		{CodeGuesses("a", "n:198.51.100.0/24"), "wr:{a}:codeguess:n:198.51.100.0/24"},
 		{DeadEvents("a"), "wr:{a}:events:dead"},
 		{Audit("a"), "wr:{a}:audit"},
 		{GateFailOpen("a"), "wr:{a}:gate_fail_open"},
@@ -94,7 +97,7 @@ func TestRegistryMatchesBuilders(t *testing.T) {
 			t.Errorf("row %q: a queue's key outside the queue's hash tag", k.Pattern)
 		}
 	}
-	if len(seen) != 53 {
+	if len(seen) != 56 {
 		t.Errorf("%d rows; a key added or removed? update TestNamesAreStable too", len(seen))
 	}
 }

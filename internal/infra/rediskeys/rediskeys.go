@@ -177,6 +177,24 @@ func Lanes(q string) string { return prefix(q) + "lanes" }
 // window at its start and undoes it at its end. Owner: queue.
 func Schedule(q string) string { return prefix(q) + "schedule" }
 
+// Codes is q's invitation codes. HASH field a code's keyed digest
+// (internal/trust/invite: never the code), value "<uses left> <batch>
+// <lane>"; redeem.lua spends a use as it moves a place into the lane.
+// Owner: queue.
+func Codes(q string) string { return prefix(q) + "codes" }
+
+// CodeBatches is q's batches of invitation codes. HASH fields "<batch>"
+// (JSON: the batch as the admin API lists it), "<batch>:lane" (present
+// once the batch's codes are all stored: until then they redeem
+// nothing), "<batch>:expires_ms" (0: never), "<batch>:used" and
+// "<batch>:revoked_ms". Owner: queue.
+func CodeBatches(q string) string { return prefix(q) + "codes:batches" }
+
+// CodeGuesses is the wrong invitation codes of who (an address as
+// clientip.Key counts it, or a network "n:<prefix>") in q, and its lock:
+// lockout's HASH. Owner: lockout.
+func CodeGuesses(q, who string) string { return prefix(q) + "codeguess:" + who }
+
 // --- the capabilities beside the queue, each in its own keys.
 
 // DeadEvents is q's webhook deliveries given up. STREAM, at most ~10,000.

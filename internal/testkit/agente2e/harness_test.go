@@ -33,6 +33,7 @@ import (
 	"github.com/waitroom/waitroom/internal/testkit/demo"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
+	"github.com/waitroom/waitroom/internal/trust/invite"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/place"
 	"github.com/waitroom/waitroom/internal/web/httpapi"
@@ -63,8 +64,9 @@ type site struct {
 	other  string // a second queue, whose passes must not book
 	store  *queue.Store
 	passes *pass.Passes
-	wr     string // waitroom's base URL
-	shop   string // the shop's base URL (another origin)
+	codes  *invite.Codes // invitation codes, on as cmd/waitroom has them
+	wr     string        // waitroom's base URL
+	shop   string        // the shop's base URL (another origin)
 
 	mu    sync.Mutex
 	calls []call // waitroom's requests
@@ -140,8 +142,11 @@ func newSiteWith(t *testing.T, settings queue.Settings, shopOpts demo.ShopOption
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.codes, err = invite.New(secret()); err != nil {
+		t.Fatal(err)
+	}
 	api := httpapi.New(httpapi.Options{Gate: g, Store: store, Redis: rdb, Places: places, Passes: s.passes,
-		Origins: origins, Logger: log, Static: static, AdminToken: "agente2e-admin-token-0123456789abcdef"})
+		Origins: origins, Logger: log, Static: static, AdminToken: "agente2e-admin-token-0123456789abcdef", Codes: s.codes})
 	wrSrv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusWriter{ResponseWriter: w, status: 200}
 		if s.away.Load() && r.Method != http.MethodOptions && strings.HasPrefix(r.URL.Path, "/api/v1/queues/") { // preflights are answered before routing

@@ -26,6 +26,7 @@ import (
 	"github.com/waitroom/waitroom/internal/hygiene/safeurl"
 	"github.com/waitroom/waitroom/internal/ops/autorate"
 	"github.com/waitroom/waitroom/internal/ops/forecast"
+	"github.com/waitroom/waitroom/internal/trust/invite"
 	"github.com/waitroom/waitroom/internal/web/httpkit"
 )
 
@@ -84,6 +85,9 @@ type Options struct {
 	// Adapt stores what the site pushes of its health (POST .../origin);
 	// nil: that endpoint answers 404.
 	Adapt *autorate.Runner
+	// Codes digests the invitation codes an operator makes or uploads
+	// (POST .../codes); nil: that endpoint answers 404.
+	Codes *invite.Codes
 }
 
 // API serves the admin API. Its handlers and middleware are mounted by
@@ -104,6 +108,7 @@ type API struct {
 	failOpens     *failopen.Recorder // nil: none
 	defencesView  DefencesFunc       // GET .../defences
 	adapt         *autorate.Runner   // nil: none
+	codes         *invite.Codes      // nil: none (codes.go)
 }
 
 // New returns the admin API of o.
@@ -123,6 +128,7 @@ func New(o Options) *API {
 		failOpens:     o.FailOpens,
 		defencesView:  o.Defences,
 		adapt:         o.Adapt,
+		codes:         o.Codes,
 	}
 	if s.clientIP == nil {
 		s.clientIP, _ = clientip.New(nil) // trusts nobody: cannot fail

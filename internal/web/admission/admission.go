@@ -22,6 +22,7 @@ import (
 	"github.com/waitroom/waitroom/internal/trust/challenge"
 	"github.com/waitroom/waitroom/internal/trust/handoff"
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
+	"github.com/waitroom/waitroom/internal/trust/invite"
 	"github.com/waitroom/waitroom/internal/trust/place"
 )
 
@@ -39,9 +40,11 @@ var (
 	ErrUserIDsDisabled = errors.New("admission: plain user ids are disabled")
 )
 
-// Store is the queue's one way in (queue.Store.Enter).
+// Store is the queue's one way in (queue.Store.Enter), and the way in
+// with an invitation code (queue.Store.Redeem).
 type Store interface {
 	Enter(ctx context.Context, queue string, e queue.Entry) (queue.Ticket, error)
+	Redeem(ctx context.Context, queue, digest string, e queue.Entry) (queue.Ticket, string, error)
 }
 
 // Handoffs takes over a place another device handed over
@@ -85,6 +88,12 @@ type Options struct {
 	// InsecureUserIDs accepts plain user ids: whoever names an id owns
 	// its place. For load tests only.
 	InsecureUserIDs bool
+	// Codes digests the invitation codes enters bring; nil: every code
+	// is refused (queue.ErrInvalidCode).
+	Codes *invite.Codes
+	// Guard counts wrong codes and locks out guessers; required with
+	// Codes.
+	Guard *invite.Guard
 }
 
 // Admission resolves who enters and enters them.
@@ -98,12 +107,15 @@ type Admission struct {
 	paid        Paid
 	networks    *netclass.Watcher
 	insecureIDs bool
+	codes       *invite.Codes // nil: codes refused
+	guard       *invite.Guard
 }
 
 // New returns the admission of o.
 func New(o Options) *Admission {
 	a := &Admission{store: o.Store, places: o.Places, challenges: o.Challenges, join: o.Join,
-		handoffs: o.Handoffs, human: o.Human, paid: o.Paid, networks: o.Networks, insecureIDs: o.InsecureUserIDs}
+		handoffs: o.Handoffs, human: o.Human, paid: o.Paid, networks: o.Networks, insecureIDs: o.InsecureUserIDs,
+		codes: o.Codes, guard: o.Guard}
 	if a.paid == nil {
 		a.paid = (*paid.Recorder)(nil) // records nothing
 	}
@@ -125,6 +137,9 @@ type Request struct {
 	Handoff string
 	// HumanToken is the human check's answer ("": none).
 	HumanToken string
+	// InviteCode is an invitation code as typed ("": none): the place
+	// goes to the code's lane (Admission.Enter).
+	InviteCode string
 	// Credential is the place credential the request carries: an app's
 	// bearer token, else the browser's place cookie for Queue ("": none,
 	// or the cookie twice, which is refused: one of them was planted).
@@ -180,9 +195,21 @@ func (a *Admission) Client(addr netip.Addr) queue.Caller {
 // Besides this package's errors it fails with the store's (queue.Store.Enter),
 // place.ErrInvalidJoin, queue.ErrUnknownLane (a join token's lane),
 // challenge.ErrInvalid, humancheck.ErrFailed and handoff's.
+//
+// With an invitation code, the place (the caller's own, or a new one)
+// goes into the code's lane instead (queue.Store.Redeem): a wrong code is
+// queue.ErrInvalidCode, counted against the caller's address and network,
+// and a caller who guessed too many is refused with invite.ErrLocked
+// before the code is even looked up.
 func (a *Admission) Enter(ctx context.Context, req Request) (Result, error) {
 	if req.Handoff != "" {
+		if req.InviteCode != "" {
+			return Result{}, ErrTwoIdentities
+		}
 		return a.takeOver(ctx, req)
+	}
+	if req.InviteCode != "" {
+		return a.redeem(ctx, req)
 	}
 	e, credential, err := a.entry(ctx, req)
 	if err != nil {
@@ -209,6 +236,57 @@ func (a *Admission) Enter(ctx context.Context, req Request) (Result, error) {
 		res.Cookie = res.Token
 	}
 	return res, nil
+}
+
+// redeem is Enter with req.InviteCode: behind the guard, the code's
+// digest redeemed by the store, and the place credential of the member
+// that holds the place now (the lane's).
+func (a *Admission) redeem(ctx context.Context, req Request) (Result, error) {
+	if a.codes == nil || a.guard == nil {
+		return Result{}, queue.ErrInvalidCode
+	}
+	c := a.Client(req.Addr)
+	who := invite.Client{Address: c.Client, Network: c.Networks[0]}
+	if err := a.guard.Check(ctx, req.Queue, who); err != nil {
+		return Result{}, err
+	}
+	digest, ok := a.codes.Digest(req.Queue, req.InviteCode)
+	if !ok {
+		return Result{}, a.wrongCode(ctx, req.Queue, who)
+	}
+	e, credential, err := a.entry(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	t, member, err := a.store.Redeem(ctx, req.Queue, digest, e)
+	a.notePaid(req.Queue, e, t, err)
+	switch {
+	case errors.Is(err, queue.ErrInvalidCode):
+		return Result{}, a.wrongCode(ctx, req.Queue, who)
+	case errors.Is(err, queue.ErrMoved):
+		return Result{ClearCookie: !req.Bearer}, err
+	case err != nil:
+		return Result{}, err
+	}
+	res := Result{Member: member, Ticket: t}
+	if credential {
+		gen := e.Gen
+		if member != e.User {
+			gen = 0 // a new member: no credential of it was ever issued
+		}
+		res.Token = a.places.IssueGen(req.Queue, member, t.Seq, gen)
+		res.Cookie = res.Token
+	}
+	return res, nil
+}
+
+// wrongCode counts a wrong code against who and returns what to answer:
+// queue.ErrInvalidCode, or invite.ErrLocked when who was locked already.
+func (a *Admission) wrongCode(ctx context.Context, q string, who invite.Client) error {
+	if err := a.guard.Wrong(ctx, q, who); err != nil {
+		return err
+	}
+	return queue.ErrInvalidCode
 }
 
 // entry is the enter req asks for, from what the request proves, and

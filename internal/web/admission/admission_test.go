@@ -178,6 +178,11 @@ type fakeStore struct {
 	calls []queue.Entry
 }
 
+func (f *fakeStore) Redeem(ctx context.Context, q, _ string, e queue.Entry) (queue.Ticket, string, error) {
+	t, err := f.Enter(ctx, q, e)
+	return t, e.User, err
+}
+
 func (f *fakeStore) Enter(_ context.Context, _ string, e queue.Entry) (queue.Ticket, error) {
 	f.calls = append(f.calls, e)
 	if f.err != nil {

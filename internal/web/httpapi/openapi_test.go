@@ -768,6 +768,9 @@ func TestOpenAPIContract(t *testing.T) {
 			{method: "POST", path: p + "/origin", body: `{"p95_ms":120,"error_rate":0}`, header: jsonCT},
 			{method: "POST", path: p + "/close", body: `{"message":{"en":"Sold out"}}`, header: jsonCT},
 			{method: "POST", path: p + "/reopen"},
+			{method: "POST", path: p + "/codes", body: `{"lane":"vip","n":1}`, header: jsonCT},
+			{method: "GET", path: p + "/codes"},
+			{method: "DELETE", path: p + "/codes/0123456789abcdef"},
 			{method: "GET", path: "/admin/v1/me"},
 			{method: "POST", path: "/admin/v1/tokens", body: `{"name":"ci","role":"viewer"}`, header: jsonCT},
 			{method: "GET", path: "/admin/v1/tokens"},
@@ -816,6 +819,7 @@ func TestOpenAPIContract(t *testing.T) {
 
 	// Roles, API tokens and sign-in through a real OpenID provider
 	// (openapi_admin_test.go).
+	t.Run("codes", func(t *testing.T) { k.checkCodes(t, rdb, e) })
 	t.Run("roles and tokens", func(t *testing.T) { k.checkRoles(t, rdb) })
 	t.Run("too many tokens", func(t *testing.T) { k.checkTooManyTokens(t, rdb) })
 	t.Run("sign-in", func(t *testing.T) { k.checkSignIn(t, rdb, e) })
@@ -925,7 +929,7 @@ func TestOpenAPIContract(t *testing.T) {
 	})
 
 	t.Run("redis down", func(t *testing.T) {
-		down := k.newEnv(t, deadRedis(t), slow, Options{AdminToken: adminToken, InsecureUserIDs: true})
+		down := k.newEnv(t, deadRedis(t), slow, Options{AdminToken: adminToken, InsecureUserIDs: true, Codes: testCodes(t)})
 		dq := "/api/v1/queues/" + down.queue
 		srv := down
 		member := place.NewMember()

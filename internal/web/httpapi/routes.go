@@ -111,6 +111,9 @@ func (m mount) routes() *chi.Mux {
 		r.With(operator).Put("/queues/{queue}/refill-size", adm.SetRefillSize)
 		r.With(operator).Post("/queues/{queue}/close", adm.CloseSale) // sold out: the line closes with a message (adminapi's sale.go)
 		r.With(operator).Post("/queues/{queue}/reopen", adm.ReopenSale)
+		r.With(operator).Post("/queues/{queue}/codes", adm.CreateCodes) // invitation codes for a lane (adminapi's codes.go)
+		r.With(operator).Get("/queues/{queue}/codes", adm.CodeBatches)
+		r.With(operator).Delete("/queues/{queue}/codes/{batch}", adm.RevokeCodes)
 		r.With(viewer).Get("/queues/{queue}/history", adm.History)
 		r.With(viewer).Get("/queues/{queue}/schedule", adm.Schedule)
 		r.With(operator).Put("/queues/{queue}/schedule", adm.PutSchedule)          // windows the tick applies

@@ -33,6 +33,7 @@ import (
 	"github.com/waitroom/waitroom/internal/trust/challenge"
 	"github.com/waitroom/waitroom/internal/trust/handoff"
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
+	"github.com/waitroom/waitroom/internal/trust/invite"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/place"
 	"github.com/waitroom/waitroom/internal/web/adminapi"
@@ -148,6 +149,13 @@ type Options struct {
 	// (WAITROOM_NETWORKS_FILE, reloaded as it changes); nil: every
 	// network of the default class.
 	Networks *netclass.Watcher
+	// Codes are the invitation codes for lanes, keyed from the service's
+	// secret: the admin API makes them, enters bring them (invite_code).
+	// nil: codes are off (every invite_code is refused).
+	Codes *invite.Codes
+	// CodeGuard locks out those who guess codes; nil: one kept in Redis
+	// (Options.Redis) under the default policies.
+	CodeGuard *invite.Guard
 }
 
 // defaultCommands is the order page's commands of a server built without
@@ -183,19 +191,22 @@ func New(o Options) http.Handler {
 	if o.Commands == nil {
 		o.Commands = defaultCommands(o)
 	}
+	if o.Codes != nil && o.CodeGuard == nil && o.Redis != nil {
+		o.CodeGuard, _ = invite.NewGuard(o.Redis, lockout.Policy{}, lockout.Policy{}) // the default policies are valid
+	}
 	pub := publicapi.New(publicapi.Options{
 		Commands: o.Commands, Store: o.Store, Responder: kit, Places: o.Places, Passes: o.Passes, Join: o.Join,
 		CookieSecure: o.CookieSecure, InsecureUserIDs: o.InsecureUserIDs, TargetURL: o.TargetURL,
 		Static: o.Static, Pages: o.Pages, Gate: o.Gate, Proxying: o.Upstream != nil, ClientIP: clientIP,
 		Challenges: o.Challenges, Origins: o.Origins, Paid: o.Paid, Handoffs: o.Handoffs, Human: o.Human,
-		Networks: o.Networks,
+		Networks: o.Networks, Codes: o.Codes, Guard: o.CodeGuard,
 	})
 	admin := adminapi.New(adminapi.Options{
 		Store: o.Store, Responder: kit, Static: o.Static, Routes: o.Gate.Routes, CookieSecure: o.CookieSecure,
 		AdminToken: o.AdminToken, APITokens: o.APITokens, Sessions: o.Sessions, SignIn: o.SignIn,
 		ClientIP: clientIP, Redis: o.Redis, Lockout: o.AdminLockout, Audit: o.Audit,
 		WebhookInsecureHTTP: o.WebhookInsecureHTTP, NoWebhookSecret: o.NoWebhookSecret, ProbePolicy: o.ProbePolicy,
-		FailOpens: o.FailOpens, Defences: o.Defences, Adapt: o.Adapt,
+		FailOpens: o.FailOpens, Defences: o.Defences, Adapt: o.Adapt, Codes: o.Codes,
 	})
 	m := mount{kit: kit, pub: pub, admin: admin, gate: o.Gate, metrics: o.Metrics, withClient: httpkit.WithClient(clientIP),
 		proxying: o.Upstream != nil}

@@ -23,6 +23,7 @@ import (
 	"github.com/waitroom/waitroom/internal/trust/challenge"
 	"github.com/waitroom/waitroom/internal/trust/handoff"
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
+	"github.com/waitroom/waitroom/internal/trust/invite"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/place"
 	"github.com/waitroom/waitroom/internal/web/admission"
@@ -85,6 +86,16 @@ var (
 		Message: "this place moved to another device; this credential no longer holds it", Authenticate: invalidToken}
 	ErrHandoffNotWaiting = &Error{Status: http.StatusConflict, Code: "not_waiting",
 		Message: "only a place waiting in line can move to another device"}
+
+	// ErrInvalidCode is every refused invitation code alike: unknown,
+	// spent, expired or revoked, so a guesser learns nothing from it.
+	ErrInvalidCode = &Error{Status: http.StatusForbidden, Code: "invalid_code", Field: "invite_code",
+		Message: "this invitation code is not valid: check it, or ask for a new one"}
+	ErrCodeExists = &Error{Status: http.StatusConflict, Code: "code_exists",
+		Message: "a code of this batch exists already in this queue; nothing was stored"}
+	ErrTooManyCodes = &Error{Status: http.StatusConflict, Code: "too_many_codes",
+		Message: "this queue holds as many codes as it may (1,000,000): revoke a batch first"}
+	ErrBatchNotFound = &Error{Status: http.StatusNotFound, Code: "batch_not_found", Message: "no such batch of codes"}
 )
 
 // invalidToken is the WWW-Authenticate of a refused place credential or
@@ -202,9 +213,25 @@ func Classify(err error) *Error {
 	var fe *queue.FieldError
 	var le *forecast.LimitError
 	var oe *queue.OtherLineError
+	var lk *invite.LockedError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.Is(err, queue.ErrInvalidCode):
+		return ErrInvalidCode
+	case errors.As(err, &lk):
+		return &Error{Status: http.StatusTooManyRequests, Code: "too_many_code_attempts", Field: "invite_code",
+			Message: "too many wrong invitation codes from this address or network; try again after Retry-After seconds", RetryAfter: lk.RetryAfter}
+	case errors.Is(err, queue.ErrInvalidCodeBatch):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_codes", Message: ClientMessage(err)}
+	case errors.Is(err, invite.ErrShape):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_codes", Field: "codes", Message: "a code is 8 to 64 letters and digits (spaces and hyphens aside)"}
+	case errors.Is(err, queue.ErrCodeExists):
+		return ErrCodeExists
+	case errors.Is(err, queue.ErrTooManyCodes):
+		return ErrTooManyCodes
+	case errors.Is(err, queue.ErrBatchNotFound):
+		return ErrBatchNotFound
 	case errors.Is(err, admission.ErrInvalidPlace):
 		return ErrInvalidPlace
 	case errors.Is(err, admission.ErrTwoIdentities):

@@ -23,6 +23,17 @@ func Decode[T any](w http.ResponseWriter, r *http.Request) (T, error) {
 	return Unmarshal[T](body)
 }
 
+// DecodeUpTo is Decode with a body of up to limit bytes: for the few
+// requests that carry a list (an upload of invitation codes).
+func DecodeUpTo[T any](w http.ResponseWriter, r *http.Request, limit int64) (T, error) {
+	body, err := readBody(make([]byte, 0, 512), w, r, limit)
+	if err != nil {
+		var v T
+		return v, err
+	}
+	return Unmarshal[T](body)
+}
+
 // ReadBody reads the whole body, refusing more than maxBodyBytes.
 func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return ReadBodyTo(make([]byte, 0, 512), w, r)
@@ -30,7 +41,11 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 
 // ReadBodyTo is ReadBody appending to b.
 func ReadBodyTo(b []byte, w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := readAll(b, http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	return readBody(b, w, r, maxBodyBytes)
+}
+
+func readBody(b []byte, w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := readAll(b, http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
 			return nil, ErrBodyTooLarge

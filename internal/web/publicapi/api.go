@@ -27,6 +27,7 @@ import (
 	"github.com/waitroom/waitroom/internal/trust/challenge"
 	"github.com/waitroom/waitroom/internal/trust/handoff"
 	"github.com/waitroom/waitroom/internal/trust/humancheck"
+	"github.com/waitroom/waitroom/internal/trust/invite"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/place"
 	"github.com/waitroom/waitroom/internal/web/admission"
@@ -90,6 +91,10 @@ type Options struct {
 	// Networks is the operator's table of network classes; nil: every
 	// network of the default class.
 	Networks *netclass.Watcher
+	// Codes digests the invitation codes enters bring, and Guard locks
+	// out those who guess them; nil Codes: every code is refused.
+	Codes *invite.Codes
+	Guard *invite.Guard
 }
 
 // PaidRecorder records what visitors paid: *paid.Recorder. The enter and
@@ -187,7 +192,7 @@ func (s *API) Origins() *crossorigin.Policy { return s.origins }
 // nil: a part o leaves out stays out.
 func newAdmission(o Options, s *API) *admission.Admission {
 	a := admission.Options{Store: o.Store, Places: o.Places, Challenges: s.challenges, Join: o.Join,
-		Paid: s.paid, Networks: o.Networks, InsecureUserIDs: o.InsecureUserIDs}
+		Paid: s.paid, Networks: o.Networks, InsecureUserIDs: o.InsecureUserIDs, Codes: o.Codes, Guard: o.Guard}
 	if o.Handoffs != nil {
 		a.Handoffs = o.Handoffs
 	}

@@ -33,6 +33,9 @@ type EnterRequest struct {
 	// HumanToken is the human check's answer (the provider's widget
 	// gives it), when the queue asked for one (human_check_required).
 	HumanToken string `json:"human_token"`
+	// InviteCode is an invitation code: a valid one puts the place in
+	// the code's lane (internal/web/admission).
+	InviteCode string `json:"invite_code"`
 }
 
 // The public API's own refusals.
@@ -92,7 +95,7 @@ func (s *API) Enter(w http.ResponseWriter, r *http.Request) {
 // credential r carries (placeOf's) and its client's address.
 func (s *API) admissionRequest(r *http.Request, q string, req EnterRequest) admission.Request {
 	a := admission.Request{Queue: q, UserID: req.UserID, JoinToken: req.JoinToken, Challenge: req.Challenge, Nonce: req.Nonce,
-		Handoff: req.Handoff, HumanToken: req.HumanToken, Addr: s.clientIP.Addr(r)}
+		Handoff: req.Handoff, HumanToken: req.HumanToken, InviteCode: req.InviteCode, Addr: s.clientIP.Addr(r)}
 	a.Credential, a.Bearer = s.credentialOf(r, q)
 	return a
 }
