@@ -15,12 +15,13 @@ failed=()
 # step runs a command in a subshell (a cd stays in it) and goes on when
 # it fails, remembering the failure under the step's name.
 step() {
-	local name=$1
+	local name=$1 start=$SECONDS
 	shift
 	if ! ("$@"); then
 		echo "test.sh: FAILED: $name" >&2
 		failed+=("$name")
 	fi
+	echo "test.sh: $name: $((SECONDS - start)) s" >&2
 }
 # within runs a command in a directory (step's subshell keeps the cd).
 within() {
