@@ -37,9 +37,17 @@ const liveEveryMS = 30000
 // clockTab opens url in a new tab of b with the fake clock.
 func (b *browser) clockTab(url string) *tab {
 	b.t.Helper()
+	return b.tabWith(url, fakeClock)
+}
+
+// tabWith opens url in a new tab of b whose documents run scripts first.
+func (b *browser) tabWith(url string, scripts ...string) *tab {
+	b.t.Helper()
 	tb := b.tab("about:blank")
-	if _, err := chromedp.Call(tb.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: fakeClock}); err != nil {
-		b.t.Fatal(err)
+	for _, js := range scripts {
+		if _, err := chromedp.Call(tb.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: js}); err != nil {
+			b.t.Fatal(err)
+		}
 	}
 	tb.do("navigate to "+url, chromedp.Navigate(url))
 	return tb
