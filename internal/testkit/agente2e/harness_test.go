@@ -33,6 +33,7 @@ import (
 	"github.com/waitroom/waitroom/internal/testkit/demo"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
+	"github.com/waitroom/waitroom/internal/trust/handoff"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/place"
 	"github.com/waitroom/waitroom/internal/web/httpapi"
@@ -103,7 +104,9 @@ func newSiteFull(t *testing.T, settings queue.Settings, shopOpts demo.ShopOption
 	rdb := redistest.Client(t)
 	name := queueName(t)
 	s := &site{t: t, queue: name, other: name + "-o"}
-	store, err := queue.NewStore(rdb, []string{s.queue, s.other}, settings, 5*time.Second, x.store...)
+	// Places move to other devices, as main wires them.
+	moves := handoff.NewTracker(rdb, []string{s.queue, s.other})
+	store, err := queue.NewStore(rdb, []string{s.queue, s.other}, settings, 5*time.Second, append(x.store, queue.WithRecentMoves(moves))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +156,11 @@ func newSiteFull(t *testing.T, settings queue.Settings, shopOpts demo.ShopOption
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiOpts := httpapi.Options{Gate: g, Store: store, Redis: rdb, Places: places, Passes: s.passes,
+	handoffs := handoff.New(rdb, store, moves, 5*time.Second)
+	if err := handoffs.SetPublicURL(s.wr); err != nil {
+		t.Fatal(err)
+	}
+	apiOpts := httpapi.Options{Gate: g, Store: store, Redis: rdb, Places: places, Passes: s.passes, Handoffs: handoffs,
 		Origins: origins, Logger: log, Static: static, AdminToken: "agente2e-admin-token-0123456789abcdef"}
 	if x.api != nil {
 		x.api(&apiOpts)

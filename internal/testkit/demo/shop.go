@@ -184,7 +184,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // headers is the shop's own policy: scripts from itself and waitroom's
 // origin, requests to both, the agent's proof of work in a blob worker,
-// no inline script or style. The agent needs nothing more
+// its hand-over's QR code as a blob image, no inline script or style. The agent needs nothing more
 // (docs/AGENT.md).
 func (s *shop) headers(next http.Handler) http.Handler {
 	workers := "blob:"
@@ -196,7 +196,7 @@ func (s *shop) headers(next http.Handler) http.Handler {
 		widget += " " + o
 	}
 	csp := "default-src 'self'; script-src 'self' " + s.public + widget + "; connect-src 'self' " + s.public + widget +
-		"; frame-src 'self'" + widget + "; worker-src " + workers + "; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+		"; frame-src 'self'" + widget + "; worker-src " + workers + "; style-src 'self'; img-src 'self' blob:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", csp)
