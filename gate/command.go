@@ -113,36 +113,34 @@ func (w *commandWriter) take() {
 		return
 	}
 	w.wroteHeader = true
-	h := w.Header()
-	if cmd, ok := dropTrailer(h); ok {
-		w.heard(cmd, "ignored")
+	header, trailer, inHeader, inTrailer := takeFields(w.Header())
+	if inTrailer {
+		w.heard(trailer, "ignored")
 	}
-	cmd, ok := TakeCommand(h)
-	if !ok {
+	if !inHeader {
 		return
 	}
+	cmd, _ := commandOf(header, true)
 	result := "ignored" // no Commander: removed, nothing done
 	if w.g.commander != nil {
 		result = w.g.commander.Command(w.ctx, w.queue, w.token, cmd)
 	}
-	w.heard(cmd, result)
+	w.heard(header, result)
 }
 
 // takeTrailer removes a command the handler set after the headers went
 // out, where net/http would send it as a trailer, and ignores it.
 func (w *commandWriter) takeTrailer() {
-	h := w.Header()
-	cmd, ok := TakeCommand(h)
-	if c, t := dropTrailer(h); t {
-		cmd, ok = c, true
-	}
-	if ok {
-		w.heard(cmd, "ignored")
+	header, trailer, inHeader, inTrailer := takeFields(w.Header())
+	if inHeader || inTrailer {
+		w.heard(append(header, trailer...), "ignored")
 	}
 }
 
-func (w *commandWriter) heard(cmd, result string) {
+// heard tells OnCommand of the command of a field's lines.
+func (w *commandWriter) heard(lines []string, result string) {
 	if w.g.onCommand != nil {
+		cmd, _ := commandOf(lines, true)
 		w.g.onCommand(w.queue, commandLabel(cmd), result)
 	}
 }
@@ -155,6 +153,7 @@ func (w *commandWriter) WriteHeader(code int) {
 	}
 	// An informational answer (103) carries the headers set so far, and
 	// is not the answer: the command is kept out of it, for the answer.
+	// Its lines go back under the names the handler wrote them as.
 	h := w.Header()
 	var held http.Header
 	for k, v := range h {
@@ -163,11 +162,10 @@ func (w *commandWriter) WriteHeader(code int) {
 				held = http.Header{}
 			}
 			held[k] = v
-			delete(h, k)
 		}
 	}
-	if cmd, ok := dropTrailer(h); ok {
-		w.heard(cmd, "ignored")
+	if _, trailer, _, inTrailer := takeFields(h); inTrailer {
+		w.heard(trailer, "ignored")
 	}
 	w.ResponseWriter.WriteHeader(code)
 	maps.Copy(h, held)

@@ -76,27 +76,31 @@ func commandOf(vs []string, present bool) (string, bool) {
 	return textproto.TrimString(vs[0]), true
 }
 
-// dropTrailer removes HeaderCommand where net/http reads a trailer
-// undeclared before the headers (under http.TrailerPrefix, in any
-// spelling) and from the trailers h announces ("Trailer"), so none goes
-// out after the body; it returns the command such a trailer carried, as
-// TakeCommand does. A declared trailer's value is set under its own name
-// once the headers are out: TakeCommand finds it there.
-func dropTrailer(h http.Header) (cmd string, present bool) {
-	var vs []string
-	for k, more := range h {
-		if len(k) == len(http.TrailerPrefix)+len(HeaderCommand) && strings.EqualFold(k, http.TrailerPrefix+HeaderCommand) {
-			vs, present = append(vs, more...), true
-			delete(h, k)
+// takeFields removes HeaderCommand from h in every spelling of its name,
+// as a header and where net/http reads a trailer undeclared before the
+// headers (under http.TrailerPrefix), in one pass over h; it returns the
+// lines of each. A declared trailer's value is set under its own name
+// once the headers are out: a later call finds it as a header.
+func takeFields(h http.Header) (header, trailer []string, inHeader, inTrailer bool) {
+	for k, vs := range h {
+		switch {
+		case len(k) == len(HeaderCommand) && (k == HeaderCommand || strings.EqualFold(k, HeaderCommand)):
+			header, inHeader = append(header, vs...), true
+		case len(k) == len(http.TrailerPrefix)+len(HeaderCommand) && strings.EqualFold(k, http.TrailerPrefix+HeaderCommand):
+			trailer, inTrailer = append(trailer, vs...), true
+		default:
+			continue
 		}
+		delete(h, k)
 	}
 	if announced, ok := h["Trailer"]; ok {
 		dropAnnounced(h, announced)
 	}
-	return commandOf(vs, present)
+	return header, trailer, inHeader, inTrailer
 }
 
-// dropAnnounced rewrites the trailers announced without HeaderCommand.
+// dropAnnounced rewrites the trailers h announces without HeaderCommand,
+// so none goes out after the body.
 func dropAnnounced(h http.Header, announced []string) {
 	var kept []string
 	found := false
