@@ -454,25 +454,25 @@ button:focus-visible,h2:focus-visible,input:focus-visible,summary:focus-visible{
     };
     // Escape asks before leaving, and a second one takes the question
     // back: from the key, or from the browser's cancel when the key did
-    // not reach the dialog (the same press is not taken twice).
-    let escaping = false;
-    const escape = () => {
-      if (escaping) return;
-      escaping = true;
-      setTimeout(() => { escaping = false; }, 0);
-      confirmLeave(!confirming);
-    };
+    // not reach the dialog. The cancel of a press the key already took
+    // comes before its keyup (told by events, not a timer: a page in a
+    // background tab runs its timers once a second at most).
+    let escHeld = false;
     dlg.addEventListener('cancel', (e) => {
       e.preventDefault();
-      escape();
+      if (!escHeld) confirmLeave(!confirming);
     });
     dlg.addEventListener('keydown', (e) => {
       if (e.key === 'Escape') {
         e.preventDefault();
-        escape();
+        if (!e.repeat) confirmLeave(!confirming);
+        escHeld = true;
       } else if (e.key === 'Tab') {
         trapTab(e);
       }
+    });
+    dlg.addEventListener('keyup', (e) => {
+      if (e.key === 'Escape') escHeld = false;
     });
     // A dialog closed behind the script's back (a browser's close request)
     // opens again while the wait goes on.
