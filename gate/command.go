@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -92,7 +93,12 @@ func commandLabel(cmd string) string {
 // commandWriter is the ResponseWriter the gate hands on: the first time
 // the answer's headers go out, it takes HeaderCommand out of them and has
 // it carried out for the admission the request was let in with (none:
-// token "").
+// token ""). A command sent any other way is removed and ignored: in an
+// informational answer (it is not the answer), or as a trailer. A
+// trailer comes after the client has the answer, proxies such as nginx
+// drop it, and HTTP lets a recipient read a trailer as a header only
+// where the field's definition allows it, which HeaderCommand's does not:
+// a command means the same behind every proxy.
 type commandWriter struct {
 	http.ResponseWriter
 	g           *Gate
@@ -107,24 +113,62 @@ func (w *commandWriter) take() {
 		return
 	}
 	w.wroteHeader = true
-	cmd, ok := TakeCommand(w.Header())
-	if !ok {
+	header, trailer, inHeader, inTrailer := takeFields(w.Header())
+	if inTrailer {
+		w.heard(trailer, "ignored")
+	}
+	if !inHeader {
 		return
 	}
+	cmd, _ := commandOf(header, true)
 	result := "ignored" // no Commander: removed, nothing done
 	if w.g.commander != nil {
 		result = w.g.commander.Command(w.ctx, w.queue, w.token, cmd)
 	}
+	w.heard(header, result)
+}
+
+// takeTrailer removes a command the handler set after the headers went
+// out, where net/http would send it as a trailer, and ignores it.
+func (w *commandWriter) takeTrailer() {
+	header, trailer, inHeader, inTrailer := takeFields(w.Header())
+	if inHeader || inTrailer {
+		w.heard(append(header, trailer...), "ignored")
+	}
+}
+
+// heard tells OnCommand of the command of a field's lines.
+func (w *commandWriter) heard(lines []string, result string) {
 	if w.g.onCommand != nil {
+		cmd, _ := commandOf(lines, true)
 		w.g.onCommand(w.queue, commandLabel(cmd), result)
 	}
 }
 
 func (w *commandWriter) WriteHeader(code int) {
 	if code >= 200 || code == http.StatusSwitchingProtocols {
-		w.take() // an informational answer (103) is not the answer
+		w.take()
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	// An informational answer (103) carries the headers set so far, and
+	// is not the answer: the command is kept out of it, for the answer.
+	// Its lines go back under the names the handler wrote them as.
+	h := w.Header()
+	var held http.Header
+	for k, v := range h {
+		if len(k) == len(HeaderCommand) && strings.EqualFold(k, HeaderCommand) {
+			if held == nil {
+				held = http.Header{}
+			}
+			held[k] = v
+		}
+	}
+	if _, trailer, _, inTrailer := takeFields(h); inTrailer {
+		w.heard(trailer, "ignored")
 	}
 	w.ResponseWriter.WriteHeader(code)
+	maps.Copy(h, held)
 }
 
 func (w *commandWriter) Write(b []byte) (int, error) {

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strings"
 
@@ -30,7 +31,8 @@ const (
 // CommandExtend. The gate acts on it (Options.CommandURL; waitroom's
 // reverse-proxy gate itself) and always removes it before the client
 // sees it; a command in the answer to a request without a valid pass
-// does nothing.
+// does nothing. Only a header acts: the same field sent as a trailer, or
+// in an informational (1xx) answer, is removed and ignored.
 const HeaderCommand = "Waitroom-Command"
 
 // The commands of HeaderCommand.
@@ -46,18 +48,80 @@ const (
 )
 
 // TakeCommand removes HeaderCommand from an answer's headers h, in every
-// line, and returns the command it carried (trimmed, in lower case);
-// present is false when there was none. Two lines are no command ("").
+// line and in any spelling of its name (a handler may write the map
+// directly), and returns the command it carried; present is false when
+// there was none. The command is its one line's value without the spaces
+// and tabs around it, as it travels on the wire, and otherwise exactly as
+// sent: "Done" or "done, extend" names no command. Two lines are no
+// command ("").
 func TakeCommand(h http.Header) (cmd string, present bool) {
 	vs, ok := h[HeaderCommand]
-	if !ok {
-		return "", false
+	if ok {
+		delete(h, HeaderCommand)
 	}
-	delete(h, HeaderCommand)
-	if len(vs) != 1 {
-		return "", true
+	for k, more := range h { // rare: the name in another spelling
+		if len(k) == len(HeaderCommand) && strings.EqualFold(k, HeaderCommand) {
+			vs, ok = append(vs, more...), true
+			delete(h, k)
+		}
 	}
-	return strings.ToLower(strings.TrimSpace(vs[0])), true
+	return commandOf(vs, ok)
+}
+
+// commandOf is the command of a field's lines vs (present: it was there).
+func commandOf(vs []string, present bool) (string, bool) {
+	if !present || len(vs) != 1 {
+		return "", present
+	}
+	return textproto.TrimString(vs[0]), true
+}
+
+// takeFields removes HeaderCommand from h in every spelling of its name,
+// as a header and where net/http reads a trailer undeclared before the
+// headers (under http.TrailerPrefix), in one pass over h; it returns the
+// lines of each. A declared trailer's value is set under its own name
+// once the headers are out: a later call finds it as a header.
+func takeFields(h http.Header) (header, trailer []string, inHeader, inTrailer bool) {
+	for k, vs := range h {
+		switch {
+		case len(k) == len(HeaderCommand) && (k == HeaderCommand || strings.EqualFold(k, HeaderCommand)):
+			header, inHeader = append(header, vs...), true
+		case len(k) == len(http.TrailerPrefix)+len(HeaderCommand) && strings.EqualFold(k, http.TrailerPrefix+HeaderCommand):
+			trailer, inTrailer = append(trailer, vs...), true
+		default:
+			continue
+		}
+		delete(h, k)
+	}
+	if announced, ok := h["Trailer"]; ok {
+		dropAnnounced(h, announced)
+	}
+	return header, trailer, inHeader, inTrailer
+}
+
+// dropAnnounced rewrites the trailers h announces without HeaderCommand,
+// so none goes out after the body.
+func dropAnnounced(h http.Header, announced []string) {
+	var kept []string
+	found := false
+	for _, line := range announced {
+		for name := range strings.SplitSeq(line, ",") {
+			name = textproto.TrimString(name)
+			switch {
+			case strings.EqualFold(name, HeaderCommand):
+				found = true
+			case name != "":
+				kept = append(kept, name)
+			}
+		}
+	}
+	switch {
+	case !found:
+	case len(kept) == 0:
+		delete(h, "Trailer")
+	default:
+		h["Trailer"] = []string{strings.Join(kept, ", ")}
+	}
 }
 
 // HeaderOriginalURI names the header in which a proxy doing forward auth

@@ -161,8 +161,9 @@ type Options struct {
 	Commander Commander
 	// OnCommand, when set, hears each command the order page gave: the
 	// room's queue, the command ("done", "extend" or "other") and what
-	// came of it (Commander's results, or "ignored" without one): count
-	// them.
+	// came of it (Commander's results, or "ignored": without one, and
+	// for a command sent as a trailer or in a 1xx answer, which never
+	// acts): count them.
 	OnCommand func(queue, command, result string)
 
 	// passClock is the time the remote check's pass cache and the
@@ -345,9 +346,14 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 
 // serve runs next with w, then takes the order page's command out of an
 // answer next wrote no header of (net/http writes those headers itself,
-// after next returns, where w does not see them).
+// after next returns, where w does not see them), or out of the trailers
+// of one it wrote.
 func serve(next http.Handler, w *commandWriter, r *http.Request) {
 	next.ServeHTTP(w, r)
+	if w.wroteHeader {
+		w.takeTrailer()
+		return
+	}
 	w.take()
 }
 

@@ -297,7 +297,9 @@ progress{width:100%;accent-color:var(--waitroom-accent,#0b5fff)}
 button{font:inherit;padding:.5rem 1rem;border-radius:8px;cursor:pointer;border:1px solid var(--waitroom-accent,#0b5fff)}
 .primary{background:var(--waitroom-accent,#0b5fff);color:var(--waitroom-on-accent,#fff)}
 .secondary{background:transparent;color:var(--waitroom-fg,#1b1f24);border-color:var(--waitroom-muted,#5b6570)}
-button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b5fff);outline-offset:2px}
+#move-qr{display:block;width:10rem;height:10rem;margin:.5rem auto}
+input{font:inherit;padding:.4rem;margin:.25rem 0}
+button:focus-visible,h2:focus-visible,input:focus-visible,summary:focus-visible{outline:3px solid var(--waitroom-focus,#0b5fff);outline-offset:2px}
 [hidden]{display:none!important}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}`;
 
@@ -330,10 +332,17 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
 <div class="wide"><dt id="eta-label"></dt><dd id="eta"></dd></div></dl>
 </section>
 <p id="countdown" class="num" role="timer" hidden></p>
+<section id="move" hidden aria-labelledby="move-help"><p id="move-help"></p><img id="move-qr" hidden>
+<p><span id="move-code-label" class="lbl"></span> <strong id="move-code"></strong></p><p id="move-expires" class="muted"></p>
+<button type="button" id="move-close" class="secondary"></button></section>
+<details id="move-use" hidden><summary id="move-use-summary"></summary><form id="move-use-form">
+<label id="move-use-label" for="move-use-code"></label> <input id="move-use-code" autocomplete="off" spellcheck="false">
+<button type="submit" id="move-use-btn" class="secondary"></button></form></details>
 <div id="confirm" hidden><p id="confirm-body"></p></div>
 <div class="actions">
 <button type="button" id="again" class="primary" hidden></button>
 <button type="button" id="stay" class="secondary" hidden></button>
+<button type="button" id="move-btn" class="secondary" hidden></button>
 <button type="button" id="leave" class="secondary"></button>
 </div>
 <div id="live" class="sr" role="status" aria-live="polite" aria-atomic="true"></div>
@@ -393,6 +402,10 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
     // code's lane. Refused, wait rejects with the code's error and the
     // place, if any, is kept for a later wait.
     let inviteCode = typeof o.inviteCode === 'string' ? o.inviteCode : '';
+    // A hand-over of a place from another device: its code or token.
+    let handoff = typeof o.handoff === 'string' ? o.handoff : '';
+    let moving = null; // the hand-over shown here: {code, expires} or {failed}
+    let moveTimer = 0;
     let ended = false;
     let leading = false;
     let timer = 0;
@@ -433,27 +446,38 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
     $('leave').onclick = () => (confirming ? leave() : confirmLeave(true));
     $('stay').onclick = () => confirmLeave(false);
     $('again').onclick = () => (leading ? again() : chan && chan.postMessage({ cmd: 'again' }));
+    $('move-btn').onclick = showMove;
+    $('move-close').onclick = hideMove;
+    $('move-use-form').onsubmit = (e) => {
+      e.preventDefault();
+      const code = $('move-use-code').value.trim();
+      if (!code) return;
+      $('move-use-code').value = '';
+      $('move-use').open = false;
+      if (leading) useHandoff(code);
+      else if (chan) chan.postMessage({ cmd: 'handoff', code: code });
+    };
     // Escape asks before leaving, and a second one takes the question
     // back: from the key, or from the browser's cancel when the key did
-    // not reach the dialog (the same press is not taken twice).
-    let escaping = false;
-    const escape = () => {
-      if (escaping) return;
-      escaping = true;
-      setTimeout(() => { escaping = false; }, 0);
-      confirmLeave(!confirming);
-    };
+    // not reach the dialog. The cancel of a press the key already took
+    // comes before its keyup (told by events, not a timer: a page in a
+    // background tab runs its timers once a second at most).
+    let escHeld = false;
     dlg.addEventListener('cancel', (e) => {
       e.preventDefault();
-      escape();
+      if (!escHeld) confirmLeave(!confirming);
     });
     dlg.addEventListener('keydown', (e) => {
       if (e.key === 'Escape') {
         e.preventDefault();
-        escape();
+        if (!e.repeat) confirmLeave(!confirming);
+        escHeld = true;
       } else if (e.key === 'Tab') {
         trapTab(e);
       }
+    });
+    dlg.addEventListener('keyup', (e) => {
+      if (e.key === 'Escape') escHeld = false;
     });
     // A dialog closed behind the script's back (a browser's close request)
     // opens again while the wait goes on.
@@ -463,7 +487,7 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
     if (o.signal) o.signal.addEventListener('abort', () => finish(null, abortError()));
 
     function trapTab(e) {
-      const f = Array.from(root.querySelectorAll('button,[tabindex="-1"]')).filter((b) => !b.hidden && !b.closest('[hidden]'));
+      const f = Array.from(root.querySelectorAll('button,input,summary,[tabindex="-1"]')).filter((b) => !b.hidden && !b.closest('[hidden]') && (!b.closest('details:not([open])') || b.tagName === 'SUMMARY'));
       if (!f.length) return;
       const at = f.indexOf(root.activeElement);
       const next = e.shiftKey ? (at <= 0 ? f.length - 1 : at - 1) : (at + 1) % f.length;
@@ -527,8 +551,76 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
       $('stay').textContent = t('leaveCancel');
       $('leave').textContent = confirming ? t('leaveConfirm') : t('leave');
       $('leave').hidden = s === 'entered' || s === 'left';
+      drawMove(waiting && !confirming);
       clearTimeout(tickTimer);
       if (counting || retry) tickTimer = setTimeout(draw, 1000);
+    }
+
+    // ---- another device (waiting-move.js) ----
+
+    function drawMove(can) {
+      $('move-btn').hidden = !can || !!moving;
+      $('move-btn').textContent = t('moveButton');
+      $('move').hidden = !can || !moving;
+      $('move-help').textContent = moving && moving.failed ? t('moveFailed') : t('moveHelp');
+      $('move-code-label').textContent = moving && moving.code ? t('moveCodeLabel') : '';
+      $('move-code').textContent = (moving && moving.code) || '';
+      $('move-expires').textContent = moving && isFinite(moving.expires) ? t('moveExpires', { time: w.time(moving.expires) }) : '';
+      $('move-close').textContent = t('moveClose');
+      $('move-use').hidden = !can;
+      $('move-use-summary').textContent = t('moveUseSummary');
+      $('move-use-label').textContent = t('moveUseLabel');
+      $('move-use-btn').textContent = t('moveUse');
+    }
+
+    // showMove shows a hand-over's code, and its QR code as a blob: image
+    // (fetched with the credential, which an <img> cannot send).
+    async function showMove() {
+      const held = stored.get();
+      const token = held && held.token;
+      let h;
+      try {
+        h = await api('POST', qpath + '/handoff', { token: token });
+        moving = { code: h.code, expires: Date.parse(h.expires_at) };
+      } catch (err) {
+        moving = { failed: true };
+      }
+      draw();
+      $('move-close').focus();
+      clearTimeout(moveTimer);
+      moveTimer = setTimeout(hideMove, moving.expires > Date.now() ? Math.min(moving.expires - Date.now(), 120000) : 120000);
+      if (!h) return;
+      try {
+        const res = await fetch(base + qpath + '/handoff/qr?token=' + encodeURIComponent(h.token), { headers: { Authorization: 'Bearer ' + token }, credentials: 'omit', mode: 'cors' });
+        const blob = res.ok && (await res.blob());
+        if (!blob || !moving || moving.code !== h.code) return;
+        const img = $('move-qr');
+        img.onerror = () => { img.hidden = true; };
+        img.alt = t('moveQrAlt');
+        img.src = URL.createObjectURL(blob);
+        img.hidden = false;
+      } catch (e) { /* the code alone */ }
+    }
+
+    function hideMove() {
+      const img = $('move-qr');
+      clearTimeout(moveTimer);
+      moving = null;
+      if (img.src) URL.revokeObjectURL(img.src);
+      img.removeAttribute('src');
+      img.hidden = true;
+      draw();
+      if (!$('move-btn').hidden) $('move-btn').focus();
+    }
+
+    // useHandoff enters with another device's hand-over: its place
+    // replaces this browser's.
+    function useHandoff(code) {
+      gen++;
+      clearTimeout(timer);
+      handoff = code;
+      show({ state: 'loading' });
+      step('enter');
     }
 
     function statusText(s, tk, paused) {
@@ -644,6 +736,8 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
           finish(null, Object.assign(new Error('left'), { code: 'left' }));
         } else if (m.cmd === 'again' && leading) {
           again();
+        } else if (m.cmd === 'handoff' && leading) {
+          useHandoff(m.code);
         } else if (m.view && !leading) {
           view = m.view;
           draw();
@@ -685,12 +779,12 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
 
     function next() {
       if (ended) return;
-      if (stored.get() && !joinToken && !inviteCode) step('status');
+      if (stored.get() && !joinToken && !inviteCode && !handoff) step('status');
       else enter();
     }
 
     async function enter(solution) {
-      if (challenge && !solution) {
+      if (challenge && !solution && !handoff) { // a hand-over proves the place
         solveThenEnter();
         return;
       }
@@ -704,8 +798,8 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
       let tk;
       try {
         if (action === 'enter') {
-          const body = joinToken ? { join_token: joinToken } : {};
-          if (inviteCode) body.invite_code = inviteCode;
+          const body = handoff ? { handoff: handoff } : joinToken ? { join_token: joinToken } : {};
+          if (inviteCode && !handoff) body.invite_code = inviteCode;
           Object.assign(body, solution || {});
           tk = await api('POST', qpath + '/enter', { body: body, token: held && held.token });
         } else {
@@ -718,10 +812,10 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
       if (g !== gen || ended) return;
       failures = 0;
       if (action === 'enter') {
-        joinToken = '';
         // A notice is a key of the words, or (here) a text already in them.
-        if (inviteCode && tk.lane) view.notice = t('codeAccepted', { lane: tk.lane });
-        inviteCode = '';
+        if (handoff) view.notice = 'movedHere';
+        else if (inviteCode && tk.lane) view.notice = t('codeAccepted', { lane: tk.lane });
+        joinToken = handoff = inviteCode = '';
       }
       lastStatus = Date.now(); // the origin's word, an enter's too
       if (tk.place_token) stored.set({ token: tk.place_token, member: tk.user_id });
@@ -822,6 +916,9 @@ button:focus-visible,h2:focus-visible{outline:3px solid var(--waitroom-focus,#0b
         const ms = from - serverNow();
         failures = ms > 0 ? 0 : failures + 1;
         later(() => enter(), ms > 0 ? ms + Math.random() * 2000 : backoff(failures));
+      } else if (entering && err.code === 'invalid_handoff') {
+        handoff = '';
+        failed(null, t('moveInvalid'));
       } else if (err.code === 'place_moved') {
         stored.clear();
         show({ state: 'moved' });

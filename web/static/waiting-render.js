@@ -13,6 +13,12 @@ let clockTimer = 0; // re-renders a countdown on the second
 let retryTimer = 0; // re-renders the seconds to the next try while reconnecting
 let announced = ''; // what the live region last told: a position, or the draw
 let announcedPaused = false; // the live region last told of a pause
+let movedSaidAt = 0; // when it last told a move up (Date.now() ms)
+
+// A move up is told at most this often: near the head the number changes
+// every few seconds, and a screen reader speaking each one would talk over
+// everything else. The turn, a pause and the draw are told at once.
+const LIVE_EVERY_MS = 30000;
 
 // render draws the whole page from the state, part by part, in the order
 // below.
@@ -288,12 +294,16 @@ export function say(text) {
 }
 
 // announce tells screen readers of a pause, of its end (with the
-// position), of the draw and of every move up, once each.
+// position), of the draw, once each, and of a move up at most every
+// LIVE_EVERY_MS.
 export function announce(tk) {
   const paused = tk.paused === true;
   const drawAt = Date.parse(tk.opens_at || '');
   const what = tk.position > 0 ? String(tk.position) : 'draw:' + drawAt;
   if (what === announced && paused === announcedPaused) return;
+  const moveUp = tk.position > 0 && !paused && !announcedPaused && /^[0-9]+$/.test(announced);
+  if (moveUp && Date.now() - movedSaidAt < LIVE_EVERY_MS) return; // told at a later answer
+  if (tk.position > 0) movedSaidAt = Date.now();
   announced = what;
   announcedPaused = paused;
   let text = t(tk.position_estimated ? 'liveAbout' : 'live', { n: fmt(tk.position) });
@@ -307,4 +317,5 @@ export function announce(tk) {
 export function forgetAnnounced() {
   announced = '';
   announcedPaused = false;
+  movedSaidAt = 0;
 }

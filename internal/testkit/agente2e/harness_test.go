@@ -34,6 +34,7 @@ import (
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
 	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/trust/invite"
+	"github.com/waitroom/waitroom/internal/trust/handoff"
 	"github.com/waitroom/waitroom/internal/trust/pass"
 	"github.com/waitroom/waitroom/internal/trust/place"
 	"github.com/waitroom/waitroom/internal/web/httpapi"
@@ -89,10 +90,25 @@ func newSite(t *testing.T, settings queue.Settings) *site {
 // newSiteWith is newSite with the shop's options beyond its addresses.
 func newSiteWith(t *testing.T, settings queue.Settings, shopOpts demo.ShopOptions) *site {
 	t.Helper()
+	return newSiteFull(t, settings, shopOpts, siteExtras{})
+}
+
+// siteExtras are what a test adds to waitroom: the store's options and
+// the API's.
+type siteExtras struct {
+	store []queue.Option
+	api   func(*httpapi.Options)
+}
+
+// newSiteFull is newSiteWith with extras.
+func newSiteFull(t *testing.T, settings queue.Settings, shopOpts demo.ShopOptions, x siteExtras) *site {
+	t.Helper()
 	rdb := redistest.Client(t)
 	name := queueName(t)
 	s := &site{t: t, queue: name, other: name + "-o"}
-	store, err := queue.NewStore(rdb, []string{s.queue, s.other}, settings, 5*time.Second)
+	// Places move to other devices, as main wires them.
+	moves := handoff.NewTracker(rdb, []string{s.queue, s.other})
+	store, err := queue.NewStore(rdb, []string{s.queue, s.other}, settings, 5*time.Second, append(x.store, queue.WithRecentMoves(moves))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +161,16 @@ func newSiteWith(t *testing.T, settings queue.Settings, shopOpts demo.ShopOption
 	if s.codes, err = invite.New(secret()); err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Options{Gate: g, Store: store, Redis: rdb, Places: places, Passes: s.passes,
-		Origins: origins, Logger: log, Static: static, AdminToken: "agente2e-admin-token-0123456789abcdef", Codes: s.codes})
+	handoffs := handoff.New(rdb, store, moves, 5*time.Second)
+	if err := handoffs.SetPublicURL(s.wr); err != nil {
+		t.Fatal(err)
+	}
+	apiOpts := httpapi.Options{Gate: g, Store: store, Redis: rdb, Places: places, Passes: s.passes, Handoffs: handoffs,
+		Origins: origins, Logger: log, Static: static, AdminToken: "agente2e-admin-token-0123456789abcdef", Codes: s.codes}
+	if x.api != nil {
+		x.api(&apiOpts)
+	}
+	api := httpapi.New(apiOpts)
 	wrSrv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusWriter{ResponseWriter: w, status: 200}
 		if s.away.Load() && r.Method != http.MethodOptions && strings.HasPrefix(r.URL.Path, "/api/v1/queues/") { // preflights are answered before routing

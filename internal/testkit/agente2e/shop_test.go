@@ -303,6 +303,21 @@ func TestWaitingPageAccessible(t *testing.T) {
 	if find(nodes, "heading", "You're in line") == nil || find(nodes, "button", "Leave the line") == nil {
 		t.Errorf("the page's heading or leave button is missing:\n%s", describe(nodes))
 	}
+	// Its landmarks and labels, as the dialog's: the main content, the
+	// place as a region named by its label, the people ahead as a term
+	// and its value, the language switch named, English pressed.
+	for _, want := range [][2]string{{"main", ""}, {"region", "Your number in line"}, {"term", ""}, {"definition", ""},
+		{"navigation", "Language / 언어"}, {"StaticText", "People ahead of you"}, {"StaticText", "2"}} {
+		if find(nodes, want[0], want[1]) == nil {
+			t.Errorf("no %s %q in the accessibility tree:\n%s", want[0], want[1], describe(nodes))
+		}
+	}
+	if en := find(nodes, "button", "English"); en == nil || prop(en, "pressed") != "true" {
+		t.Errorf("the English button is not pressed: %v", en)
+	}
+	if lang := tb.text(`document.documentElement.lang`); lang != "en" {
+		t.Errorf("the page's language is %q", lang)
+	}
 	tb.click(`#leave-btn`)
 	tb.waitJS("the leave question", `document.getElementById('leave-dialog').open`)
 	nodes = axTree(t, tb)

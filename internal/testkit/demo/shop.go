@@ -56,6 +56,10 @@ type ShopOptions struct {
 	// NoBlobWorkers leaves blob: out of the page's worker-src, as a strict
 	// CSP does: the agent then solves proof of work on the page's thread.
 	NoBlobWorkers bool
+	// Widget are the origins of a human check provider's widget, which
+	// the page's policy allows to load, frame and ask (the provider's
+	// documented sources: docs/AGENT.md).
+	Widget []string
 }
 
 // NewShop returns the shop's handler: the page and its files, and the
@@ -180,15 +184,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // headers is the shop's own policy: scripts from itself and waitroom's
 // origin, requests to both, the agent's proof of work in a blob worker,
-// no inline script or style. The agent needs nothing more
+// its hand-over's QR code as a blob image, no inline script or style. The agent needs nothing more
 // (docs/AGENT.md).
 func (s *shop) headers(next http.Handler) http.Handler {
 	workers := "blob:"
 	if s.o.NoBlobWorkers {
 		workers = "'none'"
 	}
-	csp := "default-src 'self'; script-src 'self' " + s.public + "; connect-src 'self' " + s.public +
-		"; worker-src " + workers + "; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+	widget := ""
+	for _, o := range s.o.Widget {
+		widget += " " + o
+	}
+	csp := "default-src 'self'; script-src 'self' " + s.public + widget + "; connect-src 'self' " + s.public + widget +
+		"; frame-src 'self'" + widget + "; worker-src " + workers + "; style-src 'self'; img-src 'self' blob:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", csp)

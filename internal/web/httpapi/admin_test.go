@@ -27,7 +27,7 @@ import (
 // behindProxy trusts the test's loopback peer as a proxy, so each test
 // speaks for a client address of its own (X-Forwarded-For) and the
 // package's tests, all from 127.0.0.1, do not share one lockout budget.
-func behindProxy(t *testing.T) *clientip.Resolver {
+func behindProxy(t testing.TB) *clientip.Resolver {
 	t.Helper()
 	r, err := clientip.New([]string{"127.0.0.0/8", "::1"})
 	if err != nil {

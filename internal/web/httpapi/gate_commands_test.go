@@ -46,7 +46,7 @@ func (c *counted) get(q, cmd, result string) int {
 
 // commandUpstream answers /cmd/{value} and /static/cmd/{value} with
 // Waitroom-Command: {value}, anything else plainly.
-func commandUpstream(t *testing.T) *url.URL {
+func commandUpstream(t testing.TB) *url.URL {
 	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, v, ok := strings.Cut(r.URL.Path, "/cmd/"); ok {
@@ -64,10 +64,17 @@ func commandUpstream(t *testing.T) *url.URL {
 // are counted in the returned record.
 func newCommandEnv(t *testing.T) (*env, *counted) {
 	t.Helper()
+	return newCommandEnvFor(t, commandUpstream(t), 2)
+}
+
+// newCommandEnvFor is newCommandEnv in front of upstream, admitting
+// refill people at once.
+func newCommandEnvFor(t testing.TB, upstream *url.URL, refill int) (*env, *counted) {
+	t.Helper()
 	rdb := redistest.Client(t)
 	places, passes := newTrust(t, rdb)
 	name := fmt.Sprintf("c%d", time.Now().UnixNano())
-	store, err := queue.NewStore(rdb, []string{name}, queue.Settings{RefillSize: 2, RefillInterval: time.Hour,
+	store, err := queue.NewStore(rdb, []string{name}, queue.Settings{RefillSize: refill, RefillInterval: time.Hour,
 		SessionTTL: 10 * time.Minute, SessionMax: 30 * time.Minute}, testTimeout)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +94,7 @@ func newCommandEnv(t *testing.T) (*env, *counted) {
 		t.Fatal(err)
 	}
 	e := newEnvWithStore(t, rdb, store, name, Options{Places: places, Passes: passes, Gate: g, Commands: cmds,
-		ClientIP: behindProxy(t), Upstream: upstreamProxy(commandUpstream(t), 5*time.Second, log, nil)})
+		ClientIP: behindProxy(t), Upstream: upstreamProxy(upstream, 5*time.Second, log, nil)})
 	return e, rec
 }
 
