@@ -18,10 +18,11 @@ package queue
 // Why the key is computed here, not in Lua: Redis's Lua has SHA-1
 // (redis.sha1hex) but no SHA-256, let alone HMAC. SHA-256 written in Lua
 // 5.1 with the bit library costs, measured on the development machine,
-// about 60 µs per 64-byte block (docs/perf-log/draw.md): an HMAC and the
-// id's hash are four or five blocks, 0.3 ms of Redis's one thread per
-// participant, where a whole enter costs a few µs, and 5 minutes of
-// blocking at the opening of a draw of a million. Go computes both in
+// about 110 µs per 64-byte block (docs/perf-log/draw.md): an HMAC (its
+// pads' blocks done once) and the id's hash are three blocks, a third of
+// a ms of Redis's one thread per participant, where a whole enter costs a
+// few µs, and 5 minutes of blocking to key a draw of a million at its
+// opening. Go computes both in
 // about a µs, once per enter while a draw is sealed, on the replica's
 // many cores; the script checks that the keys were made with the seed
 // sealed now (draw_id) before it keeps them. The seed stays in Redis

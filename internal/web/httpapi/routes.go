@@ -82,6 +82,7 @@ func (m mount) routes() *chi.Mux {
 	r.Post(api+"/enter", pub.Enter)
 	r.Get(api+"/status", pub.Status)
 	r.Get(api+"/line", pub.Line) // the line as a public, cacheable document (publicapi's line.go)
+	r.Get(api+"/draw", pub.Draw) // the last draw's list, to check it (publicapi's draw.go)
 	r.Delete(api+"/place", pub.LeavePlace)
 	r.Post(api+"/handoff", pub.CreateHandoff) // move the place to another device (publicapi's handoff.go)
 	r.Get(api+"/handoff/qr", pub.HandoffQR)   // its QR code, a PNG
