@@ -78,7 +78,9 @@ type drawCursor struct {
 	place int64
 }
 
-func (c drawCursor) String() string { return strconv.Itoa(c.line) + "." + strconv.FormatInt(c.place, 10) }
+func (c drawCursor) String() string {
+	return strconv.Itoa(c.line) + "." + strconv.FormatInt(c.place, 10)
+}
 
 // parseDrawCursor reads a cursor ("" the first place).
 func parseDrawCursor(s string) (drawCursor, bool) {
