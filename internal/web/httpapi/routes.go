@@ -59,6 +59,7 @@ func (m mount) routes() *chi.Mux {
 		r.Get("/favicon.ico", pub.Favicon)
 	}
 	r.Get("/q/{queue}", pub.WaitingPage)
+	r.Get("/q/{queue}/verify", pub.VerifyDrawPage) // the draw's verifier (publicapi's pages.go)
 	// The in-page agent that sites' own pages load (internal/web/agent):
 	// the module, the classic script, their current versioned addresses.
 	ag := agent.Default()
