@@ -295,3 +295,55 @@ func TestDrawPlacedInBatches(t *testing.T) {
 		t.Fatal("the line is not the draw's order after the first five admitted")
 	}
 }
+
+// A queue with no draw pays no Redis command for draws on enter or
+// status: each makes exactly the commands it made before draws were
+// sealed (TestNeverClosedPaysNoCommand's lists, this test run on its base
+// too); and so does a queue whose opening is past and its draw made, for
+// the places that arrived after it.
+func TestNoDrawPaysNoCommand(t *testing.T) {
+	ctx := context.Background()
+	want := map[string]string{
+		"enter (a new place)":          "FCALL lua:EXISTS lua:GET lua:HMGET lua:HMGET lua:INCRBY lua:SCARD lua:ZADD lua:ZADD lua:ZCARD lua:ZREM",
+		"enter (the same place again)": "FCALL lua:EXISTS lua:GET lua:HMGET lua:HMGET lua:INCRBY lua:SCARD lua:ZADD lua:ZADD lua:ZADD lua:ZCARD lua:ZREM",
+		"status (waiting)":             "FCALL lua:EXISTS lua:HMGET lua:HMGET lua:SCARD lua:ZADD lua:ZCARD lua:ZMSCORE lua:ZRANK lua:ZSCORE",
+		"status (inside)":              "FCALL lua:EXISTS lua:HMGET lua:HMGET lua:HMGET lua:SCARD lua:ZCARD lua:ZMSCORE",
+	}
+	for _, drawn := range []bool{false, true} {
+		s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
+		if drawn {
+			// An opening with a draw of one, made and past.
+			now, _ := rdb.Time(ctx).Result()
+			schedule(t, s, q, now.Add(-time.Minute), now.Add(time.Hour))
+			enter(t, s, q, "drawn")
+			schedule(t, s, q, now.Add(-time.Minute), now.Add(-time.Millisecond))
+			tick(t, s, rdb, q)
+			forceNextInterval(t, rdb, q)
+			tick(t, s, rdb, q)
+		}
+		enter(t, s, q, "warm-in") // loads the library; admitted on the token when not drawn
+		enter(t, s, q, "warm-wait")
+		status(t, s, q, "warm-wait")
+		inside := "warm-in"
+		if drawn {
+			inside = "drawn"
+		}
+		for _, c := range []struct {
+			name string
+			do   func()
+		}{
+			{"enter (a new place)", func() { enter(t, s, q, "new") }},
+			{"enter (the same place again)", func() { enter(t, s, q, "new") }},
+			{"status (waiting)", func() { status(t, s, q, "new") }},
+			{"status (inside)", func() { status(t, s, q, inside) }},
+		} {
+			got := strings.Join(commandsOf(t, ctx, rdb, q, c.do), " ")
+			if got != want[c.name] {
+				t.Errorf("drawn %t: %s made\n  %s\nwithout draws it made\n  %s", drawn, c.name, got, want[c.name])
+			}
+		}
+		if sl := s.sealOf(q).cur.Load(); sl != nil && sl.id != "" {
+			t.Errorf("drawn %t: the replica keeps a seal after the opening", drawn)
+		}
+	}
+}

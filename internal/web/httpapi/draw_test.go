@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/waitroom/waitroom/client"
 	"github.com/waitroom/waitroom/internal/engine/queue"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
@@ -198,5 +200,55 @@ func TestDrawAnyoneCanCheck(t *testing.T) {
 		if _, err := client.VerifyDraw(d, c.check); !errors.Is(err, client.ErrDrawMismatch) {
 			t.Errorf("%s, served: %v, want a mismatch", name, err)
 		}
+	}
+}
+
+// Through the API too, a queue with no draw pays nothing for draws: an
+// enter and a status are one Redis command each (the script's call), as
+// before; a place in a draw's pre-queue, or one it placed, reads the
+// draw's state at most once a second per replica (PageDraw) on top.
+func TestNoDrawPaysNoCommandOverHTTP(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	t.Cleanup(func() { _ = rdb.Close() })
+	count := &redistest.Counter{}
+	rdb.AddHook(count)
+	e := newEnv(t, rdb, queue.Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour}, testTimeout,
+		Options{AdminToken: adminToken, InsecureUserIDs: true})
+	e.enter("warm-in")
+	e.enter("warm-wait")
+	e.status("warm-wait") // loads the scripts' libraries
+	for _, c := range []struct {
+		name string
+		do   func()
+	}{
+		{"enter (in line)", func() { e.enter("u1") }},
+		{"enter (again)", func() { e.enter("u1") }},
+		{"status (waiting)", func() { e.status("u1") }},
+		{"status (inside)", func() { e.status("warm-in") }},
+	} {
+		before := count.N()
+		c.do()
+		if n := count.N() - before; n != 1 {
+			t.Errorf("%s: %d Redis commands, want 1", c.name, n)
+		}
+	}
+
+	// A pre-queue's places: the draw's state read once for many answers.
+	now, _ := rdb.Time(context.Background()).Result()
+	at := func(d time.Duration) string { return now.Add(d).UTC().Format(time.RFC3339Nano) }
+	if r := e.patch(fmt.Sprintf(`{"prequeue_from":%q,"opens_at":%q}`, at(-time.Minute), at(time.Hour))); r.status != 200 {
+		t.Fatalf("schedule: %d %s", r.status, r.body)
+	}
+	e.enter("p0") // reads the seal (draw.lua) and the draw's state
+	before := count.N()
+	for i := range 10 {
+		if tk := e.enter(fmt.Sprintf("p%d", i+1)); tk.DrawCommitment == "" {
+			t.Fatalf("a pre-queue enter: %+v", tk)
+		}
+		e.status(fmt.Sprintf("p%d", i+1))
+	}
+	if n := count.N() - before; n > 20+2 {
+		t.Errorf("10 enters and 10 statuses in the pre-queue: %d Redis commands, want at most 22", n)
 	}
 }
