@@ -347,3 +347,19 @@ func TestNoDrawPaysNoCommand(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDrawArgs is what a sealed draw adds to an enter batch in Go:
+// each call's draw key and id hash (docs/perf-log/draw.md).
+func BenchmarkDrawArgs(b *testing.B) {
+	sl := &seals{}
+	sl.cur.Store(&seal{gen: 1, id: "1", seed: make([]byte, 32)})
+	calls := make([]Caller, maxBatch)
+	for i := range calls {
+		calls[i].User = fmt.Sprintf("a:%022d", i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		drawArgs(sl, calls)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*maxBatch), "ns/call")
+}

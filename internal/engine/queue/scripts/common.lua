@@ -1,8 +1,8 @@
 -- common.lua: the names of the replies, first of the prelude that
 -- scripts.go puts before every queue script: configLua's reading of the
 -- settings, then this file, common_config.lua (clock, config, the next
--- tick, the ETA), common_limits.lua (rate limits), common_places.lua (a
--- draw's order, why a place ended), common_events.lua (webhooks) and
+-- tick, the ETA), common_limits.lua (rate limits), common_places.lua (durations
+-- rounded, why a place ended), common_events.lua (webhooks) and
 -- common_settings.lua (what every writer of the settings keeps in step).
 -- Each script reads the clock and the queue's config from Redis itself, so
 -- every replica agrees on time and settings whatever its own clock says.
