@@ -264,6 +264,11 @@ func (s *Store) Draw(ctx context.Context, queue string) (DrawState, error) {
 	}
 	st.Last = DrawRecord{For: time.UnixMilli(num(0)), Seed: str(1), Commitment: str(2), Count: num(3), Placing: num(4) == 1,
 		Lines: []DrawLine{{Lane: "", Count: num(6)}}}
+	if !isHex32(st.Last.Seed) || !isHex32(st.Last.Commitment) {
+		// A draw made before draws were sealed (its seed a 52-bit
+		// number, or none): nothing in it can be checked.
+		st.Last.Seed, st.Last.Commitment = "", ""
+	}
 	if lanes := str(5); lanes != "" {
 		names := strings.Split(lanes, ",")
 		fields := make([]string, len(names))
@@ -337,3 +342,17 @@ func (s *Store) DrawEntries(ctx context.Context, queue, lane string, from, n int
 // tick_close.lua): a status's negative arrival number is the place's
 // score, its place in the draw less drawPlaceBase + 1.
 const drawPlaceBase = -(1 << 52)
+
+// isHex32 reports whether s is 32 bytes in lowercase hex, as the draw's
+// seed and commitment are written.
+func isHex32(s string) bool {
+	if len(s) != 2*DrawKeyLen {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -7,11 +7,11 @@
 -- KEYS[1..5]   waiting ZSET, entered ZSET, tokens STRING (unset: a full bucket), seq STRING, config HASH
 -- KEYS[6..10]  tick HASH, heard ZSET, draw SET, admitted HASH, events STREAM
 -- KEYS[11..16] gen HASH, stale ZSET, arrival rate HASH, lanes SET, held ZSET, draw keys ZSET
--- KEYS[16..]   per call, only the keys it uses, in the order "Enter, call by call" lists
+-- KEYS[17..]   per call, only the keys it uses, in the order "Enter, call by call" lists
 -- ARGV[1..DEFAULTS] the replica's defaults queue_config reads, then the line's lane ("": general)
 -- ARGV[DEFAULTS + 1..LIMITS] limits per client and per place: period_ms, burst
 -- ARGV[LIMITS + 1..LIMITS + 4] limits per network and per site: period_ms, burst
--- ARGV[LIMITS + 5..TIERS] the price of a place: bits (0: none), calm arrivals a second
+-- ARGV[LIMITS + 5..LIMITS + 8] the price of a place: bits (0: none), calm arrivals a second
 --              (0: no pressure), the ceiling a person pays (bits), the human check answers (1|0)
 -- ARGV[DRAWN] the id of the sealed draw whose keys follow the calls ("": none, draw.go)
 -- ARGV[DRAWN + 1..] per call: user id, then "" (the usual enter) or what else it asks
