@@ -88,9 +88,9 @@ func TestModulePreloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, page := range []string{"pages/script.html", "admin.html"} {
+	for _, page := range []string{"pages/script.html", "admin.html", "verify-draw.html"} {
 		html := string(script)
-		if page == "admin.html" {
+		if page != "pages/script.html" {
 			html = read(page)
 		}
 		for _, c := range classic.FindAllStringSubmatch(html, -1) {

@@ -37,6 +37,8 @@ func main() {
 			os.Exit(solveMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr)) // solve.go
 		case "version":
 			os.Exit(versionCommand(os.Args[2:], os.Stdout, os.Stderr)) // version.go
+		case "verify-draw":
+			os.Exit(verifyDrawMain(os.Args[2:], nil, os.Stdout, os.Stderr)) // verifydraw.go
 		}
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {

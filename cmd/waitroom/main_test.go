@@ -52,6 +52,13 @@ const adminToken = "cmd-test-admin-token-0123456789abcdef"
 
 func startReplica(t *testing.T, env map[string]string) *replica {
 	t.Helper()
+	return startReplicaLogging(t, env, io.Discard)
+}
+
+// startReplicaLogging is startReplica with the service's log written to
+// logOut.
+func startReplicaLogging(t *testing.T, env map[string]string, logOut io.Writer) *replica {
+	t.Helper()
 	addr := freeAddr(t)
 	// No metrics unless env asks: replicas side by side would all try :9090.
 	full := map[string]string{"WAITROOM_ADDR": addr, "WAITROOM_REDIS_URL": "redis://" + redistest.Addr(t) + "/0", "WAITROOM_METRICS_ADDR": ""}
@@ -64,7 +71,7 @@ func startReplica(t *testing.T, env map[string]string) *replica {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, envconfig.Lookup(full), io.Discard) }()
+	go func() { done <- run(ctx, envconfig.Lookup(full), logOut) }()
 	r := &replica{base: "http://" + addr}
 	stopped := false
 	r.stop = func() error {

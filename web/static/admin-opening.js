@@ -27,6 +27,7 @@ export function buildOpening(view, root) {
     root: root,
     state: q('.opening-state'),
     draw: q('.draw-record'),
+    sealed: q('.draw-sealed'), // the next draw's commitment (docs/DRAW.md); never its seed
     times: {}, // field -> {date, time, local, error}: the inputs of one time
     error: q('.opening-error'),
     ok: q('.opening-ok'),
@@ -92,6 +93,8 @@ export function updateOpening(o, q) {
     // The seed as digits, not grouped: it is copied to recompute the order.
     o.draw.textContent = t('drawRecord', { time: utcWhen(drawn), seed: String(q.draw_seed), n: num(q.draw_count), count: q.draw_count });
   }
+  o.sealed.hidden = !q.draw_sealed;
+  o.sealed.textContent = q.draw_sealed ? t('drawSealed', { commitment: q.draw_sealed }) : '';
   if (!o.dirty && !o.root.contains(document.activeElement)) {
     for (const { field } of TIMES) {
       const f = o.times[field];

@@ -64,6 +64,7 @@ import { onNotOpen, opened, enterWhenDue } from './waiting-opening.js';
 import { onMoved } from './waiting-move.js';
 import { placeGone } from './waiting-leave.js';
 import { heard, followFromDocument } from './waiting-line.js';
+import { noteDraw } from './waiting-draw.js';
 
 const FALLBACK_POLL_MS = 2000;
 const MIN_POLL_MS = 250; // guards against a server hint of 0 hammering us
@@ -292,6 +293,7 @@ function onTicket(tk, action) {
     page.member = tk.user_id || '';
     page.place = readPlace(page.member);
   }
+  noteDraw(tk);
   switch (tk.status) {
     case 'WAITING':
       onWaiting(tk, action);

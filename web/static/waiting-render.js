@@ -8,6 +8,7 @@ import { t } from './waiting-messages.js';
 import { page } from './waiting-state.js';
 import { serverNow } from './waiting-api.js';
 import { fmt, clock, when, hhmm, countdown, waitText, checkText } from './waiting-format.js';
+import { drawnFor, checkLink } from './waiting-draw.js';
 
 let clockTimer = 0; // re-renders a countdown on the second
 let retryTimer = 0; // re-renders the seconds to the next try while reconnecting
@@ -211,6 +212,7 @@ function showNotOpen(s) {
 function showDraw(s) {
   $('position-box').hidden = s.inDraw;
   $('draw-box').hidden = !s.inDraw;
+  showDrawn(s);
   $('ahead-stat').hidden = s.inDraw;
   $('eta-stat').hidden = s.inDraw;
   $('waiting-stat').classList.toggle('stat-wide', s.inDraw);
@@ -219,6 +221,21 @@ function showDraw(s) {
   $('draw-text').textContent = s.drawPending ? t('drawBody', { time: when(s.drawAt) }) : t('drawing');
   $('draw-countdown-box').hidden = !s.drawPending;
   $('draw-countdown').textContent = s.drawPending ? countdown(s.drawAt - serverNow()) : '';
+  const sealed = s.ticket.draw_commitment || '';
+  $('draw-seal').hidden = !sealed;
+  $('draw-seal-text').textContent = sealed ? t('drawSealed') : '';
+  $('draw-commitment').textContent = sealed;
+}
+
+// showDrawn shows, to a place the draw placed, its draw key and place,
+// and the link to check the draw.
+function showDrawn(s) {
+  const d = s.active && !s.inDraw ? drawnFor(page.member) : null;
+  $('drawn-box').hidden = !d;
+  if (!d) return;
+  $('drawn-text').textContent = t('drawnPlace', { place: fmt(d.place) });
+  $('drawn-key').textContent = d.key;
+  $('drawn-check').href = checkLink(d);
 }
 
 // showNumbers shows the last ticket's numbers: position, how many are

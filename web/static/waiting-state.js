@@ -69,6 +69,9 @@ export const page = {
   // automatic retry comes (with its jitter; 0: none pending).
   fullAt: 0,
   fullRetryAt: 0,
+  // A scheduled opening's draw (waiting-draw.js): {member, sealed (the
+  // commitment seen before the opening), commitment, key, place}, or null.
+  draw: null,
 };
 
 // ---- the progress of a place, kept in localStorage ----

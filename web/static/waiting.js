@@ -21,6 +21,8 @@
 //   waiting-render.js    drawing the state; the live region
 //   waiting-format.js    numbers, times and waits in the page's language
 //   waiting-alerts.js    the turn told to someone looking away
+//   waiting-draw.js      a draw's commitment, a drawn place's key and the
+//                        link to check the draw (verify-draw.js's page)
 //   i18n.js, storage.js, dom.js   shared with the back office
 //
 // The page's rescue, an inline classic script before the modules,

@@ -201,15 +201,20 @@ func (b *batcher) expire() {
 // statusArgs a key a call does not use is the queue's unused marker key,
 // never read; enterArgs passes only the keys a call uses, and the usual
 // enter (enterAsks) none.
-func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []any) {
-	keys = make([]string, 0, len(q.enterKeys)+1+len(calls))
+//
+// With a draw sealed, as this replica knows it (draw.go), the draw's id
+// comes before the calls and each call's draw key and id hash after them;
+// gen is the read of the seal they come from.
+func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []any, gen uint64) {
+	keys = make([]string, 0, len(q.enterKeys)+2+len(calls))
 	keys = append(keys, q.enterKeys...)
-	keys = append(keys, q.keys.held)
-	args = make([]any, 0, len(q.args)+len(s.enterLimits)+len(s.networkArgs)+1+2*len(calls))
+	keys = append(keys, q.keys.held, q.keys.drawKeys)
+	drawID, entries, gen := drawArgs(s.sealOf(q.keys.name), calls)
+	args = make([]any, 0, len(q.args)+len(s.enterLimits)+len(s.networkArgs)+2+2*len(calls)+len(entries))
 	args = append(args, q.args...)
 	args = append(args, s.enterLimits[:]...)
 	args = append(args, s.networkArgs[:]...)
-	args = append(args, s.humanArg())
+	args = append(args, s.humanArg(), drawID)
 	priced := s.defaults.Price.Bits > 0
 	for _, c := range calls {
 		asks, proved, counted := enterAsks(c, priced)
@@ -235,7 +240,10 @@ func (s *Store) enterArgs(q *queueRef, calls []Caller) (keys []string, args []an
 			keys = append(keys, o.keys.waiting, o.keys.held, o.keys.draw)
 		}
 	}
-	return keys, args
+	for _, e := range entries {
+		args = append(args, e)
+	}
+	return keys, args, gen
 }
 
 // enterAsks is what an enter asks of enter.lua beyond its place in line:

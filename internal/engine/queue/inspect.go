@@ -175,13 +175,27 @@ func (in *Inspector) UpdateSettings(ctx context.Context, queue string, u Update)
 	}
 	event, _ := json.Marshal(told) // strings always encode
 	by := string(u.By)
+	// A change of the opening's times may seal a draw with a fresh seed
+	// (draw_seal.lua), drawn here, used only if it needs one.
+	seal := []any{"", "", ""}
+	if u.OpensAt != nil || u.PrequeueFrom != nil {
+		seed, commitment, id := freshSeal()
+		seal = []any{seed, commitment, id}
+	}
 	// One script stores them and writes the settings_changed event, if
 	// the queue has webhooks (settings.lua).
-	_, err = WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
-		return settingsScript.Run(ctx, s.rdb, []string{q.keys.config, q.keys.events, q.keys.tick, q.keys.lanes}, append([]any{string(event), by}, fields...)...).Int64()
+	n, err := WaitFor(ctx, s.timeout, func(ctx context.Context) (int64, error) {
+		return settingsScript.Run(ctx, s.rdb, []string{q.keys.config, q.keys.events, q.keys.tick, q.keys.lanes, q.keys.drawSeed},
+			append(append([]any{string(event), by}, seal...), fields...)...).Int64()
 	})
 	if err != nil {
 		return fmt.Errorf("queue: update settings: %w", err)
+	}
+	if n < 0 {
+		return ErrDrawSealed
+	}
+	if u.OpensAt != nil || u.PrequeueFrom != nil {
+		s.drawStates.forget(queue, nil) // this replica's next answer shows the seal
 	}
 	if u.Title != nil || u.Message != nil {
 		s.texts.forget(queue, nil) // this replica's next page shows the change

@@ -25,8 +25,12 @@ type keys struct {
 	// fewer (3 before abandonment, 4 before the line statistics', 6 before the
 	// budget) and read as 0 for
 	// the missing ones, and fields after those a reader knows are ignored.
-	history                               string
-	heard, held, stale, gone, draw        string
+	history                        string
+	heard, held, stale, gone, draw string
+	// drawKeys and drawList are the line's draw keys and its last draw's
+	// list, drawSeed the queue's sealed seed (rediskeys.DrawKeys,
+	// DrawList, DrawSeed; docs/DRAW.md).
+	drawKeys, drawList, drawSeed          string
 	events, bulk, admitted, arrivals      string
 	samples, inside, gen, moved, arriving string
 	// lane is the line's lane ("": the general lane); lanes and schedule
@@ -61,6 +65,9 @@ func keysFor(queue string) keys {
 		stale:    rediskeys.Stale(queue),
 		gone:     rediskeys.Gone(queue),
 		draw:     rediskeys.Draw(queue),
+		drawKeys: rediskeys.DrawKeys(queue),
+		drawList: rediskeys.DrawList(queue),
+		drawSeed: rediskeys.DrawSeed(queue),
 		admitted: rediskeys.Admitted(queue),
 		arrivals: rediskeys.Arrivals(queue),
 		samples:  rediskeys.Samples(queue),
@@ -91,6 +98,7 @@ func keysForLine(queue, lane string) keys {
 	k.lane = lane
 	k.waiting, k.heard, k.held, k.stale = part("waiting"), part("heard"), part("held"), part("stale")
 	k.draw, k.seq, k.arrivals, k.laneHistory = part("draw"), part("seq"), part("arrivals"), part("history")
+	k.drawKeys, k.drawList = part("drawkeys"), part("drawlist")
 	return k
 }
 

@@ -33,8 +33,11 @@ type Line struct {
 	// Closed its message by language and when sales reopen (Text's).
 	ClosedAt time.Time
 	Closed   Closing
-	// OpensAt and PrequeueFrom are a scheduled opening (zero: none).
+	// OpensAt and PrequeueFrom are a scheduled opening (zero: none), and
+	// DrawCommitment the SHA-256 of its draw's sealed seed (hex; ""
+	// none), published before anyone's place is known (docs/DRAW.md).
 	OpensAt, PrequeueFrom time.Time
+	DrawCommitment        string
 	// AbandonAfter is how long a waiting place may go unheard (0: never);
 	// only places near the head are ever dropped.
 	AbandonAfter time.Duration
@@ -74,7 +77,8 @@ func (s *Store) Line(queue string, now time.Time) (Line, bool) {
 		UntilNextTick: ms(h[headUntilNextTick]), RefillSize: int(h[headRefillSize]), RefillInterval: ms(h[headInterval]),
 		Paused: h[headPaused] == 1, OpensAt: msTime(h[headOpensAt]), PrequeueFrom: msTime(h[headPrequeueFrom]),
 		AbandonAfter: ms(h[headAbandonAfter]), InDraw: sn.inDraw > 0, Complete: sn.complete,
-		Ranks: sn.ranks, Arrivals: sn.seqs, snap: sn, ClosedAt: msTime(h[headClosed]), Closed: sn.closed}
+		Ranks: sn.ranks, Arrivals: sn.seqs, snap: sn, ClosedAt: msTime(h[headClosed]), Closed: sn.closed,
+		DrawCommitment: sn.drawSealed}
 	if sn.held > 0 {
 		l.HeldMax = sn.heldMax
 	}

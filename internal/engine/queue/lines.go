@@ -34,7 +34,7 @@ func (s *Store) newRef(name, lane string) *queueRef {
 		renewKeys:  []string{k.entered, k.config, k.admitted},
 		leaveKeys:  []string{k.waiting, k.entered, k.heard, k.gone, k.draw, k.admitted, k.config, k.events, k.gen, k.held, k.stale, k.seq, k.bulk},
 		tickKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.history, k.heard, k.gone, k.draw, k.admitted, k.events,
-			k.seq, k.arrivals, k.samples, k.inside, k.held, k.stale, k.lanes, k.schedule},
+			k.seq, k.arrivals, k.samples, k.inside, k.held, k.stale, k.lanes, k.schedule, k.drawKeys, k.drawList, k.drawSeed},
 		infoKeys: []string{k.waiting, k.entered, k.tokens, k.config, k.tick, k.draw},
 		snapKeys: []string{k.waiting, k.config, k.tick, k.draw, k.held, k.stale, k.seq},
 		stale:    newStaleSet(),
@@ -51,8 +51,13 @@ func (s *Store) newRef(name, lane string) *queueRef {
 		if priced {
 			q.seen.look(calls, time.Now()) // each call's networks' first place? (seen.go)
 		}
-		keys, args := s.enterArgs(q, calls)
+		keys, args, gen := s.enterArgs(q, calls)
 		tickets, err := s.runEnter(ctx, name, q, len(calls), keys, args) // the script, and WAIT if set (replica.go)
+		for i := range tickets {
+			if _, stale := tickets[i].refused.(drawStale); stale {
+				tickets[i].refused = drawStale{gen: gen} // the caller reads a seal newer than this one
+			}
+		}
 		if priced && err == nil {
 			q.seen.placed(calls, tickets, time.Now())
 		}

@@ -1,11 +1,10 @@
 package queue
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha1"
 	"encoding/hex"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,25 +17,17 @@ func schedule(t *testing.T, s *Store, q string, prequeueFrom, opensAt time.Time)
 	}
 }
 
-// drawOrder recomputes a draw from its seed, as an auditor would: each
-// participant's key is the first 52 bits of SHA-1(seed ":" user), lowest
-// first.
-func drawOrder(seed int64, users []string) []string {
-	key := func(u string) uint64 {
-		sum := sha1.Sum([]byte(strconv.FormatInt(seed, 10) + ":" + u))
-		v, _ := strconv.ParseUint(hex.EncodeToString(sum[:])[:13], 16, 64)
-		return v
+// drawOrder recomputes a draw from its revealed seed (hex), as an
+// auditor would: each participant's key is HMAC-SHA256(seed, user),
+// lowest first.
+func drawOrder(t *testing.T, seedHex string, users []string) []string {
+	t.Helper()
+	seed, err := hex.DecodeString(seedHex)
+	if err != nil || len(seed) != 32 {
+		t.Fatalf("the revealed seed %q", seedHex)
 	}
 	out := slices.Clone(users)
-	slices.SortFunc(out, func(a, b string) int {
-		if ka, kb := key(a), key(b); ka != kb {
-			if ka < kb {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
+	slices.SortFunc(out, func(a, b string) int { return bytes.Compare(DrawKey(seed, a), DrawKey(seed, b)) })
 	return out
 }
 
@@ -91,10 +82,14 @@ func TestScheduledOpening(t *testing.T) {
 		t.Fatalf("the opening tick: %+v", res)
 	}
 	i := info(t, s, q)
-	if i.DrawCount != int64(len(early)) || i.DrawSeed == 0 || i.DrawFor.IsZero() {
-		t.Fatalf("draw record: %+v", i)
+	d, err := s.Draw(ctx, q)
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := append(drawOrder(i.DrawSeed, early), "late1", "late2")
+	if i.DrawCount != int64(len(early)) || i.DrawFor.IsZero() || d.Last.Count != int64(len(early)) || d.Last.Placing || d.Sealed != "" {
+		t.Fatalf("draw record: %+v, %+v", i, d)
+	}
+	want := append(drawOrder(t, d.Last.Seed, early), "late1", "late2")
 	got := make([]string, 0, len(want))
 	for _, u := range want {
 		st := status(t, s, q, u)
@@ -115,7 +110,7 @@ func TestScheduledOpening(t *testing.T) {
 	}
 	order = append(order, line...)
 	if !slices.Equal(order, want) {
-		t.Fatalf("order %v, the seed %d gives %v", order, i.DrawSeed, want)
+		t.Fatalf("order %v, the seed %s gives %v", order, d.Last.Seed, want)
 	}
 }
 

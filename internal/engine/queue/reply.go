@@ -30,6 +30,7 @@ const (
 	statusHuman             // refused: a human check is asked
 	statusOtherLine         // refused, place: the other line holding the account (0: the lanes changed)
 	statusClosed            // refused: the operator closed the sale (close.lua)
+	statusDrawStale         // refused, changing nothing: the call's draw keys are not the sealed draw's (draw.go)
 )
 
 // Positions in the head of enter.lua's and status.lua's replies (HEAD_*).
@@ -65,7 +66,7 @@ const (
 	infoOpensAt
 	infoPrequeueFrom
 	infoDrawFor
-	infoDrawSeed
+	infoDrawPlacing
 	infoDrawCount
 	infoAdmitted
 	infoMaxWaiting
@@ -148,6 +149,13 @@ func (s *Store) batchTickets(name string, n int, v []int64, err error, seqs bool
 		tickets[i].SessionMax = s.defaults.SessionMax
 		if seqs {
 			tickets[i].Seq = v[headLen+2*n+i]
+			if seq := tickets[i].Seq; seq < 0 {
+				// A place a draw placed: its score is its place in the
+				// draw (drawPlaceBase). Older draws' scores were below
+				// that range's top too; the caller checks the place
+				// against the draw's count before it says it.
+				tickets[i].Seq, tickets[i].DrawPlace = 0, seq-drawPlaceBase+1
+			}
 		}
 	}
 	return tickets, nil
@@ -234,6 +242,8 @@ func refusal(status, wait int64) error {
 		return otherLine(wait)
 	case statusClosed:
 		return ErrSaleClosed
+	case statusDrawStale:
+		return drawStale{}
 	case statusNotWaiting:
 		if wait == reasonMoved {
 			return ErrMoved
@@ -338,7 +348,7 @@ func newInfo(queue string, v []int64, sessionMax time.Duration) (Info, error) {
 		OpensAt:               msTime(v[infoOpensAt]),
 		PrequeueFrom:          msTime(v[infoPrequeueFrom]),
 		DrawFor:               msTime(v[infoDrawFor]),
-		DrawSeed:              v[infoDrawSeed],
+		DrawPlacing:           v[infoDrawPlacing] == 1,
 		DrawCount:             v[infoDrawCount],
 		AdmittedThisInterval:  v[infoAdmitted],
 		RefillEffective:       int(v[infoBudget]),

@@ -33,6 +33,7 @@ var luaMirror = []struct {
 	{"HUMAN", statusHuman},
 	{"OTHER_LINE", statusOtherLine},
 	{"CLOSED", statusClosed},
+	{"DRAW_STALE", statusDrawStale},
 
 	{"HEAD_WAITING", headWaiting + 1},
 	{"HEAD_UNTIL_NEXT_TICK", headUntilNextTick + 1},
@@ -61,7 +62,7 @@ var luaMirror = []struct {
 	{"INFO_OPENS_AT", infoOpensAt + 1},
 	{"INFO_PREQUEUE_FROM", infoPrequeueFrom + 1},
 	{"INFO_DRAW_FOR", infoDrawFor + 1},
-	{"INFO_DRAW_SEED", infoDrawSeed + 1},
+	{"INFO_DRAW_PLACING", infoDrawPlacing + 1},
 	{"INFO_DRAW_COUNT", infoDrawCount + 1},
 	{"INFO_ADMITTED", infoAdmitted + 1},
 	{"INFO_MAX_WAITING", infoMaxWaiting + 1},

@@ -140,7 +140,7 @@ func TestWindowsBeforeTheTick(t *testing.T) {
 	}
 	tick := func() []int64 {
 		t.Helper()
-		v, err := tickScript.Run(ctx, s.rdb, ref.tickKeys, append(ref.args, purgeBatch, HistoryLen, abandonBatch, drawSeed(),
+		v, err := tickScript.Run(ctx, s.rdb, ref.tickKeys, append(ref.args, purgeBatch, HistoryLen, abandonBatch,
 			drawBatch, 0, 0, holdBatch, "", "0")...).Int64Slice()
 		if err != nil {
 			t.Fatal(err)

@@ -64,7 +64,8 @@ var (
 	doneScript      = newScript("done", commonLua, lua("done.lua"))
 	renewScript     = newScript("renew", commonLua, lua("renew.lua"))
 	challengeScript = newScript("challenge", commonLua+networksLua, lua("challenge.lua"))
-	settingsScript  = newScript("settings", commonLua, lua("settings.lua"))
+	settingsScript  = newScript("settings", commonLua+lua("draw_seal.lua"), lua("settings.lua"))
+	drawScript      = newScript("draw", commonLua+lua("draw_seal.lua"), lua("draw.lua"))
 	closeScript     = newScript("close", commonLua, lua("close.lua"))
 	snapshotScript  = newScript("snapshot", commonLua, lua("snapshot.lua"))
 	moveScript      = newScript("move", commonLua, lua("move.lua"))
@@ -230,8 +231,10 @@ func configLua(catalog []Setting) string {
 // number, nil while not stored): the effective refill of the automatic
 // rate (adapt_budget, tick_close.lua), and when the operator closed the
 // sale (close.lua), which every script thus learns with no command of
-// its own: a queue never closed pays nothing for it.
-var configState = []string{"refill_effective", "closed_at_ms"}
+// its own: a queue never closed pays nothing for it; and the id of the
+// sealed draw (draw_id, draw.go), which enter compares with its caller's
+// the same way: a queue with no draw pays nothing for it.
+var configState = []string{"refill_effective", "closed_at_ms", "draw_id"}
 
 // scriptDefaults are the replica's defaults d as configLua's scripts take
 // them in ARGV[1..DEFAULTS - 1]: the values of the rows it reads there,

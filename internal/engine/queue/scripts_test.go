@@ -15,7 +15,7 @@ import (
 // last argument); every other file holds helpers, which a library defines
 // once for all of its calls.
 var bodies = []string{"close.lua", "enter.lua", "status.lua", "leave.lua", "info.lua", "done.lua", "renew.lua", "challenge.lua",
-	"settings.lua", "snapshot.lua", "move.lua", "drops.lua", "tick.lua", "windows.lua", "redeem.lua", "codes_add.lua", "codes_revoke.lua"}
+	"settings.lua", "snapshot.lua", "move.lua", "drops.lua", "tick.lua", "windows.lua", "redeem.lua", "codes_add.lua", "codes_revoke.lua", "draw.lua"}
 
 var (
 	topLocal   = regexp.MustCompile(`(?m)^local ([A-Za-z_][A-Za-z0-9_, ]*?)\s*(=|$|--)`)

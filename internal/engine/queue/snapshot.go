@@ -56,6 +56,9 @@ type snapshot struct {
 	// closed is the operator's closing while head says the sale is
 	// closed (PageText's, read only then).
 	closed Closing
+	// drawSealed is the sealed draw's commitment while head says an
+	// opening lies ahead (PageDraw's, read only then).
+	drawSealed string
 }
 
 // The values of snapshot.lua's first reply after the head, in order.
@@ -120,6 +123,13 @@ func (s *Store) RefreshSnapshot(ctx context.Context, queue string, force bool) e
 			return err
 		}
 		sn.closed = t.Closed
+	}
+	if sn.head[headUntilOpen] > 0 {
+		d, err := s.PageDraw(ctx, queue)
+		if err != nil {
+			return err
+		}
+		sn.drawSealed = d.Sealed
 	}
 	q.snap.Store(sn)
 	return nil

@@ -30,7 +30,7 @@ const (
 	// reaching the people behind them, and a tick stays short.
 	holdBatch = 5000
 	// drawBatch bounds the participants of a scheduled opening's draw one
-	// tick call places in the line (SHA-1 each, a few ms in all).
+	// tick call places in the line (a few ms in all: docs/perf-log/draw.md).
 	drawBatch = 10000
 	// HistoryLen is how many applied ticks the history list keeps: an hour
 	// at the default 5 s interval.
@@ -89,6 +89,10 @@ type Store struct {
 	// texts are the queues' titles and messages as the waiting page last
 	// read them (textcache.go).
 	texts *textCache
+	// draws are the queues' seals as this replica last read them, for
+	// its enters (draw.go), and drawStates their draw states (PageDraw).
+	draws      map[string]*seals
+	drawStates *readCache[DrawState]
 }
 
 // RecentMoves knows which places moved to another device lately
@@ -174,6 +178,8 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		observer:    nopObserver{},
 		moves:       noMoves{},
 		texts:       newTextCache(TextCacheTTL),
+		draws:       make(map[string]*seals, len(queues)),
+		drawStates:  newReadCache[DrawState](DrawCacheTTL),
 	}
 	copy(s.enterLimits[:], append(defaults.Limits.EnterPerClient.args(), defaults.Limits.EnterPerPlace.args()...))
 	copy(s.statusLimits[:], append(defaults.Limits.StatusPerClient.args(), defaults.Limits.StatusPerPlace.args()...))
@@ -188,6 +194,7 @@ func NewStore(rdb Redis, queues []string, defaults Settings, timeout time.Durati
 		}
 		q := s.newRef(name, "")
 		s.queues[name] = q
+		s.draws[name] = &seals{}
 		s.names = append(s.names, name)
 	}
 	for _, o := range opts {
@@ -293,6 +300,9 @@ func (s *Store) enter(ctx context.Context, queue string, c Caller) (Ticket, erro
 			return Ticket{}, fmt.Errorf("queue: enter: the lanes kept changing")
 		}
 	}
+	if err == nil {
+		s.dropSeal(queue, t) // no opening ahead: enters stop making draw keys
+	}
 	if err == nil && c.Credential {
 		// Entering again with a credential: a place it held is now at the
 		// back, and its older credentials go to Redis (stale.go).
@@ -349,6 +359,22 @@ func (s *Store) limited(ctx context.Context, b *batcher, queue, op string, perCl
 		return Ticket{}, err
 	}
 	t, err := b.do(ctx, c)
+	for range 2 {
+		// A pre-queue's enter whose draw keys were not the sealed draw's
+		// (or none: this replica had not read the seal) changed nothing,
+		// not even a shared bucket: read the seal and send it again, as
+		// charged here already (draw.go).
+		var ds drawStale
+		if !errors.As(err, &ds) {
+			break
+		}
+		if err = s.readSeal(ctx, queue, ds.gen); err == nil {
+			t, err = b.do(ctx, c)
+		}
+	}
+	if errors.As(err, &drawStale{}) {
+		err = errors.New("queue: enter: the draw's seal kept changing")
+	}
 	if errors.Is(err, ErrRateLimited) {
 		s.local.refused(queue, op, c, perClient, perPlace, nets)
 	}

@@ -12,36 +12,41 @@ import (
 // within this long, one made on this one at once.
 const TextCacheTTL = time.Second
 
-// textCache holds each queue's text as this replica last read it. One
-// read at a time per queue: requests that come while it is under way
-// wait for it rather than each asking Redis.
-type textCache struct {
+// readCache holds each queue's T (its text, its draw state) as this
+// replica last read it. One read at a time per queue: requests that come
+// while it is under way wait for it rather than each asking Redis.
+type readCache[T any] struct {
 	mu      sync.Mutex
-	entries map[string]*textEntry
+	entries map[string]*cacheEntry[T]
 	ttl     time.Duration
 }
 
-type textEntry struct {
+// textCache is the queues' texts (PageText).
+type textCache = readCache[Text]
+
+type cacheEntry[T any] struct {
 	ready chan struct{} // closed once the read is done; text and err are set then
-	text  Text
+	text  T
 	err   error
 	at    time.Time // when the read ended
 }
 
-func newTextCache(ttl time.Duration) *textCache {
-	return &textCache{entries: map[string]*textEntry{}, ttl: ttl}
+func newTextCache(ttl time.Duration) *textCache { return newReadCache[Text](ttl) }
+
+func newReadCache[T any](ttl time.Duration) *readCache[T] {
+	return &readCache[T]{entries: map[string]*cacheEntry[T]{}, ttl: ttl}
 }
 
 // get returns queue's text, from memory when this replica read it less
 // than ttl ago, else from read.
-func (c *textCache) get(ctx context.Context, queue string, read func(context.Context, string) (Text, error)) (Text, error) {
+func (c *readCache[T]) get(ctx context.Context, queue string, read func(context.Context, string) (T, error)) (T, error) {
 	c.mu.Lock()
 	e := c.entries[queue]
 	if e != nil && !e.fresh(c.ttl) {
 		e = nil
 	}
 	if e == nil {
-		e = &textEntry{ready: make(chan struct{})}
+		e = &cacheEntry[T]{ready: make(chan struct{})}
 		c.entries[queue] = e
 		c.mu.Unlock()
 		// Not the request's own context: the others waiting on this read
@@ -60,13 +65,14 @@ func (c *textCache) get(ctx context.Context, queue string, read func(context.Con
 	case <-e.ready:
 		return e.text, e.err
 	case <-ctx.Done():
-		return Text{}, ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 
 // fresh reports whether e is still being read or was read within ttl
 // (called with the cache's lock held).
-func (e *textEntry) fresh(ttl time.Duration) bool {
+func (e *cacheEntry[T]) fresh(ttl time.Duration) bool {
 	select {
 	case <-e.ready:
 		return time.Since(e.at) < ttl
@@ -77,7 +83,7 @@ func (e *textEntry) fresh(ttl time.Duration) bool {
 
 // forget drops queue's entry (only e, when e is given, so a failed old
 // read never drops a newer one): the next request reads from Redis.
-func (c *textCache) forget(queue string, e *textEntry) {
+func (c *readCache[T]) forget(queue string, e *cacheEntry[T]) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e == nil || c.entries[queue] == e {

@@ -118,7 +118,7 @@ func TestTextCacheCallerGone(t *testing.T) {
 }
 
 // waiting reports whether a read of queue is under way.
-func (c *textCache) waiting(queue string) bool {
+func (c *readCache[T]) waiting(queue string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[queue]

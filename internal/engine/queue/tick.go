@@ -7,11 +7,8 @@ package queue
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -72,14 +69,15 @@ func (s *Store) TickWith(ctx context.Context, queue string, p Proposal) (TickRes
 			keys := q.tickKeys
 			for _, l := range r.lanes {
 				lk := keysForLine(queue, l)
-				keys = append(keys[:len(keys):len(keys)], lk.waiting, lk.heard, lk.held, lk.stale, lk.draw, lk.seq, lk.arrivals, lk.laneHistory)
+				keys = append(keys[:len(keys):len(keys)], lk.waiting, lk.heard, lk.held, lk.stale, lk.draw, lk.seq, lk.arrivals, lk.laneHistory,
+					lk.drawKeys, lk.drawList)
 			}
 			away := "0" // this replica's ticks reached Redis until now
 			if !q.tickedOK.Load() {
 				away = "1" // its first, or Redis did not answer it lately
 			}
 			v, err := tickScript.Run(ctx, s.rdb, keys,
-				append(q.args, purgeBatch, HistoryLen, abandonBatch, drawSeed(), drawBatch, p.Refill, p.Base, holdBatch,
+				append(q.args, purgeBatch, HistoryLen, abandonBatch, drawBatch, p.Refill, p.Base, holdBatch,
 					strings.Join(r.lanes, ","), away)...).Int64Slice()
 			if err != nil {
 				q.tickedOK.Store(false)
@@ -125,12 +123,4 @@ func (s *Store) applyWindows(ctx context.Context, q *queueRef) (*WindowChange, e
 		return nil, fmt.Errorf("windows: %w", err)
 	}
 	return newWindowChange(raw)
-}
-
-// drawSeed is a fresh random seed for a draw: 52 bits, which Lua holds
-// exactly.
-func drawSeed() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>12, 10)
 }

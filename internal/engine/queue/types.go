@@ -270,6 +270,11 @@ type Ticket struct {
 	// credential carries it, so that a later status of a place far from
 	// the head can be answered from a replica's snapshot (Caller.Seq).
 	Seq int64
+	// DrawPlace is a Waiting place's place in the last draw, when a
+	// draw placed it (from 1, in its line's draw; 0: it arrived). The
+	// caller checks it against the draw's record (Store.Draw): a place an
+	// older draw placed has no such place.
+	DrawPlace int64
 	// Estimated is true when Position (and so the ETA) comes from the
 	// replica's snapshot of the line, not from Redis: the page says
 	// "about". It never applies near the head (snapshot.go).
@@ -353,12 +358,13 @@ type Info struct {
 	AbandonedLastInterval int64
 	// OpensAt and PrequeueFrom are the scheduled opening (zero: none).
 	OpensAt, PrequeueFrom time.Time
-	// DrawFor is the opening of the last draw (zero: none yet), DrawSeed
-	// its seed and DrawCount the participants it placed in the line: with
-	// them anyone can recompute the order (draw_key in common_places.lua).
-	DrawFor   time.Time
-	DrawSeed  int64
-	DrawCount int64
+	// DrawFor is the opening of the last draw (zero: none yet), DrawCount
+	// the participants it placed in the line so far, DrawPlacing true
+	// while it is being placed; its seed and list are Store.Draw's and
+	// DrawEntries' (draw.go).
+	DrawFor     time.Time
+	DrawCount   int64
+	DrawPlacing bool
 	// AdmittedThisInterval counts the admissions of the interval in
 	// progress: the last tick's moves and the direct entries since.
 	AdmittedThisInterval int64

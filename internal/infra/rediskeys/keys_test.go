@@ -22,6 +22,9 @@ func TestNamesAreStable(t *testing.T) {
 		{Stale("a"), "wr:{a}:stale"},
 		{Gone("a"), "wr:{a}:gone"},
 		{Draw("a"), "wr:{a}:draw"},
+		{DrawKeys("a"), "wr:{a}:drawkeys"},
+		{DrawList("a"), "wr:{a}:drawlist"},
+		{DrawSeed("a"), "wr:{a}:drawseed"},
 		{Admitted("a"), "wr:{a}:admitted"},
 		{Arrivals("a"), "wr:{a}:arrivals"},
 		{Samples("a"), "wr:{a}:samples"},
@@ -97,7 +100,7 @@ func TestRegistryMatchesBuilders(t *testing.T) {
 			t.Errorf("row %q: a queue's key outside the queue's hash tag", k.Pattern)
 		}
 	}
-	if len(seen) != 56 {
+	if len(seen) != 59 {
 		t.Errorf("%d rows; a key added or removed? update TestNamesAreStable too", len(seen))
 	}
 }

@@ -61,7 +61,8 @@ func Seq(q string) string { return prefix(q) + "seq" }
 func Config(q string) string { return prefix(q) + "config" }
 
 // Tick is q's interval state. HASH next_at_ms, at_ms, moved, abandoned,
-// direct, seq_at, placed, budget, draw_for, draw_seed, draw_count,
+// direct, seq_at, placed, budget, draw_for, draw_seed, draw_commitment,
+// draw_count, draw_placing, draw_lines, draw_n[:<lane>] (the last draw),
 // grace_until_ms (tick.lua). Owner: queue.
 func Tick(q string) string { return prefix(q) + "tick" }
 
@@ -90,6 +91,23 @@ func Gone(q string) string { return prefix(q) + "gone" }
 // Draw is a scheduled opening's participants, until the draw places them
 // in the line. SET of user ids. Owner: queue.
 func Draw(q string) string { return prefix(q) + "draw" }
+
+// DrawKeys is the draw keys of a scheduled opening's participants, in
+// their order: ZSET, every score 0, so ordered by member, which is the
+// participant's draw key (HMAC-SHA256(seed, user id), 32 bytes), the
+// SHA-256 of the user id (32 bytes) and the user id. Emptied as the draw
+// places them. Owner: queue.
+func DrawKeys(q string) string { return prefix(q) + "drawkeys" }
+
+// DrawList is the last draw's list, in place order: LIST of 64-byte
+// entries, the draw key and the SHA-256 of the user id (no user id), the
+// i-th the place i. Served by GET /api/v1/queues/{queue}/draw. Owner: queue.
+func DrawList(q string) string { return prefix(q) + "drawlist" }
+
+// DrawSeed is the seed of the draw the next opening makes: STRING, 64 hex
+// digits, until the tick reveals it (copied to Tick's draw_seed) at the
+// opening. Never read by anything that answers before then. Owner: queue.
+func DrawSeed(q string) string { return prefix(q) + "drawseed" }
 
 // Admitted is the sliding sessions renewed since they began. HASH
 // member=user id, value=the admission's start (ms). Owner: queue.
@@ -162,7 +180,7 @@ func Unused(q string) string { return prefix(q) + "unused" }
 
 // Lane is the key of one of lane's own line keys in q: a lane
 // is a line of its own, "wr:{q}:lane:{lane}:{part}", part one of waiting,
-// heard, held, stale, draw, seq, arrivals, history, with the type and
+// heard, held, stale, draw, drawkeys, drawlist, seq, arrivals, history, with the type and
 // content of q's key of that name. Owner: queue.
 func Lane(q, lane, part string) string { return prefix(q) + "lane:" + lane + ":" + part }
 

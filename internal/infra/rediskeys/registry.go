@@ -49,10 +49,10 @@ var registry = []Key{
 	{"wr:{q}:config", "HASH", OwnerQueue, "the stored settings (`refill_size`, `refill_interval_ms`, `session_ttl_ms`, `max_active`, `paused`, " +
 		"`abandon_after_ms`, `opens_at_ms`, `prequeue_from_ms`, `max_waiting`, `challenge_difficulty`, `title`, `message`, `webhook_url`; " +
 		"the automatic rate's `adapt_enabled`, `origin_target_p95_ms`, `origin_max_error_rate`, `min_refill_size`, `origin_probe_url`, " +
-		"and `refill_effective`, its last step while on); while a sale is closed, `closed_at_ms`, `closed_message` (JSON by language) and `reopens_at_ms` (close.lua); the outbox's `webhooks`, `webhooks_bulk_max` and `webhooks_dropped_*`, which the webhook workers set and take through the queue",
+		"and `refill_effective`, its last step while on); while a draw is sealed, `draw_commitment` (the SHA-256 of its seed, hex) and `draw_id` (its first 13 hex digits as a number); while a sale is closed, `closed_at_ms`, `closed_message` (JSON by language) and `reopens_at_ms` (close.lua); the outbox's `webhooks`, `webhooks_bulk_max` and `webhooks_dropped_*`, which the webhook workers set and take through the queue",
 		func() string { return Config(q) }},
 	{"wr:{q}:tick", "HASH", OwnerQueue, "`next_at_ms` (next interval), last tick's `at_ms`, `moved` and `abandoned`, `direct` admissions since, " +
-		"`seq_at` and `placed` (arrivals), `budget` (what its interval admits), `draw_for`, `draw_seed`, `draw_count` (a scheduled opening's draw), " +
+		"`seq_at` and `placed` (arrivals), `budget` (what its interval admits), `draw_for`, `draw_seed`, `draw_commitment`, `draw_count`, `draw_placing`, `draw_lines`, `draw_n[:<lane>]` (the last draw, revealed), " +
 		"`grace_until_ms` (after an outage, no place is dropped as abandoned before it); a `min_next_ms` left by a version older than `next_at_ms` is honoured once and deleted by the next tick",
 		func() string { return Tick(q) }},
 	{"wr:{q}:history", "LIST", OwnerQueue, "`at_ms:admitted:waiting:abandoned:arrivals:active:budget`, one per ended interval, at most 720 " +
@@ -78,6 +78,12 @@ var registry = []Key{
 		func() string { return ArrivalRate(q) }},
 	{"wr:{q}:draw", "SET", OwnerQueue, "a scheduled opening's participants, until the draw places them in the line",
 		func() string { return Draw(q) }},
+	{"wr:{q}:drawkeys", "ZSET", OwnerQueue, "their draw keys, every score 0 so in member order: member the draw key (HMAC-SHA256 of the user id keyed by the seed, 32 bytes), the SHA-256 of the user id (32 bytes) and the user id; emptied as the draw places them (docs/DRAW.md)",
+		func() string { return DrawKeys(q) }},
+	{"wr:{q}:drawlist", "LIST", OwnerQueue, "the last draw's list in place order: 64-byte entries, the draw key and the SHA-256 of the user id, served by `GET /api/v1/queues/{queue}/draw`",
+		func() string { return DrawList(q) }},
+	{"wr:{q}:drawseed", "STRING", OwnerQueue, "the seed of the draw the next opening makes (64 hex digits), until the tick reveals it at the opening; nothing that answers reads it before",
+		func() string { return DrawSeed(q) }},
 	{"wr:{q}:gone", "ZSET", OwnerQueue, "why places ended: member `<reason>:<user id>`, score when (ms); kept at least an hour (each record written retires up to two past the hour, each applied tick up to 10,000 more)",
 		func() string { return Gone(q) }},
 	{"wr:{q}:events", "STREAM", OwnerQueue, "the webhooks' outbox: entries `type`, `at` (ms), `subs` (up to 100 user ids), `settings`; " +
@@ -91,7 +97,7 @@ var registry = []Key{
 		func() string { return Gen(q) }},
 	{"wr:{q}:moved", "ZSET", OwnerQueue, "the last hour's moves: member user id, score when (ms) (move.lua); replicas read it (handoff.Tracker)",
 		func() string { return Moved(q) }},
-	{"wr:{q}:lane:{lane}:{part}", "ZSET", OwnerQueue, "a lane's own line keys (`part`: waiting, heard, held, stale, draw, seq, arrivals, history), each of the type and content of the queue's key of that name",
+	{"wr:{q}:lane:{lane}:{part}", "ZSET", OwnerQueue, "a lane's own line keys (`part`: waiting, heard, held, stale, draw, drawkeys, drawlist, seq, arrivals, history), each of the type and content of the queue's key of that name",
 		func() string { return Lane(q, "{lane}", "{part}") }},
 	{"wr:{q}:lanes", "SET", OwnerQueue, "the lanes that may hold places: configured, or not yet empty",
 		func() string { return Lanes(q) }},

@@ -60,6 +60,8 @@ type browser struct {
 	loads    int  // the pages loaded (navigate, reload), each attempt counted
 
 	journal journal // requests and console, printed when a wait fails
+
+	drawIntercept // the draw's list served in place of the server's (draw_test.go)
 }
 
 func newBrowser(t *testing.T, chromium string) *browser {

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"cmp"
+	"bytes"
 	"context"
-	"crypto/sha1"
-	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,15 +39,16 @@ func jsSeconds(css string) string {
 	return fmt.Sprintf(`%s.split(':').reduce((a, n) => a * 60 + Number(n), 0)`, jsText(css))
 }
 
-// drawOrder is the order a draw with seed gives users: ascending by the
-// first 52 bits of SHA-1(seed ":" user), as the store's draw_key.
-func drawOrder(seed int64, users []string) []string {
-	key := func(u string) uint64 {
-		sum := sha1.Sum([]byte(strconv.FormatInt(seed, 10) + ":" + u))
-		return binary.BigEndian.Uint64(sum[:8]) >> 12
+// drawOrder is the order a draw with the revealed seed (hex) gives users:
+// ascending by HMAC-SHA256(seed, user), as the store's draw keys.
+func drawOrder(t *testing.T, seedHex string, users []string) []string {
+	t.Helper()
+	seed, err := hex.DecodeString(seedHex)
+	if err != nil || len(seed) != 32 {
+		t.Fatalf("the revealed seed %q", seedHex)
 	}
 	out := slices.Clone(users)
-	slices.SortFunc(out, func(a, b string) int { return cmp.Compare(key(a), key(b)) })
+	slices.SortFunc(out, func(a, b string) int { return bytes.Compare(queue.DrawKey(seed, a), queue.DrawKey(seed, b)) })
 	return out
 }
 
@@ -188,8 +187,12 @@ func TestScheduledOpening(t *testing.T) {
 		return i.DrawCount == int64(len(participants)), fmt.Sprintf("%d placed", i.DrawCount)
 	})
 	info := s.info()
-	if !info.DrawFor.Equal(opens) || info.DrawSeed == 0 {
-		t.Errorf("draw record: for %v, seed %d; want the opening %v and a seed", info.DrawFor, info.DrawSeed, opens)
+	d, err := s.store.Draw(context.Background(), s.queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.DrawFor.Equal(opens) || len(d.Last.Seed) != 64 {
+		t.Errorf("draw record: for %v, seed %q; want the opening %v and a seed", info.DrawFor, d.Last.Seed, opens)
 	}
 	placed := `(document.body.dataset.state === 'waiting' && !document.getElementById('draw-box').checkVisibility() &&
 		Number(document.getElementById('position').textContent.replace(/,/g, '')) >= 1) || document.body.dataset.state === 'entered'`
@@ -222,8 +225,8 @@ func TestScheduledOpening(t *testing.T) {
 	})
 	order := slices.Clone(participants)
 	slices.SortFunc(order, func(a, b string) int { return admitted[a].Compare(admitted[b]) })
-	if want := drawOrder(info.DrawSeed, participants); !slices.Equal(order, want) {
-		t.Errorf("admitted in the order %v; the seed %d gives %v", order, info.DrawSeed, want)
+	if want := drawOrder(t, d.Last.Seed, participants); !slices.Equal(order, want) {
+		t.Errorf("admitted in the order %v; the seed %s gives %v", order, d.Last.Seed, want)
 	}
 	if n := s.enterRequests(); n != 3 {
 		t.Errorf("%d enter requests, want 3 (one refused and one answered for the early page, one for the second)", n)

@@ -537,8 +537,11 @@ func TestAdminAbandonAndOpening(t *testing.T) {
 		i := s.info()
 		return i.DrawCount == 3, fmt.Sprintf("%d placed", i.DrawCount)
 	})
-	info := s.info()
-	wantDraw := fmt.Sprintf("Draw at %s: seed %d, 3 participants", utcWhen(at), info.DrawSeed)
+	d, err := s.store.Draw(context.Background(), s.queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDraw := fmt.Sprintf("Draw at %s: seed %s, 3 participants", utcWhen(at), d.Last.Seed)
 	b.waitJS(5*time.Second, "the draw record", fmt.Sprintf(`%s === %q`, jsText(draw), wantDraw))
 	if got := b.text(state); got != "Opened at "+utcWhen(at)+"." {
 		t.Errorf("%s = %q", state, got)

@@ -32,11 +32,18 @@ type QueueView struct {
 	Entered       int64    `json:"entered"`
 	Active        int64    `json:"active"` // the same count as entered
 	AbandonedLast int64    `json:"abandoned_last_interval"`
-	// The last opening's draw, once made: its seed and participants, with
-	// which anyone can recompute the order (docs/ARCHITECTURE.md, "Scheduled opening with a fair draw").
-	DrawFor            string `json:"draw_for,omitempty"`
-	DrawSeed           int64  `json:"draw_seed,omitempty"`
-	DrawCount          int64  `json:"draw_count,omitempty"`
+	// The last opening's draw, once made: its seed (revealed at the
+	// opening), the commitment published before it and its participants,
+	// with which anyone can recompute the order (docs/DRAW.md); placing
+	// while its participants are being placed.
+	DrawFor        string `json:"draw_for,omitempty"`
+	DrawSeed       string `json:"draw_seed,omitempty"`
+	DrawCommitment string `json:"draw_commitment,omitempty"`
+	DrawCount      int64  `json:"draw_count,omitempty"`
+	DrawPlacing    bool   `json:"draw_placing,omitempty"`
+	// DrawSealed is the commitment of the draw the next opening makes
+	// (its seed is never shown before the opening).
+	DrawSealed         string `json:"draw_sealed,omitempty"`
 	Tokens             int64  `json:"tokens"`
 	SessionMaxMS       int64  `json:"session_max_ms,omitempty"` // sliding sessions' limit (WAITROOM_SESSION_MAX), when on
 	LastTickAtMS       int64  `json:"last_tick_at_ms"`
@@ -253,8 +260,8 @@ func (s *API) adminQueueInfo(ctx context.Context, q string) (QueueView, error) {
 		Active:             o.Entered,
 		AbandonedLast:      o.AbandonedLastInterval,
 		DrawFor:            httpkit.RFC3339(o.DrawFor),
-		DrawSeed:           o.DrawSeed,
 		DrawCount:          o.DrawCount,
+		DrawPlacing:        o.DrawPlacing,
 		Tokens:             o.Tokens,
 		SessionMaxMS:       o.Settings.SessionMax.Milliseconds(),
 		AdmittedLastMinute: o.AdmittedLastMinute,
@@ -276,6 +283,13 @@ func (s *API) adminQueueInfo(ctx context.Context, q string) (QueueView, error) {
 	configured, _ := values["lanes"].(queue.Lanes)
 	if aq.Window, aq.Lines, err = s.saleDay(ctx, q, configured); err != nil {
 		return QueueView{}, err
+	}
+	if !o.DrawFor.IsZero() || !o.OpensAt.IsZero() {
+		d, err := s.store.Draw(ctx, q)
+		if err != nil {
+			return QueueView{}, err
+		}
+		aq.DrawSealed, aq.DrawSeed, aq.DrawCommitment = d.Sealed, d.Last.Seed, d.Last.Commitment
 	}
 	if !o.ClosedAt.IsZero() {
 		c, err := s.inspector.Closing(ctx, q)

@@ -20,7 +20,10 @@ type adminQueueJSON struct {
 	OpensAt              string            `json:"opens_at,omitempty"`
 	PrequeueFrom         string            `json:"prequeue_from,omitempty"`
 	DrawFor              string            `json:"draw_for,omitempty"`
-	DrawSeed             int64             `json:"draw_seed,omitempty"`
+	DrawSeed             string            `json:"draw_seed,omitempty"`
+	DrawCommitment       string            `json:"draw_commitment,omitempty"`
+	DrawSealed           string            `json:"draw_sealed,omitempty"`
+	DrawPlacing          bool              `json:"draw_placing,omitempty"`
 	DrawCount            int64             `json:"draw_count,omitempty"`
 	Tokens               int64             `json:"tokens"`
 	RefillSize           int               `json:"refill_size"`

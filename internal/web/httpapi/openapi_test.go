@@ -541,6 +541,50 @@ func TestOpenAPIContract(t *testing.T) {
 		k.check(t, e, call{method: "POST", path: q + "/enter", body: `{"handoff":"x","join_token":"y"}`, header: jsonCT, status: 400, code: "invalid_json", docRejects: true})
 	})
 
+	t.Run("draw", func(t *testing.T) {
+		d := k.newEnv(t, rdb, slow, Options{AdminToken: adminToken, InsecureUserIDs: true})
+		dq, dadmin := "/api/v1/queues/"+d.queue, "/admin/v1/queues/"+d.queue
+		k.check(t, d, call{method: "GET", path: "/q/" + d.queue + "/verify", status: 200})
+		k.check(t, d, call{method: "GET", path: "/q/nope/verify", status: 404, code: "queue_not_found"})
+		k.check(t, d, call{method: "GET", path: dq + "/draw", status: 404, code: "no_draw"})
+		k.check(t, d, call{method: "GET", path: "/api/v1/queues/nope/draw", status: 404, code: "queue_not_found"})
+		now, _ := rdb.Time(context.Background()).Result()
+		at := func(dt time.Duration) string { return now.Add(dt).UTC().Format(time.RFC3339Nano) }
+		patch := func(body string, status int, code string) {
+			t.Helper()
+			k.check(t, d, call{method: "PATCH", path: dadmin, body: body, header: withJSON(auth...), status: status, code: code})
+		}
+		patch(`{"prequeue_from":"`+at(-time.Minute)+`","opens_at":"`+at(time.Hour)+`"}`, 200, "")
+		for _, u := range []string{"d1", "d2", "d3", "d4", "d5"} {
+			r := k.check(t, d, call{method: "POST", path: dq + "/enter", body: `{"user_id":"` + u + `"}`, header: jsonCT, status: 200})
+			if tk := ticket(r); len(tk.DrawCommitment) != 64 {
+				t.Fatalf("an enter into the pre-queue: %s", r.body)
+			}
+		}
+		k.check(t, d, call{method: "GET", path: dq + "/status?user_id=d1", status: 200})
+		k.check(t, d, call{method: "GET", path: dadmin, header: auth, status: 200}) // draw_sealed
+		patch(`{"prequeue_from":"`+at(time.Minute)+`","opens_at":"`+at(time.Hour)+`"}`, 409, "draw_sealed")
+		patch(`{"opens_at":"`+at(-time.Millisecond)+`"}`, 200, "")
+		if _, err := d.store.Tick(context.Background(), d.queue); err != nil {
+			t.Fatal(err)
+		}
+		first := k.check(t, d, call{method: "GET", path: dq + "/draw?limit=2", status: 200})
+		var page publicapi.DrawResponse
+		if err := json.Unmarshal(first.body, &page); err != nil || page.NextCursor == "" || len(page.Entries) != 2 {
+			t.Fatalf("the draw's first page: %s", first.body)
+		}
+		k.check(t, d, call{method: "GET", path: dq + "/draw?limit=2", header: []string{"If-None-Match", first.header.Get("ETag")}, status: 304})
+		k.check(t, d, call{method: "GET", path: dq + "/draw?limit=2&cursor=" + page.NextCursor, status: 200})
+		k.check(t, d, call{method: "GET", path: dq + "/draw", status: 200})
+		k.check(t, d, call{method: "GET", path: dq + "/draw?limit=0", status: 400, code: "invalid_limit", docRejects: true})
+		k.check(t, d, call{method: "GET", path: dq + "/draw?cursor=x", status: 400, code: "invalid_cursor", docRejects: true})
+		k.check(t, d, call{method: "GET", path: dq + "/draw?cursor=9.1", status: 400, code: "invalid_cursor"})
+		for _, u := range []string{"d1", "d2", "d3", "d4", "d5"} {
+			k.check(t, d, call{method: "GET", path: dq + "/status?user_id=" + u, status: 200}) // draw_key, draw_place
+		}
+		k.check(t, d, call{method: "GET", path: dadmin, header: auth, status: 200}) // draw_seed, draw_commitment
+	})
+
 	t.Run("passes", func(t *testing.T) {
 		pass := bearerHeader(admitted.Pass)
 		k.check(t, e, call{method: "GET", path: "/.well-known/jwks.json", status: 200})
@@ -945,6 +989,7 @@ func TestOpenAPIContract(t *testing.T) {
 			{method: "GET", path: dq + "/challenge"},
 			{method: "POST", path: dq + "/enter", body: "{}", header: jsonCT},
 			{method: "GET", path: dq + "/status", header: placeTok},
+			{method: "GET", path: dq + "/draw"},
 			{method: "DELETE", path: dq + "/place", header: placeTok},
 			{method: "POST", path: dq + "/handoff", header: placeTok},
 			{method: "GET", path: dq + "/handoff/qr?token=" + strings.Repeat("A", 43), header: placeTok},

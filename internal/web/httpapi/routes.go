@@ -59,6 +59,7 @@ func (m mount) routes() *chi.Mux {
 		r.Get("/favicon.ico", pub.Favicon)
 	}
 	r.Get("/q/{queue}", pub.WaitingPage)
+	r.Get("/q/{queue}/verify", pub.VerifyDrawPage) // the draw's verifier (publicapi's pages.go)
 	// The in-page agent that sites' own pages load (internal/web/agent):
 	// the module, the classic script, their current versioned addresses.
 	ag := agent.Default()
@@ -82,6 +83,7 @@ func (m mount) routes() *chi.Mux {
 	r.Post(api+"/enter", pub.Enter)
 	r.Get(api+"/status", pub.Status)
 	r.Get(api+"/line", pub.Line) // the line as a public, cacheable document (publicapi's line.go)
+	r.Get(api+"/draw", pub.Draw) // the last draw's list, to check it (publicapi's draw.go)
 	r.Delete(api+"/place", pub.LeavePlace)
 	r.Post(api+"/handoff", pub.CreateHandoff) // move the place to another device (publicapi's handoff.go)
 	r.Get(api+"/handoff/qr", pub.HandoffQR)   // its QR code, a PNG

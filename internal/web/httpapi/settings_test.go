@@ -212,7 +212,7 @@ func TestScheduledOpeningAPI(t *testing.T) {
 	if st := decodeTicket(t, e.statusOf(bearerHeader(tk.PlaceToken)...)); st.Status != queue.Entered {
 		t.Fatalf("after the draw: %+v", st)
 	}
-	if aq := e.adminQueue(); aq.DrawSeed == 0 || aq.DrawCount != 1 || aq.DrawFor == "" {
+	if aq := e.adminQueue(); len(aq.DrawSeed) != 64 || len(aq.DrawCommitment) != 64 || aq.DrawCount != 1 || aq.DrawFor == "" {
 		t.Fatalf("the draw record: %+v", aq)
 	}
 

@@ -69,6 +69,12 @@ var (
 	// answers it with the operator's message instead (SaleClosed).
 	ErrSaleClosed = &Error{Status: http.StatusGone, Code: "sale_closed", Message: "the sale is closed"}
 	ErrInternal   = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+	// ErrDrawSealed: a change of the opening that would need a new seed
+	// for a draw whose seed is bound (docs/DRAW.md); nothing changed.
+	ErrDrawSealed = &Error{Status: http.StatusConflict, Code: "draw_sealed", Field: "prequeue_from",
+		Message: "the draw is sealed: its pre-queue has opened and its participants hold keys made with its seed; the opening can be moved or cleared (the seed is kept), but the pre-queue cannot close again, nor a new opening be set while the last draw is being placed"}
+	// ErrNoDraw: GET .../draw before any draw of the queue was made.
+	ErrNoDraw = &Error{Status: http.StatusNotFound, Code: "no_draw", Message: "this queue has made no draw yet; a sealed draw's commitment is in the line document"}
 
 	ErrUserIDsDisabled  = &Error{Status: http.StatusBadRequest, Code: "user_ids_disabled", Message: "plain user ids are disabled: enter without one and keep the place_token (or cookie) you get"}
 	ErrInvalidPlace     = &Error{Status: http.StatusUnauthorized, Code: "invalid_place", Message: "missing or invalid place credential for this queue", Authenticate: invalidToken}
@@ -264,6 +270,8 @@ func Classify(err error) *Error {
 			RetryAfter: storeWait(err)}
 	case errors.Is(err, queue.ErrSaleClosed):
 		return ErrSaleClosed
+	case errors.Is(err, queue.ErrDrawSealed):
+		return ErrDrawSealed
 	case errors.Is(err, queue.ErrQueueFull):
 		return &Error{Status: http.StatusServiceUnavailable, Code: queue.RefusedQueueFull, Message: "the line is full; try again at retry_at",
 			RetryAfter: storeWait(err)}

@@ -99,10 +99,13 @@ type Body struct {
 	Paused           bool   `json:"paused"`
 	OpensAt          string `json:"opens_at,omitempty"`
 	PrequeueFrom     string `json:"prequeue_from,omitempty"`
-	AbandonAfterMS   int64  `json:"abandon_after_ms"`
-	HeldMax          int64  `json:"held_max"`
-	InDraw           bool   `json:"in_draw"`
-	Complete         bool   `json:"complete"`
+	// DrawCommitment is the SHA-256 (hex) of the opening's draw's sealed
+	// seed, revealed at the opening (GET .../draw).
+	DrawCommitment string `json:"draw_commitment,omitempty"`
+	AbandonAfterMS int64  `json:"abandon_after_ms"`
+	HeldMax        int64  `json:"held_max"`
+	InDraw         bool   `json:"in_draw"`
+	Complete       bool   `json:"complete"`
 	// Closed: the operator closed the sale; ClosedMessage is its message
 	// by language (the page picks its own) and ReopensAt when sales
 	// reopen, if said. A page far back learns it here, with no status call.
@@ -117,7 +120,7 @@ type Body struct {
 func Encode(q string, l queue.Line) Document {
 	b := Body{Queue: q, AtMS: l.Read.UnixMilli(), Waiting: l.Waiting, NearHead: l.NearHead, TickReach: l.TickReach,
 		UntilNextTickMS: l.UntilNextTick.Milliseconds(), RefillSize: l.RefillSize, RefillIntervalMS: l.RefillInterval.Milliseconds(),
-		Paused: l.Paused, OpensAt: rfc3339(l.OpensAt), PrequeueFrom: rfc3339(l.PrequeueFrom),
+		Paused: l.Paused, OpensAt: rfc3339(l.OpensAt), PrequeueFrom: rfc3339(l.PrequeueFrom), DrawCommitment: l.DrawCommitment,
 		AbandonAfterMS: l.AbandonAfter.Milliseconds(), HeldMax: l.HeldMax, InDraw: l.InDraw, Complete: l.Complete,
 		Samples: make([][2]int64, len(l.Ranks))}
 	if !l.ClosedAt.IsZero() {

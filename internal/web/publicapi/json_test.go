@@ -139,6 +139,8 @@ func TestAppendTicketMatchesEncodingJSON(t *testing.T) {
 		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, Position: 9, Paused: true},
 		{Queue: "default", UserID: "a:AAAA", Status: queue.NotWaiting, Reason: "abandoned"},
 		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, OpensAt: "2026-12-24T09:00:00Z"},
+		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, OpensAt: "2026-12-24T09:00:00Z", DrawCommitment: "9f86d081884c7d65"},
+		{Queue: "default", UserID: "a:AAAA", Status: queue.Waiting, Position: 3, DrawCommitment: "9f86", DrawKey: "ab01", DrawPlace: 3},
 		{Queue: "q", UserID: "u", Status: queue.NotWaiting, Position: math.MinInt64, Waiting: math.MaxInt64, ETASeconds: ptr(int64(-1)), ETALowSeconds: ptr(int64(math.MinInt64)), ETAHighSeconds: ptr(int64(math.MaxInt64)), PollAfterMS: 0},
 	} {
 		checkTicketBytes(t, tk)
@@ -153,7 +155,7 @@ func FuzzAppendTicket(f *testing.F) {
 		if pos%2 == 0 { // paused: no time promised
 			etas = []*int64{nil, nil, nil}
 		}
-		checkTicketBytes(t, TicketResponse{q, user, queue.Status(status), token, pos, pos%3 == 0, pos * 7, pass, waiting, etas[0], etas[1], etas[2], poll, pos%2 == 0, target, user, target, token, pass, target, target})
+		checkTicketBytes(t, TicketResponse{q, user, queue.Status(status), token, pos, pos%3 == 0, pos * 7, pass, waiting, etas[0], etas[1], etas[2], poll, pos%2 == 0, target, token, pass, pos * 3, user, target, token, pass, target, target})
 	})
 }
 

@@ -68,6 +68,19 @@ func (s *API) WaitingPage(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(page.Bytes())
 }
 
+// VerifyDrawPage answers /q/{queue}/verify: the draw's verifier page
+// (web/static/verify-draw.html), which recomputes the queue's last draw
+// in the browser from GET .../draw (docs/DRAW.md). What the waiting page
+// knew comes in the address's fragment, which never reaches a server.
+func (s *API) VerifyDrawPage(w http.ResponseWriter, r *http.Request) {
+	if !s.store.Has(chi.URLParam(r, "queue")) {
+		s.fail(w, r, queue.ErrUnknownQueue)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	http.ServeFileFS(w, r, s.static, "verify-draw.html")
+}
+
 // pageFailed answers a waiting page the store could not give its text:
 // while Redis is away, a browser gets the page that says so in its
 // language and tries again by itself (internal/web/outage), not raw JSON;

@@ -1,6 +1,7 @@
 package publicapi
 
 import (
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"time"
@@ -45,6 +46,15 @@ type TicketResponse struct {
 	PollAfterMS    int64  `json:"poll_after_ms"`
 	Paused         bool   `json:"paused,omitempty"`   // the operator holds admissions; the place is kept
 	OpensAt        string `json:"opens_at,omitempty"` // WAITING in a scheduled opening's draw: when it is drawn
+	// DrawCommitment: WAITING in a draw, the SHA-256 (hex) of its sealed
+	// seed, published before anyone's place is known; the seed is
+	// revealed at the opening (GET .../draw), and must hash to it.
+	// With DrawKey and DrawPlace (a place the draw placed): the draw it
+	// came from, the member's draw key, HMAC-SHA256(seed, user_id) (hex),
+	// and its place in the draw (in its lane's line); docs/DRAW.md.
+	DrawCommitment string `json:"draw_commitment,omitempty"`
+	DrawKey        string `json:"draw_key,omitempty"`
+	DrawPlace      int64  `json:"draw_place,omitempty"`
 	// Message and ReopensAt: CLOSED, the operator's message in the
 	// caller's language (?lang=, the wr_lang cookie, Accept-Language;
 	// else English, else any) and when sales reopen, if said.
@@ -89,6 +99,14 @@ func (s *API) writeTicket(w http.ResponseWriter, r *http.Request, q, member, pla
 
 	if t.Status == queue.Waiting && t.Position == 0 {
 		resp.OpensAt = httpkit.RFC3339(t.OpensAt)
+	}
+	if t.Status == queue.Waiting && (t.Position == 0 || t.DrawPlace > 0) {
+		// Read only then, from this replica's cache (PageDraw): a queue
+		// with no draw pays nothing for it.
+		if err := s.drawFields(r, q, member, t, &resp); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
 	if t.Status == queue.Closed {
 		// Read only once closed, and from this replica's cache
@@ -148,4 +166,37 @@ func arrivalOf(t queue.Ticket) int64 {
 		return 0
 	}
 	return t.Seq
+}
+
+// drawFields adds to resp what a place in a draw is told (t: its ticket):
+// in the pre-queue, the sealed draw's commitment; placed by the last
+// draw, that draw's commitment, the member's draw key and its place. A
+// place an older draw placed (no seed, or a place beyond the draw's
+// count) is told nothing of it.
+func (s *API) drawFields(r *http.Request, q, member string, t queue.Ticket, resp *TicketResponse) error {
+	d, err := s.store.PageDraw(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	if t.Position == 0 {
+		resp.DrawCommitment = d.Sealed
+		return nil
+	}
+	last := d.Last
+	seed := drawSeedOf(last)
+	if seed == nil || !drawnIn(last, queue.LaneOf(member), t.DrawPlace) {
+		return nil
+	}
+	resp.DrawCommitment, resp.DrawKey, resp.DrawPlace = last.Commitment, hex.EncodeToString(queue.DrawKey(seed, member)), t.DrawPlace
+	return nil
+}
+
+// drawnIn reports whether place is one of lane's line's places in draw d.
+func drawnIn(d queue.DrawRecord, lane string, place int64) bool {
+	for _, l := range d.Lines {
+		if l.Lane == lane {
+			return place >= 1 && place <= l.Count
+		}
+	}
+	return false
 }

@@ -174,6 +174,18 @@ func appendTicket(b []byte, t TicketResponse) []byte {
 		b = append(b, `,"opens_at":`...)
 		b = appendString(b, t.OpensAt)
 	}
+	if t.DrawCommitment != "" {
+		b = append(b, `,"draw_commitment":`...)
+		b = appendString(b, t.DrawCommitment)
+	}
+	if t.DrawKey != "" {
+		b = append(b, `,"draw_key":`...)
+		b = appendString(b, t.DrawKey)
+	}
+	if t.DrawPlace != 0 {
+		b = append(b, `,"draw_place":`...)
+		b = strconv.AppendInt(b, t.DrawPlace, 10)
+	}
 	if t.Message != "" {
 		b = append(b, `,"message":`...)
 		b = appendString(b, t.Message)

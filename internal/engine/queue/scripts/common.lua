@@ -1,8 +1,8 @@
 -- common.lua: the names of the replies, first of the prelude that
 -- scripts.go puts before every queue script: configLua's reading of the
 -- settings, then this file, common_config.lua (clock, config, the next
--- tick, the ETA), common_limits.lua (rate limits), common_places.lua (a
--- draw's order, why a place ended), common_events.lua (webhooks) and
+-- tick, the ETA), common_limits.lua (rate limits), common_places.lua (durations
+-- rounded, why a place ended), common_events.lua (webhooks) and
 -- common_settings.lua (what every writer of the settings keeps in step).
 -- Each script reads the clock and the queue's config from Redis itself, so
 -- every replica agrees on time and settings whatever its own clock says.
@@ -23,7 +23,10 @@
 -- another of the queue's lines; its place is the index of that line
 -- among those the call named, or 0 when a lane the call did not name may
 -- hold places (the caller read the lanes before a change: read, call
--- again).
+-- again). DRAW_STALE: an enter into a sealed draw's pre-queue whose
+-- caller brought no draw keys, or keys of another seed than the one
+-- sealed (draw_id): nothing was changed, not even a rate limit charged;
+-- the caller reads the seal (draw.lua) and calls again (docs/DRAW.md).
 local ALLOWED = 0
 local ENTERED = 1
 local WAITING = 2
@@ -35,6 +38,7 @@ local CHALLENGE = 7
 local HUMAN = 8
 local OTHER_LINE = 9
 local CLOSED = 10
+local DRAW_STALE = 11
 
 -- The head of enter.lua's and status.lua's replies (reply_head), before
 -- a status and a place per call. Times and durations in ms.
@@ -66,7 +70,7 @@ local INFO_ABANDONED = 12       -- places the last tick dropped as abandoned
 local INFO_OPENS_AT = 13
 local INFO_PREQUEUE_FROM = 14
 local INFO_DRAW_FOR = 15        -- the opening the last draw was for
-local INFO_DRAW_SEED = 16       -- its seed
+local INFO_DRAW_PLACING = 16    -- 1 while it is being placed (its seed: the tick HASH's draw_seed)
 local INFO_DRAW_COUNT = 17      -- the participants it placed
 local INFO_ADMITTED = 18        -- admitted so far in the interval in progress
 local INFO_MAX_WAITING = 19

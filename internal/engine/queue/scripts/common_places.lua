@@ -1,15 +1,6 @@
--- common_places.lua: a draw's order, the rounding of measured durations,
+-- common_places.lua: the rounding of measured durations,
 -- and why a place ended (the gone ZSET, a moved place's old credentials).
 -- Part of the common prelude (common.lua).
-
--- draw_key is a participant's place in a scheduled opening's draw: the
--- first 52 bits of SHA-1(seed ":" user), less 2^52, so every drawn place
--- is ahead of every arrival number (which are positive). Ordering by
--- independent uniform keys is a uniformly random order, and anyone with
--- the recorded seed and the participants can recompute it.
-local function draw_key(seed, user)
-  return tonumber(string.sub(redis.sha1hex(seed .. ':' .. user), 1, 13), 16) - 4503599627370496
-end
 
 -- stat_round keeps two significant digits of a duration (ms), so that
 -- durations measured one by one (done.lua) fall into few groups: a

@@ -69,7 +69,9 @@ end
 -- join_draw answers every call before a scheduled opening: nobody enters
 -- the line; from prequeue_from everyone joins the draw (room_for's cap
 -- allowing; the order among them is drawn at the opening), before it
--- everyone is NOT_OPEN.
+-- everyone is NOT_OPEN. A participant is kept under its draw key, which
+-- the caller computed from the sealed seed (enter.lua checked that it is
+-- the sealed draw's): the draw keys ZSET orders them by it (docs/DRAW.md).
 local function join_draw(b)
   local k, out, users, now = b.k, b.out, b.users, b.now
   out[HEAD_WAITING] = redis.call('ZCARD', k.waiting) + b.in_draw
@@ -105,6 +107,15 @@ local function join_draw(b)
     end
     redis.call('ZREM', k.waiting, unpack(list))
     redis.call('SADD', k.draw, unpack(list))
+    -- Every score 0: ordered by member, the draw key first. A member
+    -- already there (entering again) stays as it is; one whose user left
+    -- stays too, and the draw skips it (place_draw, tick_close.lua).
+    local keyed = {}
+    for i, j in ipairs(joining) do
+      keyed[2 * i - 1] = 0
+      keyed[2 * i] = ARGV[b.drawn + b.slot[j]] .. users[j]
+    end
+    redis.call('ZADD', k.draw_keys, unpack(keyed))
     redis.call('ZADD', k.heard, unpack(heard))
     hold(b, joining, function() return 0 end)
     out[HEAD_WAITING] = redis.call('ZCARD', k.waiting) + redis.call('SCARD', k.draw)

@@ -12,7 +12,8 @@
 --         {waiting, entered, tokens, refill_size, interval_ms, ttl_ms,
 --          last_tick_at_ms, now_ms, max_active, paused, abandon_after_ms,
 --          abandoned by the last tick, opens_at_ms, prequeue_from_ms,
---          the opening its draw was for (ms), its seed, participants placed,
+--          the opening its draw was for (ms), 1 while it is being placed (its
+--          seed: read the tick HASH, draw.go), participants placed,
 --          admitted so far in the interval in progress, max_waiting,
 --          challenge_difficulty, the budget an interval admits now
 --          (refill_effective while adapting, else refill_size)}
@@ -25,7 +26,7 @@ if tokens > cfg.refill_size then
   tokens = cfg.refill_size
 end
 local entered = active_count(KEYS[2], now, cfg.session_ttl_ms)
-local t = redis.call('HMGET', KEYS[5], 'at_ms', 'abandoned', 'draw_for', 'draw_seed', 'draw_count', 'moved', 'direct')
+local t = redis.call('HMGET', KEYS[5], 'at_ms', 'abandoned', 'draw_for', 'draw_placing', 'draw_count', 'moved', 'direct')
 local out = {}
 out[INFO_WAITING] = redis.call('ZCARD', KEYS[1]) + redis.call('SCARD', KEYS[6])
 out[INFO_ENTERED] = entered
@@ -42,7 +43,7 @@ out[INFO_ABANDONED] = tonumber(t[2]) or 0
 out[INFO_OPENS_AT] = cfg.opens_at_ms
 out[INFO_PREQUEUE_FROM] = cfg.prequeue_from_ms
 out[INFO_DRAW_FOR] = tonumber(t[3]) or 0
-out[INFO_DRAW_SEED] = tonumber(t[4]) or 0
+out[INFO_DRAW_PLACING] = tonumber(t[4]) or 0
 out[INFO_DRAW_COUNT] = tonumber(t[5]) or 0
 out[INFO_ADMITTED] = (tonumber(t[6]) or 0) + (tonumber(t[7]) or 0)
 out[INFO_MAX_WAITING] = cfg.max_waiting

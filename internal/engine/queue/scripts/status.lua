@@ -22,7 +22,8 @@
 -- (ms) when ENTERED (a pass names it), why the place ended when NOT_WAITING (REASONS,
 -- common_places.lua; 0: not known), the wait (ms) when LIMITED (over a rate limit, answered
 -- without looking). The arrival number is the place's score in the line when WAITING there,
--- else 0: the caller's credential may carry an older place's, and a page far back uses it.
+-- else 0: the caller's credential may carry an older place's, and a page far back uses it;
+-- negative for a place a draw placed (its place in the draw, less 2^52 + 1: reply.go).
 local now = now_ms()
 local cfg = queue_config(KEYS[3])
 -- refill: what an interval admits from this line (the effective refill
@@ -145,9 +146,11 @@ for i, user in ipairs(users) do
       out[at - 1] = WAITING
       out[at] = rank and rank + 1 or 0 -- 0: in the draw, no place yet
       if rank then
-        -- A drawn place's score is below 1: no arrival number.
+        -- A drawn place's score is below 1: no arrival number, but a
+        -- negative score is its place in the draw (DRAW_BASE + place - 1,
+        -- tick_close.lua), which Go reads from it.
         local seq = tonumber(redis.call('ZSCORE', KEYS[back == false and 10 or 1], user))
-        seqs[slot[i]] = seq >= 1 and seq or 0
+        seqs[slot[i]] = (seq >= 1 or seq < 0) and seq or 0
       end
       if back ~= false then -- a place still held keeps its mark (confirm)
         heard[#heard + 1] = now

@@ -7,16 +7,18 @@
 -- KEYS[1..6]   waiting ZSET, entered ZSET, tokens STRING, config HASH, tick HASH, history LIST
 -- KEYS[7..12]  heard ZSET, gone ZSET, draw SET, admitted HASH, events STREAM, seq STRING (read only)
 -- KEYS[13..19] arrivals ZSET, samples LIST, inside HASH, held ZSET, stale ZSET, lanes SET, schedule STRING
--- KEYS[20..]   per lane of LANES_READ, in its order: its waiting, heard, held, stale, draw, seq,
---              arrivals and history (rediskeys.Lane); docs/ARCHITECTURE.md, "Keys", for each key
+-- KEYS[20..22] draw keys ZSET, draw list LIST, the sealed draw's seed STRING (docs/DRAW.md)
+-- KEYS[23..]   per lane of LANES_READ, in its order: its waiting, heard, held, stale, draw, seq,
+--              arrivals, history, draw keys and draw list (rediskeys.Lane); docs/ARCHITECTURE.md,
+--              "Keys", for each key
 -- ARGV[1..DEFAULTS] the replica's defaults queue_config reads, then "" (common_config.lua)
--- ARGV[DEFAULTS + 1..DEFAULTS + 5] bounds: sessions purged, history entries kept, abandoned
---              places dropped (a line), a fresh 52-bit seed for a draw starting, a draw's places a call (a line)
--- ARGV[DEFAULTS + 6..DEFAULTS + 7] a proposed refill_effective ("" or 0: none) and the budget it was
+-- ARGV[DEFAULTS + 1..DEFAULTS + 4] bounds: sessions purged, history entries kept, abandoned
+--              places dropped (a line), a draw's places a call (a line)
+-- ARGV[DEFAULTS + 5..DEFAULTS + 6] a proposed refill_effective ("" or 0: none) and the budget it was
 --              based on: stored only if that is still the budget (adapt_budget)
--- ARGV[DEFAULTS + 8] places held a tick (a line)
--- ARGV[DEFAULTS + 9] LANES_READ: the caller's reading of the lanes, sorted, ","-joined
--- ARGV[DEFAULTS + 10] "1" when the caller's tick calls failed since its last that reached
+-- ARGV[DEFAULTS + 7] places held a tick (a line)
+-- ARGV[DEFAULTS + 8] LANES_READ: the caller's reading of the lanes, sorted, ","-joined
+-- ARGV[DEFAULTS + 9] "1" when the caller's tick calls failed since its last that reached
 --              Redis, or this is its first: only then is a late tick an outage (outage_grace)
 -- Returns, in TICK_* order (common.lua): applied (1, 0, or LANES_CHANGED / WINDOWS_DUE,
 -- having changed nothing: call again), moved, waiting, tokens, purged, admitted in the
@@ -28,12 +30,12 @@ local now = now_ms()
 local q = {waiting = KEYS[1], entered = KEYS[2], tokens = KEYS[3], config = KEYS[4], tick = KEYS[5],
   history = KEYS[6], heard = KEYS[7], gone = KEYS[8], draw = KEYS[9], admitted = KEYS[10], events = KEYS[11],
   seq = KEYS[12], arrivals = KEYS[13], samples = KEYS[14], inside = KEYS[15], held = KEYS[16], stale = KEYS[17],
-  lanes = KEYS[18], schedule = KEYS[19]}
-local FIXED = 19 -- KEYS before the lanes' own
+  lanes = KEYS[18], schedule = KEYS[19], draw_keys = KEYS[20], draw_list = KEYS[21], draw_seed = KEYS[22]}
+local FIXED = 22 -- KEYS before the lanes' own
 local PURGE_MAX, HISTORY_KEEP, DROP_MAX = tonumber(ARGV[DEFAULTS + 1]), tonumber(ARGV[DEFAULTS + 2]), tonumber(ARGV[DEFAULTS + 3])
-local DRAW_SEED, DRAW_MAX = ARGV[DEFAULTS + 4], tonumber(ARGV[DEFAULTS + 5])
-local PROPOSED, BASED_ON = tonumber(ARGV[DEFAULTS + 6]), tonumber(ARGV[DEFAULTS + 7])
-local HOLD_MAX, LANES_READ, WAS_AWAY = tonumber(ARGV[DEFAULTS + 8]), ARGV[DEFAULTS + 9], ARGV[DEFAULTS + 10] == '1'
+local DRAW_MAX = tonumber(ARGV[DEFAULTS + 4])
+local PROPOSED, BASED_ON = tonumber(ARGV[DEFAULTS + 5]), tonumber(ARGV[DEFAULTS + 6])
+local HOLD_MAX, LANES_READ, WAS_AWAY = tonumber(ARGV[DEFAULTS + 7]), ARGV[DEFAULTS + 8], ARGV[DEFAULTS + 9] == '1'
 
 -- The gone records are trimmed at most this many a tick (trim_below,
 -- common_places.lua: a ZREMRANGEBYSCORE has no LIMIT), the rest by the
@@ -131,7 +133,7 @@ if cfg.closed_at_ms then
   end
   cfg.paused = 1                                                          -- and nobody is admitted
 end
-if place_draw(q.tick, lines, now, cfg.opens_at_ms, DRAW_SEED, DRAW_MAX) then
+if place_draw(q, lines, now, cfg, DRAW_MAX) then
   return not_applied(0, 0)                                                -- the next calls go on placing it
 end
 if due and now < due then

@@ -3,41 +3,128 @@
 -- purge the ended sessions, and work out the new interval's budget and
 -- the room it leaves for moves.
 
+-- A scheduled opening's draw (docs/DRAW.md). Until the opening, the
+-- seed of its draw is sealed: only its SHA-256 (draw_commitment) is in
+-- the config, the seed itself in a key of its own (rediskeys.DrawSeed)
+-- that nothing answering reads; each participant joined under its draw
+-- key, HMAC-SHA256(seed, user id), which the enter's caller computed
+-- (Lua has no HMAC-SHA256: draw.go says why it is not done here). At the
+-- opening the tick reveals the seed and places the participants in the
+-- order of their keys, lowest first, a bounded batch a call.
+
+-- DRAW_BASE is the score of a line's first drawn place: the i-th place
+-- of a draw (from 1) scores DRAW_BASE + i - 1, below every arrival
+-- number (which are positive), and a drawn place's score says its place
+-- in the draw (status.lua answers it; Go reads the place from it).
+local DRAW_BASE = -4503599627370496 -- -2^52
+
+-- reveal_draw ends the seal at the opening (opens_at, or now when the
+-- operator cleared it: a sealed draw is never discarded): the seed and its
+-- commitment go to the tick HASH's record of the last draw, which is
+-- public, with its lines (the general lane's and each lane's holding
+-- participants, "draw_lines": the lanes, ","-joined) and their places so
+-- far (0); the last draw's list goes. Its placing starts
+-- ("draw_placing" until every participant is placed).
+local function reveal_draw(q, lines, now, opens_at)
+  local seed = redis.call('GET', q.draw_seed) or ''
+  local commitment = redis.call('HGET', q.config, 'draw_commitment') or ''
+  local lanes = {}
+  for _, line in ipairs(lines) do
+    redis.call('HDEL', q.tick, field(line, 'draw_n'))
+    redis.call('UNLINK', line.draw_list)
+    if line.name ~= '' and redis.call('ZCARD', line.draw_keys) + redis.call('SCARD', line.draw) > 0 then
+      lanes[#lanes + 1] = line.name
+    end
+  end
+  redis.call('HSET', q.tick, 'draw_for', opens_at > 0 and opens_at or now, 'draw_seed', seed,
+    'draw_commitment', commitment, 'draw_count', 0, 'draw_placing', 1, 'draw_lines', table.concat(lanes, ','))
+  redis.call('DEL', q.draw_seed)
+  redis.call('HDEL', q.config, 'draw_id', 'draw_commitment')
+end
+
+-- place_batch places at most max of line's participants: those of the
+-- draw keys ZSET first, lowest key first (ZPOPMIN of equal scores pops
+-- the least member), each whose user is still in the draw SET (a member
+-- whose user left is skipped) at the line's next drawn place, its entry
+-- (key and id hash) appended to the draw's list; then, once those are
+-- all placed, any participant without a key (one who joined before this
+-- version: placed behind, in SPOP's order, and not listed). Returns how
+-- many it placed.
+local function place_batch(tick_key, line, max)
+  local n = tonumber(redis.call('HGET', tick_key, field(line, 'draw_n'))) or 0
+  local placed = 0
+  local popped = redis.call('ZPOPMIN', line.draw_keys, max)
+  local users, entries = {}, {}
+  if #popped > 0 then
+    for i = 1, #popped, 2 do
+      users[#users + 1] = string.sub(popped[i], 65)
+      entries[#entries + 1] = string.sub(popped[i], 1, 64)
+    end
+  else
+    users = redis.call('SPOP', line.draw, max)
+  end
+  for i = 1, #users, 500 do
+    local last = math.min(i + 499, #users)
+    local member = #popped > 0 and redis.call('SMISMEMBER', line.draw, unpack(users, i, last)) or nil
+    local args, list, gone = {}, {}, {}
+    for j = i, last do
+      if not member or member[j - i + 1] == 1 then
+        args[#args + 1] = DRAW_BASE + n + placed
+        args[#args + 1] = users[j]
+        gone[#gone + 1] = users[j]
+        if member then
+          list[#list + 1] = entries[j]
+        end
+        placed = placed + 1
+      end
+    end
+    if #args > 0 then
+      redis.call('ZADD', line.waiting, unpack(args))
+      if member then
+        redis.call('SREM', line.draw, unpack(gone))
+      end
+    end
+    if #list > 0 then
+      redis.call('RPUSH', line.draw_list, unpack(list))
+    end
+  end
+  redis.call('HSET', tick_key, field(line, 'draw_n'), n + placed)
+  return placed
+end
+
 -- place_draw places a scheduled opening's draw. From opens_at, every call
--- (not just the interval's tick) places a bounded batch (max a line) of
--- the pre-queue's participants in each line at draw_key(seed, user): a
--- uniformly random order, ahead of everyone who arrived after opens_at.
--- The first such call records its fresh seed (with draw_for = the
--- opening), so the draw can be audited; every line's draw uses it. Nobody
--- is admitted until every participant is placed, so it returns true while
--- some are left. (A draw left behind by an opening the operator cleared
--- is placed too.)
-local function place_draw(tick_key, lines, now, opens_at, fresh_seed, max)
-  if opens_at > now then
+-- (not just the interval's tick) reveals the sealed seed if any
+-- (reveal_draw), then places a bounded batch (max a line) of each line's
+-- participants (place_batch): a uniformly random order, since the keys are
+-- HMAC-SHA256 under a seed nobody knew, ahead of everyone who arrived
+-- after opens_at. Nobody is admitted until every participant is placed,
+-- so it returns true while some are left. (A draw left behind by an
+-- opening the operator cleared is placed too.)
+local function place_draw(q, lines, now, cfg, max)
+  if cfg.opens_at_ms > now then
     return false
   end
-  local left = false
+  if cfg.draw_id then
+    reveal_draw(q, lines, now, cfg.opens_at_ms)
+  end
+  local left, worked = false, cfg.draw_id ~= nil
   for _, line in ipairs(lines) do
-    if redis.call('SCARD', line.draw) > 0 then
-      local d = redis.call('HMGET', tick_key, 'draw_for', 'draw_seed')
-      local seed = d[2]
-      if tonumber(d[1]) ~= opens_at then
-        seed = fresh_seed
-        redis.call('HSET', tick_key, 'draw_for', opens_at, 'draw_seed', seed, 'draw_count', 0)
+    if redis.call('SCARD', line.draw) > 0 or redis.call('ZCARD', line.draw_keys) > 0 then
+      worked = true
+      if not redis.call('HGET', q.tick, 'draw_placing') then
+        -- A draw with no seed sealed (its participants joined before this
+        -- version): recorded, with no seed, as the old draws were.
+        redis.call('HSET', q.tick, 'draw_for', cfg.opens_at_ms > 0 and cfg.opens_at_ms or now, 'draw_seed', '',
+          'draw_commitment', '', 'draw_count', 0, 'draw_placing', 1, 'draw_lines', '')
       end
-      local batch = redis.call('SPOP', line.draw, max)
-      for i = 1, #batch, 500 do
-        local args = {}
-        for j = i, math.min(i + 499, #batch) do
-          args[#args + 1] = draw_key(seed, batch[j])
-          args[#args + 1] = batch[j]
-        end
-        redis.call('ZADD', line.waiting, unpack(args))
-      end
-      redis.call('HINCRBY', tick_key, 'draw_count', #batch)
-      redis.call('HINCRBY', tick_key, field(line, 'placed'), #batch) -- arrivals, for the history
-      left = left or redis.call('SCARD', line.draw) > 0
+      local placed = place_batch(q.tick, line, max)
+      redis.call('HINCRBY', q.tick, 'draw_count', placed)
+      redis.call('HINCRBY', q.tick, field(line, 'placed'), placed) -- arrivals, for the history
+      left = left or redis.call('SCARD', line.draw) > 0 or redis.call('ZCARD', line.draw_keys) > 0
     end
+  end
+  if worked and not left then
+    redis.call('HDEL', q.tick, 'draw_placing')
   end
   return left
 end

@@ -25,7 +25,8 @@ end
 -- lines_now returns the lines, or nil when read (the caller's reading,
 -- ","-joined) is not the configured lanes and the SET's, sorted: the
 -- caller read them before a change. q are the queue's keys (the general
--- lane's), the lanes' own follow KEYS[fixed], eight a lane.
+-- lane's), the lanes' own follow KEYS[fixed], LANE_KEYS a lane.
+local LANE_KEYS = 10
 local function lines_now(q, fixed, configured, read)
   local names = redis.call('SMEMBERS', q.lanes)
   local seen = {}
@@ -42,11 +43,11 @@ local function lines_now(q, fixed, configured, read)
     return nil
   end
   local general = {name = '', waiting = q.waiting, heard = q.heard, held = q.held, stale = q.stale, draw = q.draw,
-    seq = q.seq, arrivals = q.arrivals, share = 1, index = 0}
+    draw_keys = q.draw_keys, draw_list = q.draw_list, seq = q.seq, arrivals = q.arrivals, share = 1, index = 0}
   local lines = {general}
   local removed, kept = 0, 0
   for i, n in ipairs(names) do
-    local k = fixed + 8 * (i - 1)
+    local k = fixed + LANE_KEYS * (i - 1)
     local share, gone = configured.shares[n], configured.shares[n] == nil
     if gone then
       share = tonumber(redis.call('HGET', q.tick, 'share:' .. n)) or 0
@@ -56,6 +57,7 @@ local function lines_now(q, fixed, configured, read)
     end
     lines[#lines + 1] = {name = n, waiting = KEYS[k + 1], heard = KEYS[k + 2], held = KEYS[k + 3], stale = KEYS[k + 4],
       draw = KEYS[k + 5], seq = KEYS[k + 6], arrivals = KEYS[k + 7], history = KEYS[k + 8],
+      draw_keys = KEYS[k + 9], draw_list = KEYS[k + 10],
       share = share, gone = gone, index = i}
   end
   -- The lanes removed keep their shares first (their people were
@@ -164,7 +166,8 @@ end
 local function forget_lanes(lanes_key, tick_key, lines, configured)
   for _, line in ipairs(lines) do
     if line.name ~= '' and not configured.shares[line.name] and redis.call('ZCARD', line.waiting) == 0 and
-        redis.call('ZCARD', line.held) == 0 and redis.call('SCARD', line.draw) == 0 then
+        redis.call('ZCARD', line.held) == 0 and redis.call('SCARD', line.draw) == 0 and
+        redis.call('ZCARD', line.draw_keys) == 0 then
       redis.call('SREM', lanes_key, line.name)
       redis.call('HDEL', tick_key, 'rate:' .. line.name, 'credit:' .. line.name, 'share:' .. line.name)
     end

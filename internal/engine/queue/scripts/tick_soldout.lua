@@ -43,12 +43,22 @@ local function drop_closed(q, lines, now, max)
         dropped = dropped + #users
       end
     end
+    -- The draw's keys go with its participants (each counts in max; no
+    -- user is named by them that the draw SET did not name).
+    if dropped < max then
+      local n = math.min(redis.call('ZCARD', line.draw_keys), max - dropped)
+      if n > 0 then
+        redis.call('ZREMRANGEBYRANK', line.draw_keys, 0, n - 1)
+        dropped = dropped + n
+      end
+    end
   end
   if dropped < max then
     return dropped, false
   end
   for _, line in ipairs(lines) do
-    if redis.call('ZCARD', line.waiting) + redis.call('ZCARD', line.held) + redis.call('SCARD', line.draw) > 0 then
+    if redis.call('ZCARD', line.waiting) + redis.call('ZCARD', line.held) + redis.call('SCARD', line.draw) +
+        redis.call('ZCARD', line.draw_keys) > 0 then
       return dropped, true
     end
   end
