@@ -20,7 +20,9 @@ import (
 	"github.com/waitroom/waitroom/internal/gate/command"
 	"github.com/waitroom/waitroom/internal/gate/proxy"
 	"github.com/waitroom/waitroom/internal/testkit/redistest"
+	"github.com/waitroom/waitroom/internal/testkit/wait"
 	"github.com/waitroom/waitroom/internal/trust/passledger"
+	"github.com/waitroom/waitroom/internal/web/publicapi"
 )
 
 // The order page speaks back: Waitroom-Command in its answers, through the
@@ -65,6 +67,27 @@ func commandUpstream(t testing.TB) *url.URL {
 func newCommandEnv(t *testing.T) (*env, *counted) {
 	t.Helper()
 	return newCommandEnvFor(t, commandUpstream(t), 2)
+}
+
+// admittedPassToExtend is admittedPass once the Redis clock has passed
+// the admission's millisecond: an extend in that same millisecond finds
+// the admission already ending as late as it can (unchanged), which a
+// fast local Redis made these tests see.
+func (e *env) admittedPassToExtend(t *testing.T) publicapi.TicketResponse {
+	t.Helper()
+	tk := e.admittedPass()
+	at, err := e.rdb.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 5*time.Second, "the Redis clock past the admission", func() (bool, string) {
+		now, err := e.rdb.Time(context.Background()).Result()
+		if err != nil {
+			return false, err.Error()
+		}
+		return now.UnixMilli() > at.UnixMilli(), now.String()
+	})
+	return tk
 }
 
 // newCommandEnvFor is newCommandEnv in front of upstream, admitting
@@ -122,7 +145,7 @@ func originEntries(t *testing.T, e *env) []audit.Entry {
 func TestGateCommandsThroughProxy(t *testing.T) {
 	t.Parallel()
 	e, rec := newCommandEnv(t)
-	tk := e.admittedPass()
+	tk := e.admittedPassToExtend(t)
 	bearer := []string{"Authorization", "Bearer " + tk.Pass, "Accept", "application/json"}
 
 	for _, p := range []string{"/static/cmd/done", "/static/cmd/extend", "/cmd/Launch", "/cmd/extend"} {
@@ -169,7 +192,7 @@ func TestGateCommandsThroughProxy(t *testing.T) {
 func TestCommandsEndpoint(t *testing.T) {
 	t.Parallel()
 	e, rec := newCommandEnv(t)
-	tk := e.admittedPass()
+	tk := e.admittedPassToExtend(t)
 	path := "/api/v1/queues/" + e.queue + "/commands"
 	post := func(body string, h ...string) response { return e.do("POST", path, body, h...) }
 	auth := bearerHeader(tk.Pass)
@@ -214,7 +237,7 @@ func TestCommandsEndpoint(t *testing.T) {
 func TestMiddlewareCommands(t *testing.T) {
 	t.Parallel()
 	e, rec := newCommandEnv(t)
-	tk := e.admittedPass()
+	tk := e.admittedPassToExtend(t)
 	var mu sync.Mutex
 	heard := map[string]int{}
 	ctx, cancel := context.WithCancel(context.Background())
