@@ -276,9 +276,21 @@ type pageAnswer struct {
 // origin, with its cookies); body is JSON, or "" for none.
 func pageFetch(b *browser, method, path, body string) pageAnswer {
 	b.t.Helper()
-	js := fmt.Sprintf(`fetch(%q, {method: %q, credentials: 'same-origin', cache: 'no-store', headers: {'Content-Type': 'application/json'}, body: %s || undefined})
-	  .then(async (r) => ({status: r.status, code: (((await r.json().catch(() => null)) || {}).error || {}).code || ''}))`,
-		path, method, strconv.Quote(body))
+	// Chromium drops a fetch in flight when the network changes under it
+	// (Docker starting another test's container: net::ERR_NETWORK_CHANGED),
+	// and the fetch rejects. These calls are idempotent (a read, a PATCH
+	// refused or setting a value): a dropped one is sent again, twice at
+	// most.
+	js := fmt.Sprintf(`(async () => {
+	  for (let i = 0; ; i++) {
+	    try {
+	      const r = await fetch(%q, {method: %q, credentials: 'same-origin', cache: 'no-store', headers: {'Content-Type': 'application/json'}, body: %s || undefined});
+	      return {status: r.status, code: (((await r.json().catch(() => null)) || {}).error || {}).code || ''};
+	    } catch (err) {
+	      if (i >= 2) throw err;
+	    }
+	  }
+	})()`, path, method, strconv.Quote(body))
 	a, err := chromedp.Run(b.ctx, chromedp.Evaluate[pageAnswer](js, chromedp.EvalAwaitPromise))
 	if err != nil {
 		b.fail("%s %s from the page: %v", method, path, err)
