@@ -303,12 +303,7 @@ func TestDrawPlacedInBatches(t *testing.T) {
 // the places that arrived after it.
 func TestNoDrawPaysNoCommand(t *testing.T) {
 	ctx := context.Background()
-	want := map[string]string{
-		"enter (a new place)":          "FCALL lua:EXISTS lua:GET lua:HMGET lua:HMGET lua:INCRBY lua:SCARD lua:ZADD lua:ZADD lua:ZCARD lua:ZREM",
-		"enter (the same place again)": "FCALL lua:EXISTS lua:GET lua:HMGET lua:HMGET lua:INCRBY lua:SCARD lua:ZADD lua:ZADD lua:ZADD lua:ZCARD lua:ZREM",
-		"status (waiting)":             "FCALL lua:EXISTS lua:HMGET lua:HMGET lua:SCARD lua:ZADD lua:ZCARD lua:ZMSCORE lua:ZRANK lua:ZSCORE",
-		"status (inside)":              "FCALL lua:EXISTS lua:HMGET lua:HMGET lua:HMGET lua:SCARD lua:ZCARD lua:ZMSCORE",
-	}
+	want := baseCommands
 	for _, drawn := range []bool{false, true} {
 		s, q, rdb := newStore(t, Settings{RefillSize: 1, RefillInterval: time.Hour, SessionTTL: time.Hour})
 		if drawn {
